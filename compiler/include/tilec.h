@@ -1,0 +1,118 @@
+/* tilec.h - the compiler as a library: .tile text in, C or CUDA source out,
+ * plus the signature of every kernel so a runtime can check and launch it.
+ *
+ * Used by the tilec CLI (compiler/main.c) and by the runtime (runtime/).
+ *
+ * Generated code ABI
+ * ------------------
+ * C backend (--emit=c): for each kernel K the output defines
+ *     void tilec_K(void **args, const int64_t *dyn);
+ * args[i] is the i-th parameter: for a tensor, a pointer to its first element
+ * (compact row-major); for a scalar, a pointer to a value of its dtype (float
+ * for f32, double for f64, int32_t for i32, int64_t for i64, unsigned char for
+ * bool). dyn[j] is the value of the j-th dynamic symbol (TilecKernelInfo).
+ * The function runs the whole grid. f16/bf16 elements are uint16_t bit
+ * patterns. The output is self-contained C11 (it includes only libc headers).
+ *
+ * CUDA backend (--emit=cuda): see docs/runtime.md (issue 3). */
+#ifndef TILEC_H
+#define TILEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILEC_VERSION_STRING "0.1.0"
+
+typedef enum TilecEmit { TILEC_EMIT_CUDA, TILEC_EMIT_C, TILEC_EMIT_IR } TilecEmit;
+typedef enum TilecTarget { TILEC_TARGET_SM80, TILEC_TARGET_SM90A, TILEC_TARGET_CPU } TilecTarget;
+
+/* Element types of parameters, matching the IR's dtype order. */
+typedef enum TilecDType {
+  TILEC_DTYPE_BOOL, TILEC_DTYPE_I32, TILEC_DTYPE_I64, TILEC_DTYPE_F16,
+  TILEC_DTYPE_BF16, TILEC_DTYPE_F32, TILEC_DTYPE_F64
+} TilecDType;
+
+typedef struct TilecDefine {
+  const char *name;
+  const char *value; /* integer, true/false, or a float literal */
+} TilecDefine;
+
+typedef struct TilecOptions {
+  TilecEmit emit;
+  TilecTarget target;
+  const TilecDefine *defines;
+  int ndefines;
+  const char *dump_dir;     /* write NN-<pass>.tir after every pass, or NULL */
+  const char *print_after;  /* "all" or a pass name: same text to diag_echo */
+  FILE *diag_echo;          /* diagnostics echoed here as they come (or NULL) */
+  FILE *print_stream;       /* where print_after goes (NULL: stderr) */
+} TilecOptions;
+
+void tilec_options_init(TilecOptions *o); /* emit C, target cpu, nothing else */
+
+/* One dimension of a tensor parameter: a constant or a dynamic symbol. */
+typedef struct TilecDim {
+  bool is_dynamic;
+  int64_t value;       /* when !is_dynamic */
+  int symbol;          /* index into TilecKernelInfo.dynamic_symbols */
+} TilecDim;
+
+enum { TILEC_MAX_RANK = 8 };
+
+typedef struct TilecParamInfo {
+  const char *name;
+  bool is_tensor;
+  TilecDType dtype;
+  int rank;                       /* 0 for scalars */
+  TilecDim dims[TILEC_MAX_RANK];
+} TilecParamInfo;
+
+typedef struct TilecKernelInfo {
+  const char *name;
+  const char *entry;              /* symbol in the generated code: tilec_<name> */
+  int nparams;
+  const TilecParamInfo *params;
+  int ndynamic;
+  const char *const *dynamic_symbols; /* names, in dyn[] order */
+  int threads;                    /* threads per block (constant after specialization) */
+  int shared_bytes;               /* static shared memory (CUDA), 0 for C */
+} TilecKernelInfo;
+
+typedef struct TilecResult TilecResult;
+
+/* Compiles `len` bytes of `text` (named `file` in diagnostics). Always sets
+ * *out (even on failure, so diagnostics can be read). Returns 0 on success,
+ * 1 when the input has errors, 2 for bad options (unknown -D name, bad pass
+ * name in print_after...). */
+int tilec_compile(const char *file, const char *text, size_t len,
+                  const TilecOptions *options, TilecResult **out);
+
+const char *tilec_result_output(const TilecResult *r);      /* emitted text */
+size_t tilec_result_output_size(const TilecResult *r);
+const char *tilec_result_diagnostics(const TilecResult *r); /* all messages */
+/* The IR after specialization and folding, as text: what the runtime hashes
+ * into its cache key (with version, target and options). */
+const char *tilec_result_specialized_ir(const TilecResult *r);
+int tilec_result_num_kernels(const TilecResult *r);
+const TilecKernelInfo *tilec_result_kernel(const TilecResult *r, int i);
+/* Evaluates the kernel's launch grid for the given dynamic symbol values. */
+void tilec_result_grid(const TilecResult *r, int kernel, const int64_t *dyn, int64_t grid[3]);
+void tilec_result_destroy(TilecResult *r); /* accepts NULL */
+
+/* Pass pipeline introspection (for --list-passes and docs). */
+int tilec_num_passes(void);
+const char *tilec_pass_name(int i);
+const char *tilec_pass_summary(int i);
+
+const char *tilec_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

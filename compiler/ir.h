@@ -1,0 +1,373 @@
+/* ir.h - the tile IR: one tree-shaped IR from sema to emission.
+ *
+ * A module holds kernels; a kernel holds typed parameters, shape symbols, the
+ * launch grid and a body of statements. Statements are structured (SEQ, FOR,
+ * IF, ...) and include block-level tile ops (COPY, FILL, GEMM, REDUCE) that
+ * later passes lower to thread-level code. Expressions are scalar trees.
+ *
+ * Every node carries the SrcLoc of the .tile text it came from, through every
+ * pass, so any stage can point at a line and column.
+ *
+ * Ownership: every node is allocated in IrModule.arena. Passes rewrite the
+ * tree in place or build new nodes; nothing is freed until the module is. */
+#ifndef TILEC_IR_H
+#define TILEC_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "arena.h"
+#include "diag.h"
+#include "ir_ops.def"
+
+enum { IR_MAX_RANK = 8, IR_MAX_GRID = 3 };
+
+typedef enum DType {
+#define X(name, spelling, size, is_float) DTYPE_##name,
+  IR_DTYPES(X)
+#undef X
+  DTYPE_COUNT
+} DType;
+
+typedef enum IrOp {
+#define X(name, spelling, arity) IR_OP_##name,
+  IR_OPS(X)
+#undef X
+  IR_OP_COUNT
+} IrOp;
+
+typedef enum IrIntrinsic {
+#define X(name, spelling, arity) IR_INTRINSIC_##name,
+  IR_INTRINSICS(X)
+#undef X
+  IR_INTRINSIC_COUNT
+} IrIntrinsic;
+
+typedef enum IrExprKind {
+#define X(name, spelling) IR_EXPR_##name,
+  IR_EXPR_KINDS(X)
+#undef X
+  IR_EXPR_COUNT
+} IrExprKind;
+
+typedef enum IrStmtKind {
+#define X(name, spelling) IR_STMT_##name,
+  IR_STMT_KINDS(X)
+#undef X
+  IR_STMT_COUNT
+} IrStmtKind;
+
+typedef enum IrForKind {
+#define X(name, spelling) IR_FOR_##name,
+  IR_FOR_KINDS(X)
+#undef X
+  IR_FOR_COUNT
+} IrForKind;
+
+typedef enum IrScope {
+#define X(name, spelling) IR_SCOPE_##name,
+  IR_SCOPES(X)
+#undef X
+  IR_SCOPE_COUNT
+} IrScope;
+
+typedef enum IrLayoutKind {
+#define X(name, spelling) IR_LAYOUT_##name,
+  IR_LAYOUTS(X)
+#undef X
+  IR_LAYOUT_COUNT
+} IrLayoutKind;
+
+typedef enum IrReduceKind {
+#define X(name, spelling) IR_REDUCE_##name,
+  IR_REDUCE_KINDS(X)
+#undef X
+  IR_REDUCE_COUNT
+} IrReduceKind;
+
+typedef enum IrGemmPolicy {
+#define X(name, spelling) IR_GEMM_POLICY_##name,
+  IR_GEMM_POLICIES(X)
+#undef X
+  IR_GEMM_POLICY_COUNT
+} IrGemmPolicy;
+
+/* Spellings, from the tables. */
+const char *dtype_name(DType t);
+int dtype_size(DType t);
+bool dtype_is_float(DType t);
+bool dtype_from_name(const char *name, DType *out);
+const char *ir_op_name(IrOp op);
+int ir_op_arity(IrOp op);
+const char *ir_intrinsic_name(IrIntrinsic fn);
+int ir_intrinsic_arity(IrIntrinsic fn);
+const char *ir_stmt_kind_name(IrStmtKind k);
+const char *ir_for_kind_name(IrForKind k);
+const char *ir_scope_name(IrScope s);
+const char *ir_layout_name(IrLayoutKind k);
+const char *ir_reduce_name(IrReduceKind k);
+const char *ir_gemm_policy_name(IrGemmPolicy p);
+
+/* ---- Variables -------------------------------------------------------- */
+
+typedef enum IrVarKind {
+  IR_VAR_SYMBOL,       /* shape symbol or const (seq_len, block_M): integer/bool */
+  IR_VAR_SCALAR_PARAM, /* a scalar kernel parameter (scale: f32) */
+  IR_VAR_BLOCK_INDEX,  /* bx, by, bz */
+  IR_VAR_LOOP,         /* a for-loop variable */
+  IR_VAR_LET,          /* `loop_range = ...;` a scalar bound once */
+} IrVarKind;
+
+typedef struct IrExpr IrExpr;
+
+typedef struct IrVar {
+  const char *name;
+  IrVarKind kind;
+  DType dtype;
+  int id;             /* unique in the module; printers disambiguate with it */
+  SrcLoc loc;
+  /* SYMBOL only. default_value: the `const (...)` initializer or NULL.
+   * After specialize: bound == true and value is a constant when a -D or a
+   * default gave one; otherwise the symbol is dynamic (a launch argument
+   * taken from the tensor shapes). */
+  IrExpr *default_value;
+  bool is_const_decl; /* declared in const (...) rather than only in a shape */
+  bool bound;
+  IrExpr *value;
+  int dynamic_index;  /* index among the kernel's dynamic symbols, or -1 */
+  /* SCALAR_PARAM only: position in the parameter list. */
+  int param_index;
+  /* BLOCK_INDEX only: 0 for x, 1 for y, 2 for z. */
+  int grid_dim;
+} IrVar;
+
+/* ---- Expressions ------------------------------------------------------ */
+
+typedef struct IrBuffer IrBuffer;
+
+struct IrExpr {
+  IrExprKind kind;
+  DType dtype;         /* integer expressions are i64; conditions are bool */
+  SrcLoc loc;
+  union {
+    int64_t int_value;   /* INT (also BOOL constants: 0/1) */
+    double float_value;  /* FLOAT (may be +-INFINITY) */
+    IrVar *var;          /* VAR */
+    struct {
+      IrOp op;
+      IrExpr *a, *b;     /* UNARY: a only */
+    } op;
+    struct {
+      IrExpr *cond, *then_, *else_;
+    } select;
+    struct {
+      IrIntrinsic fn;
+      IrExpr *args[2];
+      int nargs;
+    } call;
+    struct {
+      IrBuffer *buf;
+      IrExpr *idx[IR_MAX_RANK];
+      int nidx;          /* == buf->rank */
+    } load;
+    IrExpr *cast_src;    /* CAST: converts to this node's dtype */
+  } u;
+};
+
+/* ---- Buffers and regions ---------------------------------------------- */
+
+typedef struct IrLayout {
+  IrLayoutKind kind;
+  /* SWIZZLED: XOR swizzle of 16-byte chunks within rows of `swizzle_bytes`
+   * (e.g. 128). Set by the swizzle-layout pass; 0 until then. */
+  int swizzle_bytes;
+} IrLayout;
+
+struct IrBuffer {
+  const char *name;
+  DType dtype;
+  IrScope scope;
+  int rank;
+  IrExpr *shape[IR_MAX_RANK]; /* constants after specialization for non-global */
+  IrLayout layout;
+  int param_index;           /* GLOBAL params: position in the parameter list; else -1 */
+  int id;
+  SrcLoc loc;
+};
+
+/* A rectangular piece of a buffer: the operand of COPY/FILL/GEMM.
+ * Dimension d covers [start[d], start[d] + extent[d]). A dimension written as
+ * a plain index (`Q[bz, ...]`) has is_index[d] set and extent 1; it is dropped
+ * from the region's tile shape. guard[d] is set by guard-bounds when the
+ * range may leave [0, shape[d]) at run time. */
+typedef struct IrRegion {
+  IrBuffer *buf;
+  int rank;
+  IrExpr *start[IR_MAX_RANK];
+  IrExpr *extent[IR_MAX_RANK];
+  bool is_index[IR_MAX_RANK];
+  bool guard[IR_MAX_RANK];
+  SrcLoc loc;
+} IrRegion;
+
+/* ---- Statements -------------------------------------------------------- */
+
+typedef struct IrStmt IrStmt;
+
+struct IrStmt {
+  IrStmtKind kind;
+  SrcLoc loc;
+  union {
+    struct {             /* SEQ: statements in order; LETs scope to the end */
+      IrStmt **items;
+      int n, cap;
+    } seq;
+    IrBuffer *alloc;     /* ALLOC: a SHARED/FRAGMENT/LOCAL buffer comes alive */
+    struct {             /* LET */
+      IrVar *var;
+      IrExpr *value;
+    } let;
+    struct {             /* STORE: buf[idx...] = value */
+      IrBuffer *buf;
+      IrExpr *idx[IR_MAX_RANK];
+      int nidx;
+      IrExpr *value;
+    } store;
+    struct {             /* FOR var in [0, extent) */
+      IrForKind kind;
+      IrVar *var;
+      IrExpr *extent;
+      int num_stages;    /* PIPELINED only (>= 1) */
+      IrStmt *body;      /* a SEQ */
+    } for_;
+    struct {             /* IF */
+      IrExpr *cond;
+      IrStmt *then_, *else_; /* SEQs; else_ may be NULL */
+    } if_;
+    struct {             /* COPY src -> dst (converting dtype if they differ) */
+      IrRegion src, dst;
+    } copy;
+    struct {             /* FILL dst with value (clear(x) is fill(x, 0)) */
+      IrRegion dst;
+      IrExpr *value;
+    } fill;
+    struct {             /* GEMM c += op(a) @ op(b) */
+      IrRegion a, b, c;
+      bool trans_a, trans_b;
+      IrGemmPolicy policy;
+    } gemm;
+    struct {             /* REDUCE src along dim into dst */
+      IrReduceKind kind;
+      IrBuffer *src, *dst;
+      int dim;
+      bool clear;        /* true: dst starts from the identity; false: folds in */
+    } reduce;
+    struct {             /* ANNOTATE_LAYOUT buf -> layout */
+      IrBuffer *buf;
+      IrLayoutKind layout;
+    } annotate;
+    struct {             /* USE_SWIZZLE: block rasterization request */
+      IrExpr *panel_size;
+      bool column_major; /* order = col */
+    } swizzle;
+  } u;
+};
+
+/* ---- Kernels and modules ---------------------------------------------- */
+
+typedef struct IrParam {
+  const char *name;
+  bool is_tensor;
+  IrBuffer *buffer;    /* tensor: a GLOBAL buffer */
+  IrVar *scalar;       /* scalar: an IR_VAR_SCALAR_PARAM */
+  SrcLoc loc;
+} IrParam;
+
+typedef struct IrKernel {
+  const char *name;
+  SrcLoc loc;
+  IrParam *params;
+  int nparams;
+  IrVar **symbols;      /* every shape symbol and const, declaration order */
+  int nsymbols;
+  IrExpr *grid[IR_MAX_GRID]; /* missing dimensions are the constant 1 */
+  int ngrid;
+  IrExpr *threads;
+  IrVar *block_vars[IR_MAX_GRID];
+  IrStmt *body;         /* a SEQ */
+  /* Set by passes. */
+  int raster_panel;     /* use_swizzle panel size; 0 = no rasterization */
+  bool raster_column_major;
+} IrKernel;
+
+typedef struct IrModule {
+  Arena *arena;
+  const char *file;
+  IrKernel **kernels;
+  int nkernels;
+  int next_id;          /* for IrVar.id and IrBuffer.id */
+} IrModule;
+
+/* ---- Construction (ir.c) ------------------------------------------------ */
+
+IrModule *ir_module_new(Arena *arena, const char *file);
+IrVar *ir_var_new(IrModule *m, const char *name, IrVarKind kind, DType dtype, SrcLoc loc);
+IrBuffer *ir_buffer_new(IrModule *m, const char *name, DType dtype, IrScope scope,
+                        int rank, IrExpr *const *shape, SrcLoc loc);
+
+IrExpr *ir_int(IrModule *m, int64_t v, SrcLoc loc);          /* i64 */
+IrExpr *ir_bool(IrModule *m, bool v, SrcLoc loc);
+IrExpr *ir_float(IrModule *m, double v, DType t, SrcLoc loc);
+IrExpr *ir_var_ref(IrModule *m, IrVar *v, SrcLoc loc);
+IrExpr *ir_unary(IrModule *m, IrOp op, IrExpr *a, SrcLoc loc);
+/* Result dtype: bool for comparisons and logic, else the wider operand type
+ * (float beats int). */
+IrExpr *ir_binary(IrModule *m, IrOp op, IrExpr *a, IrExpr *b, SrcLoc loc);
+IrExpr *ir_select(IrModule *m, IrExpr *cond, IrExpr *then_, IrExpr *else_, SrcLoc loc);
+IrExpr *ir_call(IrModule *m, IrIntrinsic fn, IrExpr *a, IrExpr *b, SrcLoc loc);
+IrExpr *ir_load(IrModule *m, IrBuffer *buf, IrExpr *const *idx, SrcLoc loc);
+IrExpr *ir_cast(IrModule *m, DType t, IrExpr *src, SrcLoc loc);
+
+IrStmt *ir_stmt_new(IrModule *m, IrStmtKind kind, SrcLoc loc);
+IrStmt *ir_seq_new(IrModule *m, SrcLoc loc);
+void ir_seq_push(IrModule *m, IrStmt *seq, IrStmt *item);
+IrStmt *ir_for_new(IrModule *m, IrForKind kind, IrVar *var, IrExpr *extent, IrStmt *body, SrcLoc loc);
+IrStmt *ir_store_new(IrModule *m, IrBuffer *buf, IrExpr *const *idx, IrExpr *value, SrcLoc loc);
+IrStmt *ir_if_new(IrModule *m, IrExpr *cond, IrStmt *then_, IrStmt *else_, SrcLoc loc);
+
+/* A region covering the whole buffer. */
+IrRegion ir_region_whole(IrModule *m, IrBuffer *buf, SrcLoc loc);
+/* The region's tile shape (non-index dims): returns the number of dims. */
+int ir_region_tile_shape(const IrRegion *r, IrExpr **out_extents);
+
+/* Deep copy of an expression (vars and buffers are shared, not copied). */
+IrExpr *ir_expr_clone(IrModule *m, const IrExpr *e);
+/* Replaces every reference to `var` in e by a clone of `with`; returns the
+ * new tree (e itself is not modified). */
+IrExpr *ir_expr_subst(IrModule *m, const IrExpr *e, const IrVar *var, const IrExpr *with);
+
+bool ir_expr_is_int_const(const IrExpr *e, int64_t *out);
+bool ir_expr_equal(const IrExpr *a, const IrExpr *b);
+
+/* Calls fn on every expression slot of a statement (not recursing into child
+ * statements), letting fn replace it. The same walker serves every pass that
+ * rewrites expressions. */
+typedef IrExpr *(*IrExprRewriter)(IrModule *m, IrExpr *e, void *ctx);
+void ir_stmt_rewrite_exprs(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx);
+
+/* ---- Printing and verification (ir_print.c, ir_verify.c) ---------------- */
+
+/* Prints the module in the IR text format (docs/ir.md). The same format after
+ * every pass, so dumps diff cleanly. */
+void ir_print_module(FILE *out, const IrModule *m);
+char *ir_module_to_string(const IrModule *m); /* malloc'd; caller frees */
+void ir_print_expr(FILE *out, const IrExpr *e);
+char *ir_expr_to_string(Arena *arena, const IrExpr *e);
+
+/* Structural checks run between passes: dtypes consistent, ranks match,
+ * every var in scope, regions inside rank. Reports through diag as internal
+ * errors naming the pass that broke the invariant; returns false then. */
+bool ir_verify_module(const IrModule *m, const char *after_pass, Diag *diag);
+
+#endif

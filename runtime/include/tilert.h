@@ -1,0 +1,139 @@
+/* tilert.h - the tilec runtime: load a .tile file, compile it for the CPU (C
+ * backend + the system C compiler) or the GPU (CUDA backend + NVRTC), cache the
+ * binary on disk, and launch kernels on DLPack tensors.
+ *
+ * Conventions (sqlite/libuv): opaque handles; create/destroy pairs whose
+ * destroy accepts NULL; every call returns a TilertStatus; the full text of
+ * the last error (compiler diagnostics, C compiler or NVRTC log included) is
+ * kept in the context and read with tilert_last_error(). The library never
+ * calls exit().
+ *
+ *   TilertContext *ctx;  tilert_context_create(NULL, &ctx);
+ *   TilecDefine defs[] = {{"seq_len", "1000"}};
+ *   TilertModule *mod;   tilert_module_load_file(ctx, "fa.tile", defs, 1, &mod);
+ *   TilertKernel *k;     tilert_module_get_kernel(mod, "flash_attention", &k);
+ *   TilertArg args[] = {tilert_arg_tensor(&q), ..., tilert_arg_f32(scale)};
+ *   if (tilert_launch(k, args, 5, NULL) != TILERT_OK) puts(tilert_last_error(ctx));
+ *   tilert_module_destroy(mod); tilert_context_destroy(ctx);
+ */
+#ifndef TILERT_H
+#define TILERT_H
+
+#include <dlpack/dlpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(NAME, message) */
+#define TILERT_STATUSES(X)                                               \
+  X(OK, "ok")                                                            \
+  X(INVALID_ARGUMENT, "invalid argument")                                \
+  X(IO_ERROR, "cannot read or write a file")                             \
+  X(COMPILE_ERROR, "the .tile source has errors")                        \
+  X(CC_FAILED, "the C compiler failed")                                  \
+  X(LOAD_FAILED, "cannot load the compiled kernel")                      \
+  X(NOT_FOUND, "no such kernel")                                         \
+  X(LAUNCH_MISMATCH, "arguments do not match the kernel's signature")    \
+  X(NO_GPU, "no usable CUDA GPU")                                        \
+  X(NVRTC_FAILED, "NVRTC failed to compile the kernel")                  \
+  X(CUDA_ERROR, "a CUDA driver call failed")                             \
+  X(OUT_OF_MEMORY, "out of memory")
+
+typedef enum TilertStatus {
+#define X(name, msg) TILERT_##name,
+  TILERT_STATUSES(X)
+#undef X
+  TILERT_STATUS_COUNT
+} TilertStatus;
+
+const char *tilert_strerror(TilertStatus s);
+const char *tilert_version(void);
+
+typedef enum TilertDevice {
+  TILERT_DEVICE_AUTO, /* CUDA when a GPU and the CUDA libraries are usable, else CPU */
+  TILERT_DEVICE_CPU,
+  TILERT_DEVICE_CUDA,
+} TilertDevice;
+
+typedef struct TilertConfig {
+  TilertDevice device;
+  const char *cache_dir; /* NULL: $TILEC_CACHE_DIR, else $XDG_CACHE_HOME/tilec, else ~/.cache/tilec */
+  bool disable_cache;    /* also when $TILEC_CACHE_DISABLE=1 */
+  const char *cc;        /* C compiler for the CPU path; NULL: $TILEC_CC, else "cc" */
+} TilertConfig;
+
+typedef struct TilertContext TilertContext;
+typedef struct TilertModule TilertModule;
+typedef struct TilertKernel TilertKernel; /* owned by its module */
+
+/* cfg may be NULL (all defaults). */
+TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out);
+void tilert_context_destroy(TilertContext *ctx);
+const char *tilert_last_error(const TilertContext *ctx);
+/* The device modules of this context run on (AUTO resolved), and, when the
+ * GPU path is off, a sentence saying why. */
+TilertDevice tilert_context_device(const TilertContext *ctx);
+const char *tilert_context_device_note(const TilertContext *ctx);
+
+/* Compile (or fetch from the cache) every kernel of a .tile file with the
+ * given constant bindings (like tilec -D). */
+TilertStatus tilert_module_load_file(TilertContext *ctx, const char *path,
+                                     const TilecDefine *defines, int ndefines,
+                                     TilertModule **out);
+TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name,
+                                       const char *text, size_t len,
+                                       const TilecDefine *defines, int ndefines,
+                                       TilertModule **out);
+void tilert_module_destroy(TilertModule *mod);
+/* True when the module's binary came from the disk cache (no compiler ran). */
+bool tilert_module_from_cache(const TilertModule *mod);
+
+TilertStatus tilert_module_get_kernel(TilertModule *mod, const char *name, TilertKernel **out);
+const TilecKernelInfo *tilert_kernel_info(const TilertKernel *k);
+
+/* One launch argument: a tensor, or a scalar (converted to the parameter's
+ * dtype; a float parameter takes `f`, an integer or bool one takes `i`). */
+typedef enum TilertArgKind { TILERT_ARG_TENSOR, TILERT_ARG_FLOAT, TILERT_ARG_INT } TilertArgKind;
+typedef struct TilertArg {
+  TilertArgKind kind;
+  const DLTensor *tensor;
+  double f;
+  int64_t i;
+} TilertArg;
+
+static inline TilertArg tilert_arg_tensor(const DLTensor *t) {
+  TilertArg a = {TILERT_ARG_TENSOR, t, 0.0, 0};
+  return a;
+}
+static inline TilertArg tilert_arg_f32(double v) {
+  TilertArg a = {TILERT_ARG_FLOAT, NULL, v, 0};
+  return a;
+}
+static inline TilertArg tilert_arg_int(int64_t v) {
+  TilertArg a = {TILERT_ARG_INT, NULL, 0.0, v};
+  return a;
+}
+
+/* Checks every argument against the kernel's signature (count, kind, dtype,
+ * rank, shape incl. symbols shared between tensors, compact strides, device,
+ * non-null data) and runs the kernel to completion. stream: a CUstream for
+ * the GPU path (NULL: default stream), ignored on the CPU. */
+TilertStatus tilert_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream);
+
+/* f16 / bf16 conversions for host programs preparing inputs (round to
+ * nearest even). */
+uint16_t tilert_f32_to_f16(float x);
+float tilert_f16_to_f32(uint16_t h);
+uint16_t tilert_f32_to_bf16(float x);
+float tilert_bf16_to_f32(uint16_t h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,307 @@
+/* driver.c - the compiler library entry point (include/tilec.h).
+ *
+ * parse -> sema -> pass pipeline (verified after each pass, dumped on
+ * request) -> backend. The result keeps the arena alive so the kernel
+ * signatures and the IR can be queried after compilation. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ast.h"
+#include "backend/backend.h"
+#include "include/tilec.h"
+#include "ir.h"
+#include "passes/passes.h"
+#include "sema.h"
+#include "simplify.h"
+#include "strbuf.h"
+
+struct TilecResult {
+  Arena *arena;
+  Diag *diag;
+  IrModule *module;
+  char *output;
+  size_t output_size;
+  char *specialized_ir;
+  TilecKernelInfo *kernels;
+  int nkernels;
+};
+
+void tilec_options_init(TilecOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->emit = TILEC_EMIT_C;
+  o->target = TILEC_TARGET_CPU;
+}
+
+const char *tilec_version(void) { return TILEC_VERSION_STRING; }
+int tilec_num_passes(void) { return pass_count; }
+const char *tilec_pass_name(int i) { return i >= 0 && i < pass_count ? pass_table[i].name : NULL; }
+const char *tilec_pass_summary(int i) { return i >= 0 && i < pass_count ? pass_table[i].summary : NULL; }
+
+/* ---- dumps --------------------------------------------------------------- */
+
+typedef struct DumpCtx {
+  const TilecOptions *opts;
+  TilecResult *result;
+  Diag *diag;
+  bool failed;
+} DumpCtx;
+
+static bool mkdir_p(const char *path) {
+  char buf[4096];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof buf) return false;
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    char c = buf[i];
+    buf[i] = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return false;
+    buf[i] = c;
+  }
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void observe(const IrModule *m, int index, const char *pass_name, void *vctx) {
+  DumpCtx *ctx = vctx;
+  const TilecOptions *o = ctx->opts;
+  char *text = NULL;
+  if (strcmp(pass_name, "fold-constants") == 0) {
+    text = ir_module_to_string(m);
+    free(ctx->result->specialized_ir);
+    ctx->result->specialized_ir = strdup(text);
+  }
+  bool print = o->print_after && (strcmp(o->print_after, "all") == 0 || strcmp(o->print_after, pass_name) == 0);
+  if (!o->dump_dir && !print) {
+    free(text);
+    return;
+  }
+  if (!text) text = ir_module_to_string(m);
+  if (print) {
+    FILE *out = o->print_stream ? o->print_stream : stderr;
+    fprintf(out, "// ----- IR Dump After %s (%02d) -----\n%s\n", pass_name, index, text);
+  }
+  if (o->dump_dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%02d-%s.tir", o->dump_dir, index, pass_name);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+      diag_error(ctx->diag, (SrcLoc){0}, "cannot write %s: %s", path, strerror(errno));
+      ctx->failed = true;
+    } else {
+      fprintf(f, "// ----- IR Dump After %s (%02d) -----\n%s", pass_name, index, text);
+      fclose(f);
+    }
+  }
+  free(text);
+}
+
+/* ---- signatures ------------------------------------------------------------ */
+
+static int shared_bytes_of(const IrStmt *s) {
+  if (!s) return 0;
+  int total = 0;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) total += shared_bytes_of(s->u.seq.items[i]);
+    break;
+  case IR_STMT_ALLOC:
+    if (s->u.alloc->scope == IR_SCOPE_SHARED) {
+      int64_t bytes = dtype_size(s->u.alloc->dtype), d;
+      for (int i = 0; i < s->u.alloc->rank; i++)
+        bytes *= ir_expr_is_int_const(s->u.alloc->shape[i], &d) ? d : 0;
+      total += (int)bytes;
+    }
+    break;
+  case IR_STMT_FOR:
+    total += shared_bytes_of(s->u.for_.body);
+    break;
+  case IR_STMT_IF:
+    total += shared_bytes_of(s->u.if_.then_) + shared_bytes_of(s->u.if_.else_);
+    break;
+  default:
+    break;
+  }
+  return total;
+}
+
+static void build_infos(TilecResult *r) {
+  IrModule *m = r->module;
+  r->nkernels = m->nkernels;
+  r->kernels = ARENA_NEW_ARRAY(r->arena, TilecKernelInfo, m->nkernels ? m->nkernels : 1);
+  for (int ki = 0; ki < m->nkernels; ki++) {
+    const IrKernel *k = m->kernels[ki];
+    TilecKernelInfo *info = &r->kernels[ki];
+    info->name = k->name;
+    info->entry = arena_printf(r->arena, "tilec_%s", k->name);
+    TilecParamInfo *params = ARENA_NEW_ARRAY(r->arena, TilecParamInfo, k->nparams ? k->nparams : 1);
+    for (int i = 0; i < k->nparams; i++) {
+      const IrParam *p = &k->params[i];
+      params[i].name = p->name;
+      params[i].is_tensor = p->is_tensor;
+      params[i].dtype = (TilecDType)(p->is_tensor ? p->buffer->dtype : p->scalar->dtype);
+      if (!p->is_tensor) continue;
+      params[i].rank = p->buffer->rank;
+      for (int d = 0; d < p->buffer->rank; d++) {
+        const IrExpr *e = p->buffer->shape[d];
+        TilecDim *dim = &params[i].dims[d];
+        if (e->kind == IR_EXPR_VAR && !e->u.var->bound) {
+          dim->is_dynamic = true;
+          dim->symbol = e->u.var->dynamic_index;
+        } else {
+          ir_expr_is_int_const(e, &dim->value);
+        }
+      }
+    }
+    info->params = params;
+    info->nparams = k->nparams;
+    int ndyn = 0;
+    for (int i = 0; i < k->nsymbols; i++) ndyn += !k->symbols[i]->bound;
+    const char **names = ARENA_NEW_ARRAY(r->arena, const char *, ndyn ? ndyn : 1);
+    for (int i = 0; i < k->nsymbols; i++)
+      if (!k->symbols[i]->bound) names[k->symbols[i]->dynamic_index] = k->symbols[i]->name;
+    info->dynamic_symbols = names;
+    info->ndynamic = ndyn;
+    int64_t threads = 0;
+    ir_expr_is_int_const(k->threads, &threads);
+    info->threads = (int)threads;
+    info->shared_bytes = shared_bytes_of(k->body);
+  }
+}
+
+typedef struct DynEnv {
+  const IrKernel *k;
+  const int64_t *dyn;
+} DynEnv;
+
+static bool dyn_value(const IrVar *v, void *ctx, int64_t *out) {
+  DynEnv *env = ctx;
+  if (v->kind != IR_VAR_SYMBOL || v->bound || v->dynamic_index < 0) return false;
+  *out = env->dyn[v->dynamic_index];
+  return true;
+}
+
+void tilec_result_grid(const TilecResult *r, int kernel, const int64_t *dyn, int64_t grid[3]) {
+  const IrKernel *k = r->module->kernels[kernel];
+  DynEnv env = {k, dyn};
+  for (int g = 0; g < 3; g++)
+    if (!ir_eval_int(k->grid[g], dyn_value, &env, &grid[g])) grid[g] = 0;
+}
+
+/* ---- options ----------------------------------------------------------------- */
+
+static bool define_is_known(const AstModule *ast, const char *name) {
+  for (const AstKernel *k = ast->kernels; k; k = k->next) {
+    for (const AstConst *c = k->consts; c; c = c->next)
+      if (strcmp(c->name, name) == 0) return true;
+    for (const AstParam *p = k->params; p; p = p->next)
+      for (const AstArg *d = p->dims; d; d = d->next)
+        if (d->value->kind == AST_EXPR_NAME && strcmp(d->value->u.name, name) == 0) return true;
+  }
+  return false;
+}
+
+static bool pass_name_known(const char *name) {
+  if (strcmp(name, "all") == 0 || strcmp(name, "sema") == 0) return true;
+  for (int i = 0; i < pass_count; i++)
+    if (strcmp(pass_table[i].name, name) == 0) return true;
+  return false;
+}
+
+int tilec_compile(const char *file, const char *text, size_t len, const TilecOptions *options,
+                  TilecResult **out) {
+  TilecOptions defaults;
+  if (!options) {
+    tilec_options_init(&defaults);
+    options = &defaults;
+  }
+  TilecResult *r = calloc(1, sizeof *r);
+  if (!r) abort();
+  *out = r;
+  r->arena = arena_create();
+  r->diag = diag_create(options->diag_echo);
+  if (!file) file = "<input>";
+  SrcLoc none = {0};
+
+  TilecTarget target = options->target;
+  if (options->emit == TILEC_EMIT_C && target != TILEC_TARGET_CPU) {
+    diag_error(r->diag, none, "--emit=c needs --target=cpu");
+    return 2;
+  }
+  if (options->emit == TILEC_EMIT_CUDA && target == TILEC_TARGET_CPU) {
+    diag_error(r->diag, none, "--emit=cuda needs a GPU target (sm_80 or sm_90a)");
+    return 2;
+  }
+  if (options->print_after && !pass_name_known(options->print_after)) {
+    diag_error(r->diag, none, "--print-ir-after=%s: no such pass (see --list-passes)", options->print_after);
+    return 2;
+  }
+  if (options->dump_dir && !mkdir_p(options->dump_dir)) {
+    diag_error(r->diag, none, "--dump-ir=%s: cannot create the directory: %s", options->dump_dir, strerror(errno));
+    return 2;
+  }
+
+  AstModule *ast = parse_tile(r->arena, r->diag, file, text, len);
+  if (!ast) return 1;
+  for (int i = 0; i < options->ndefines; i++)
+    if (!define_is_known(ast, options->defines[i].name)) {
+      diag_error(r->diag, none, "-D %s: the program has no constant or shape symbol named '%s'",
+                 options->defines[i].name, options->defines[i].name);
+      return 2;
+    }
+  r->module = sema_build(r->arena, r->diag, ast, options->defines, options->ndefines);
+  if (!r->module) return 1;
+
+  DumpCtx ctx = {options, r, r->diag, false};
+  /* Dump 00 is sema's output, before any pass. */
+  observe(r->module, 0, "sema", &ctx);
+  PassOptions popts = {target, options->defines, options->ndefines};
+  if (!pass_run_pipeline(r->module, &popts, r->diag, observe, &ctx) || ctx.failed) return 1;
+  build_infos(r);
+
+  StrBuf sb;
+  sb_init(&sb);
+  switch (options->emit) {
+  case TILEC_EMIT_IR: {
+    char *ir = ir_module_to_string(r->module);
+    sb_puts(&sb, ir);
+    free(ir);
+    break;
+  }
+  case TILEC_EMIT_C:
+    if (!emit_c_module(r->module, &sb, r->diag)) {
+      sb_free(&sb);
+      return 1;
+    }
+    break;
+  case TILEC_EMIT_CUDA:
+    diag_error(r->diag, none, "the CUDA backend is not available yet (use --emit=c --target=cpu or --emit=ir)");
+    sb_free(&sb);
+    return 2;
+  }
+  r->output_size = sb.len;
+  r->output = sb_take(&sb);
+  return 0;
+}
+
+const char *tilec_result_output(const TilecResult *r) { return r && r->output ? r->output : ""; }
+size_t tilec_result_output_size(const TilecResult *r) { return r ? r->output_size : 0; }
+const char *tilec_result_diagnostics(const TilecResult *r) { return r ? diag_text(r->diag) : ""; }
+const char *tilec_result_specialized_ir(const TilecResult *r) {
+  return r && r->specialized_ir ? r->specialized_ir : "";
+}
+int tilec_result_num_kernels(const TilecResult *r) { return r ? r->nkernels : 0; }
+const TilecKernelInfo *tilec_result_kernel(const TilecResult *r, int i) {
+  return r && i >= 0 && i < r->nkernels ? &r->kernels[i] : NULL;
+}
+
+void tilec_result_destroy(TilecResult *r) {
+  if (!r) return;
+  free(r->output);
+  free(r->specialized_ir);
+  diag_destroy(r->diag);
+  arena_destroy(r->arena);
+  free(r);
+}

@@ -1,0 +1,56 @@
+/* passes.h - the pass signature, the pipeline runner and helpers every pass
+ * shares (walking all expressions of a kernel). */
+#ifndef TILEC_PASSES_H
+#define TILEC_PASSES_H
+
+#include "../include/tilec.h"
+#include "../ir.h"
+
+typedef struct PassOptions {
+  TilecTarget target;
+  const TilecDefine *defines;
+  int ndefines;
+} PassOptions;
+
+typedef bool (*PassFn)(IrModule *m, const PassOptions *opts, Diag *diag);
+
+enum { PASS_ALL, PASS_CPU, PASS_GPU };
+
+#define PASS(c_name, name, targets, summary) \
+  bool pass_##c_name(IrModule *m, const PassOptions *opts, Diag *diag);
+#include "pipeline.def"
+#undef PASS
+
+typedef struct PassInfo {
+  const char *name;
+  PassFn run;
+  int targets;
+  const char *summary;
+} PassInfo;
+
+/* The whole table, in order. */
+extern const PassInfo pass_table[];
+extern const int pass_count;
+bool pass_runs_on(const PassInfo *p, TilecTarget target);
+
+/* Hooks the driver gives the runner to dump the IR after every pass. */
+typedef void (*PassObserver)(const IrModule *m, int index, const char *pass_name, void *ctx);
+
+/* Runs every pass for opts->target, verifying the IR after each and calling
+ * observe (if any) with the dump index (1-based) and the pass name. Stops at
+ * the first pass that fails. */
+bool pass_run_pipeline(IrModule *m, const PassOptions *opts, Diag *diag, PassObserver observe, void *ctx);
+
+/* Rewrites every expression of the kernel in place: parameter shapes, grid,
+ * threads, buffer shapes at ALLOCs and every expression slot of every
+ * statement. */
+void pass_rewrite_kernel(IrModule *m, IrKernel *k, IrExprRewriter fn, void *ctx);
+
+/* The same for one statement tree. */
+void pass_rewrite_stmt(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx);
+
+/* Pre-order visit of every statement under s (s included). */
+typedef void (*IrStmtVisitor)(IrStmt *s, void *ctx);
+void pass_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx);
+
+#endif

@@ -1,0 +1,968 @@
+/* sema.c - semantic analysis: AST -> tile IR.
+ *
+ * One walk over each kernel resolves every name against a scope stack
+ * (consts, shape symbols, parameters, block indices, buffers, loop variables,
+ * lets), types every expression (integers are i64, float literals f32,
+ * arithmetic on f16/bf16 happens in f32), checks builtin arity and the operand
+ * kinds of tile ops, and builds the IR. Implicit conversions become explicit
+ * IR casts here, so later passes and the backends see operands of one dtype.
+ *
+ * Errors are reported and the walk continues (an erroneous expression yields
+ * a placeholder), so one run reports as many problems as possible. */
+#include "sema.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum EntityKind {
+  ENTITY_VAR,    /* symbol, scalar param, block index, loop var, let */
+  ENTITY_BUFFER, /* tensor parameter or allocated buffer */
+  ENTITY_DTYPE,  /* a const naming a dtype: const (dtype = f16) */
+} EntityKind;
+
+typedef struct Entity {
+  const char *name;
+  EntityKind kind;
+  IrVar *var;
+  IrBuffer *buf;
+  DType dtype;
+  SrcLoc loc;
+} Entity;
+
+typedef struct Sema {
+  Arena *arena;
+  Diag *diag;
+  IrModule *m;
+  IrKernel *k;
+  const TilecDefine *defines;
+  int ndefines;
+  Entity *scope;
+  int nscope, capscope;
+} Sema;
+
+/* ---- scopes ------------------------------------------------------------- */
+
+static Entity *lookup(Sema *s, const char *name) {
+  for (int i = s->nscope - 1; i >= 0; i--)
+    if (strcmp(s->scope[i].name, name) == 0) return &s->scope[i];
+  return NULL;
+}
+
+/* Names a user may not take: they would collide with generated code. */
+static bool is_reserved(const char *name) {
+  static const char *const words[] = {
+      "auto", "break", "case", "char", "continue", "default", "do", "double",
+      "enum", "extern", "float", "goto", "int", "long", "register", "return",
+      "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+      "union", "unsigned", "void", "volatile", "while", "inline", "restrict",
+      "bool", "half", "main", "args", "dyn", "threadIdx", "blockIdx",
+      "blockDim", "gridDim", "INFINITY", "NAN"};
+  if (strncmp(name, "tc_", 3) == 0 || strncmp(name, "__", 2) == 0) return true;
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+    if (strcmp(words[i], name) == 0) return true;
+  return false;
+}
+
+static bool is_builtin_name(const char *name) {
+  DType t;
+  return dtype_from_name(name, &t) || strcmp(name, "inf") == 0;
+}
+
+/* Declares a name in the innermost scope; a redefinition anywhere in the
+ * visible scopes is an error (shadowing hides bugs in tile programs). */
+static Entity *declare(Sema *s, const char *name, EntityKind kind, SrcLoc loc) {
+  Entity *old = lookup(s, name);
+  if (old) {
+    diag_error(s->diag, loc, "redefinition of '%s'", name);
+    if (old->loc.line) diag_note(s->diag, old->loc, "'%s' was defined here", name);
+  } else if (is_reserved(name)) {
+    diag_error(s->diag, loc, "'%s' is a reserved name", name);
+  } else if (is_builtin_name(name)) {
+    diag_error(s->diag, loc, "'%s' is a builtin name and cannot be redefined", name);
+  }
+  s->scope = arena_grow(s->arena, s->scope, &s->capscope, s->nscope + 1, sizeof(Entity));
+  Entity *e = &s->scope[s->nscope++];
+  memset(e, 0, sizeof *e);
+  e->name = name;
+  e->kind = kind;
+  e->loc = loc;
+  return e;
+}
+
+static const TilecDefine *find_define(Sema *s, const char *name) {
+  for (int i = 0; i < s->ndefines; i++)
+    if (strcmp(s->defines[i].name, name) == 0) return &s->defines[i];
+  return NULL;
+}
+
+/* ---- expressions -------------------------------------------------------- */
+
+static IrExpr *expr(Sema *s, const AstExpr *e);
+
+static IrExpr *poison(Sema *s, SrcLoc loc) { return ir_int(s->m, 0, loc); }
+
+static DType arith_type(DType a, DType b) {
+  bool fa = dtype_is_float(a), fb = dtype_is_float(b);
+  if (!fa && !fb) return DTYPE_I64;
+  if (a == DTYPE_F64 || b == DTYPE_F64) return DTYPE_F64;
+  return DTYPE_F32;
+}
+
+static IrExpr *convert(Sema *s, IrExpr *e, DType t) {
+  if (e->dtype == t) return e;
+  return ir_cast(s->m, t, e, e->loc);
+}
+
+static IrExpr *as_bool(Sema *s, IrExpr *e) {
+  if (e->dtype == DTYPE_BOOL) return e;
+  if (dtype_is_float(e->dtype)) {
+    diag_error(s->diag, e->loc, "condition must be an integer or bool, not %s", dtype_name(e->dtype));
+    return ir_bool(s->m, false, e->loc);
+  }
+  return ir_binary(s->m, IR_OP_NE, e, ir_int(s->m, 0, e->loc), e->loc);
+}
+
+static IrOp ast_to_ir_op(AstOp op) {
+  switch (op) {
+#define X(name, spelling) \
+  case AST_OP_##name:     \
+    return IR_OP_##name;
+    AST_OPS(X)
+#undef X
+  default:
+    break;
+  }
+  TILEC_UNREACHABLE("bad AST operator");
+}
+
+static IrExpr *binary(Sema *s, IrOp op, IrExpr *a, IrExpr *b, SrcLoc loc) {
+  switch (op) {
+  case IR_OP_AND:
+  case IR_OP_OR:
+    return ir_binary(s->m, op, as_bool(s, a), as_bool(s, b), loc);
+  case IR_OP_MOD:
+    if (dtype_is_float(a->dtype) || dtype_is_float(b->dtype)) {
+      diag_error(s->diag, loc, "'%%' needs integer operands");
+      return poison(s, loc);
+    }
+    /* fallthrough */
+  default: {
+    DType t = arith_type(a->dtype, b->dtype);
+    return ir_binary(s->m, op, convert(s, a, t), convert(s, b, t), loc);
+  }
+  }
+}
+
+static IrExpr *call_expr(Sema *s, const AstExpr *e) {
+  const char *fn = e->u.call.callee;
+  int nargs = e->u.call.nargs;
+  for (const AstArg *a = e->u.call.args; a; a = a->next)
+    if (a->keyword) {
+      diag_error(s->diag, a->loc, "'%s' takes no keyword arguments", fn);
+      return poison(s, e->loc);
+    }
+  DType cast_to;
+  if (dtype_from_name(fn, &cast_to) || (lookup(s, fn) && lookup(s, fn)->kind == ENTITY_DTYPE)) {
+    if (lookup(s, fn)) cast_to = lookup(s, fn)->dtype;
+    if (nargs != 1) {
+      diag_error(s->diag, e->loc, "'%s' takes 1 argument, got %d", fn, nargs);
+      return poison(s, e->loc);
+    }
+    return ir_cast(s->m, cast_to, expr(s, e->u.call.args->value), e->loc);
+  }
+  if (strcmp(fn, "if_then_else") == 0) {
+    if (nargs != 3) {
+      diag_error(s->diag, e->loc, "'if_then_else' takes 3 arguments, got %d", nargs);
+      return poison(s, e->loc);
+    }
+    const AstArg *a = e->u.call.args;
+    IrExpr *c = as_bool(s, expr(s, a->value));
+    IrExpr *x = expr(s, a->next->value), *y = expr(s, a->next->next->value);
+    DType t = arith_type(x->dtype, y->dtype);
+    if (x->dtype == DTYPE_BOOL && y->dtype == DTYPE_BOOL) t = DTYPE_BOOL;
+    return ir_select(s->m, c, convert(s, x, t), convert(s, y, t), e->loc);
+  }
+  for (int f = 0; f < IR_INTRINSIC_COUNT; f++) {
+    if (strcmp(fn, ir_intrinsic_name((IrIntrinsic)f)) != 0) continue;
+    int arity = ir_intrinsic_arity((IrIntrinsic)f);
+    if (nargs != arity) {
+      diag_error(s->diag, e->loc, "'%s' takes %d argument%s, got %d", fn, arity,
+                 arity == 1 ? "" : "s", nargs);
+      return poison(s, e->loc);
+    }
+    const AstArg *a = e->u.call.args;
+    IrExpr *x = expr(s, a->value), *y = arity > 1 ? expr(s, a->next->value) : NULL;
+    if (f == IR_INTRINSIC_CEILDIV) {
+      if (dtype_is_float(x->dtype) || dtype_is_float(y->dtype)) {
+        diag_error(s->diag, e->loc, "'ceildiv' needs integer arguments");
+        return poison(s, e->loc);
+      }
+      return ir_call(s->m, IR_INTRINSIC_CEILDIV, convert(s, x, DTYPE_I64), convert(s, y, DTYPE_I64), e->loc);
+    }
+    if (arity == 2) {
+      DType t = arith_type(x->dtype, y->dtype);
+      return ir_call(s->m, (IrIntrinsic)f, convert(s, x, t), convert(s, y, t), e->loc);
+    }
+    if (f == IR_INTRINSIC_ABS && !dtype_is_float(x->dtype))
+      return ir_call(s->m, IR_INTRINSIC_ABS, convert(s, x, DTYPE_I64), NULL, e->loc);
+    /* Transcendentals compute in f32 (or f64 when given f64). */
+    DType t = x->dtype == DTYPE_F64 ? DTYPE_F64 : DTYPE_F32;
+    return ir_call(s->m, (IrIntrinsic)f, convert(s, x, t), NULL, e->loc);
+  }
+  static const char *const tile_ops[] = {"copy", "fill", "clear", "gemm", "reduce_max",
+                                         "reduce_sum", "reduce_min", "annotate_layout",
+                                         "use_swizzle", "alloc_shared", "alloc_fragment",
+                                         "alloc_local", "parallel", "pipelined", "serial"};
+  for (size_t t = 0; t < sizeof tile_ops / sizeof *tile_ops; t++)
+    if (strcmp(fn, tile_ops[t]) == 0) {
+      diag_error(s->diag, e->loc, "'%s' is not a value and cannot be used in an expression", fn);
+      return poison(s, e->loc);
+    }
+  diag_error(s->diag, e->loc, "unknown function '%s'", fn);
+  return poison(s, e->loc);
+}
+
+static IrBuffer *buffer_of(Sema *s, const AstExpr *e) {
+  if (e->kind != AST_EXPR_NAME) {
+    diag_error(s->diag, e->loc, "expected a buffer name");
+    return NULL;
+  }
+  Entity *ent = lookup(s, e->u.name);
+  if (!ent) {
+    diag_error(s->diag, e->loc, "unknown name '%s'", e->u.name);
+    return NULL;
+  }
+  if (ent->kind != ENTITY_BUFFER) {
+    diag_error(s->diag, e->loc, "'%s' is not a buffer", e->u.name);
+    return NULL;
+  }
+  return ent->buf;
+}
+
+static IrExpr *index_expr(Sema *s, const AstExpr *e) {
+  IrBuffer *buf = buffer_of(s, e->u.call.base);
+  if (!buf) return poison(s, e->loc);
+  if (e->u.call.nargs != buf->rank) {
+    diag_error(s->diag, e->loc, "'%s' has rank %d but is indexed with %d indices", buf->name,
+               buf->rank, e->u.call.nargs);
+    return poison(s, e->loc);
+  }
+  IrExpr *idx[IR_MAX_RANK];
+  int d = 0;
+  for (const AstArg *a = e->u.call.args; a; a = a->next, d++) {
+    if (a->value->kind == AST_EXPR_SLICE) {
+      diag_error(s->diag, a->loc, "a slice is only allowed in a tile operation's operand");
+      return poison(s, e->loc);
+    }
+    IrExpr *x = expr(s, a->value);
+    if (dtype_is_float(x->dtype)) diag_error(s->diag, a->loc, "index must be an integer");
+    idx[d] = convert(s, x, DTYPE_I64);
+  }
+  return ir_load(s->m, buf, idx, e->loc);
+}
+
+static IrExpr *expr(Sema *s, const AstExpr *e) {
+  switch (e->kind) {
+  case AST_EXPR_INT:
+    return ir_int(s->m, e->u.int_value, e->loc);
+  case AST_EXPR_FLOAT:
+    return ir_float(s->m, e->u.float_value, DTYPE_F32, e->loc);
+  case AST_EXPR_BOOL:
+    return ir_bool(s->m, e->u.bool_value, e->loc);
+  case AST_EXPR_NAME: {
+    Entity *ent = lookup(s, e->u.name);
+    if (ent && ent->kind == ENTITY_VAR) return ir_var_ref(s->m, ent->var, e->loc);
+    if (ent && ent->kind == ENTITY_BUFFER) {
+      diag_error(s->diag, e->loc, "buffer '%s' used as a value (index it: %s[...])", e->u.name, e->u.name);
+      return poison(s, e->loc);
+    }
+    if (strcmp(e->u.name, "inf") == 0) return ir_float(s->m, INFINITY, DTYPE_F32, e->loc);
+    DType t;
+    if ((ent && ent->kind == ENTITY_DTYPE) || dtype_from_name(e->u.name, &t)) {
+      diag_error(s->diag, e->loc, "dtype '%s' used as a value", e->u.name);
+      return poison(s, e->loc);
+    }
+    diag_error(s->diag, e->loc, "unknown name '%s'", e->u.name);
+    return poison(s, e->loc);
+  }
+  case AST_EXPR_UNARY: {
+    IrExpr *a = expr(s, e->u.op.lhs);
+    if (e->u.op.op == AST_OP_NOT) return ir_unary(s->m, IR_OP_NOT, as_bool(s, a), e->loc);
+    if (a->dtype == DTYPE_BOOL) a = convert(s, a, DTYPE_I64);
+    if (a->dtype == DTYPE_F16 || a->dtype == DTYPE_BF16) a = convert(s, a, DTYPE_F32);
+    if (a->dtype == DTYPE_I32) a = convert(s, a, DTYPE_I64);
+    return ir_unary(s->m, IR_OP_NEG, a, e->loc);
+  }
+  case AST_EXPR_BINARY:
+    return binary(s, ast_to_ir_op(e->u.op.op), expr(s, e->u.op.lhs), expr(s, e->u.op.rhs), e->loc);
+  case AST_EXPR_TERNARY: {
+    IrExpr *c = as_bool(s, expr(s, e->u.op.cond));
+    IrExpr *x = expr(s, e->u.op.lhs), *y = expr(s, e->u.op.rhs);
+    DType t = (x->dtype == DTYPE_BOOL && y->dtype == DTYPE_BOOL) ? DTYPE_BOOL : arith_type(x->dtype, y->dtype);
+    return ir_select(s->m, c, convert(s, x, t), convert(s, y, t), e->loc);
+  }
+  case AST_EXPR_CALL:
+    return call_expr(s, e);
+  case AST_EXPR_INDEX:
+    return index_expr(s, e);
+  case AST_EXPR_SLICE:
+    diag_error(s->diag, e->loc, "a slice is only allowed as an index of a tile operand");
+    return poison(s, e->loc);
+  case AST_EXPR_LIST:
+    diag_error(s->diag, e->loc, "a list is only allowed as a shape");
+    return poison(s, e->loc);
+  }
+  TILEC_UNREACHABLE("bad AST expression");
+}
+
+static IrExpr *int_expr(Sema *s, const AstExpr *e, const char *what) {
+  IrExpr *x = expr(s, e);
+  if (dtype_is_float(x->dtype)) {
+    diag_error(s->diag, e->loc, "%s must be an integer, not %s", what, dtype_name(x->dtype));
+    return poison(s, e->loc);
+  }
+  return convert(s, x, DTYPE_I64);
+}
+
+/* ---- types and regions --------------------------------------------------- */
+
+static bool resolve_dtype(Sema *s, const char *name, SrcLoc loc, DType *out) {
+  Entity *ent = lookup(s, name);
+  if (ent && ent->kind == ENTITY_DTYPE) {
+    *out = ent->dtype;
+    return true;
+  }
+  if (dtype_from_name(name, out)) return true;
+  diag_error(s->diag, loc, "unknown dtype '%s'", name);
+  return false;
+}
+
+/* A tile operand: `buf` (whole buffer) or `buf[i, a:b, :]`. */
+static bool region(Sema *s, const AstExpr *e, IrRegion *out) {
+  memset(out, 0, sizeof *out);
+  if (e->kind == AST_EXPR_NAME) {
+    IrBuffer *buf = buffer_of(s, e);
+    if (!buf) return false;
+    *out = ir_region_whole(s->m, buf, e->loc);
+    return true;
+  }
+  if (e->kind != AST_EXPR_INDEX) {
+    diag_error(s->diag, e->loc, "expected a buffer or a buffer slice");
+    return false;
+  }
+  IrBuffer *buf = buffer_of(s, e->u.call.base);
+  if (!buf) return false;
+  if (e->u.call.nargs != buf->rank) {
+    diag_error(s->diag, e->loc, "'%s' has rank %d but is indexed with %d indices", buf->name,
+               buf->rank, e->u.call.nargs);
+    return false;
+  }
+  out->buf = buf;
+  out->rank = buf->rank;
+  out->loc = e->loc;
+  int d = 0;
+  for (const AstArg *a = e->u.call.args; a; a = a->next, d++) {
+    const AstExpr *ix = a->value;
+    if (ix->kind == AST_EXPR_SLICE) {
+      IrExpr *lo = ix->u.slice.lo ? int_expr(s, ix->u.slice.lo, "slice bound") : ir_int(s->m, 0, ix->loc);
+      IrExpr *hi = ix->u.slice.hi ? int_expr(s, ix->u.slice.hi, "slice bound")
+                                  : ir_expr_clone(s->m, buf->shape[d]);
+      out->start[d] = lo;
+      /* Folded later: (bx+1)*64 - bx*64 becomes 64. */
+      out->extent[d] = ir_binary(s->m, IR_OP_SUB, hi, ir_expr_clone(s->m, lo), ix->loc);
+    } else {
+      out->start[d] = int_expr(s, ix, "index");
+      out->extent[d] = ir_int(s->m, 1, ix->loc);
+      out->is_index[d] = true;
+    }
+  }
+  return true;
+}
+
+/* ---- tile operations ----------------------------------------------------- */
+
+typedef struct CallArgs {
+  const AstArg *pos[8];
+  int npos;
+  const AstArg *kw[8];
+  int nkw;
+} CallArgs;
+
+/* Splits arguments into positional and keyword ones; checks each keyword is
+ * one the op accepts and no positional follows a keyword. */
+static bool split_args(Sema *s, const AstExpr *call, const char *const *keywords, int max_pos,
+                       CallArgs *out) {
+  memset(out, 0, sizeof *out);
+  bool ok = true;
+  for (const AstArg *a = call->u.call.args; a; a = a->next) {
+    if (!a->keyword) {
+      if (out->nkw) {
+        diag_error(s->diag, a->loc, "positional argument after a keyword argument");
+        ok = false;
+      } else if (out->npos < 8) {
+        out->pos[out->npos++] = a;
+      }
+      continue;
+    }
+    bool known = false;
+    for (const char *const *k = keywords; k && *k; k++) known |= strcmp(*k, a->keyword) == 0;
+    if (!known) {
+      diag_error(s->diag, a->loc, "'%s' has no argument named '%s'", call->u.call.callee, a->keyword);
+      ok = false;
+    } else if (out->nkw < 8) {
+      out->kw[out->nkw++] = a;
+    }
+  }
+  if (out->npos > max_pos) {
+    diag_error(s->diag, call->loc, "'%s' takes at most %d positional arguments, got %d",
+               call->u.call.callee, max_pos, out->npos);
+    ok = false;
+  }
+  return ok;
+}
+
+static const AstArg *keyword(const CallArgs *a, const char *name) {
+  for (int i = 0; i < a->nkw; i++)
+    if (strcmp(a->kw[i]->keyword, name) == 0) return a->kw[i];
+  return NULL;
+}
+
+/* The value of an option given by position `pos` or by keyword `name`. */
+static const AstExpr *option(const CallArgs *a, int pos, const char *name) {
+  const AstArg *k = keyword(a, name);
+  if (k) return k->value;
+  return pos >= 0 && pos < a->npos ? a->pos[pos]->value : NULL;
+}
+
+static bool const_bool(Sema *s, const AstExpr *e, bool *out) {
+  if (e->kind == AST_EXPR_BOOL) return *out = e->u.bool_value, true;
+  if (e->kind == AST_EXPR_INT) return *out = e->u.int_value != 0, true;
+  diag_error(s->diag, e->loc, "expected true or false");
+  return false;
+}
+
+static bool const_int(Sema *s, const AstExpr *e, int64_t *out) {
+  if (e->kind == AST_EXPR_INT) return *out = e->u.int_value, true;
+  diag_error(s->diag, e->loc, "expected an integer literal");
+  return false;
+}
+
+static bool require_args(Sema *s, const AstExpr *call, const CallArgs *a, int n) {
+  if (a->npos >= n) return true;
+  diag_error(s->diag, call->loc, "'%s' takes %d argument%s, got %d", call->u.call.callee, n,
+             n == 1 ? "" : "s", a->npos);
+  return false;
+}
+
+static IrStmt *tile_op(Sema *s, const AstExpr *call) {
+  const char *op = call->u.call.callee;
+  SrcLoc loc = call->loc;
+  CallArgs a;
+  IrStmt *st;
+  if (strcmp(op, "copy") == 0) {
+    if (!split_args(s, call, NULL, 2, &a) || !require_args(s, call, &a, 2)) return NULL;
+    st = ir_stmt_new(s->m, IR_STMT_COPY, loc);
+    if (!region(s, a.pos[0]->value, &st->u.copy.src) || !region(s, a.pos[1]->value, &st->u.copy.dst))
+      return NULL;
+    if (st->u.copy.src.buf == st->u.copy.dst.buf) {
+      diag_error(s->diag, loc, "copy: source and destination are the same buffer '%s'", st->u.copy.src.buf->name);
+      return NULL;
+    }
+    return st;
+  }
+  if (strcmp(op, "fill") == 0 || strcmp(op, "clear") == 0) {
+    bool is_clear = op[0] == 'c';
+    int n = is_clear ? 1 : 2;
+    if (!split_args(s, call, NULL, n, &a) || !require_args(s, call, &a, n)) return NULL;
+    st = ir_stmt_new(s->m, IR_STMT_FILL, loc);
+    if (!region(s, a.pos[0]->value, &st->u.fill.dst)) return NULL;
+    DType t = st->u.fill.dst.buf->dtype;
+    IrExpr *v = is_clear ? ir_int(s->m, 0, loc) : expr(s, a.pos[1]->value);
+    if (dtype_is_float(t) && !dtype_is_float(v->dtype)) v = convert(s, v, DTYPE_F32);
+    st->u.fill.value = v;
+    return st;
+  }
+  if (strcmp(op, "gemm") == 0) {
+    static const char *const kws[] = {"transpose_A", "transpose_B", "policy", NULL};
+    if (!split_args(s, call, kws, 6, &a) || !require_args(s, call, &a, 3)) return NULL;
+    st = ir_stmt_new(s->m, IR_STMT_GEMM, loc);
+    if (!region(s, a.pos[0]->value, &st->u.gemm.a) || !region(s, a.pos[1]->value, &st->u.gemm.b) ||
+        !region(s, a.pos[2]->value, &st->u.gemm.c))
+      return NULL;
+    const AstExpr *ta = option(&a, 3, "transpose_A"), *tb = option(&a, 4, "transpose_B");
+    const AstExpr *pol = option(&a, 5, "policy");
+    if (ta && !const_bool(s, ta, &st->u.gemm.trans_a)) return NULL;
+    if (tb && !const_bool(s, tb, &st->u.gemm.trans_b)) return NULL;
+    st->u.gemm.policy = IR_GEMM_POLICY_SQUARE;
+    if (pol) {
+      bool found = false;
+      for (int p = 0; p < IR_GEMM_POLICY_COUNT && pol->kind == AST_EXPR_NAME; p++)
+        if (strcmp(pol->u.name, ir_gemm_policy_name((IrGemmPolicy)p)) == 0)
+          st->u.gemm.policy = (IrGemmPolicy)p, found = true;
+      if (!found) {
+        diag_error(s->diag, pol->loc, "gemm: policy must be full_row, full_col or square");
+        return NULL;
+      }
+    }
+    DType da = st->u.gemm.a.buf->dtype, db = st->u.gemm.b.buf->dtype, dc = st->u.gemm.c.buf->dtype;
+    if (da != db) {
+      diag_error(s->diag, loc, "gemm: A is %s but B is %s", dtype_name(da), dtype_name(db));
+      return NULL;
+    }
+    if (!dtype_is_float(dc) || !dtype_is_float(da)) {
+      diag_error(s->diag, loc, "gemm: operands must be floating point");
+      return NULL;
+    }
+    if (st->u.gemm.c.buf->scope == IR_SCOPE_GLOBAL) {
+      diag_error(s->diag, loc, "gemm: the accumulator '%s' must be a fragment or shared buffer",
+                 st->u.gemm.c.buf->name);
+      return NULL;
+    }
+    return st;
+  }
+  if (strncmp(op, "reduce_", 7) == 0) {
+    IrReduceKind kind = IR_REDUCE_COUNT;
+    for (int r = 0; r < IR_REDUCE_COUNT; r++)
+      if (strcmp(op, ir_reduce_name((IrReduceKind)r)) == 0) kind = (IrReduceKind)r;
+    if (kind == IR_REDUCE_COUNT) goto unknown;
+    static const char *const kws[] = {"dim", "clear", NULL};
+    if (!split_args(s, call, kws, 4, &a) || !require_args(s, call, &a, 2)) return NULL;
+    st = ir_stmt_new(s->m, IR_STMT_REDUCE, loc);
+    st->u.reduce.kind = kind;
+    st->u.reduce.src = buffer_of(s, a.pos[0]->value);
+    st->u.reduce.dst = buffer_of(s, a.pos[1]->value);
+    if (!st->u.reduce.src || !st->u.reduce.dst) return NULL;
+    int64_t dim = 1;
+    const AstExpr *de = option(&a, 2, "dim"), *ce = option(&a, 3, "clear");
+    if (de && !const_int(s, de, &dim)) return NULL;
+    st->u.reduce.clear = true;
+    if (ce && !const_bool(s, ce, &st->u.reduce.clear)) return NULL;
+    IrBuffer *src = st->u.reduce.src, *dst = st->u.reduce.dst;
+    if (dim < 0 || dim >= src->rank) {
+      diag_error(s->diag, de ? de->loc : loc, "%s: dim %lld is out of range for rank-%d '%s'", op,
+                 (long long)dim, src->rank, src->name);
+      return NULL;
+    }
+    if (dst->rank != src->rank - 1 && !(src->rank == 1 && dst->rank == 1)) {
+      diag_error(s->diag, loc, "%s: destination '%s' must have rank %d, has %d", op, dst->name,
+                 src->rank - 1, dst->rank);
+      return NULL;
+    }
+    if (src->scope == IR_SCOPE_GLOBAL || dst->scope == IR_SCOPE_GLOBAL) {
+      diag_error(s->diag, loc, "%s: operands must be fragment or shared buffers", op);
+      return NULL;
+    }
+    st->u.reduce.dim = (int)dim;
+    return st;
+  }
+  if (strcmp(op, "annotate_layout") == 0) {
+    if (!split_args(s, call, NULL, 2, &a) || !require_args(s, call, &a, 2)) return NULL;
+    st = ir_stmt_new(s->m, IR_STMT_ANNOTATE_LAYOUT, loc);
+    st->u.annotate.buf = buffer_of(s, a.pos[0]->value);
+    if (!st->u.annotate.buf) return NULL;
+    const AstExpr *lay = a.pos[1]->value;
+    if (lay->kind != AST_EXPR_NAME || strcmp(lay->u.name, "swizzled") != 0) {
+      diag_error(s->diag, lay->loc, "annotate_layout: unknown layout (expected 'swizzled')");
+      return NULL;
+    }
+    if (st->u.annotate.buf->scope != IR_SCOPE_SHARED) {
+      diag_error(s->diag, loc, "annotate_layout: '%s' is not a shared buffer", st->u.annotate.buf->name);
+      return NULL;
+    }
+    st->u.annotate.layout = IR_LAYOUT_SWIZZLED;
+    return st;
+  }
+  if (strcmp(op, "use_swizzle") == 0) {
+    static const char *const kws[] = {"panel_size", "order", NULL};
+    if (!split_args(s, call, kws, 2, &a)) return NULL;
+    const AstExpr *panel = option(&a, 0, "panel_size"), *order = option(&a, 1, "order");
+    if (!panel) {
+      diag_error(s->diag, loc, "use_swizzle: missing panel_size");
+      return NULL;
+    }
+    st = ir_stmt_new(s->m, IR_STMT_USE_SWIZZLE, loc);
+    st->u.swizzle.panel_size = int_expr(s, panel, "panel_size");
+    if (order) {
+      if (order->kind != AST_EXPR_NAME ||
+          (strcmp(order->u.name, "row") != 0 && strcmp(order->u.name, "col") != 0)) {
+        diag_error(s->diag, order->loc, "use_swizzle: order must be row or col");
+        return NULL;
+      }
+      st->u.swizzle.column_major = strcmp(order->u.name, "col") == 0;
+    }
+    return st;
+  }
+unknown:
+  if (lookup(s, op) || is_builtin_name(op)) {
+    diag_error(s->diag, loc, "'%s' is not a tile operation", op);
+    return NULL;
+  }
+  for (int f = 0; f < IR_INTRINSIC_COUNT; f++)
+    if (strcmp(op, ir_intrinsic_name((IrIntrinsic)f)) == 0 || strcmp(op, "if_then_else") == 0) {
+      diag_error(s->diag, loc, "the value of '%s' is unused", op);
+      return NULL;
+    }
+  diag_error(s->diag, loc, "unknown tile operation '%s'", op);
+  return NULL;
+}
+
+/* ---- statements ------------------------------------------------------------ */
+
+static void stmt(Sema *s, const AstStmt *st, IrStmt *seq);
+
+static IrStmt *block_of(Sema *s, const AstStmt *body) {
+  IrStmt *seq = ir_seq_new(s->m, body->loc);
+  int mark = s->nscope;
+  if (body->kind == AST_STMT_BLOCK)
+    for (const AstStmt *c = body->u.block.stmts; c; c = c->next) stmt(s, c, seq);
+  else
+    stmt(s, body, seq);
+  s->nscope = mark;
+  return seq;
+}
+
+static void alloc_stmt(Sema *s, const AstStmt *st, const AstExpr *call, IrScope scope, IrStmt *seq) {
+  const char *name = st->u.assign.target->u.name;
+  if (st->u.assign.op != AST_OP_COUNT) {
+    diag_error(s->diag, st->loc, "a buffer is allocated with '=', not a compound assignment");
+    return;
+  }
+  if (call->u.call.nargs != 2 || call->u.call.args->keyword || call->u.call.args->next->keyword) {
+    diag_error(s->diag, call->loc, "'%s' takes 2 arguments (shape, dtype), got %d",
+               call->u.call.callee, call->u.call.nargs);
+    return;
+  }
+  const AstExpr *shape = call->u.call.args->value, *dt = call->u.call.args->next->value;
+  if (shape->kind != AST_EXPR_LIST) {
+    diag_error(s->diag, shape->loc, "expected a shape list like [64, 64]");
+    return;
+  }
+  if (shape->u.list.nitems < 1 || shape->u.list.nitems > IR_MAX_RANK) {
+    diag_error(s->diag, shape->loc, "a buffer has 1 to %d dimensions, not %d", IR_MAX_RANK,
+               shape->u.list.nitems);
+    return;
+  }
+  DType dtype;
+  if (dt->kind != AST_EXPR_NAME) {
+    diag_error(s->diag, dt->loc, "expected a dtype");
+    return;
+  }
+  if (!resolve_dtype(s, dt->u.name, dt->loc, &dtype)) return;
+  IrExpr *dims[IR_MAX_RANK];
+  int n = 0;
+  for (const AstArg *a = shape->u.list.items; a; a = a->next) dims[n++] = int_expr(s, a->value, "a dimension");
+  IrBuffer *buf = ir_buffer_new(s->m, name, dtype, scope, n, dims, st->loc);
+  Entity *ent = declare(s, name, ENTITY_BUFFER, st->u.assign.target->loc);
+  ent->buf = buf;
+  IrStmt *al = ir_stmt_new(s->m, IR_STMT_ALLOC, st->loc);
+  al->u.alloc = buf;
+  ir_seq_push(s->m, seq, al);
+}
+
+static void assign_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
+  const AstExpr *target = st->u.assign.target, *value = st->u.assign.value;
+  if (target->kind == AST_EXPR_NAME) {
+    if (value->kind == AST_EXPR_CALL) {
+      static const struct { const char *name; IrScope scope; } allocs[] = {
+          {"alloc_shared", IR_SCOPE_SHARED}, {"alloc_fragment", IR_SCOPE_FRAGMENT},
+          {"alloc_local", IR_SCOPE_LOCAL}};
+      for (size_t i = 0; i < sizeof allocs / sizeof *allocs; i++)
+        if (strcmp(value->u.call.callee, allocs[i].name) == 0) {
+          alloc_stmt(s, st, value, allocs[i].scope, seq);
+          return;
+        }
+    }
+    Entity *old = lookup(s, target->u.name);
+    if (old && old->kind == ENTITY_BUFFER) {
+      diag_error(s->diag, target->loc, "cannot assign to buffer '%s' (assign its elements: %s[...] = ...)",
+                 target->u.name, target->u.name);
+      return;
+    }
+    if (old) {
+      diag_error(s->diag, target->loc, "'%s' is already defined and cannot be reassigned", target->u.name);
+      return;
+    }
+    if (st->u.assign.op != AST_OP_COUNT) {
+      diag_error(s->diag, target->loc, "unknown name '%s'", target->u.name);
+      return;
+    }
+    IrExpr *v = expr(s, value);
+    IrVar *var = ir_var_new(s->m, target->u.name, IR_VAR_LET, v->dtype, target->loc);
+    declare(s, target->u.name, ENTITY_VAR, target->loc)->var = var;
+    IrStmt *let = ir_stmt_new(s->m, IR_STMT_LET, st->loc);
+    let->u.let.var = var;
+    let->u.let.value = v;
+    ir_seq_push(s->m, seq, let);
+    return;
+  }
+  if (target->kind != AST_EXPR_INDEX) {
+    diag_error(s->diag, target->loc, "cannot assign to this expression");
+    return;
+  }
+  IrExpr *lhs = index_expr(s, target);
+  if (lhs->kind != IR_EXPR_LOAD) return; /* error already reported */
+  IrBuffer *buf = lhs->u.load.buf;
+  IrExpr *v = expr(s, value);
+  if (st->u.assign.op != AST_OP_COUNT) v = binary(s, ast_to_ir_op(st->u.assign.op), lhs, v, st->loc);
+  if (dtype_is_float(v->dtype) && !dtype_is_float(buf->dtype)) {
+    diag_error(s->diag, value->loc, "cannot store a %s value into %s buffer '%s' without a cast",
+               dtype_name(v->dtype), dtype_name(buf->dtype), buf->name);
+    return;
+  }
+  ir_seq_push(s->m, seq, ir_store_new(s->m, buf, lhs->u.load.idx, convert(s, v, buf->dtype), st->loc));
+}
+
+static void for_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
+  const AstExpr *it = st->u.for_.iter;
+  if (it->kind != AST_EXPR_CALL) {
+    diag_error(s->diag, it->loc, "expected parallel(...), pipelined(...) or serial(...)");
+    return;
+  }
+  const char *kind_name = it->u.call.callee;
+  IrForKind kind;
+  if (strcmp(kind_name, "parallel") == 0) kind = IR_FOR_PARALLEL;
+  else if (strcmp(kind_name, "pipelined") == 0) kind = IR_FOR_PIPELINED;
+  else if (strcmp(kind_name, "serial") == 0) kind = IR_FOR_SERIAL;
+  else {
+    diag_error(s->diag, it->loc, "unknown loop kind '%s' (expected parallel, pipelined or serial)", kind_name);
+    return;
+  }
+  CallArgs a;
+  static const char *const pipe_kws[] = {"num_stages", NULL};
+  if (!split_args(s, it, kind == IR_FOR_PIPELINED ? pipe_kws : NULL, kind == IR_FOR_PARALLEL ? 8 : 1, &a))
+    return;
+  int nvars = st->u.for_.nvars;
+  if (kind != IR_FOR_PARALLEL && nvars != 1) {
+    diag_error(s->diag, st->loc, "a %s loop has one variable, not %d", kind_name, nvars);
+    return;
+  }
+  if (a.npos != nvars) {
+    diag_error(s->diag, it->loc, "%s(...) has %d extent%s but the loop has %d variable%s", kind_name,
+               a.npos, a.npos == 1 ? "" : "s", nvars, nvars == 1 ? "" : "s");
+    return;
+  }
+  int num_stages = 1;
+  if (kind == IR_FOR_PIPELINED) {
+    const AstArg *ns = keyword(&a, "num_stages");
+    if (ns) {
+      IrExpr *v = int_expr(s, ns->value, "num_stages");
+      /* num_stages may name a const; it is resolved by specialize. Until then
+       * keep the literal when there is one. */
+      int64_t c;
+      if (ir_expr_is_int_const(v, &c)) {
+        if (c < 1 || c > 8) {
+          diag_error(s->diag, ns->loc, "num_stages must be between 1 and 8, got %lld", (long long)c);
+          return;
+        }
+        num_stages = (int)c;
+      } else if (v->kind == IR_EXPR_VAR && v->u.var->default_value &&
+                 ir_expr_is_int_const(v->u.var->default_value, &c)) {
+        num_stages = (int)c;
+        const TilecDefine *d = find_define(s, v->u.var->name);
+        if (d) num_stages = atoi(d->value);
+        if (num_stages < 1 || num_stages > 8) {
+          diag_error(s->diag, ns->loc, "num_stages must be between 1 and 8, got %d", num_stages);
+          return;
+        }
+      } else {
+        diag_error(s->diag, ns->loc, "num_stages must be a compile-time constant");
+        return;
+      }
+    }
+  }
+  IrExpr *extents[8];
+  for (int i = 0; i < a.npos; i++) extents[i] = int_expr(s, a.pos[i]->value, "a loop extent");
+  int mark = s->nscope;
+  IrVar *vars[8];
+  int i = 0;
+  for (const AstName *v = st->u.for_.vars; v && i < 8; v = v->next, i++) {
+    vars[i] = ir_var_new(s->m, v->name, IR_VAR_LOOP, DTYPE_I64, v->loc);
+    declare(s, v->name, ENTITY_VAR, v->loc)->var = vars[i];
+  }
+  IrStmt *body = block_of(s, st->u.for_.body);
+  s->nscope = mark;
+  /* for i, j in parallel(M, N) is a nest of single-variable parallel loops. */
+  for (int d = nvars - 1; d >= 0; d--) {
+    IrStmt *loop = ir_for_new(s->m, kind, vars[d], extents[d], body, st->loc);
+    loop->u.for_.num_stages = num_stages;
+    if (d == 0) {
+      ir_seq_push(s->m, seq, loop);
+    } else {
+      body = ir_seq_new(s->m, st->loc);
+      ir_seq_push(s->m, body, loop);
+    }
+  }
+}
+
+static void stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
+  switch (st->kind) {
+  case AST_STMT_ASSIGN:
+    assign_stmt(s, st, seq);
+    return;
+  case AST_STMT_EXPR: {
+    const AstExpr *e = st->u.expr;
+    if (e->kind != AST_EXPR_CALL) {
+      diag_error(s->diag, e->loc, "expression statement must be a tile operation call");
+      return;
+    }
+    IrStmt *op = tile_op(s, e);
+    if (op) ir_seq_push(s->m, seq, op);
+    return;
+  }
+  case AST_STMT_FOR:
+    for_stmt(s, st, seq);
+    return;
+  case AST_STMT_IF: {
+    IrExpr *c = as_bool(s, expr(s, st->u.if_.cond));
+    IrStmt *then_ = block_of(s, st->u.if_.then_);
+    IrStmt *else_ = st->u.if_.else_ ? block_of(s, st->u.if_.else_) : NULL;
+    ir_seq_push(s->m, seq, ir_if_new(s->m, c, then_, else_, st->loc));
+    return;
+  }
+  case AST_STMT_BLOCK:
+    ir_seq_push(s->m, seq, block_of(s, st));
+    return;
+  }
+}
+
+/* ---- kernels ---------------------------------------------------------------- */
+
+static void add_symbol(Sema *s, IrVar *v) {
+  IrKernel *k = s->k;
+  IrVar **syms = ARENA_NEW_ARRAY(s->arena, IrVar *, k->nsymbols + 1);
+  if (k->nsymbols) memcpy(syms, k->symbols, sizeof(IrVar *) * (size_t)k->nsymbols);
+  syms[k->nsymbols++] = v;
+  k->symbols = syms;
+}
+
+static void const_decl(Sema *s, const AstConst *c) {
+  const TilecDefine *def = find_define(s, c->name);
+  DType t;
+  /* A const whose value (or -D binding) names a dtype is a dtype alias. */
+  bool names_dtype = c->value->kind == AST_EXPR_NAME &&
+                     (dtype_from_name(c->value->u.name, &t) ||
+                      (lookup(s, c->value->u.name) && lookup(s, c->value->u.name)->kind == ENTITY_DTYPE));
+  if (names_dtype) {
+    const char *name = def ? def->value : c->value->u.name;
+    Entity *alias = lookup(s, name);
+    if (alias && alias->kind == ENTITY_DTYPE) t = alias->dtype;
+    else if (!dtype_from_name(name, &t)) {
+      diag_error(s->diag, c->loc, "-D %s=%s: '%s' is not a dtype", c->name, name, name);
+      t = DTYPE_F32;
+    }
+    declare(s, c->name, ENTITY_DTYPE, c->loc)->dtype = t;
+    return;
+  }
+  IrExpr *v = expr(s, c->value);
+  if (v->dtype != DTYPE_BOOL && !dtype_is_float(v->dtype)) v = convert(s, v, DTYPE_I64);
+  IrVar *var = ir_var_new(s->m, c->name, IR_VAR_SYMBOL, v->dtype, c->loc);
+  var->default_value = v;
+  var->is_const_decl = true;
+  var->dynamic_index = -1;
+  declare(s, c->name, ENTITY_VAR, c->loc)->var = var;
+  add_symbol(s, var);
+}
+
+static void param_decl(Sema *s, const AstParam *p, IrParam *out, int index) {
+  out->name = p->name;
+  out->loc = p->loc;
+  out->is_tensor = p->is_tensor;
+  DType t = DTYPE_F32;
+  resolve_dtype(s, p->dtype, p->loc, &t);
+  if (!p->is_tensor) {
+    out->scalar = ir_var_new(s->m, p->name, IR_VAR_SCALAR_PARAM, t, p->loc);
+    out->scalar->param_index = index;
+    declare(s, p->name, ENTITY_VAR, p->loc)->var = out->scalar;
+    return;
+  }
+  if (p->ndims < 1 || p->ndims > IR_MAX_RANK) {
+    diag_error(s->diag, p->loc, "tensor '%s' must have 1 to %d dimensions", p->name, IR_MAX_RANK);
+    return;
+  }
+  IrExpr *dims[IR_MAX_RANK];
+  int n = 0;
+  for (const AstArg *a = p->dims; a; a = a->next, n++) {
+    const AstExpr *d = a->value;
+    if (d->kind == AST_EXPR_INT) {
+      if (d->u.int_value < 1) diag_error(s->diag, d->loc, "a dimension must be positive");
+      dims[n] = ir_int(s->m, d->u.int_value, d->loc);
+    } else if (d->kind == AST_EXPR_NAME) {
+      Entity *ent = lookup(s, d->u.name);
+      if (!ent) {
+        /* First mention of a shape symbol: dynamic unless -D binds it. */
+        IrVar *v = ir_var_new(s->m, d->u.name, IR_VAR_SYMBOL, DTYPE_I64, d->loc);
+        v->dynamic_index = -1;
+        if (is_reserved(d->u.name) || is_builtin_name(d->u.name))
+          diag_error(s->diag, d->loc, "'%s' cannot name a shape symbol", d->u.name);
+        ent = declare(s, d->u.name, ENTITY_VAR, d->loc);
+        ent->var = v;
+        add_symbol(s, v);
+      }
+      if (ent->kind != ENTITY_VAR || ent->var->kind != IR_VAR_SYMBOL || ent->var->dtype != DTYPE_I64) {
+        diag_error(s->diag, d->loc, "'%s' cannot be used as a dimension", d->u.name);
+        dims[n] = ir_int(s->m, 1, d->loc);
+      } else {
+        dims[n] = ir_var_ref(s->m, ent->var, d->loc);
+      }
+    } else {
+      diag_error(s->diag, d->loc, "a tensor dimension must be an integer or a symbol name");
+      dims[n] = ir_int(s->m, 1, d->loc);
+    }
+  }
+  out->buffer = ir_buffer_new(s->m, p->name, t, IR_SCOPE_GLOBAL, n, dims, p->loc);
+  out->buffer->param_index = index;
+  declare(s, p->name, ENTITY_BUFFER, p->loc)->buf = out->buffer;
+}
+
+static IrKernel *kernel(Sema *s, const AstKernel *ak) {
+  IrKernel *k = ARENA_NEW(s->arena, IrKernel);
+  s->k = k;
+  s->nscope = 0;
+  k->name = ak->name;
+  k->loc = ak->loc;
+  if (is_reserved(ak->name)) diag_error(s->diag, ak->loc, "'%s' is a reserved name", ak->name);
+  for (const AstConst *c = ak->consts; c; c = c->next) const_decl(s, c);
+  k->nparams = ak->nparams;
+  k->params = ARENA_NEW_ARRAY(s->arena, IrParam, ak->nparams ? ak->nparams : 1);
+  int i = 0;
+  for (const AstParam *p = ak->params; p; p = p->next, i++) param_decl(s, p, &k->params[i], i);
+  if (ak->ngrid < 1 || ak->ngrid > IR_MAX_GRID) {
+    diag_error(s->diag, ak->loc, "grid has 1 to 3 dimensions, not %d", ak->ngrid);
+    return k;
+  }
+  if (ak->nblock_vars != ak->ngrid) {
+    diag_error(s->diag, ak->loc, "grid has %d dimension%s but 'as (...)' names %d block indices",
+               ak->ngrid, ak->ngrid == 1 ? "" : "s", ak->nblock_vars);
+    return k;
+  }
+  k->ngrid = ak->ngrid;
+  i = 0;
+  for (const AstArg *g = ak->grid; g; g = g->next, i++) k->grid[i] = int_expr(s, g->value, "a grid extent");
+  for (; i < IR_MAX_GRID; i++) k->grid[i] = ir_int(s->m, 1, ak->loc);
+  k->threads = int_expr(s, ak->threads, "the thread count");
+  i = 0;
+  for (const AstName *b = ak->block_vars; b; b = b->next, i++) {
+    k->block_vars[i] = ir_var_new(s->m, b->name, IR_VAR_BLOCK_INDEX, DTYPE_I64, b->loc);
+    k->block_vars[i]->grid_dim = i;
+    declare(s, b->name, ENTITY_VAR, b->loc)->var = k->block_vars[i];
+  }
+  k->body = block_of(s, ak->body);
+  return k;
+}
+
+IrModule *sema_build(Arena *arena, Diag *diag, const AstModule *ast, const TilecDefine *defines,
+                     int ndefines) {
+  Sema s = {.arena = arena, .diag = diag, .defines = defines, .ndefines = ndefines};
+  s.m = ir_module_new(arena, ast->file);
+  int errors = diag_error_count(diag);
+  s.m->kernels = ARENA_NEW_ARRAY(arena, IrKernel *, ast->nkernels ? ast->nkernels : 1);
+  for (const AstKernel *ak = ast->kernels; ak; ak = ak->next) {
+    for (int i = 0; i < s.m->nkernels; i++)
+      if (strcmp(s.m->kernels[i]->name, ak->name) == 0)
+        diag_error(diag, ak->loc, "redefinition of kernel '%s'", ak->name);
+    s.m->kernels[s.m->nkernels++] = kernel(&s, ak);
+  }
+  if (ast->nkernels == 0) diag_error(diag, (SrcLoc){ast->file, 0, 0}, "no kernel in the input");
+  return diag_error_count(diag) > errors ? NULL : s.m;
+}

@@ -1,0 +1,24 @@
+/* simplify.h - expression simplification shared by the passes.
+ *
+ * ir_simplify folds constants (integer, float, bool), drops identities
+ * (x + 0, x * 1, true && c), picks constant-condition selects, and puts
+ * integer sums into a canonical linear form so that tile extents written as
+ * `(bx + 1) * 64 - bx * 64` become the constant 64. */
+#ifndef TILEC_SIMPLIFY_H
+#define TILEC_SIMPLIFY_H
+
+#include "ir.h"
+
+IrExpr *ir_simplify(IrModule *m, IrExpr *e);
+
+/* Integer evaluation with an environment for variables; false when e is not
+ * an integer expression over the given vars (or divides by zero). */
+typedef bool (*IrVarValueFn)(const IrVar *v, void *ctx, int64_t *out);
+bool ir_eval_int(const IrExpr *e, IrVarValueFn value_of, void *ctx, int64_t *out);
+
+/* Bounds of an integer expression when every var has a known [lo, hi] range;
+ * false when some var is unbounded or the expression is not monotone-safe. */
+typedef bool (*IrVarRangeFn)(const IrVar *v, void *ctx, int64_t *lo, int64_t *hi);
+bool ir_int_range(const IrExpr *e, IrVarRangeFn range_of, void *ctx, int64_t *lo, int64_t *hi);
+
+#endif

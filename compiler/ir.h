@@ -79,6 +79,13 @@ typedef enum IrLayoutKind {
   IR_LAYOUT_COUNT
 } IrLayoutKind;
 
+typedef enum IrFragKind {
+#define X(name, spelling) IR_FRAG_##name,
+  IR_FRAG_KINDS(X)
+#undef X
+  IR_FRAG_COUNT
+} IrFragKind;
+
 typedef enum IrReduceKind {
 #define X(name, spelling) IR_REDUCE_##name,
   IR_REDUCE_KINDS(X)
@@ -182,6 +189,16 @@ typedef struct IrLayout {
   /* SWIZZLED: XOR swizzle of 16-byte chunks within rows of `swizzle_bytes`
    * (e.g. 128). Set by the swizzle-layout pass; 0 until then. */
   int swizzle_bytes;
+  /* FRAGMENT (set by infer-layout; formulas in docs/gpu-codegen.md). A 2-D
+   * fragment [rows, cols] spreads over threads by `frag`; a 1-D fragment is a
+   * row vector (cols == 0) that follows the row mapping of a 2-D layout with
+   * the same frag/rows/warps/group. Each thread holds rows_local x
+   * cols_local elements (cols_local == 1 for row vectors). */
+  IrFragKind frag;
+  int rows, cols;
+  int warps_m, warps_n; /* MMA_C */
+  int group;            /* ROWGROUP: consecutive threads sharing a row */
+  int rows_local, cols_local;
 } IrLayout;
 
 struct IrBuffer {
@@ -247,7 +264,10 @@ struct IrStmt {
     } if_;
     struct {             /* COPY src -> dst (converting dtype if they differ) */
       IrRegion src, dst;
+      bool async;        /* GPU: issued as cp.async by software-pipeline; the
+                            loop's ASYNC_COMMIT/ASYNC_WAIT/BARRIER complete it */
     } copy;
+    int async_pending;   /* ASYNC_WAIT: wait until at most this many groups are in flight */
     struct {             /* FILL dst with value (clear(x) is fill(x, 0)) */
       IrRegion dst;
       IrExpr *value;
@@ -324,12 +344,28 @@ IrExpr *ir_unary(IrModule *m, IrOp op, IrExpr *a, SrcLoc loc);
 /* Result dtype: bool for comparisons and logic, else the wider operand type
  * (float beats int). */
 IrExpr *ir_binary(IrModule *m, IrOp op, IrExpr *a, IrExpr *b, SrcLoc loc);
+/* The result dtypes the constructors compute (the verifier checks the same):
+ * binary: bool for comparisons/logic; else float beats int, the wider float
+ * wins (f64 > f32 > f16/bf16; f16 with bf16 -> f32), integers give i64.
+ * unary: NOT -> bool; NEG keeps the operand's dtype (bool -> i64).
+ * select, max, min: the common dtype if equal, else the binary rule.
+ * call: ceildiv -> i64; abs keeps its operand's dtype; exp2/exp/log2/log/sqrt
+ * keep a float operand's dtype and give f32 for an integer one. */
+DType ir_binary_dtype(IrOp op, DType a, DType b);
+DType ir_unary_dtype(IrOp op, DType a);
+DType ir_select_dtype(DType then_, DType else_);
+DType ir_call_dtype(IrIntrinsic fn, DType a, DType b);
 IrExpr *ir_select(IrModule *m, IrExpr *cond, IrExpr *then_, IrExpr *else_, SrcLoc loc);
 IrExpr *ir_call(IrModule *m, IrIntrinsic fn, IrExpr *a, IrExpr *b, SrcLoc loc);
 IrExpr *ir_load(IrModule *m, IrBuffer *buf, IrExpr *const *idx, SrcLoc loc);
 IrExpr *ir_cast(IrModule *m, DType t, IrExpr *src, SrcLoc loc);
 
 IrStmt *ir_stmt_new(IrModule *m, IrStmtKind kind, SrcLoc loc);
+/* Layout helpers (layout.c): spelling of a layout for the printer, e.g.
+ * "mma_c(64x64, warps 4x1, local 2x16)"; and whether two fragment layouts
+ * map rows to threads the same way (row vectors may then be shared). */
+const char *ir_layout_str(Arena *arena, const IrLayout *l);
+bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b);
 IrStmt *ir_seq_new(IrModule *m, SrcLoc loc);
 void ir_seq_push(IrModule *m, IrStmt *seq, IrStmt *item);
 IrStmt *ir_for_new(IrModule *m, IrForKind kind, IrVar *var, IrExpr *extent, IrStmt *body, SrcLoc loc);

@@ -1,0 +1,546 @@
+/* ir_print.c - the IR text format (docs/ir.md, "IR text format").
+ *
+ * One format for every pass dump, so `diff` of two dumps shows exactly what a
+ * pass did. It reads like the .tile language: a kernel header with typed
+ * parameters, the symbols and the launch grid, then one statement per line,
+ * each ending with its source location as `// @LINE:COL`.
+ *
+ * Output is deterministic: no pointers or ids are printed. Names come from
+ * the IR; only when a binder would shadow a different, still visible variable
+ * of the same name (or two buffers share a name) does the printer add a
+ * suffix (`i.1`), assigned in print order so it is stable across passes.
+ * Expressions print with the fewest parentheses the precedence allows. The
+ * printer never crashes on broken IR: missing slots print as `<null>`, so a
+ * dump can be taken of IR the verifier rejected. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+#include "strbuf.h"
+
+/* ---- Naming ------------------------------------------------------------- */
+
+typedef struct PrintName {
+  const void *key; /* IrVar* or IrBuffer* */
+  const char *name;
+  bool is_buffer;
+} PrintName;
+
+typedef struct Printer {
+  StrBuf *sb;
+  Arena *arena;       /* names made by the printer */
+  PrintName *names;   /* every binder seen in this kernel */
+  int nnames, cap;
+  int *visible;       /* indices into names: the variables in scope, a stack */
+  int nvisible, vcap;
+} Printer;
+
+static const char *lookup_name(const Printer *p, const void *key) {
+  if (!p) return NULL;
+  for (int i = p->nnames - 1; i >= 0; i--)
+    if (p->names[i].key == key) return p->names[i].name;
+  return NULL;
+}
+
+static bool name_taken(const Printer *p, const char *name, bool is_buffer) {
+  if (is_buffer) { /* buffers: one flat namespace per kernel */
+    for (int i = 0; i < p->nnames; i++)
+      if (p->names[i].is_buffer && strcmp(p->names[i].name, name) == 0) return true;
+    return false;
+  }
+  for (int i = 0; i < p->nvisible; i++)
+    if (strcmp(p->names[p->visible[i]].name, name) == 0) return true;
+  return false;
+}
+
+/* Gives key a print name (once) and, for variables, puts it in scope. */
+static void bind(Printer *p, const void *key, const char *base, bool is_buffer) {
+  int idx = -1;
+  for (int i = 0; i < p->nnames; i++)
+    if (p->names[i].key == key) idx = i;
+  if (idx < 0) {
+    const char *name = base && *base ? base : "_";
+    for (int k = 1; name_taken(p, name, is_buffer); k++)
+      name = arena_printf(p->arena, "%s.%d", base && *base ? base : "_", k);
+    p->names = arena_grow(p->arena, p->names, &p->cap, p->nnames + 1, sizeof(PrintName));
+    p->names[p->nnames] = (PrintName){key, name, is_buffer};
+    idx = p->nnames++;
+  }
+  if (!is_buffer) {
+    p->visible = arena_grow(p->arena, p->visible, &p->vcap, p->nvisible + 1, sizeof(int));
+    p->visible[p->nvisible++] = idx;
+  }
+}
+
+static const char *var_name(const Printer *p, const IrVar *v) {
+  if (!v) return "<null>";
+  const char *n = lookup_name(p, v);
+  return n ? n : v->name;
+}
+
+static const char *buf_name(const Printer *p, const IrBuffer *b) {
+  if (!b) return "<null>";
+  const char *n = lookup_name(p, b);
+  return n ? n : b->name;
+}
+
+/* ---- Expressions -------------------------------------------------------- */
+
+/* Shortest text that reads back as the same double, always with a '.', an
+ * exponent or inf/nan so it reads back as a float. */
+static void format_float(char *out, size_t size, double v) {
+  if (isnan(v)) {
+    snprintf(out, size, "nan");
+    return;
+  }
+  if (isinf(v)) {
+    snprintf(out, size, v < 0 ? "-inf" : "inf");
+    return;
+  }
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(out, size, "%.*g", prec, v);
+    if (strtod(out, NULL) == v) break;
+  }
+  if (!strpbrk(out, ".e")) {
+    size_t n = strlen(out);
+    if (n + 3 <= size) memcpy(out + n, ".0", 3);
+  }
+}
+
+enum { PREC_OR = 1, PREC_AND, PREC_EQ, PREC_REL, PREC_ADD, PREC_MUL, PREC_UNARY, PREC_PRIMARY };
+
+static int op_prec(IrOp op) {
+  switch (op) {
+  case IR_OP_OR: return PREC_OR;
+  case IR_OP_AND: return PREC_AND;
+  case IR_OP_EQ: case IR_OP_NE: return PREC_EQ;
+  case IR_OP_LT: case IR_OP_LE: case IR_OP_GT: case IR_OP_GE: return PREC_REL;
+  case IR_OP_ADD: case IR_OP_SUB: return PREC_ADD;
+  case IR_OP_MUL: case IR_OP_DIV: case IR_OP_MOD: return PREC_MUL;
+  default: return PREC_UNARY;
+  }
+}
+
+static int expr_prec(const IrExpr *e) {
+  if (!e) return PREC_PRIMARY;
+  switch (e->kind) {
+  case IR_EXPR_BINARY: return op_prec(e->u.op.op);
+  case IR_EXPR_UNARY: return PREC_UNARY;
+  case IR_EXPR_INT: /* a negative literal reads like a unary minus */
+    return e->dtype != DTYPE_BOOL && e->u.int_value < 0 ? PREC_UNARY : PREC_PRIMARY;
+  case IR_EXPR_FLOAT:
+    return signbit(e->u.float_value) && !isnan(e->u.float_value) ? PREC_UNARY : PREC_PRIMARY;
+  default: return PREC_PRIMARY;
+  }
+}
+
+static void print_expr(Printer *p, StrBuf *sb, const IrExpr *e);
+
+static void print_operand(Printer *p, StrBuf *sb, const IrExpr *e, bool parens) {
+  if (parens) sb_puts(sb, "(");
+  print_expr(p, sb, e);
+  if (parens) sb_puts(sb, ")");
+}
+
+static void print_expr(Printer *p, StrBuf *sb, const IrExpr *e) {
+  if (!e) {
+    sb_puts(sb, "<null>");
+    return;
+  }
+  switch (e->kind) {
+  case IR_EXPR_INT:
+    if (e->dtype == DTYPE_BOOL)
+      sb_puts(sb, e->u.int_value ? "true" : "false");
+    else if (e->dtype == DTYPE_I64)
+      sb_printf(sb, "%lld", (long long)e->u.int_value);
+    else /* an i32 literal: shown as a cast so the dtype is visible */
+      sb_printf(sb, "%s(%lld)", dtype_name(e->dtype), (long long)e->u.int_value);
+    break;
+  case IR_EXPR_FLOAT: {
+    char text[64];
+    format_float(text, sizeof text, e->u.float_value);
+    if (e->dtype == DTYPE_F32) /* the default float type: printed bare */
+      sb_puts(sb, text);
+    else
+      sb_printf(sb, "%s(%s)", dtype_name(e->dtype), text);
+    break;
+  }
+  case IR_EXPR_VAR:
+    sb_puts(sb, var_name(p, e->u.var));
+    break;
+  case IR_EXPR_UNARY:
+    sb_puts(sb, ir_op_name(e->u.op.op));
+    /* Any unary operand gets parentheses: -(-x) rather than --x. */
+    print_operand(p, sb, e->u.op.a, expr_prec(e->u.op.a) <= PREC_UNARY);
+    break;
+  case IR_EXPR_BINARY: {
+    int prec = op_prec(e->u.op.op);
+    /* Left-associative: equal precedence needs parentheses on the right only. */
+    print_operand(p, sb, e->u.op.a, expr_prec(e->u.op.a) < prec);
+    sb_printf(sb, " %s ", ir_op_name(e->u.op.op));
+    print_operand(p, sb, e->u.op.b, expr_prec(e->u.op.b) <= prec);
+    break;
+  }
+  case IR_EXPR_SELECT:
+    sb_puts(sb, "if_then_else(");
+    print_expr(p, sb, e->u.select.cond);
+    sb_puts(sb, ", ");
+    print_expr(p, sb, e->u.select.then_);
+    sb_puts(sb, ", ");
+    print_expr(p, sb, e->u.select.else_);
+    sb_puts(sb, ")");
+    break;
+  case IR_EXPR_CALL:
+    sb_printf(sb, "%s(", ir_intrinsic_name(e->u.call.fn));
+    for (int i = 0; i < e->u.call.nargs && i < 2; i++) {
+      if (i) sb_puts(sb, ", ");
+      print_expr(p, sb, e->u.call.args[i]);
+    }
+    sb_puts(sb, ")");
+    break;
+  case IR_EXPR_LOAD:
+    sb_printf(sb, "%s[", buf_name(p, e->u.load.buf));
+    for (int i = 0; i < e->u.load.nidx && i < IR_MAX_RANK; i++) {
+      if (i) sb_puts(sb, ", ");
+      print_expr(p, sb, e->u.load.idx[i]);
+    }
+    sb_puts(sb, "]");
+    break;
+  case IR_EXPR_CAST:
+    sb_printf(sb, "%s(", dtype_name(e->dtype));
+    print_expr(p, sb, e->u.cast_src);
+    sb_puts(sb, ")");
+    break;
+  default:
+    sb_printf(sb, "<bad expr kind %d>", (int)e->kind);
+    break;
+  }
+}
+
+/* ---- Statements --------------------------------------------------------- */
+
+static void print_loc(StrBuf *sb, SrcLoc loc) {
+  if (loc.line > 0)
+    sb_printf(sb, "  // @%d:%d\n", loc.line, loc.col);
+  else
+    sb_puts(sb, "  // @?\n");
+}
+
+static void print_shape(Printer *p, StrBuf *sb, const IrBuffer *b) {
+  sb_printf(sb, "%s[", dtype_name(b->dtype));
+  for (int d = 0; d < b->rank && d < IR_MAX_RANK; d++) {
+    if (d) sb_puts(sb, ", ");
+    print_expr(p, sb, b->shape[d]);
+  }
+  sb_puts(sb, "]");
+}
+
+static void print_layout(StrBuf *sb, const IrLayout *l) {
+  if (l->kind == IR_LAYOUT_SWIZZLED && l->swizzle_bytes > 0)
+    sb_printf(sb, "layout(swizzled(%d))", l->swizzle_bytes);
+  else
+    sb_printf(sb, "layout(%s)", ir_layout_name(l->kind));
+}
+
+/* A region covering its whole buffer prints as the bare name. */
+static bool region_is_whole(const IrRegion *r) {
+  if (!r->buf || r->rank != r->buf->rank) return false;
+  for (int d = 0; d < r->rank && d < IR_MAX_RANK; d++) {
+    int64_t start;
+    if (r->is_index[d] || r->guard[d]) return false;
+    if (!ir_expr_is_int_const(r->start[d], &start) || start != 0) return false;
+    if (!r->extent[d] || !ir_expr_equal(r->extent[d], r->buf->shape[d])) return false;
+  }
+  return true;
+}
+
+/* `Q[bz, bx * 64 :+ 64 guard, by, 0 :+ 64]`: an index dim prints its start,
+ * a range dim `start :+ extent`, and guard-bounds marks dims with `guard`. */
+static void print_region(Printer *p, StrBuf *sb, const IrRegion *r) {
+  sb_puts(sb, buf_name(p, r->buf));
+  if (region_is_whole(r)) return;
+  sb_puts(sb, "[");
+  for (int d = 0; d < r->rank && d < IR_MAX_RANK; d++) {
+    if (d) sb_puts(sb, ", ");
+    print_expr(p, sb, r->start[d]);
+    if (!r->is_index[d]) {
+      sb_puts(sb, " :+ ");
+      print_expr(p, sb, r->extent[d]);
+    }
+    if (r->guard[d]) sb_puts(sb, " guard");
+  }
+  sb_puts(sb, "]");
+}
+
+static void print_stmt(Printer *p, const IrStmt *s, int depth);
+
+/* The statements of a SEQ, in a scope of their own (LETs end with it). */
+static void print_items(Printer *p, const IrStmt *s, int depth) {
+  if (!s) {
+    sb_indent(p->sb, depth);
+    sb_puts(p->sb, "<null>\n");
+    return;
+  }
+  int saved = p->nvisible;
+  if (s->kind == IR_STMT_SEQ) {
+    for (int i = 0; i < s->u.seq.n; i++) print_stmt(p, s->u.seq.items[i], depth);
+  } else {
+    print_stmt(p, s, depth); /* a lone statement where a SEQ belongs */
+  }
+  p->nvisible = saved;
+}
+
+static void print_stmt(Printer *p, const IrStmt *s, int depth) {
+  StrBuf *sb = p->sb;
+  sb_indent(sb, depth);
+  if (!s) {
+    sb_puts(sb, "<null>\n");
+    return;
+  }
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    sb_puts(sb, "{");
+    print_loc(sb, s->loc);
+    print_items(p, s, depth + 1);
+    sb_indent(sb, depth);
+    sb_puts(sb, "}\n");
+    return;
+  case IR_STMT_ALLOC: {
+    const IrBuffer *b = s->u.alloc;
+    if (!b) {
+      sb_puts(sb, "alloc <null>");
+      break;
+    }
+    bind(p, b, b->name, true);
+    sb_printf(sb, "alloc %s: ", buf_name(p, b));
+    print_shape(p, sb, b);
+    sb_printf(sb, " %s ", ir_scope_name(b->scope));
+    print_layout(sb, &b->layout);
+    break;
+  }
+  case IR_STMT_LET: {
+    const IrVar *v = s->u.let.var;
+    /* The value is printed before the name is bound: it sees the outer scope. */
+    StrBuf value;
+    sb_init(&value);
+    print_expr(p, &value, s->u.let.value);
+    if (v) bind(p, v, v->name, false);
+    sb_printf(sb, "let %s: %s = %s", var_name(p, v), v ? dtype_name(v->dtype) : "?",
+              value.data);
+    sb_free(&value);
+    break;
+  }
+  case IR_STMT_STORE:
+    sb_printf(sb, "%s[", buf_name(p, s->u.store.buf));
+    for (int i = 0; i < s->u.store.nidx && i < IR_MAX_RANK; i++) {
+      if (i) sb_puts(sb, ", ");
+      print_expr(p, sb, s->u.store.idx[i]);
+    }
+    sb_puts(sb, "] = ");
+    print_expr(p, sb, s->u.store.value);
+    break;
+  case IR_STMT_FOR: {
+    int saved = p->nvisible;
+    StrBuf extent;
+    sb_init(&extent);
+    print_expr(p, &extent, s->u.for_.extent);
+    if (s->u.for_.var) bind(p, s->u.for_.var, s->u.for_.var->name, false);
+    sb_printf(sb, "for %s in %s(%s", var_name(p, s->u.for_.var),
+              ir_for_kind_name(s->u.for_.kind), extent.data);
+    sb_free(&extent);
+    if (s->u.for_.kind == IR_FOR_PIPELINED)
+      sb_printf(sb, ", num_stages = %d", s->u.for_.num_stages);
+    sb_puts(sb, ") {");
+    print_loc(sb, s->loc);
+    print_items(p, s->u.for_.body, depth + 1);
+    p->nvisible = saved;
+    sb_indent(sb, depth);
+    sb_puts(sb, "}\n");
+    return;
+  }
+  case IR_STMT_IF:
+    sb_puts(sb, "if (");
+    print_expr(p, sb, s->u.if_.cond);
+    sb_puts(sb, ") {");
+    print_loc(sb, s->loc);
+    print_items(p, s->u.if_.then_, depth + 1);
+    if (s->u.if_.else_) {
+      sb_indent(sb, depth);
+      sb_puts(sb, "} else {\n");
+      print_items(p, s->u.if_.else_, depth + 1);
+    }
+    sb_indent(sb, depth);
+    sb_puts(sb, "}\n");
+    return;
+  case IR_STMT_COPY:
+    sb_puts(sb, "copy ");
+    print_region(p, sb, &s->u.copy.src);
+    sb_puts(sb, " -> ");
+    print_region(p, sb, &s->u.copy.dst);
+    break;
+  case IR_STMT_FILL:
+    sb_puts(sb, "fill ");
+    print_region(p, sb, &s->u.fill.dst);
+    sb_puts(sb, " = ");
+    print_expr(p, sb, s->u.fill.value);
+    break;
+  case IR_STMT_GEMM:
+    sb_puts(sb, "gemm ");
+    print_region(p, sb, &s->u.gemm.a);
+    sb_puts(sb, ", ");
+    print_region(p, sb, &s->u.gemm.b);
+    sb_puts(sb, " -> ");
+    print_region(p, sb, &s->u.gemm.c);
+    if (s->u.gemm.trans_a) sb_puts(sb, " transpose_A");
+    if (s->u.gemm.trans_b) sb_puts(sb, " transpose_B");
+    sb_printf(sb, " policy(%s)", ir_gemm_policy_name(s->u.gemm.policy));
+    break;
+  case IR_STMT_REDUCE:
+    sb_printf(sb, "%s %s -> %s dim(%d) clear(%s)", ir_reduce_name(s->u.reduce.kind),
+              buf_name(p, s->u.reduce.src), buf_name(p, s->u.reduce.dst), s->u.reduce.dim,
+              s->u.reduce.clear ? "true" : "false");
+    break;
+  case IR_STMT_ANNOTATE_LAYOUT:
+    sb_printf(sb, "annotate_layout %s %s", buf_name(p, s->u.annotate.buf),
+              ir_layout_name(s->u.annotate.layout));
+    break;
+  case IR_STMT_USE_SWIZZLE:
+    sb_puts(sb, "use_swizzle(");
+    print_expr(p, sb, s->u.swizzle.panel_size);
+    sb_printf(sb, ", order = %s)", s->u.swizzle.column_major ? "col" : "row");
+    break;
+  case IR_STMT_BARRIER:
+    sb_puts(sb, "barrier");
+    break;
+  default:
+    sb_printf(sb, "<bad stmt kind %d>", (int)s->kind);
+    break;
+  }
+  print_loc(sb, s->loc);
+}
+
+/* ---- Kernels and modules ------------------------------------------------ */
+
+static void print_symbol(Printer *p, StrBuf *sb, const IrVar *v) {
+  sb_puts(sb, var_name(p, v));
+  if (!v) return;
+  if (v->bound) {
+    sb_puts(sb, " = ");
+    print_expr(p, sb, v->value);
+  } else if (v->default_value) {
+    sb_puts(sb, " ?= ");
+    print_expr(p, sb, v->default_value);
+  }
+  if (v->dynamic_index >= 0) sb_printf(sb, " dyn(%d)", v->dynamic_index);
+}
+
+static void print_kernel(StrBuf *sb, const IrKernel *k) {
+  Printer pr = {0};
+  Printer *p = &pr;
+  p->sb = sb;
+  p->arena = arena_create();
+
+  /* Kernel-level names first: symbols, params, block variables. */
+  for (int i = 0; i < k->nsymbols; i++)
+    if (k->symbols[i]) bind(p, k->symbols[i], k->symbols[i]->name, false);
+  for (int i = 0; i < k->nparams; i++) {
+    const IrParam *prm = &k->params[i];
+    if (prm->is_tensor && prm->buffer) bind(p, prm->buffer, prm->buffer->name, true);
+    if (!prm->is_tensor && prm->scalar) bind(p, prm->scalar, prm->scalar->name, false);
+  }
+  for (int i = 0; i < k->ngrid && i < IR_MAX_GRID; i++)
+    if (k->block_vars[i]) bind(p, k->block_vars[i], k->block_vars[i]->name, false);
+
+  sb_printf(sb, "kernel %s(", k->name ? k->name : "<null>");
+  for (int i = 0; i < k->nparams; i++) {
+    const IrParam *prm = &k->params[i];
+    if (i) sb_puts(sb, ", ");
+    if (prm->is_tensor && prm->buffer) {
+      const IrBuffer *b = prm->buffer;
+      sb_printf(sb, "%s: ", buf_name(p, b));
+      print_shape(p, sb, b);
+      sb_printf(sb, " %s", ir_scope_name(b->scope));
+      if (b->layout.kind != IR_LAYOUT_ROW_MAJOR) {
+        sb_puts(sb, " ");
+        print_layout(sb, &b->layout);
+      }
+    } else if (!prm->is_tensor && prm->scalar) {
+      sb_printf(sb, "%s: %s", var_name(p, prm->scalar), dtype_name(prm->scalar->dtype));
+    } else {
+      sb_printf(sb, "%s: <null>", prm->name ? prm->name : "?");
+    }
+  }
+  sb_puts(sb, ")");
+  print_loc(sb, k->loc);
+
+  if (k->nsymbols > 0) {
+    sb_puts(sb, "  symbols(");
+    for (int i = 0; i < k->nsymbols; i++) {
+      if (i) sb_puts(sb, ", ");
+      print_symbol(p, sb, k->symbols[i]);
+    }
+    sb_puts(sb, ")\n");
+  }
+
+  sb_puts(sb, "  grid(");
+  for (int i = 0; i < k->ngrid && i < IR_MAX_GRID; i++) {
+    if (i) sb_puts(sb, ", ");
+    print_expr(p, sb, k->grid[i]);
+  }
+  sb_puts(sb, ") threads(");
+  print_expr(p, sb, k->threads);
+  sb_puts(sb, ") as (");
+  for (int i = 0; i < k->ngrid && i < IR_MAX_GRID; i++) {
+    if (i) sb_puts(sb, ", ");
+    sb_puts(sb, k->block_vars[i] ? var_name(p, k->block_vars[i]) : "_");
+  }
+  sb_puts(sb, ")\n");
+  if (k->raster_panel != 0)
+    sb_printf(sb, "  raster(panel = %d, order = %s)\n", k->raster_panel,
+              k->raster_column_major ? "col" : "row");
+
+  sb_puts(sb, "{\n");
+  print_items(p, k->body, 1);
+  sb_puts(sb, "}\n");
+  arena_destroy(p->arena);
+}
+
+static char *module_text(const IrModule *m) {
+  StrBuf sb;
+  sb_init(&sb);
+  for (int i = 0; m && i < m->nkernels; i++) {
+    if (i) sb_puts(&sb, "\n");
+    if (m->kernels[i])
+      print_kernel(&sb, m->kernels[i]);
+    else
+      sb_puts(&sb, "kernel <null>\n");
+  }
+  return sb_take(&sb);
+}
+
+void ir_print_module(FILE *out, const IrModule *m) {
+  char *text = module_text(m);
+  fputs(text, out);
+  free(text);
+}
+
+char *ir_module_to_string(const IrModule *m) { return module_text(m); }
+
+void ir_print_expr(FILE *out, const IrExpr *e) {
+  StrBuf sb;
+  sb_init(&sb);
+  print_expr(NULL, &sb, e);
+  char *text = sb_take(&sb);
+  fputs(text, out);
+  free(text);
+}
+
+char *ir_expr_to_string(Arena *arena, const IrExpr *e) {
+  StrBuf sb;
+  sb_init(&sb);
+  print_expr(NULL, &sb, e);
+  char *text = arena_strdup(arena, sb.data ? sb.data : "");
+  sb_free(&sb);
+  return text;
+}

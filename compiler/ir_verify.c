@@ -1,0 +1,430 @@
+/* ir_verify.c - structural checks of the tile IR, run between passes.
+ *
+ * Walks every kernel with a scope stack of the variables and buffers visible
+ * at each point (kernel level: symbols, scalar params, block variables and
+ * tensor params; then FOR variables, LETs and ALLOCs earlier in an enclosing
+ * SEQ) and checks: no NULL slot, every VAR and buffer in scope, index counts
+ * and region ranks equal to the buffer's rank, integer indices / extents /
+ * shapes, bool-or-int conditions, and every expression's dtype equal to what
+ * the constructors in ir.c compute (ir_binary_dtype and friends).
+ *
+ * The first problem is reported as an internal error naming the pass that
+ * broke the invariant, at the offending node's location (or the enclosing
+ * statement's when the node has none), and the walk stops. */
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "ir.h"
+
+typedef struct Verifier {
+  const char *pass;
+  Diag *diag;
+  bool failed;
+  SrcLoc stmt_loc;       /* fallback location for nodes without one */
+  const void **scope;    /* visible IrVar* and IrBuffer*, a stack */
+  int nscope, cap;
+} Verifier;
+
+static void fail(Verifier *v, SrcLoc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(Verifier *v, SrcLoc loc, const char *fmt, ...) {
+  if (v->failed) return;
+  v->failed = true;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (loc.line <= 0) loc = v->stmt_loc;
+  diag_error(v->diag, loc, "internal error: IR invalid after pass '%s': %s", v->pass, msg);
+}
+
+static void push(Verifier *v, const void *item) {
+  if (v->nscope == v->cap) {
+    v->cap = v->cap ? v->cap * 2 : 32;
+    const void **n = realloc(v->scope, sizeof(void *) * (size_t)v->cap);
+    if (!n) abort();
+    v->scope = n;
+  }
+  v->scope[v->nscope++] = item;
+}
+
+static bool in_scope(const Verifier *v, const void *item) {
+  for (int i = v->nscope - 1; i >= 0; i--)
+    if (v->scope[i] == item) return true;
+  return false;
+}
+
+static const char *expr_kind_name(IrExprKind k) {
+  static const char *const names[] = {
+#define X(name, spelling) spelling,
+      IR_EXPR_KINDS(X)
+#undef X
+  };
+  return (unsigned)k < IR_EXPR_COUNT ? names[k] : "?";
+}
+
+static bool is_int_dtype(DType t) { return t == DTYPE_I32 || t == DTYPE_I64; }
+static bool valid_dtype(DType t) { return (unsigned)t < DTYPE_COUNT; }
+
+static void check_expr(Verifier *v, const IrExpr *e, const char *what);
+
+/* An expression that must be an integer (index, extent, shape, grid). */
+static void check_int_expr(Verifier *v, const IrExpr *e, const char *what) {
+  check_expr(v, e, what);
+  if (!v->failed && !is_int_dtype(e->dtype))
+    fail(v, e->loc, "%s has dtype %s, expected an integer", what, dtype_name(e->dtype));
+}
+
+static void check_buffer_ref(Verifier *v, const IrBuffer *b, SrcLoc loc, const char *what) {
+  if (!b) {
+    fail(v, loc, "%s has no buffer", what);
+    return;
+  }
+  if (!in_scope(v, b))
+    fail(v, loc, "%s refers to buffer '%s' outside its scope (no ALLOC before it)", what,
+         b->name);
+}
+
+static void check_expr(Verifier *v, const IrExpr *e, const char *what) {
+  if (v->failed) return;
+  if (!e) {
+    fail(v, v->stmt_loc, "%s is a NULL expression", what);
+    return;
+  }
+  if ((unsigned)e->kind >= IR_EXPR_COUNT) {
+    fail(v, e->loc, "%s has a bad expression kind %d", what, (int)e->kind);
+    return;
+  }
+  if (!valid_dtype(e->dtype)) {
+    fail(v, e->loc, "%s has a bad dtype %d", what, (int)e->dtype);
+    return;
+  }
+  DType want = e->dtype;
+  switch (e->kind) {
+  case IR_EXPR_INT:
+    if (!is_int_dtype(e->dtype) && e->dtype != DTYPE_BOOL)
+      fail(v, e->loc, "integer literal with dtype %s", dtype_name(e->dtype));
+    return;
+  case IR_EXPR_FLOAT:
+    if (!dtype_is_float(e->dtype))
+      fail(v, e->loc, "float literal with dtype %s", dtype_name(e->dtype));
+    return;
+  case IR_EXPR_VAR:
+    if (!e->u.var) {
+      fail(v, e->loc, "variable reference with no variable");
+      return;
+    }
+    if (!in_scope(v, e->u.var)) {
+      fail(v, e->loc, "variable '%s' used outside its scope", e->u.var->name);
+      return;
+    }
+    want = e->u.var->dtype;
+    break;
+  case IR_EXPR_UNARY:
+    if ((unsigned)e->u.op.op >= IR_OP_COUNT || ir_op_arity(e->u.op.op) != 1) {
+      fail(v, e->loc, "unary expression with operator '%s'", ir_op_name(e->u.op.op));
+      return;
+    }
+    check_expr(v, e->u.op.a, "operand");
+    if (v->failed) return;
+    want = ir_unary_dtype(e->u.op.op, e->u.op.a->dtype);
+    break;
+  case IR_EXPR_BINARY:
+    if ((unsigned)e->u.op.op >= IR_OP_COUNT || ir_op_arity(e->u.op.op) != 2) {
+      fail(v, e->loc, "binary expression with operator '%s'", ir_op_name(e->u.op.op));
+      return;
+    }
+    check_expr(v, e->u.op.a, "left operand");
+    check_expr(v, e->u.op.b, "right operand");
+    if (v->failed) return;
+    want = ir_binary_dtype(e->u.op.op, e->u.op.a->dtype, e->u.op.b->dtype);
+    break;
+  case IR_EXPR_SELECT:
+    check_expr(v, e->u.select.cond, "if_then_else condition");
+    check_expr(v, e->u.select.then_, "if_then_else value");
+    check_expr(v, e->u.select.else_, "if_then_else value");
+    if (v->failed) return;
+    if (e->u.select.cond->dtype != DTYPE_BOOL && !is_int_dtype(e->u.select.cond->dtype)) {
+      fail(v, e->loc, "if_then_else condition has dtype %s",
+           dtype_name(e->u.select.cond->dtype));
+      return;
+    }
+    want = ir_select_dtype(e->u.select.then_->dtype, e->u.select.else_->dtype);
+    break;
+  case IR_EXPR_CALL: {
+    IrIntrinsic fn = e->u.call.fn;
+    if ((unsigned)fn >= IR_INTRINSIC_COUNT || e->u.call.nargs != ir_intrinsic_arity(fn)) {
+      fail(v, e->loc, "call of '%s' with %d arguments", ir_intrinsic_name(fn), e->u.call.nargs);
+      return;
+    }
+    for (int i = 0; i < e->u.call.nargs; i++) check_expr(v, e->u.call.args[i], "argument");
+    if (v->failed) return;
+    DType a = e->u.call.args[0]->dtype;
+    DType b = e->u.call.nargs > 1 ? e->u.call.args[1]->dtype : a;
+    if (fn == IR_INTRINSIC_CEILDIV && (!is_int_dtype(a) || !is_int_dtype(b))) {
+      fail(v, e->loc, "ceildiv of %s and %s, expected integers", dtype_name(a), dtype_name(b));
+      return;
+    }
+    want = ir_call_dtype(fn, a, b);
+    break;
+  }
+  case IR_EXPR_LOAD: {
+    const IrBuffer *b = e->u.load.buf;
+    check_buffer_ref(v, b, e->loc, "load");
+    if (v->failed) return;
+    if (e->u.load.nidx != b->rank) {
+      fail(v, e->loc, "load of '%s' with %d indices, but the buffer has rank %d", b->name,
+           e->u.load.nidx, b->rank);
+      return;
+    }
+    for (int i = 0; i < e->u.load.nidx; i++) check_int_expr(v, e->u.load.idx[i], "load index");
+    want = b->dtype;
+    break;
+  }
+  case IR_EXPR_CAST:
+    check_expr(v, e->u.cast_src, "cast operand");
+    return;
+  default:
+    return;
+  }
+  if (!v->failed && e->dtype != want)
+    fail(v, e->loc, "%s expression has dtype %s, expected %s", expr_kind_name(e->kind),
+         dtype_name(e->dtype), dtype_name(want));
+}
+
+static void check_region(Verifier *v, const IrRegion *r, const char *what) {
+  if (v->failed) return;
+  SrcLoc loc = r->loc.line > 0 ? r->loc : v->stmt_loc;
+  check_buffer_ref(v, r->buf, loc, what);
+  if (v->failed) return;
+  if (r->rank != r->buf->rank) {
+    fail(v, loc, "%s region of '%s' has rank %d, but the buffer has rank %d", what, r->buf->name,
+         r->rank, r->buf->rank);
+    return;
+  }
+  for (int d = 0; d < r->rank; d++) {
+    check_int_expr(v, r->start[d], "region start");
+    check_int_expr(v, r->extent[d], "region extent");
+  }
+}
+
+static void check_shape(Verifier *v, const IrBuffer *b) {
+  if (b->rank < 0 || b->rank > IR_MAX_RANK) {
+    fail(v, b->loc, "buffer '%s' has rank %d", b->name, b->rank);
+    return;
+  }
+  if (!valid_dtype(b->dtype)) fail(v, b->loc, "buffer '%s' has a bad dtype", b->name);
+  for (int d = 0; d < b->rank; d++) check_int_expr(v, b->shape[d], "buffer shape");
+}
+
+static void check_stmt(Verifier *v, const IrStmt *s);
+
+/* A child statement list: a SEQ with a scope of its own. */
+static void check_block(Verifier *v, const IrStmt *s, const char *what) {
+  if (v->failed) return;
+  if (!s) {
+    fail(v, v->stmt_loc, "%s is NULL", what);
+    return;
+  }
+  if (s->kind != IR_STMT_SEQ) {
+    fail(v, s->loc, "%s is a '%s' statement, expected a seq", what, ir_stmt_kind_name(s->kind));
+    return;
+  }
+  check_stmt(v, s);
+}
+
+static void check_stmt(Verifier *v, const IrStmt *s) {
+  if (v->failed) return;
+  if (!s) {
+    fail(v, v->stmt_loc, "NULL statement");
+    return;
+  }
+  if (s->loc.line > 0) v->stmt_loc = s->loc;
+  switch (s->kind) {
+  case IR_STMT_SEQ: {
+    int saved = v->nscope;
+    if (s->u.seq.n > 0 && !s->u.seq.items) {
+      fail(v, s->loc, "seq with %d items and no item array", s->u.seq.n);
+      return;
+    }
+    for (int i = 0; i < s->u.seq.n && !v->failed; i++) check_stmt(v, s->u.seq.items[i]);
+    v->nscope = saved; /* LETs and ALLOCs end with their SEQ */
+    return;
+  }
+  case IR_STMT_ALLOC: {
+    const IrBuffer *b = s->u.alloc;
+    if (!b) {
+      fail(v, s->loc, "alloc with no buffer");
+      return;
+    }
+    if (b->scope == IR_SCOPE_GLOBAL) {
+      fail(v, s->loc, "alloc of '%s' in global scope", b->name);
+      return;
+    }
+    check_shape(v, b);
+    push(v, b);
+    return;
+  }
+  case IR_STMT_LET:
+    if (!s->u.let.var || s->u.let.var->kind != IR_VAR_LET) {
+      fail(v, s->loc, "let without a LET variable");
+      return;
+    }
+    check_expr(v, s->u.let.value, "let value");
+    push(v, s->u.let.var); /* visible after its own value */
+    return;
+  case IR_STMT_STORE: {
+    const IrBuffer *b = s->u.store.buf;
+    check_buffer_ref(v, b, s->loc, "store");
+    if (v->failed) return;
+    if (s->u.store.nidx != b->rank) {
+      fail(v, s->loc, "store to '%s' with %d indices, but the buffer has rank %d", b->name,
+           s->u.store.nidx, b->rank);
+      return;
+    }
+    for (int i = 0; i < s->u.store.nidx; i++) check_int_expr(v, s->u.store.idx[i], "store index");
+    check_expr(v, s->u.store.value, "stored value");
+    return;
+  }
+  case IR_STMT_FOR: {
+    if (!s->u.for_.var || s->u.for_.var->kind != IR_VAR_LOOP) {
+      fail(v, s->loc, "for without a LOOP variable");
+      return;
+    }
+    if ((unsigned)s->u.for_.kind >= IR_FOR_COUNT) {
+      fail(v, s->loc, "for with a bad loop kind %d", (int)s->u.for_.kind);
+      return;
+    }
+    check_int_expr(v, s->u.for_.extent, "for extent");
+    if (s->u.for_.kind == IR_FOR_PIPELINED && s->u.for_.num_stages < 1)
+      fail(v, s->loc, "pipelined loop with num_stages = %d", s->u.for_.num_stages);
+    int saved = v->nscope;
+    push(v, s->u.for_.var);
+    check_block(v, s->u.for_.body, "for body");
+    v->nscope = saved;
+    return;
+  }
+  case IR_STMT_IF: {
+    const IrExpr *c = s->u.if_.cond;
+    check_expr(v, c, "if condition");
+    if (v->failed) return;
+    if (c->dtype != DTYPE_BOOL && !is_int_dtype(c->dtype)) {
+      fail(v, c->loc, "if condition has dtype %s", dtype_name(c->dtype));
+      return;
+    }
+    check_block(v, s->u.if_.then_, "then branch");
+    if (s->u.if_.else_) check_block(v, s->u.if_.else_, "else branch");
+    return;
+  }
+  case IR_STMT_COPY:
+    check_region(v, &s->u.copy.src, "copy source");
+    check_region(v, &s->u.copy.dst, "copy destination");
+    return;
+  case IR_STMT_FILL:
+    check_region(v, &s->u.fill.dst, "fill destination");
+    check_expr(v, s->u.fill.value, "fill value");
+    return;
+  case IR_STMT_GEMM:
+    check_region(v, &s->u.gemm.a, "gemm A");
+    check_region(v, &s->u.gemm.b, "gemm B");
+    check_region(v, &s->u.gemm.c, "gemm C");
+    if (!v->failed && (unsigned)s->u.gemm.policy >= IR_GEMM_POLICY_COUNT)
+      fail(v, s->loc, "gemm with a bad policy %d", (int)s->u.gemm.policy);
+    return;
+  case IR_STMT_REDUCE:
+    check_buffer_ref(v, s->u.reduce.src, s->loc, "reduce source");
+    check_buffer_ref(v, s->u.reduce.dst, s->loc, "reduce destination");
+    if (v->failed) return;
+    if ((unsigned)s->u.reduce.kind >= IR_REDUCE_COUNT)
+      fail(v, s->loc, "reduce with a bad kind %d", (int)s->u.reduce.kind);
+    else if (s->u.reduce.dim < 0 || s->u.reduce.dim >= s->u.reduce.src->rank)
+      fail(v, s->loc, "reduce along dim %d of '%s', which has rank %d", s->u.reduce.dim,
+           s->u.reduce.src->name, s->u.reduce.src->rank);
+    return;
+  case IR_STMT_ANNOTATE_LAYOUT:
+    check_buffer_ref(v, s->u.annotate.buf, s->loc, "annotate_layout");
+    if (!v->failed && (unsigned)s->u.annotate.layout >= IR_LAYOUT_COUNT)
+      fail(v, s->loc, "annotate_layout with a bad layout %d", (int)s->u.annotate.layout);
+    return;
+  case IR_STMT_USE_SWIZZLE:
+    check_int_expr(v, s->u.swizzle.panel_size, "use_swizzle panel size");
+    return;
+  case IR_STMT_BARRIER:
+    return;
+  default:
+    fail(v, s->loc, "bad statement kind %d", (int)s->kind);
+    return;
+  }
+}
+
+static void check_kernel(Verifier *v, const IrKernel *k) {
+  v->nscope = 0;
+  v->stmt_loc = k->loc;
+  /* Symbols first: shapes, the grid and const values may use any of them. */
+  for (int i = 0; i < k->nsymbols; i++) {
+    if (!k->symbols[i] || k->symbols[i]->kind != IR_VAR_SYMBOL) {
+      fail(v, k->loc, "kernel '%s': symbol %d is not a SYMBOL variable", k->name, i);
+      return;
+    }
+    push(v, k->symbols[i]);
+  }
+  for (int i = 0; i < k->nsymbols && !v->failed; i++) {
+    const IrVar *s = k->symbols[i];
+    v->stmt_loc = s->loc;
+    if (s->bound) check_expr(v, s->value, "symbol value");
+    if (s->default_value) check_expr(v, s->default_value, "symbol default");
+  }
+  for (int i = 0; i < k->nparams && !v->failed; i++) {
+    const IrParam *p = &k->params[i];
+    v->stmt_loc = p->loc;
+    if (p->is_tensor) {
+      if (!p->buffer || p->buffer->scope != IR_SCOPE_GLOBAL) {
+        fail(v, p->loc, "tensor parameter '%s' without a global buffer", p->name);
+        return;
+      }
+      check_shape(v, p->buffer);
+      push(v, p->buffer);
+    } else {
+      if (!p->scalar || p->scalar->kind != IR_VAR_SCALAR_PARAM) {
+        fail(v, p->loc, "scalar parameter '%s' without a SCALAR_PARAM variable", p->name);
+        return;
+      }
+      push(v, p->scalar);
+    }
+  }
+  if (v->failed) return;
+  v->stmt_loc = k->loc;
+  if (k->ngrid < 1 || k->ngrid > IR_MAX_GRID) {
+    fail(v, k->loc, "kernel '%s' has %d grid dimensions", k->name, k->ngrid);
+    return;
+  }
+  for (int i = 0; i < k->ngrid; i++) check_int_expr(v, k->grid[i], "grid dimension");
+  check_int_expr(v, k->threads, "thread count");
+  for (int i = 0; i < k->ngrid && !v->failed; i++) {
+    const IrVar *b = k->block_vars[i];
+    if (!b) continue;
+    if (b->kind != IR_VAR_BLOCK_INDEX) {
+      fail(v, b->loc, "block variable '%s' is not a BLOCK_INDEX variable", b->name);
+      return;
+    }
+    push(v, b);
+  }
+  check_block(v, k->body, "kernel body");
+}
+
+bool ir_verify_module(const IrModule *m, const char *after_pass, Diag *diag) {
+  Verifier v = {0};
+  v.pass = after_pass ? after_pass : "?";
+  v.diag = diag;
+  for (int i = 0; m && i < m->nkernels && !v.failed; i++) {
+    if (!m->kernels[i]) {
+      fail(&v, v.stmt_loc, "kernel %d is NULL", i);
+      break;
+    }
+    check_kernel(&v, m->kernels[i]);
+  }
+  free(v.scope);
+  return !v.failed;
+}

@@ -1,0 +1,30 @@
+/* layout.c - spelling and comparison of buffer layouts (ir.h). The formulas
+ * behind the fragment fields are in docs/gpu-codegen.md. */
+#include "ir.h"
+
+const char *ir_layout_str(Arena *arena, const IrLayout *l) {
+  switch (l->kind) {
+  case IR_LAYOUT_SWIZZLED:
+    return l->swizzle_bytes ? arena_printf(arena, "swizzled(%d)", l->swizzle_bytes) : "swizzled";
+  case IR_LAYOUT_FRAGMENT:
+    switch (l->frag) {
+    case IR_FRAG_MMA_C:
+      return arena_printf(arena, "mma_c(%dx%d, warps %dx%d, local %dx%d)", l->rows, l->cols ? l->cols : 1,
+                          l->warps_m, l->warps_n, l->rows_local, l->cols_local);
+    case IR_FRAG_ROWGROUP:
+      return arena_printf(arena, "rowgroup(%dx%d, group %d, local %dx%d)", l->rows, l->cols ? l->cols : 1,
+                          l->group, l->rows_local, l->cols_local);
+    default:
+      return "fragment";
+    }
+  default:
+    return ir_layout_name(l->kind);
+  }
+}
+
+bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b) {
+  if (a->kind != IR_LAYOUT_FRAGMENT || b->kind != IR_LAYOUT_FRAGMENT || a->frag != b->frag) return false;
+  if (a->rows != b->rows || a->rows_local != b->rows_local) return false;
+  if (a->frag == IR_FRAG_MMA_C) return a->warps_m == b->warps_m && a->warps_n == b->warps_n;
+  return a->group == b->group;
+}

@@ -1,0 +1,728 @@
+/* test_ir.c - unit tests of the IR library and the C backend.
+ *
+ * Builds IR by hand with the ir.h constructors (no front end involved):
+ *  - vadd: C = alpha * (A + B) + f32(H), H = f16(A + B), with a dynamic n,
+ *    a fragment buffer, a LET, a guarded parallel loop; verified, printed
+ *    (substrings checked), emitted as C, compiled with the system compiler,
+ *    dlopen'ed and run on n = 100 (not a multiple of the block) with exact
+ *    checks, elements past n included (they must stay untouched);
+ *  - verifier negatives: a load with the wrong index count, a variable used
+ *    outside its loop, a binary node with a wrong dtype;
+ *  - the C backend refusing an unlowered COPY;
+ *  - printer details: precedence, float spelling, shadowed names;
+ *  - the prelude's f16/bf16 conversions, compiled into a small program that
+ *    checks every f16/bf16 bit pattern and a sweep of f32 values.
+ * The compiler command is $TILEC_CC, or "cc". TILEC_UNIT_KEEP=1 keeps the
+ * generated files (their folder is printed). */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "backend/backend.h"
+#include "diag.h"
+#include "ir.h"
+#include "strbuf.h"
+
+static int failures;
+
+#define CHECK(cond)                                                           \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                             \
+    }                                                                         \
+  } while (0)
+
+#define CHECK_CONTAINS(text, needle)                                                     \
+  do {                                                                                   \
+    if (!(text) || !strstr((text), (needle))) {                                          \
+      fprintf(stderr, "%s:%d: expected to find \"%s\" in:\n%s\n", __FILE__, __LINE__,    \
+              (needle), (text) ? (text) : "(null)");                                     \
+      failures++;                                                                        \
+    }                                                                                    \
+  } while (0)
+
+static SrcLoc at(int line, int col) { return (SrcLoc){"vadd.tile", line, col}; }
+
+static const char *cc_command(void) {
+  const char *cc = getenv("TILEC_CC");
+  return cc && *cc ? cc : "cc";
+}
+
+/* A scratch directory, removed at exit by cleanup(). */
+static char scratch[256];
+
+static void cleanup(void) {
+  if (!scratch[0]) return;
+  if (getenv("TILEC_UNIT_KEEP")) { /* for debugging: keep the generated files */
+    fprintf(stderr, "kept %s\n", scratch);
+    return;
+  }
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
+  if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", scratch);
+}
+
+static const char *scratch_path(const char *name) {
+  static char path[512];
+  snprintf(path, sizeof path, "%s/%s", scratch, name);
+  return path;
+}
+
+static bool write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) return false;
+  fputs(text, f);
+  return fclose(f) == 0;
+}
+
+/* Independent f16 encode/decode for exactly representable normal values
+ * (frexp/ldexp), so the checks do not trust the helpers under test. */
+static uint16_t f16_bits_exact(double x) {
+  if (x == 0) return signbit(x) ? 0x8000 : 0;
+  uint16_t sign = x < 0 ? 0x8000 : 0;
+  int e;
+  double f = frexp(fabs(x), &e);            /* x = f * 2^e, f in [0.5, 1) */
+  int mant = (int)((f * 2 - 1) * 1024);     /* 10 fraction bits */
+  return (uint16_t)(sign | ((e - 1 + 15) << 10) | mant);
+}
+
+static double f16_value(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+/* ---- vadd ----------------------------------------------------------------- */
+
+enum { BLOCK = 64, N = 100, CAP = 128 };
+
+typedef struct Vadd {
+  IrModule *m;
+  IrKernel *k;
+  IrVar *n, *bx, *alpha;
+  IrBuffer *A, *B, *C, *H, *frag;
+  IrStmt *loop;
+} Vadd;
+
+static IrBuffer *tensor(IrModule *m, IrVar *n, const char *name, DType t, int index, int line) {
+  IrExpr *shape[1] = {ir_var_ref(m, n, at(line, 20))};
+  IrBuffer *b = ir_buffer_new(m, name, t, IR_SCOPE_GLOBAL, 1, shape, at(line, 5));
+  b->param_index = index;
+  return b;
+}
+
+/* kernel vadd(A: f32[n], B: f32[n], C: f32[n], H: f16[n], alpha: f32)
+ *   grid(ceildiv(n, 64)) threads(64) as (bx)
+ * { frag = alloc_fragment([64], f32);
+ *   for i in parallel(64) { g = bx * 64 + i;
+ *     if (g < n) { frag[i] = A[g] + B[g]; C[g] = alpha * frag[i] + f32(H[g]);
+ *                  H[g] = f16(frag[i]); } } } */
+static Vadd build_vadd(Arena *arena) {
+  Vadd v;
+  IrModule *m = v.m = ir_module_new(arena, "vadd.tile");
+  IrKernel *k = v.k = ARENA_NEW(arena, IrKernel);
+  k->name = "vadd";
+  k->loc = at(1, 1);
+  v.n = ir_var_new(m, "n", IR_VAR_SYMBOL, DTYPE_I64, at(1, 20));
+  v.n->dynamic_index = 0;
+  k->symbols = ARENA_NEW_ARRAY(arena, IrVar *, 1);
+  k->symbols[0] = v.n;
+  k->nsymbols = 1;
+
+  v.A = tensor(m, v.n, "A", DTYPE_F32, 0, 2);
+  v.B = tensor(m, v.n, "B", DTYPE_F32, 1, 3);
+  v.C = tensor(m, v.n, "C", DTYPE_F32, 2, 4);
+  v.H = tensor(m, v.n, "H", DTYPE_F16, 3, 5);
+  v.alpha = ir_var_new(m, "alpha", IR_VAR_SCALAR_PARAM, DTYPE_F32, at(6, 5));
+  v.alpha->param_index = 4;
+  k->nparams = 5;
+  k->params = ARENA_NEW_ARRAY(arena, IrParam, 5);
+  IrBuffer *bufs[4] = {v.A, v.B, v.C, v.H};
+  for (int i = 0; i < 4; i++)
+    k->params[i] = (IrParam){bufs[i]->name, true, bufs[i], NULL, bufs[i]->loc};
+  k->params[4] = (IrParam){"alpha", false, NULL, v.alpha, at(6, 5)};
+
+  k->grid[0] = ir_call(m, IR_INTRINSIC_CEILDIV, ir_var_ref(m, v.n, at(7, 17)),
+                       ir_int(m, BLOCK, at(7, 20)), at(7, 8));
+  k->ngrid = 1;
+  k->threads = ir_int(m, BLOCK, at(7, 33));
+  v.bx = ir_var_new(m, "bx", IR_VAR_BLOCK_INDEX, DTYPE_I64, at(7, 41));
+  v.bx->grid_dim = 0;
+  k->block_vars[0] = v.bx;
+
+  IrStmt *body = k->body = ir_seq_new(m, at(8, 1));
+  IrExpr *fshape[1] = {ir_int(m, BLOCK, at(9, 27))};
+  v.frag = ir_buffer_new(m, "frag", DTYPE_F32, IR_SCOPE_FRAGMENT, 1, fshape, at(9, 5));
+  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, at(9, 5));
+  alloc->u.alloc = v.frag;
+  ir_seq_push(m, body, alloc);
+
+  IrVar *i = ir_var_new(m, "i", IR_VAR_LOOP, DTYPE_I64, at(10, 9));
+  IrStmt *lbody = ir_seq_new(m, at(10, 28));
+  v.loop = ir_for_new(m, IR_FOR_PARALLEL, i, ir_int(m, BLOCK, at(10, 23)), lbody, at(10, 5));
+  ir_seq_push(m, body, v.loop);
+
+  IrVar *g = ir_var_new(m, "g", IR_VAR_LET, DTYPE_I64, at(11, 9));
+  IrExpr *gval = ir_binary(m, IR_OP_ADD,
+                           ir_binary(m, IR_OP_MUL, ir_var_ref(m, v.bx, at(11, 13)),
+                                     ir_int(m, BLOCK, at(11, 18)), at(11, 16)),
+                           ir_var_ref(m, i, at(11, 23)), at(11, 21));
+  IrStmt *let = ir_stmt_new(m, IR_STMT_LET, at(11, 9));
+  let->u.let.var = g;
+  let->u.let.value = gval;
+  ir_seq_push(m, lbody, let);
+
+  IrStmt *then_ = ir_seq_new(m, at(12, 20));
+  IrExpr *cond = ir_binary(m, IR_OP_LT, ir_var_ref(m, g, at(12, 13)),
+                           ir_var_ref(m, v.n, at(12, 17)), at(12, 15));
+  ir_seq_push(m, lbody, ir_if_new(m, cond, then_, NULL, at(12, 9)));
+
+  IrExpr *gi[1], *ii[1];
+  /* frag[i] = A[g] + B[g] */
+  gi[0] = ir_var_ref(m, g, at(13, 24));
+  IrExpr *a = ir_load(m, v.A, gi, at(13, 22));
+  gi[0] = ir_var_ref(m, g, at(13, 31));
+  IrExpr *b = ir_load(m, v.B, gi, at(13, 29));
+  ii[0] = ir_var_ref(m, i, at(13, 18));
+  ir_seq_push(m, then_, ir_store_new(m, v.frag, ii, ir_binary(m, IR_OP_ADD, a, b, at(13, 27)),
+                                     at(13, 13)));
+  /* C[g] = alpha * frag[i] + f32(H[g]) */
+  ii[0] = ir_var_ref(m, i, at(14, 33));
+  IrExpr *scaled = ir_binary(m, IR_OP_MUL, ir_var_ref(m, v.alpha, at(14, 20)),
+                             ir_load(m, v.frag, ii, at(14, 28)), at(14, 26));
+  gi[0] = ir_var_ref(m, g, at(14, 44));
+  IrExpr *h = ir_cast(m, DTYPE_F32, ir_load(m, v.H, gi, at(14, 42)), at(14, 38));
+  gi[0] = ir_var_ref(m, g, at(14, 15));
+  ir_seq_push(m, then_,
+              ir_store_new(m, v.C, gi, ir_binary(m, IR_OP_ADD, scaled, h, at(14, 36)), at(14, 13)));
+  /* H[g] = f16(frag[i]) */
+  ii[0] = ir_var_ref(m, i, at(15, 29));
+  IrExpr *narrowed = ir_cast(m, DTYPE_F16, ir_load(m, v.frag, ii, at(15, 24)), at(15, 20));
+  gi[0] = ir_var_ref(m, g, at(15, 15));
+  ir_seq_push(m, then_, ir_store_new(m, v.H, gi, narrowed, at(15, 13)));
+
+  m->kernels = ARENA_NEW_ARRAY(arena, IrKernel *, 1);
+  m->kernels[0] = k;
+  m->nkernels = 1;
+  return v;
+}
+
+typedef void (*KernelFn)(void **args, const int64_t *dyn);
+
+/* Compiles `source` into a shared object and returns the kernel, or NULL. */
+static KernelFn compile_and_load(const char *source, const char *entry, void **handle) {
+  char c_path[512], so_path[512];
+  snprintf(c_path, sizeof c_path, "%s/%s.c", scratch, entry);
+  snprintf(so_path, sizeof so_path, "%s/%s.so", scratch, entry);
+  CHECK(write_file(c_path, source));
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -o '%s' '%s' -lm",
+           cc_command(), so_path, c_path);
+  int rc = system(cmd);
+  CHECK(rc == 0);
+  if (rc != 0) {
+    fprintf(stderr, "command failed: %s\n--- source ---\n%s\n", cmd, source);
+    return NULL;
+  }
+  *handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(*handle != NULL);
+  if (!*handle) {
+    fprintf(stderr, "dlopen: %s\n", dlerror());
+    return NULL;
+  }
+  void *sym = dlsym(*handle, entry);
+  CHECK(sym != NULL);
+  KernelFn fn;
+  memcpy(&fn, &sym, sizeof fn); /* object pointer -> function pointer, POSIX-style */
+  return sym ? fn : NULL;
+}
+
+static void test_vadd(void) {
+  Arena *arena = arena_create();
+  Diag *diag = diag_create(stderr);
+  Vadd v = build_vadd(arena);
+
+  CHECK(ir_verify_module(v.m, "test", diag));
+  CHECK(diag_error_count(diag) == 0);
+
+  char *text = ir_module_to_string(v.m);
+  CHECK_CONTAINS(text, "kernel vadd(A: f32[n] global, B: f32[n] global, C: f32[n] global, "
+                       "H: f16[n] global, alpha: f32)  // @1:1\n");
+  CHECK_CONTAINS(text, "  symbols(n dyn(0))\n");
+  CHECK_CONTAINS(text, "  grid(ceildiv(n, 64)) threads(64) as (bx)\n{\n");
+  CHECK_CONTAINS(text, "  alloc frag: f32[64] fragment layout(row_major)  // @9:5\n");
+  CHECK_CONTAINS(text, "  for i in parallel(64) {  // @10:5\n");
+  CHECK_CONTAINS(text, "    let g: i64 = bx * 64 + i  // @11:9\n");
+  CHECK_CONTAINS(text, "    if (g < n) {  // @12:9\n");
+  CHECK_CONTAINS(text, "      C[g] = alpha * frag[i] + f32(H[g])  // @14:13\n");
+  CHECK_CONTAINS(text, "      H[g] = f16(frag[i])  // @15:13\n");
+  char *again = ir_module_to_string(v.m);
+  CHECK(strcmp(text, again) == 0); /* deterministic */
+  free(again);
+  free(text);
+
+  StrBuf c;
+  sb_init(&c);
+  CHECK(emit_c_module(v.m, &c, diag));
+  char *source = sb_take(&c);
+  CHECK_CONTAINS(source, "/* Generated by tilec");
+  CHECK_CONTAINS(source, "from vadd.tile");
+  CHECK_CONTAINS(source, "void tilec_vadd(void **tc_args, const int64_t *tc_dyn)");
+  CHECK_CONTAINS(source, "const int64_t n = tc_dyn[0];");
+  CHECK_CONTAINS(source, "uint16_t *restrict H = (uint16_t *)tc_args[3];");
+
+  void *handle = NULL;
+  KernelFn fn = compile_and_load(source, "tilec_vadd", &handle);
+  if (fn) {
+    float A[CAP], B[CAP], C[CAP];
+    uint16_t H[CAP];
+    for (int j = 0; j < CAP; j++) {
+      A[j] = j * 0.5f;
+      B[j] = j * 1.25f;
+      C[j] = -7.0f;                                   /* sentinel */
+      H[j] = j < N ? f16_bits_exact((j - 50) * 0.25) : 0xabcd;
+    }
+    float alpha = 2.0f;
+    void *args[5] = {A, B, C, H, &alpha};
+    int64_t dyn[1] = {N};
+    fn(args, dyn);
+    int bad = 0;
+    for (int j = 0; j < CAP && bad < 5; j++) {
+      float want_c = j < N ? (float)(3.5 * j + (j - 50) * 0.25) : -7.0f;
+      double want_h = j < N ? 1.75 * j : f16_value(0xabcd);
+      if (C[j] != want_c || f16_value(H[j]) != want_h) {
+        fprintf(stderr, "vadd: element %d: C = %.9g (want %.9g), H = %.9g (want %.9g)\n", j,
+                C[j], want_c, f16_value(H[j]), want_h);
+        bad++;
+      }
+    }
+    CHECK(bad == 0);
+    CHECK(C[99] == 3.5f * 99 + 49 * 0.25f && C[100] == -7.0f && H[100] == 0xabcd);
+  }
+  if (handle) dlclose(handle);
+  free(source);
+  diag_destroy(diag);
+  arena_destroy(arena);
+}
+
+/* ---- rowmax: 2-D indexing, bound symbols, -inf, max, exp2, bf16, names ---- */
+
+/* kernel rowmax(X: f32[rows, W], Y: f32[rows], Z: bf16[rows])
+ *   const (W = 8, flag = true)  grid(rows) threads(32) as (bx)
+ * { double = alloc_local([1], f32); double[0] = -inf;
+ *   for int in pipelined(W, num_stages = 2) {
+ *     bx = bx;                                // a LET shadowing the block index
+ *     double[0] = max(double[0], if_then_else(flag, X[bx, int], 0.0)); }
+ *   tc_maxf = exp2(double[0] - double[0]);    // 1, named like a prelude helper
+ *   Y[bx] = double[0] + tc_maxf; Z[bx] = bf16(double[0]); }
+ * The C keywords as names and the self-referencing LET must come out as
+ * valid, correct C. */
+static void test_rowmax(void) {
+  Arena *arena = arena_create();
+  IrModule *m = ir_module_new(arena, "rowmax.tile");
+  SrcLoc L = {"rowmax.tile", 1, 1};
+  IrKernel *k = ARENA_NEW(arena, IrKernel);
+  k->name = "rowmax";
+  k->loc = L;
+  IrVar *rows = ir_var_new(m, "rows", IR_VAR_SYMBOL, DTYPE_I64, L);
+  rows->dynamic_index = 0;
+  IrVar *W = ir_var_new(m, "W", IR_VAR_SYMBOL, DTYPE_I64, L);
+  W->is_const_decl = true;
+  W->default_value = ir_int(m, 8, L);
+  W->bound = true;
+  W->value = ir_int(m, 8, L);
+  IrVar *flag = ir_var_new(m, "flag", IR_VAR_SYMBOL, DTYPE_BOOL, L);
+  flag->bound = true;
+  flag->value = ir_bool(m, true, L);
+  k->symbols = ARENA_NEW_ARRAY(arena, IrVar *, 3);
+  k->symbols[0] = rows, k->symbols[1] = W, k->symbols[2] = flag;
+  k->nsymbols = 3;
+  IrExpr *xs[2] = {ir_var_ref(m, rows, L), ir_var_ref(m, W, L)};
+  IrBuffer *X = ir_buffer_new(m, "X", DTYPE_F32, IR_SCOPE_GLOBAL, 2, xs, L);
+  IrExpr *ys[1] = {ir_var_ref(m, rows, L)};
+  IrBuffer *Y = ir_buffer_new(m, "Y", DTYPE_F32, IR_SCOPE_GLOBAL, 1, ys, L);
+  ys[0] = ir_var_ref(m, rows, L);
+  IrBuffer *Z = ir_buffer_new(m, "Z", DTYPE_BF16, IR_SCOPE_GLOBAL, 1, ys, L);
+  k->nparams = 3;
+  k->params = ARENA_NEW_ARRAY(arena, IrParam, 3);
+  k->params[0] = (IrParam){"X", true, X, NULL, L};
+  k->params[1] = (IrParam){"Y", true, Y, NULL, L};
+  k->params[2] = (IrParam){"Z", true, Z, NULL, L};
+  X->param_index = 0, Y->param_index = 1, Z->param_index = 2;
+  k->grid[0] = ir_var_ref(m, rows, L);
+  k->ngrid = 1;
+  k->threads = ir_int(m, 32, L);
+  IrVar *bx = ir_var_new(m, "bx", IR_VAR_BLOCK_INDEX, DTYPE_I64, L);
+  bx->grid_dim = 0;
+  k->block_vars[0] = bx;
+
+  IrStmt *body = k->body = ir_seq_new(m, L);
+  IrExpr *one[1] = {ir_int(m, 1, L)};
+  IrBuffer *acc = ir_buffer_new(m, "double", DTYPE_F32, IR_SCOPE_LOCAL, 1, one, L);
+  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, L);
+  alloc->u.alloc = acc;
+  ir_seq_push(m, body, alloc);
+  IrExpr *zero[1] = {ir_int(m, 0, L)};
+  ir_seq_push(m, body, ir_store_new(m, acc, zero, ir_float(m, -INFINITY, DTYPE_F32, L), L));
+
+  IrVar *iv = ir_var_new(m, "int", IR_VAR_LOOP, DTYPE_I64, L);
+  IrStmt *lb = ir_seq_new(m, L);
+  IrStmt *loop = ir_for_new(m, IR_FOR_PIPELINED, iv, ir_var_ref(m, W, L), lb, L);
+  loop->u.for_.num_stages = 2;
+  ir_seq_push(m, body, loop);
+  IrVar *bx2 = ir_var_new(m, "bx", IR_VAR_LET, DTYPE_I64, L);
+  IrStmt *let = ir_stmt_new(m, IR_STMT_LET, L);
+  let->u.let.var = bx2;
+  let->u.let.value = ir_var_ref(m, bx, L);
+  ir_seq_push(m, lb, let);
+  IrExpr *xi[2] = {ir_var_ref(m, bx2, L), ir_var_ref(m, iv, L)};
+  IrExpr *pick = ir_select(m, ir_var_ref(m, flag, L), ir_load(m, X, xi, L),
+                           ir_float(m, 0.0, DTYPE_F32, L), L);
+  zero[0] = ir_int(m, 0, L);
+  IrExpr *cur = ir_load(m, acc, zero, L);
+  zero[0] = ir_int(m, 0, L);
+  ir_seq_push(m, lb, ir_store_new(m, acc, zero, ir_call(m, IR_INTRINSIC_MAX, cur, pick, L), L));
+
+  IrVar *sv = ir_var_new(m, "tc_maxf", IR_VAR_LET, DTYPE_F32, L); /* a helper's name */
+  zero[0] = ir_int(m, 0, L);
+  IrExpr *d1 = ir_load(m, acc, zero, L);
+  zero[0] = ir_int(m, 0, L);
+  IrExpr *d2 = ir_load(m, acc, zero, L);
+  IrStmt *lets = ir_stmt_new(m, IR_STMT_LET, L);
+  lets->u.let.var = sv;
+  lets->u.let.value = ir_call(m, IR_INTRINSIC_EXP2, ir_binary(m, IR_OP_SUB, d1, d2, L), NULL, L);
+  ir_seq_push(m, body, lets);
+  IrExpr *yi[1] = {ir_var_ref(m, bx, L)};
+  zero[0] = ir_int(m, 0, L);
+  ir_seq_push(m, body, ir_store_new(m, Y, yi,
+                                    ir_binary(m, IR_OP_ADD, ir_load(m, acc, zero, L),
+                                              ir_var_ref(m, sv, L), L), L));
+  yi[0] = ir_var_ref(m, bx, L);
+  zero[0] = ir_int(m, 0, L);
+  ir_seq_push(m, body, ir_store_new(m, Z, yi, ir_cast(m, DTYPE_BF16, ir_load(m, acc, zero, L), L), L));
+  m->kernels = ARENA_NEW_ARRAY(arena, IrKernel *, 1);
+  m->kernels[0] = k;
+  m->nkernels = 1;
+
+  Diag *diag = diag_create(stderr);
+  CHECK(ir_verify_module(m, "test", diag));
+  char *text = ir_module_to_string(m);
+  CHECK_CONTAINS(text, "  symbols(rows dyn(0), W = 8, flag = true)\n");
+  CHECK_CONTAINS(text, "  for int in pipelined(W, num_stages = 2) {");
+  CHECK_CONTAINS(text, "    let bx.1: i64 = bx  // @");
+  CHECK_CONTAINS(text, "max(double[0], if_then_else(flag, X[bx.1, int], 0.0))");
+  CHECK_CONTAINS(text, "  double[0] = -inf  // @");
+  free(text);
+  StrBuf c;
+  sb_init(&c);
+  CHECK(emit_c_module(m, &c, diag));
+  char *source = sb_take(&c);
+  void *handle = NULL;
+  KernelFn fn = compile_and_load(source, "tilec_rowmax", &handle);
+  if (fn) {
+    enum { R = 5, RW = 8 };
+    float Xv[R * RW], Yv[R + 1];
+    uint16_t Zv[R + 1];
+    for (int r = 0; r < R; r++)
+      for (int j = 0; j < RW; j++) Xv[r * RW + j] = -(float)(r + 1) * (float)(1 + (j * 3) % RW) * 0.5f;
+    Yv[R] = 42.0f, Zv[R] = 0x1234;
+    void *args[3] = {Xv, Yv, Zv};
+    int64_t dyn[1] = {R};
+    fn(args, dyn);
+    for (int r = 0; r < R; r++) {
+      float want = -(float)(r + 1) * 0.5f; /* the row's max */
+      CHECK(Yv[r] == want + 1.0f);
+      uint32_t bits = (uint32_t)Zv[r] << 16;
+      float z;
+      memcpy(&z, &bits, 4);
+      CHECK(z == want);
+    }
+    CHECK(Yv[R] == 42.0f && Zv[R] == 0x1234);
+  }
+  if (handle) dlclose(handle);
+  free(source);
+  diag_destroy(diag);
+  arena_destroy(arena);
+}
+
+/* ---- Verifier and backend negatives ---------------------------------------- */
+
+static void expect_invalid(IrModule *m, const char *what) {
+  Diag *diag = diag_create(NULL);
+  CHECK(!ir_verify_module(m, "neg-test", diag));
+  CHECK(diag_error_count(diag) == 1);
+  CHECK_CONTAINS(diag_text(diag), "internal error: IR invalid after pass 'neg-test': ");
+  CHECK_CONTAINS(diag_text(diag), what);
+  diag_destroy(diag);
+}
+
+static void test_verify_negative(void) {
+  /* A load of the rank-1 A with two indices, at its own location. */
+  {
+    Arena *arena = arena_create();
+    Vadd v = build_vadd(arena);
+    IrStmt *then_ = v.loop->u.for_.body->u.seq.items[1]->u.if_.then_;
+    IrExpr *load = then_->u.seq.items[0]->u.store.value->u.op.a;
+    CHECK(load->kind == IR_EXPR_LOAD && load->u.load.buf == v.A);
+    load->u.load.idx[1] = ir_int(v.m, 0, at(13, 26));
+    load->u.load.nidx = 2;
+    expect_invalid(v.m, "vadd.tile:13:22: error:");
+    expect_invalid(v.m, "load of 'A' with 2 indices, but the buffer has rank 1");
+    arena_destroy(arena);
+  }
+  /* The loop variable i used after its loop. */
+  {
+    Arena *arena = arena_create();
+    Vadd v = build_vadd(arena);
+    IrExpr *idx[1] = {ir_var_ref(v.m, v.loop->u.for_.var, at(20, 7))};
+    ir_seq_push(v.m, v.k->body, ir_store_new(v.m, v.frag, idx, ir_float(v.m, 1.0, DTYPE_F32, at(20, 12)),
+                                            at(20, 3)));
+    expect_invalid(v.m, "variable 'i' used outside its scope");
+    arena_destroy(arena);
+  }
+  /* A binary node whose dtype disagrees with its operands. */
+  {
+    Arena *arena = arena_create();
+    Vadd v = build_vadd(arena);
+    IrStmt *let = v.loop->u.for_.body->u.seq.items[0];
+    let->u.let.value->dtype = DTYPE_F32;
+    expect_invalid(v.m, "binary expression has dtype f32, expected i64");
+    arena_destroy(arena);
+  }
+  /* An unlowered COPY: verifies, but the C backend refuses it. */
+  {
+    Arena *arena = arena_create();
+    Vadd v = build_vadd(arena);
+    IrStmt *copy = ir_stmt_new(v.m, IR_STMT_COPY, at(30, 5));
+    copy->u.copy.src = ir_region_whole(v.m, v.frag, at(30, 10));
+    copy->u.copy.dst = ir_region_whole(v.m, v.frag, at(30, 16));
+    ir_seq_push(v.m, v.k->body, copy);
+    Diag *diag = diag_create(NULL);
+    CHECK(ir_verify_module(v.m, "test", diag));
+    char *text = ir_module_to_string(v.m);
+    CHECK_CONTAINS(text, "  copy frag -> frag  // @30:5\n");
+    free(text);
+    StrBuf out;
+    sb_init(&out);
+    CHECK(!emit_c_module(v.m, &out, diag));
+    CHECK(out.len == 0); /* nothing half-written */
+    CHECK_CONTAINS(diag_text(diag), "vadd.tile:30:5: error: internal error: C backend: 'copy' "
+                                    "was not lowered");
+    sb_free(&out);
+    diag_destroy(diag);
+    arena_destroy(arena);
+  }
+}
+
+/* ---- Printer details -------------------------------------------------------- */
+
+static void check_expr_text(Arena *arena, const IrExpr *e, const char *want) {
+  const char *got = ir_expr_to_string(arena, e);
+  if (strcmp(got, want) != 0) {
+    fprintf(stderr, "printed \"%s\", expected \"%s\"\n", got, want);
+    failures++;
+  }
+}
+
+static void test_printer(void) {
+  Arena *arena = arena_create();
+  IrModule *m = ir_module_new(arena, "p.tile");
+  SrcLoc L = at(1, 1);
+  IrVar *a = ir_var_new(m, "a", IR_VAR_LET, DTYPE_I64, L);
+  IrVar *b = ir_var_new(m, "b", IR_VAR_LET, DTYPE_I64, L);
+  IrVar *c = ir_var_new(m, "c", IR_VAR_LET, DTYPE_I64, L);
+  IrVar *x = ir_var_new(m, "x", IR_VAR_LET, DTYPE_F32, L);
+#define V(var) ir_var_ref(m, var, L)
+  check_expr_text(arena, ir_binary(m, IR_OP_MUL, ir_binary(m, IR_OP_ADD, V(a), V(b), L), V(c), L),
+                  "(a + b) * c");
+  check_expr_text(arena, ir_binary(m, IR_OP_ADD, V(a), ir_binary(m, IR_OP_MUL, V(b), V(c), L), L),
+                  "a + b * c");
+  check_expr_text(arena, ir_binary(m, IR_OP_SUB, V(a), ir_binary(m, IR_OP_SUB, V(b), V(c), L), L),
+                  "a - (b - c)");
+  check_expr_text(arena, ir_binary(m, IR_OP_SUB, ir_binary(m, IR_OP_SUB, V(a), V(b), L), V(c), L),
+                  "a - b - c");
+  check_expr_text(arena,
+                  ir_binary(m, IR_OP_AND, ir_binary(m, IR_OP_LT, V(a), V(b), L),
+                            ir_binary(m, IR_OP_OR, ir_bool(m, true, L), ir_bool(m, false, L), L), L),
+                  "a < b && (true || false)");
+  check_expr_text(arena, ir_unary(m, IR_OP_NEG, ir_unary(m, IR_OP_NEG, V(x), L), L), "-(-x)");
+  check_expr_text(arena, ir_float(m, 0.0, DTYPE_F32, L), "0.0");
+  check_expr_text(arena, ir_float(m, 1.4426950408889634, DTYPE_F32, L), "1.4426950408889634");
+  check_expr_text(arena, ir_float(m, -INFINITY, DTYPE_F32, L), "-inf");
+  check_expr_text(arena, ir_float(m, INFINITY, DTYPE_F32, L), "inf");
+  check_expr_text(arena, ir_float(m, 2.0, DTYPE_F64, L), "f64(2.0)");
+  check_expr_text(arena, ir_binary(m, IR_OP_MUL, V(a), ir_float(m, -0.5, DTYPE_F32, L), L),
+                  "a * -0.5");
+  IrExpr *sel = ir_select(m, ir_binary(m, IR_OP_GE, V(a), V(b), L), ir_int(m, 0, L),
+                          ir_float(m, -INFINITY, DTYPE_F32, L), L);
+  check_expr_text(arena, sel, "if_then_else(a >= b, 0, -inf)");
+  CHECK(sel->dtype == DTYPE_F32);
+  check_expr_text(arena,
+                  ir_call(m, IR_INTRINSIC_EXP2,
+                          ir_binary(m, IR_OP_SUB, V(x), ir_cast(m, DTYPE_F32, V(a), L), L), NULL, L),
+                  "exp2(x - f32(a))");
+#undef V
+
+  /* Dtype rules of the constructors. */
+  CHECK(ir_binary_dtype(IR_OP_ADD, DTYPE_F16, DTYPE_BF16) == DTYPE_F32);
+  CHECK(ir_binary_dtype(IR_OP_ADD, DTYPE_F16, DTYPE_F16) == DTYPE_F16);
+  CHECK(ir_binary_dtype(IR_OP_MUL, DTYPE_I64, DTYPE_BF16) == DTYPE_BF16);
+  CHECK(ir_binary_dtype(IR_OP_ADD, DTYPE_F64, DTYPE_F32) == DTYPE_F64);
+  CHECK(ir_binary_dtype(IR_OP_ADD, DTYPE_I32, DTYPE_I32) == DTYPE_I64);
+  CHECK(ir_binary_dtype(IR_OP_LE, DTYPE_F32, DTYPE_I64) == DTYPE_BOOL);
+
+  /* Clone, subst, equality. */
+  IrExpr *e = ir_binary(m, IR_OP_ADD, ir_var_ref(m, a, L), ir_int(m, 1, L), L);
+  IrExpr *cl = ir_expr_clone(m, e);
+  CHECK(cl != e && ir_expr_equal(cl, e));
+  IrExpr *sub = ir_expr_subst(m, e, a, ir_int(m, 41, L));
+  check_expr_text(arena, sub, "41 + 1");
+  check_expr_text(arena, e, "a + 1"); /* e itself untouched */
+  CHECK(!ir_expr_equal(sub, e));
+  int64_t val = 0;
+  CHECK(ir_expr_is_int_const(ir_int(m, -3, L), &val) && val == -3);
+  CHECK(!ir_expr_is_int_const(e, &val));
+
+  /* A loop variable shadowing another of the same name prints as i.1. */
+  IrKernel *k = ARENA_NEW(arena, IrKernel);
+  k->name = "shadow";
+  k->ngrid = 1;
+  k->grid[0] = ir_int(m, 1, L);
+  k->threads = ir_int(m, 32, L);
+  IrVar *i1 = ir_var_new(m, "i", IR_VAR_LOOP, DTYPE_I64, L);
+  IrVar *i2 = ir_var_new(m, "i", IR_VAR_LOOP, DTYPE_I64, L);
+  IrExpr *shape[2] = {ir_int(m, 4, L), ir_int(m, 4, L)};
+  IrBuffer *t = ir_buffer_new(m, "t", DTYPE_F32, IR_SCOPE_LOCAL, 2, shape, at(2, 3));
+  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, at(2, 3));
+  alloc->u.alloc = t;
+  IrStmt *inner = ir_seq_new(m, L);
+  IrExpr *idx[2] = {ir_var_ref(m, i1, L), ir_var_ref(m, i2, L)};
+  ir_seq_push(m, inner, ir_store_new(m, t, idx, ir_float(m, 1.0, DTYPE_F32, L), at(5, 7)));
+  IrStmt *outer = ir_seq_new(m, L);
+  ir_seq_push(m, outer, ir_for_new(m, IR_FOR_SERIAL, i2, ir_int(m, 4, L), inner, at(4, 5)));
+  k->body = ir_seq_new(m, L);
+  ir_seq_push(m, k->body, alloc);
+  IrStmt *pipe = ir_for_new(m, IR_FOR_PIPELINED, i1, ir_int(m, 4, L), outer, at(3, 3));
+  pipe->u.for_.num_stages = 3;
+  ir_seq_push(m, k->body, pipe);
+  m->kernels = ARENA_NEW_ARRAY(arena, IrKernel *, 1);
+  m->kernels[0] = k;
+  m->nkernels = 1;
+  k->raster_panel = 8;
+  Diag *diag = diag_create(stderr);
+  CHECK(ir_verify_module(m, "test", diag));
+  diag_destroy(diag);
+  char *text = ir_module_to_string(m);
+  CHECK_CONTAINS(text, "  raster(panel = 8, order = row)\n");
+  CHECK_CONTAINS(text, "  for i in pipelined(4, num_stages = 3) {  // @3:3\n");
+  CHECK_CONTAINS(text, "    for i.1 in serial(4) {  // @4:5\n");
+  CHECK_CONTAINS(text, "      t[i, i.1] = 1.0  // @5:7\n");
+  free(text);
+  arena_destroy(arena);
+}
+
+/* ---- The prelude's conversions ------------------------------------------- */
+
+static const char half_test_main[] =
+    "#include <stdio.h>\n"
+    "static double ref_bf16_value(uint32_t hi) { /* top 16 bits, inf as 2^128 */\n"
+    "  if ((hi & 0x7f80u) == 0x7f80u) return (hi & 0x8000u) ? -ldexp(1, 128) : ldexp(1, 128);\n"
+    "  return (double)tc_bits_f32(hi << 16);\n"
+    "}\n"
+    "static uint16_t ref_f32_to_bf16(float f) { /* nearest of two neighbours, ties even */\n"
+    "  uint32_t x = tc_f32_bits(f), lo = x >> 16, hi = lo + 1;\n"
+    "  double dl = fabs((double)f - ref_bf16_value(lo)), dh = fabs(ref_bf16_value(hi) - (double)f);\n"
+    "  if (dl < dh || (dl == dh && !(lo & 1u))) return (uint16_t)lo;\n"
+    "  return (uint16_t)hi;\n"
+    "}\n"
+    "int main(void) {\n"
+    "  int bad = 0;\n"
+    "  for (uint32_t h = 0; h < 65536u; h++) {\n"
+    "    float f = tc_f16_to_f32((uint16_t)h);\n"
+    "    uint32_t e = (h >> 10) & 31u, m = h & 1023u;\n"
+    "    double want = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, (int)e - 25);\n"
+    "    if (h & 0x8000u) want = -want;\n"
+    "    uint16_t back = tc_f32_to_f16(f);\n"
+    "    if (isnan(want) ? !isnan(f) || (back & 0x7c00u) != 0x7c00u || !(back & 0x3ffu)\n"
+    "                    : ((double)f != want || back != h)) {\n"
+    "      if (bad++ < 5) printf(\"f16 %04x: %g %04x\\n\", (unsigned)h, f, back);\n"
+    "    }\n"
+    "    float g = tc_bf16_to_f32((uint16_t)h);\n"
+    "    uint16_t gb = tc_f32_to_bf16(g);\n"
+    "    if (isnan(g) ? !((gb & 0x7f80u) == 0x7f80u && (gb & 0x7fu)) : gb != h) {\n"
+    "      if (bad++ < 5) printf(\"bf16 %04x: %04x\\n\", (unsigned)h, gb);\n"
+    "    }\n"
+    "  }\n"
+    "  struct { float f; uint16_t h; } cases[] = {\n"
+    "    {65504.0f, 0x7bffu}, {65519.99f, 0x7bffu}, {65520.0f, 0x7c00u}, {1e9f, 0x7c00u},\n"
+    "    {-INFINITY, 0xfc00u}, {0x1p-24f, 0x0001u}, {0x1p-25f, 0x0000u}, {0x1.8p-25f, 0x0001u},\n"
+    "    {0x1.8p-24f, 0x0002u}, {0x1p-14f, 0x0400u}, {0x1.ff8p-15f, 0x03ffu}, {0x1.ffcp-15f, 0x0400u}, {0x1.ff4p-15f, 0x03feu},\n"
+    "    {1.0f + 0x1p-11f, 0x3c00u}, {1.0f + 0x3p-11f, 0x3c02u}, {-0.0f, 0x8000u},\n"
+    "    {0x1p-30f, 0x0000u}, {-2.5f, 0xc100u}, {0x1p-149f, 0x0000u}};\n"
+    "  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)\n"
+    "    if (tc_f32_to_f16(cases[i].f) != cases[i].h) {\n"
+    "      if (bad++ < 10) printf(\"case %zu: %a -> %04x, want %04x\\n\", i, cases[i].f,\n"
+    "                            tc_f32_to_f16(cases[i].f), cases[i].h);\n"
+    "    }\n"
+    "  if (tc_f32_to_bf16(1.0f + 0x1p-8f) != 0x3f80u || tc_f32_to_bf16(1.0f + 0x3p-8f) != 0x3f82u)\n"
+    "    bad++;\n"
+    "  for (uint64_t u = 0; u < 0x100000000ull; u += 2654435761ull % 9973u) {\n"
+    "    float f = tc_bits_f32((uint32_t)u);\n"
+    "    if (isnan(f)) continue;\n"
+    "    if (tc_f32_to_bf16(f) != ref_f32_to_bf16(f)) {\n"
+    "      if (bad++ < 10) printf(\"bf16 of %a: %04x, want %04x\\n\", f, tc_f32_to_bf16(f), ref_f32_to_bf16(f));\n"
+    "    }\n"
+    "#ifdef __FLT16_MAX__\n"
+    "    _Float16 r = (_Float16)f;\n"
+    "    uint16_t rb;\n"
+    "    memcpy(&rb, &r, 2);\n"
+    "    if (tc_f32_to_f16(f) != rb) {\n"
+    "      if (bad++ < 10) printf(\"f16 of %a: %04x, want %04x\\n\", f, tc_f32_to_f16(f), rb);\n"
+    "    }\n"
+    "#endif\n"
+    "  }\n"
+    "  printf(\"%d bad\\n\", bad);\n"
+    "  return bad != 0;\n"
+    "}\n";
+
+static void test_half_helpers(void) {
+  StrBuf src;
+  sb_init(&src);
+  sb_puts(&src, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n");
+  emit_c_prelude(&src);
+  sb_puts(&src, half_test_main);
+  char *text = sb_take(&src);
+  CHECK(write_file(scratch_path("half.c"), text));
+  free(text);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s -std=c11 -O2 -Wall -Werror -o '%s/half' '%s' -lm && '%s/half'",
+           cc_command(), scratch, scratch_path("half.c"), scratch);
+  int rc = system(cmd);
+  CHECK(rc == 0);
+}
+
+int main(void) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(scratch, sizeof scratch, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(scratch)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  atexit(cleanup);
+  test_printer();
+  test_verify_negative();
+  test_vadd();
+  test_rowmax();
+  test_half_helpers();
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("unit: all checks passed\n");
+  return 0;
+}

@@ -147,6 +147,7 @@ static void build_infos(TilecResult *r) {
       for (int d = 0; d < p->buffer->rank; d++) {
         const IrExpr *e = p->buffer->shape[d];
         TilecDim *dim = &params[i].dims[d];
+        dim->name = p->dim_names[d];
         if (e->kind == IR_EXPR_VAR && !e->u.var->bound) {
           dim->is_dynamic = true;
           dim->symbol = e->u.var->dynamic_index;

@@ -301,6 +301,7 @@ typedef struct IrParam {
   bool is_tensor;
   IrBuffer *buffer;    /* tensor: a GLOBAL buffer */
   IrVar *scalar;       /* scalar: an IR_VAR_SCALAR_PARAM */
+  const char *dim_names[IR_MAX_RANK]; /* tensor: the symbol each dim was written as, or NULL */
   SrcLoc loc;
 } IrParam;
 

@@ -237,10 +237,9 @@ static void print_shape(Printer *p, StrBuf *sb, const IrBuffer *b) {
 }
 
 static void print_layout(StrBuf *sb, const IrLayout *l) {
-  if (l->kind == IR_LAYOUT_SWIZZLED && l->swizzle_bytes > 0)
-    sb_printf(sb, "layout(swizzled(%d))", l->swizzle_bytes);
-  else
-    sb_printf(sb, "layout(%s)", ir_layout_name(l->kind));
+  Arena *scratch = arena_create();
+  sb_printf(sb, "layout(%s)", ir_layout_str(scratch, l));
+  arena_destroy(scratch);
 }
 
 /* A region covering its whole buffer prints as the bare name. */
@@ -374,7 +373,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_puts(sb, "}\n");
     return;
   case IR_STMT_COPY:
-    sb_puts(sb, "copy ");
+    sb_puts(sb, s->u.copy.async ? "copy.async " : "copy ");
     print_region(p, sb, &s->u.copy.src);
     sb_puts(sb, " -> ");
     print_region(p, sb, &s->u.copy.dst);
@@ -412,6 +411,12 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     break;
   case IR_STMT_BARRIER:
     sb_puts(sb, "barrier");
+    break;
+  case IR_STMT_ASYNC_COMMIT:
+    sb_puts(sb, "cp_async_commit");
+    break;
+  case IR_STMT_ASYNC_WAIT:
+    sb_printf(sb, "cp_async_wait(%d)", s->u.async_pending);
     break;
   default:
     sb_printf(sb, "<bad stmt kind %d>", (int)s->kind);

@@ -352,6 +352,10 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     check_int_expr(v, s->u.swizzle.panel_size, "use_swizzle panel size");
     return;
   case IR_STMT_BARRIER:
+  case IR_STMT_ASYNC_COMMIT:
+    return;
+  case IR_STMT_ASYNC_WAIT:
+    if (s->u.async_pending < 0) fail(v, s->loc, "cp_async_wait with %d pending groups", s->u.async_pending);
     return;
   default:
     fail(v, s->loc, "bad statement kind %d", (int)s->kind);

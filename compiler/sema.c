@@ -904,6 +904,7 @@ static void param_decl(Sema *s, const AstParam *p, IrParam *out, int index) {
         dims[n] = ir_int(s->m, 1, d->loc);
       } else {
         dims[n] = ir_var_ref(s->m, ent->var, d->loc);
+        out->dim_names[n] = ent->var->name;
       }
     } else {
       diag_error(s->diag, d->loc, "a tensor dimension must be an integer or a symbol name");

@@ -61,6 +61,8 @@ typedef struct TilecDim {
   bool is_dynamic;
   int64_t value;       /* when !is_dynamic */
   int symbol;          /* index into TilecKernelInfo.dynamic_symbols */
+  const char *name;    /* when !is_dynamic: the constant it was written as
+                          (e.g. "dim"), for launch messages; NULL if a literal */
 } TilecDim;
 
 enum { TILEC_MAX_RANK = 8 };

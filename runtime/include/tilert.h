@@ -72,7 +72,10 @@ typedef struct TilertContext TilertContext;
 typedef struct TilertModule TilertModule;
 typedef struct TilertKernel TilertKernel; /* owned by its module */
 
-/* cfg may be NULL (all defaults). */
+/* cfg may be NULL (all defaults). $TILEC_CC, $TILEC_CACHE_DIR and
+ * $TILEC_CACHE_DISABLE are read here, once. On NO_GPU (CUDA asked for by
+ * name, not usable) *out is still set, sqlite3_open style, so that
+ * tilert_last_error() can say why; its loads fail the same way; destroy it. */
 TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out);
 void tilert_context_destroy(TilertContext *ctx);
 const char *tilert_last_error(const TilertContext *ctx);

@@ -1,0 +1,365 @@
+/* infer_layout.c - pass "infer-layout" (GPU): spreads fragments over threads.
+ *
+ * Needs: check-shapes (constant fragment shapes and thread count).
+ * Guarantees: every FRAGMENT buffer has layout.kind == IR_LAYOUT_FRAGMENT with
+ * the fields of docs/gpu-codegen.md filled in, or an error names the buffer:
+ *  - a gemm accumulator gets the mma.sync m16n8k16 accumulator layout
+ *    (MMA_C) for the warp split its policy asks for; a fragment used as gemm
+ *    operand A gets MMA_C over [M, K] with the same warp rows;
+ *  - copies between fragments, and parallel loops that index two 2-D
+ *    fragments with the same [i, j], give both the same layout;
+ *  - a 1-D fragment reduced into, or indexed [i] beside a 2-D fragment
+ *    indexed [i, j], becomes a row vector of that fragment's row mapping;
+ *  - any 2-D fragment still without a layout gets ROWGROUP.
+ * Constraints are propagated to a fixpoint, so statement order does not
+ * matter. The thread count must be a multiple of 32. */
+#include <string.h>
+
+#include "passes.h"
+
+typedef struct Infer {
+  IrModule *m;
+  Diag *diag;
+  int threads, warps;
+  bool changed;
+  bool failed;
+} Infer;
+
+static bool is_fragment(const IrBuffer *b) { return b && b->scope == IR_SCOPE_FRAGMENT; }
+static bool has_layout(const IrBuffer *b) { return b->layout.kind == IR_LAYOUT_FRAGMENT; }
+
+static int dim_of(const IrBuffer *b, int d) {
+  int64_t v = 0;
+  if (d < b->rank) ir_expr_is_int_const(b->shape[d], &v);
+  return (int)v;
+}
+
+static bool layouts_equal(const IrLayout *a, const IrLayout *b) {
+  return a->frag == b->frag && a->rows == b->rows && a->cols == b->cols && a->warps_m == b->warps_m &&
+         a->warps_n == b->warps_n && a->group == b->group && a->rows_local == b->rows_local &&
+         a->cols_local == b->cols_local;
+}
+
+/* Gives b the layout l, or reports a conflict when it already has another. */
+static void assign(Infer *in, IrBuffer *b, const IrLayout *l, SrcLoc loc, const char *why) {
+  if (has_layout(b)) {
+    if (!layouts_equal(&b->layout, l) && !in->failed) {
+      Arena *a = in->m->arena;
+      diag_error(in->diag, loc, "%s: fragment '%s' needs layout %s here but already has %s", why, b->name,
+                 ir_layout_str(a, l), ir_layout_str(a, &b->layout));
+      in->failed = true;
+    }
+    return;
+  }
+  b->layout = *l;
+  in->changed = true;
+}
+
+/* MMA_C over [M, N] with wm x wn warps; false when the tile does not split. */
+static bool mma_layout(int M, int N, int wm, int wn, IrLayout *out) {
+  if (wm < 1 || wn < 1 || M % (16 * wm) || N % (8 * wn)) return false;
+  memset(out, 0, sizeof *out);
+  out->kind = IR_LAYOUT_FRAGMENT;
+  out->frag = IR_FRAG_MMA_C;
+  out->rows = M;
+  out->cols = N;
+  out->warps_m = wm;
+  out->warps_n = wn;
+  out->rows_local = 2 * (M / wm / 16);
+  out->cols_local = 2 * (N / wn / 8);
+  return true;
+}
+
+/* The row vector that follows the rows of 2-D layout l. */
+static IrLayout row_vector_of(const IrLayout *l) {
+  IrLayout v = *l;
+  v.cols = 0;
+  v.cols_local = 1;
+  return v;
+}
+
+static void gemm_constraints(Infer *in, IrStmt *s) {
+  IrBuffer *a = s->u.gemm.a.buf, *c = s->u.gemm.c.buf;
+  if (!is_fragment(c)) {
+    diag_error(in->diag, s->loc, "gemm: the accumulator '%s' must be a fragment on the GPU", c->name);
+    in->failed = true;
+    return;
+  }
+  if (s->u.gemm.trans_a) {
+    diag_error(in->diag, s->loc, "gemm: transpose_A is not supported by the GPU backend yet");
+    in->failed = true;
+    return;
+  }
+  int M = dim_of(c, 0), N = dim_of(c, 1);
+  int wm = in->warps, wn = 1;
+  switch (s->u.gemm.policy) {
+  case IR_GEMM_POLICY_FULL_ROW: wm = in->warps, wn = 1; break;
+  case IR_GEMM_POLICY_FULL_COL: wm = 1, wn = in->warps; break;
+  default:
+    /* Most balanced split whose warp tile still divides into atoms. */
+    wm = 1, wn = in->warps;
+    for (int cand = 1; cand <= in->warps; cand *= 2) {
+      int cn = in->warps / cand;
+      IrLayout probe;
+      if (cand * cn != in->warps || !mma_layout(M, N, cand, cn, &probe)) continue;
+      if (wm == 1 && wn == in->warps) wm = cand, wn = cn; /* first that fits */
+      int best = (M / wm) > (N / wn) ? M / wm - N / wn : N / wn - M / wm;
+      int now = (M / cand) > (N / cn) ? M / cand - N / cn : N / cn - M / cand;
+      if (now < best) wm = cand, wn = cn;
+    }
+    break;
+  }
+  /* With A in registers, warps may only split rows (A is read from the
+   * accumulator layout of the previous gemm). */
+  if (is_fragment(a)) wm = in->warps, wn = 1;
+  IrLayout lc;
+  if (!mma_layout(M, N, wm, wn, &lc)) {
+    diag_error(in->diag, s->loc,
+               "gemm: accumulator '%s' [%d, %d] cannot be spread over %d warps as %dx%d "
+               "(each warp needs a multiple of 16 rows and 8 columns)",
+               c->name, M, N, in->warps, wm, wn);
+    in->failed = true;
+    return;
+  }
+  assign(in, c, &lc, s->loc, "gemm");
+  if (is_fragment(a)) {
+    IrLayout la;
+    int K = dim_of(a, 1);
+    if (!mma_layout(dim_of(a, 0), K, wm, 1, &la) || K % 16) {
+      diag_error(in->diag, s->loc, "gemm: operand '%s' [%d, %d] cannot be used from registers (K must be a multiple of 16)",
+                 a->name, dim_of(a, 0), K);
+      in->failed = true;
+      return;
+    }
+    assign(in, a, &la, s->loc, "gemm operand A");
+  }
+  if (is_fragment(s->u.gemm.b.buf)) {
+    diag_error(in->diag, s->loc, "gemm: operand B '%s' must be in shared memory on the GPU", s->u.gemm.b.buf->name);
+    in->failed = true;
+  }
+}
+
+static void copy_constraints(Infer *in, IrStmt *s) {
+  IrBuffer *src = s->u.copy.src.buf, *dst = s->u.copy.dst.buf;
+  if (!is_fragment(src) || !is_fragment(dst)) return;
+  if (src->rank != dst->rank) return;
+  if (has_layout(src)) assign(in, dst, &src->layout, s->loc, "copy");
+  else if (has_layout(dst)) assign(in, src, &dst->layout, s->loc, "copy");
+}
+
+static void reduce_constraints(Infer *in, IrStmt *s) {
+  IrBuffer *src = s->u.reduce.src, *dst = s->u.reduce.dst;
+  if (!is_fragment(src) || !is_fragment(dst)) {
+    diag_error(in->diag, s->loc, "%s: operands must be fragments on the GPU", ir_reduce_name(s->u.reduce.kind));
+    in->failed = true;
+    return;
+  }
+  if (src->rank != 2 || s->u.reduce.dim != 1) {
+    diag_error(in->diag, s->loc, "%s: the GPU backend reduces 2-D fragments along dim 1 only",
+               ir_reduce_name(s->u.reduce.kind));
+    in->failed = true;
+    return;
+  }
+  if (has_layout(src)) {
+    if (src->layout.frag == IR_FRAG_MMA_C && src->layout.warps_n > 1) {
+      diag_error(in->diag, s->loc, "%s: rows of '%s' are split across warps; use policy = full_row on its gemm",
+                 ir_reduce_name(s->u.reduce.kind), src->name);
+      in->failed = true;
+      return;
+    }
+    IrLayout v = row_vector_of(&src->layout);
+    assign(in, dst, &v, s->loc, ir_reduce_name(s->u.reduce.kind));
+  }
+}
+
+/* ---- parallel loops --------------------------------------------------------- */
+
+typedef struct Access {
+  IrBuffer *buf;
+  bool by_loop_vars; /* indexed exactly by the nest's variables, in order */
+} Access;
+
+typedef struct Nest {
+  IrVar *vars[2];
+  int nvars;
+  Access acc[32];
+  int nacc;
+} Nest;
+
+static void note_access(Nest *n, IrBuffer *buf, IrExpr *const *idx, int nidx) {
+  if (!is_fragment(buf) || n->nacc == 32) return;
+  bool exact = nidx >= 1 && nidx <= n->nvars;
+  for (int d = 0; d < nidx && exact; d++)
+    exact = idx[d]->kind == IR_EXPR_VAR && idx[d]->u.var == n->vars[d];
+  n->acc[n->nacc].buf = buf;
+  n->acc[n->nacc++].by_loop_vars = exact;
+}
+
+static IrExpr *scan_expr(IrModule *m, IrExpr *e, void *ctx) {
+  if (!e) return e;
+  switch (e->kind) {
+  case IR_EXPR_LOAD:
+    note_access(ctx, e->u.load.buf, e->u.load.idx, e->u.load.nidx);
+    for (int i = 0; i < e->u.load.nidx; i++) scan_expr(m, e->u.load.idx[i], ctx);
+    break;
+  case IR_EXPR_UNARY:
+    scan_expr(m, e->u.op.a, ctx);
+    break;
+  case IR_EXPR_BINARY:
+    scan_expr(m, e->u.op.a, ctx);
+    scan_expr(m, e->u.op.b, ctx);
+    break;
+  case IR_EXPR_SELECT:
+    scan_expr(m, e->u.select.cond, ctx);
+    scan_expr(m, e->u.select.then_, ctx);
+    scan_expr(m, e->u.select.else_, ctx);
+    break;
+  case IR_EXPR_CALL:
+    for (int i = 0; i < e->u.call.nargs; i++) scan_expr(m, e->u.call.args[i], ctx);
+    break;
+  case IR_EXPR_CAST:
+    scan_expr(m, e->u.cast_src, ctx);
+    break;
+  default:
+    break;
+  }
+  return e;
+}
+
+static void scan_stmt(IrStmt *s, void *ctx) {
+  if (s->kind == IR_STMT_STORE) note_access(ctx, s->u.store.buf, s->u.store.idx, s->u.store.nidx);
+  ir_stmt_rewrite_exprs(NULL, s, scan_expr, ctx);
+}
+
+static void loop_constraints(Infer *in, IrStmt *s) {
+  Nest n = {0};
+  n.vars[n.nvars++] = s->u.for_.var;
+  IrStmt *body = s->u.for_.body;
+  /* for i, j in parallel(M, N): the inner loop is the body's only statement. */
+  if (body->u.seq.n == 1 && body->u.seq.items[0]->kind == IR_STMT_FOR &&
+      body->u.seq.items[0]->u.for_.kind == IR_FOR_PARALLEL) {
+    n.vars[n.nvars++] = body->u.seq.items[0]->u.for_.var;
+    body = body->u.seq.items[0]->u.for_.body;
+  }
+  pass_visit_stmts(body, scan_stmt, &n);
+  /* The 2-D fragments indexed [i, j] share one layout; 1-D ones indexed [i]
+   * follow its rows. */
+  IrBuffer *driver2 = NULL, *driver1 = NULL;
+  for (int i = 0; i < n.nacc; i++) {
+    IrBuffer *b = n.acc[i].buf;
+    if (!n.acc[i].by_loop_vars || !has_layout(b)) continue;
+    if (b->rank == 2 && n.nvars == 2 && !driver2) driver2 = b;
+    if (b->rank == 1 && !driver1) driver1 = b;
+  }
+  for (int i = 0; i < n.nacc; i++) {
+    IrBuffer *b = n.acc[i].buf;
+    if (!n.acc[i].by_loop_vars) continue;
+    if (b->rank == 2 && n.nvars == 2 && driver2) assign(in, b, &driver2->layout, s->loc, "parallel loop");
+    if (b->rank == 1) {
+      if (driver2) {
+        IrLayout v = row_vector_of(&driver2->layout);
+        if (!has_layout(b)) assign(in, b, &v, s->loc, "parallel loop");
+      } else if (driver1 && !has_layout(b)) {
+        assign(in, b, &driver1->layout, s->loc, "parallel loop");
+      }
+    }
+  }
+}
+
+static void collect(IrStmt *s, void *ctx) {
+  Infer *in = ctx;
+  switch (s->kind) {
+  case IR_STMT_GEMM:
+    gemm_constraints(in, s);
+    break;
+  case IR_STMT_COPY:
+    copy_constraints(in, s);
+    break;
+  case IR_STMT_REDUCE:
+    reduce_constraints(in, s);
+    break;
+  case IR_STMT_FOR:
+    if (s->u.for_.kind == IR_FOR_PARALLEL) loop_constraints(in, s);
+    break;
+  default:
+    break;
+  }
+}
+
+/* ROWGROUP for a 2-D fragment no constraint reached. */
+static bool rowgroup_layout(int R, int C, int threads, IrLayout *out) {
+  memset(out, 0, sizeof *out);
+  out->kind = IR_LAYOUT_FRAGMENT;
+  out->frag = IR_FRAG_ROWGROUP;
+  out->rows = R;
+  out->cols = C;
+  if (threads >= R) {
+    int g = threads / R;
+    if (threads % R || g > 32 || (g & (g - 1)) || C % g) return false;
+    out->group = g;
+    out->rows_local = 1;
+    out->cols_local = C / g;
+  } else {
+    if (R % threads) return false;
+    out->group = 1;
+    out->rows_local = R / threads;
+    out->cols_local = C;
+  }
+  return true;
+}
+
+typedef struct Leftover {
+  Infer *in;
+  bool second_round;
+} Leftover;
+
+static void default_layouts(IrStmt *s, void *ctx) {
+  Leftover *lo = ctx;
+  Infer *in = lo->in;
+  if (s->kind != IR_STMT_ALLOC || !is_fragment(s->u.alloc) || has_layout(s->u.alloc)) return;
+  IrBuffer *b = s->u.alloc;
+  if (b->rank == 2) {
+    IrLayout l;
+    if (!rowgroup_layout(dim_of(b, 0), dim_of(b, 1), in->threads, &l)) {
+      diag_error(in->diag, s->loc,
+                 "fragment '%s' [%d, %d] cannot be spread over %d threads (rows must divide the threads "
+                 "into groups of at most 32 that divide the columns, or be a multiple of the threads)",
+                 b->name, dim_of(b, 0), dim_of(b, 1), in->threads);
+      in->failed = true;
+      return;
+    }
+    b->layout = l;
+    in->changed = true;
+  } else if (lo->second_round) {
+    diag_error(in->diag, s->loc,
+               "fragment '%s' of rank %d has no layout: on the GPU a fragment is 2-D, or a row vector "
+               "reduced from (or used beside) a 2-D fragment",
+               b->name, b->rank);
+    in->failed = true;
+  }
+}
+
+bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
+  for (int i = 0; i < m->nkernels; i++) {
+    IrKernel *k = m->kernels[i];
+    int64_t threads = 0;
+    ir_expr_is_int_const(k->threads, &threads);
+    if (threads % 32) {
+      diag_error(diag, k->loc, "kernel '%s': the GPU backend needs a multiple of 32 threads, not %lld", k->name,
+                 (long long)threads);
+      return false;
+    }
+    Infer in = {m, diag, (int)threads, (int)threads / 32, true, false};
+    for (int round = 0; round < 2 && !in.failed; round++) {
+      in.changed = true;
+      for (int iter = 0; in.changed && !in.failed && iter < 64; iter++) {
+        in.changed = false;
+        pass_visit_stmts(k->body, collect, &in);
+      }
+      Leftover lo = {&in, round == 1};
+      if (!in.failed) pass_visit_stmts(k->body, default_layouts, &lo);
+    }
+    if (in.failed) return false;
+  }
+  return true;
+}

@@ -1,0 +1,617 @@
+/* cuda_driver.c - libcuda + libnvrtc through dlopen/dlsym (see cuda_driver.h).
+ *
+ * How: rt_cuda_open dlopens the libraries and fills a table of function
+ * pointers, declared here with our own minimal types so no CUDA header or
+ * import library is needed at build time. Driver calls go through CU_CHECK,
+ * which on failure records the call's text, file:line and the driver's error
+ * name and string in the handle (Triton's gpuAssert idea). rt_cuda_compile
+ * keeps NVRTC's log and annotates every `name(LINE): ...` message with that
+ * line of the source (or of the embedded device header).
+ * The libraries are opened RTLD_NODELETE: the driver keeps threads and
+ * static state alive after close, so unloading them is never safe (and
+ * LeakSanitizer then sees their static buffers as still reachable).
+ */
+#include "cuda_driver.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the few CUDA driver / NVRTC types we need (ABI-stable C types) ---- */
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef int nvrtcResult;
+typedef void *nvrtcProgram;
+
+enum {
+  RT_CUDA_SUCCESS = 0,
+  RT_CUDA_ERROR_NO_DEVICE = 100,
+  RT_CU_ATTR_MAJOR = 75,       /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+  RT_CU_ATTR_MINOR = 76,       /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */
+  RT_CU_ATTR_SMEM_OPTIN = 97,  /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+  RT_CU_FUNC_MAX_DYN_SMEM = 8, /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  RT_CUDA_DEFAULT_SMEM = 48 * 1024,
+};
+
+/* X(return type, name as called here, symbol in the library, parameters) */
+#define RT_CUDA_DRIVER_FNS(X)                                                                    \
+  X(CUresult, cuInit, "cuInit", (unsigned flags))                                                \
+  X(CUresult, cuDriverGetVersion, "cuDriverGetVersion", (int *v))                                \
+  X(CUresult, cuGetErrorName, "cuGetErrorName", (CUresult e, const char **s))                    \
+  X(CUresult, cuGetErrorString, "cuGetErrorString", (CUresult e, const char **s))                \
+  X(CUresult, cuDeviceGetCount, "cuDeviceGetCount", (int *n))                                    \
+  X(CUresult, cuDeviceGet, "cuDeviceGet", (CUdevice * d, int ordinal))                           \
+  X(CUresult, cuDeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice d))             \
+  X(CUresult, cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *v, int attr, CUdevice d))      \
+  X(CUresult, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext * c, CUdevice d)) \
+  X(CUresult, cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice d))           \
+  X(CUresult, cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext c))                                 \
+  X(CUresult, cuCtxSynchronize, "cuCtxSynchronize", (void))                                      \
+  X(CUresult, cuModuleLoadData, "cuModuleLoadData", (RtCuModule * m, const void *image))         \
+  X(CUresult, cuModuleUnload, "cuModuleUnload", (RtCuModule m))                                  \
+  X(CUresult, cuModuleGetFunction, "cuModuleGetFunction",                                        \
+    (RtCuFunction * f, RtCuModule m, const char *name))                                          \
+  X(CUresult, cuFuncSetAttribute, "cuFuncSetAttribute", (RtCuFunction f, int attr, int value))   \
+  X(CUresult, cuLaunchKernel, "cuLaunchKernel",                                                  \
+    (RtCuFunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,            \
+     unsigned bz, unsigned smem, RtCuStream s, void **params, void **extra))                     \
+  X(CUresult, cuMemAlloc, "cuMemAlloc_v2", (RtCuDevPtr * p, size_t n))                           \
+  X(CUresult, cuMemFree, "cuMemFree_v2", (RtCuDevPtr p))                                         \
+  X(CUresult, cuMemcpyHtoD, "cuMemcpyHtoD_v2", (RtCuDevPtr dst, const void *src, size_t n))      \
+  X(CUresult, cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, RtCuDevPtr src, size_t n))            \
+  X(CUresult, cuMemsetD8, "cuMemsetD8_v2", (RtCuDevPtr dst, unsigned char v, size_t n))
+
+#define RT_NVRTC_FNS(X)                                                                          \
+  X(nvrtcResult, nvrtcVersion, "nvrtcVersion", (int *major, int *minor))                         \
+  X(const char *, nvrtcGetErrorString, "nvrtcGetErrorString", (nvrtcResult r))                   \
+  X(nvrtcResult, nvrtcCreateProgram, "nvrtcCreateProgram",                                       \
+    (nvrtcProgram * p, const char *src, const char *name, int nheaders, const char *const *hdrs, \
+     const char *const *hdr_names))                                                              \
+  X(nvrtcResult, nvrtcDestroyProgram, "nvrtcDestroyProgram", (nvrtcProgram * p))                 \
+  X(nvrtcResult, nvrtcCompileProgram, "nvrtcCompileProgram",                                     \
+    (nvrtcProgram p, int nopts, const char *const *opts))                                        \
+  X(nvrtcResult, nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", (nvrtcProgram p, size_t *n))  \
+  X(nvrtcResult, nvrtcGetProgramLog, "nvrtcGetProgramLog", (nvrtcProgram p, char *log))          \
+  X(nvrtcResult, nvrtcGetCUBINSize, "nvrtcGetCUBINSize", (nvrtcProgram p, size_t *n))            \
+  X(nvrtcResult, nvrtcGetCUBIN, "nvrtcGetCUBIN", (nvrtcProgram p, char *cubin))
+
+struct RtCuda {
+  void *libcuda, *libnvrtc;
+#define X(ret, name, sym, params) ret(*name) params;
+  RT_CUDA_DRIVER_FNS(X)
+  RT_NVRTC_FNS(X)
+#undef X
+  bool has_device, ctx_retained;
+  CUdevice dev;
+  CUcontext ctx;
+  int arch, smem_optin, nvrtc_version;
+  char device_name[128];
+  char *err; /* last error text, malloc'd; "" when none */
+  char *log; /* last NVRTC log, annotated */
+};
+
+/* rt_cuda_device_headers[] is generated by runtime/cuda/CMakeLists.txt. */
+static int rt_cuda_header_count(void) {
+  int n = 0;
+  while (rt_cuda_device_headers[n].name) n++;
+  return n;
+}
+
+const char *rt_cuda_device_header(const char *name) {
+  for (const RtCudaHeader *h = rt_cuda_device_headers; h->name; h++)
+    if (strcmp(h->name, name) == 0) return h->text;
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static char *rt_cuda_vformat(const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) n = 0;
+  char *s = malloc((size_t)n + 1);
+  if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
+  return s;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void rt_cuda_seterr(RtCuda *cu, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = rt_cuda_vformat(fmt, ap);
+  va_end(ap);
+  if (!s) return; /* keep the old text rather than lose everything */
+  free(cu->err);
+  cu->err = s;
+}
+
+static const char *rt_cuda_basename(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+/* CU_CHECK(cu, cuMemAlloc(&p, n)): calls cu->cuMemAlloc(&p, n); on failure
+ * records "cuMemAlloc(&p, n) failed at cuda_driver.c:123: CUDA_ERROR_... (text)". */
+#define CU_CHECK(cu, call) rt_cuda_check((cu), (cu)->call, #call, __FILE__, __LINE__)
+
+static bool rt_cuda_check(RtCuda *cu, CUresult r, const char *call, const char *file, int line) {
+  if (r == RT_CUDA_SUCCESS) return true;
+  const char *name = NULL, *text = NULL;
+  if (cu->cuGetErrorName) cu->cuGetErrorName(r, &name);
+  if (cu->cuGetErrorString) cu->cuGetErrorString(r, &text);
+  rt_cuda_seterr(cu, "%s failed at %s:%d: %s (%s)", call, rt_cuda_basename(file), line,
+                 name ? name : "CUDA_ERROR_UNKNOWN", text ? text : "no description");
+  return false;
+}
+
+#define NVRTC_CHECK(cu, call) rt_nvrtc_check((cu), (cu)->call, #call, __FILE__, __LINE__)
+
+static bool rt_nvrtc_check(RtCuda *cu, nvrtcResult r, const char *call, const char *file,
+                           int line) {
+  if (r == 0) return true;
+  rt_cuda_seterr(cu, "%s failed at %s:%d: %s", call, rt_cuda_basename(file), line,
+                 cu->nvrtcGetErrorString ? cu->nvrtcGetErrorString(r) : "NVRTC error");
+  return false;
+}
+
+/* Calls that need the driver fail cleanly in NVRTC-only mode. */
+static bool rt_cuda_need_device(RtCuda *cu, const char *what) {
+  if (cu->has_device) return true;
+  rt_cuda_seterr(cu, "%s needs a CUDA device, but this handle was opened for NVRTC only", what);
+  return false;
+}
+
+const char *rt_cuda_last_error(const RtCuda *cu) {
+  return cu && cu->err ? cu->err : "";
+}
+
+const char *rt_cuda_compile_log(const RtCuda *cu) {
+  return cu && cu->log ? cu->log : "";
+}
+
+/* ---------------------------------------------------------- open / close */
+
+static void rt_cuda_why(char *why, size_t cap, const char *fmt, ...) {
+  if (!why || cap == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, cap, fmt, ap);
+  va_end(ap);
+}
+
+static bool rt_cuda_open_nvrtc(RtCuda *cu, char *why, size_t cap) {
+  static const char *const candidates[] = {
+      "libnvrtc.so",
+      "libnvrtc.so.13",
+      "libnvrtc.so.12",
+      "/usr/local/cuda/lib64/libnvrtc.so",
+      "/usr/local/cuda/lib64/libnvrtc.so.13",
+      "/usr/local/cuda/lib64/libnvrtc.so.12",
+  };
+  const char *env = getenv("TILEC_NVRTC_LIB");
+  if (env && *env) {
+    cu->libnvrtc = dlopen(env, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!cu->libnvrtc) {
+      rt_cuda_why(why, cap, "libnvrtc not found at $TILEC_NVRTC_LIB=%s (%s)", env, dlerror());
+      return false;
+    }
+  }
+  for (size_t i = 0; !cu->libnvrtc && i < sizeof candidates / sizeof *candidates; i++)
+    cu->libnvrtc = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!cu->libnvrtc) {
+    rt_cuda_why(why, cap,
+                "libnvrtc not found (tried libnvrtc.so, libnvrtc.so.13, libnvrtc.so.12 and "
+                "/usr/local/cuda/lib64; set TILEC_NVRTC_LIB to its path)");
+    return false;
+  }
+#define X(ret, name, sym, params)                                                     \
+  *(void **)&cu->name = dlsym(cu->libnvrtc, sym);                                     \
+  if (!cu->name) {                                                                    \
+    rt_cuda_why(why, cap, "libnvrtc is too old or broken: it has no %s", sym);        \
+    return false;                                                                     \
+  }
+  RT_NVRTC_FNS(X)
+#undef X
+  int major = 0, minor = 0;
+  if (cu->nvrtcVersion(&major, &minor) != 0) {
+    rt_cuda_why(why, cap, "nvrtcVersion failed: libnvrtc is unusable");
+    return false;
+  }
+  cu->nvrtc_version = major * 1000 + minor * 10;
+  return true;
+}
+
+static bool rt_cuda_open_device(RtCuda *cu, int ordinal, char *why, size_t cap) {
+  cu->libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!cu->libcuda) {
+    rt_cuda_why(why, cap, "libcuda.so.1 not found (no NVIDIA driver)");
+    return false;
+  }
+#define X(ret, name, sym, params)                                                          \
+  *(void **)&cu->name = dlsym(cu->libcuda, sym);                                           \
+  if (!cu->name) {                                                                         \
+    rt_cuda_why(why, cap, "the NVIDIA driver is too old: libcuda.so.1 has no %s", sym);    \
+    return false;                                                                          \
+  }
+  RT_CUDA_DRIVER_FNS(X)
+#undef X
+  CUresult r = cu->cuInit(0);
+  int count = 0;
+  if (r == RT_CUDA_ERROR_NO_DEVICE || (r == RT_CUDA_SUCCESS && cu->cuDeviceGetCount(&count) == 0 &&
+                                       count == 0)) {
+    rt_cuda_why(why, cap, "no CUDA device");
+    return false;
+  }
+  if (r != RT_CUDA_SUCCESS) {
+    const char *text = NULL;
+    cu->cuGetErrorString(r, &text);
+    rt_cuda_why(why, cap, "the CUDA driver failed to start: %s", text ? text : "unknown error");
+    return false;
+  }
+  if (ordinal < 0 || ordinal >= count) {
+    rt_cuda_why(why, cap, "CUDA device %d requested, but there are only %d", ordinal, count);
+    return false;
+  }
+  int major = 0, minor = 0;
+  if (!CU_CHECK(cu, cuDeviceGet(&cu->dev, ordinal)) ||
+      !CU_CHECK(cu, cuDeviceGetAttribute(&major, RT_CU_ATTR_MAJOR, cu->dev)) ||
+      !CU_CHECK(cu, cuDeviceGetAttribute(&minor, RT_CU_ATTR_MINOR, cu->dev)) ||
+      !CU_CHECK(cu, cuDeviceGetAttribute(&cu->smem_optin, RT_CU_ATTR_SMEM_OPTIN, cu->dev)) ||
+      !CU_CHECK(cu, cuDeviceGetName(cu->device_name, (int)sizeof cu->device_name, cu->dev))) {
+    rt_cuda_why(why, cap, "cannot query CUDA device %d: %s", ordinal, cu->err);
+    return false;
+  }
+  cu->arch = major * 10 + minor;
+  if (cu->arch < 80) {
+    rt_cuda_why(why, cap, "CUDA device %d (%s) is sm_%d; tilec needs sm_80 or newer", ordinal,
+                cu->device_name, cu->arch);
+    return false;
+  }
+  if (!CU_CHECK(cu, cuDevicePrimaryCtxRetain(&cu->ctx, cu->dev))) {
+    rt_cuda_why(why, cap, "cannot create a CUDA context: %s", cu->err);
+    return false;
+  }
+  cu->ctx_retained = true;
+  if (!CU_CHECK(cu, cuCtxSetCurrent(cu->ctx))) {
+    rt_cuda_why(why, cap, "cannot make the CUDA context current: %s", cu->err);
+    return false;
+  }
+  cu->has_device = true;
+  return true;
+}
+
+RtCuda *rt_cuda_open(RtCudaMode mode, int ordinal, char *why, size_t why_cap) {
+  RtCuda *cu = calloc(1, sizeof *cu);
+  if (!cu) {
+    rt_cuda_why(why, why_cap, "out of memory");
+    return NULL;
+  }
+  /* The driver first: "no GPU" is the more useful sentence when both are missing. */
+  if ((mode == RT_CUDA_DEVICE && !rt_cuda_open_device(cu, ordinal, why, why_cap)) ||
+      !rt_cuda_open_nvrtc(cu, why, why_cap)) {
+    rt_cuda_close(cu);
+    return NULL;
+  }
+  return cu;
+}
+
+void rt_cuda_close(RtCuda *cu) {
+  if (!cu) return;
+  if (cu->ctx_retained) cu->cuDevicePrimaryCtxRelease(cu->dev);
+  if (cu->libnvrtc) dlclose(cu->libnvrtc);
+  if (cu->libcuda) dlclose(cu->libcuda);
+  free(cu->err);
+  free(cu->log);
+  free(cu);
+}
+
+bool rt_cuda_has_device(const RtCuda *cu) { return cu && cu->has_device; }
+int rt_cuda_arch(const RtCuda *cu) { return cu && cu->has_device ? cu->arch : 0; }
+int rt_cuda_max_smem_optin(const RtCuda *cu) { return cu && cu->has_device ? cu->smem_optin : 0; }
+int rt_cuda_nvrtc_version(const RtCuda *cu) { return cu ? cu->nvrtc_version : 0; }
+const char *rt_cuda_device_name(const RtCuda *cu) {
+  return cu && cu->has_device ? cu->device_name : "";
+}
+
+void rt_cuda_target(int arch, char out[16]) {
+  /* wgmma and TMA exist only in the arch-specific ("a") targets. */
+  if (arch == 90 || arch == 100)
+    snprintf(out, 16, "sm_%da", arch);
+  else
+    snprintf(out, 16, "sm_%d", arch);
+}
+
+/* --------------------------------------------------------------- compile */
+
+/* A growable string for building logs. */
+typedef struct RtBuf {
+  char *p;
+  size_t len, cap;
+  bool oom;
+} RtBuf;
+
+static void rt_buf_put(RtBuf *b, const char *s, size_t n) {
+  if (b->oom) return;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+      b->oom = true;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+static void rt_buf_puts(RtBuf *b, const char *s) { rt_buf_put(b, s, strlen(s)); }
+
+/* Line `lineno` (1-based) of text, as [start, start+len); false if absent. */
+static bool rt_cuda_find_line(const char *text, long lineno, const char **start, size_t *len) {
+  if (lineno < 1) return false;
+  const char *p = text;
+  for (long i = 1; i < lineno; i++) {
+    p = strchr(p, '\n');
+    if (!p) return false;
+    p++;
+  }
+  if (!*p) return false;
+  const char *e = strchr(p, '\n');
+  *start = p;
+  *len = e ? (size_t)(e - p) : strlen(p);
+  return true;
+}
+
+/* [s, s+n) without leading and trailing blanks. */
+static void rt_cuda_trim(const char **s, size_t *n) {
+  while (*n && (**s == ' ' || **s == '\t')) (*s)++, (*n)--;
+  while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t' || (*s)[*n - 1] == '\r')) (*n)--;
+}
+
+/* If log line [s, s+n) starts "FILE(LINE): " with FILE the source or the
+ * embedded header, append "  LINE | <that line>" below it, unless NVRTC
+ * already quoted that line itself on the next log line (it does from 12.x;
+ * then only the line number is missing, and it is in the message). */
+static void rt_cuda_annotate(RtBuf *out, const char *s, size_t n, const char *next,
+                             const char *src_name, const char *src) {
+  const char *paren = memchr(s, '(', n);
+  if (!paren) return;
+  size_t fn = (size_t)(paren - s);
+  const char *text = NULL;
+  if (fn == strlen(src_name) && memcmp(s, src_name, fn) == 0)
+    text = src;
+  for (const RtCudaHeader *h = rt_cuda_device_headers; !text && h->name; h++)
+    if (fn == strlen(h->name) && memcmp(s, h->name, fn) == 0) text = h->text;
+  if (!text) return;
+  char *end = NULL;
+  long lineno = strtol(paren + 1, &end, 10);
+  if (end == paren + 1 || (size_t)(end - s) >= n || *end != ')') return;
+  const char *ls;
+  size_t ll;
+  if (!rt_cuda_find_line(text, lineno, &ls, &ll)) return;
+  if (next) {
+    const char *ne = strchr(next, '\n');
+    size_t nn = ne ? (size_t)(ne - next) : strlen(next), tl = ll;
+    const char *ts = ls;
+    rt_cuda_trim(&next, &nn);
+    rt_cuda_trim(&ts, &tl);
+    if (tl > 0 && nn == tl && memcmp(next, ts, tl) == 0) return;
+  }
+  char gutter[32];
+  snprintf(gutter, sizeof gutter, "  %5ld | ", lineno);
+  rt_buf_puts(out, gutter);
+  rt_buf_put(out, ls, ll);
+  rt_buf_puts(out, "\n");
+}
+
+char *rt_cuda_annotate_log(const char *log, const char *src_name, const char *src) {
+  RtBuf out = {0};
+  rt_buf_puts(&out, "");
+  const char *p = log;
+  while (*p) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    rt_buf_put(&out, p, n);
+    rt_buf_puts(&out, "\n");
+    rt_cuda_annotate(&out, p, n, e ? e + 1 : NULL, src_name, src);
+    p += n + (e ? 1 : 0);
+  }
+  if (out.oom) {
+    free(out.p);
+    return NULL;
+  }
+  return out.p;
+}
+
+/* "sm_80", "sm_90a", "sm_100f": anything else is refused rather than passed
+ * to NVRTC as an option string. */
+static bool rt_cuda_valid_arch(const char *arch) {
+  if (strncmp(arch, "sm_", 3) != 0) return false;
+  const char *p = arch + 3;
+  if (*p < '1' || *p > '9') return false;
+  while (*p >= '0' && *p <= '9') p++;
+  if (*p == 'a' || *p == 'f') p++;
+  return *p == '\0' && p - arch < 12;
+}
+
+bool rt_cuda_compile(RtCuda *cu, const char *source, const char *name, const char *arch,
+                     const char *const *opts, int nopts, void **cubin, size_t *cubin_size) {
+  *cubin = NULL;
+  *cubin_size = 0;
+  free(cu->log);
+  cu->log = NULL;
+  if (!source || !name || !arch || nopts < 0 || (nopts > 0 && !opts)) {
+    rt_cuda_seterr(cu, "rt_cuda_compile: missing source, name, arch or options");
+    return false;
+  }
+  if (!rt_cuda_valid_arch(arch)) {
+    rt_cuda_seterr(cu, "rt_cuda_compile: '%s' is not a real GPU target (want e.g. sm_80, sm_90a)",
+                   arch);
+    return false;
+  }
+  char arch_opt[32];
+  snprintf(arch_opt, sizeof arch_opt, "-arch=%s", arch);
+  const char **all = malloc(sizeof *all * (size_t)(nopts + 2));
+  if (!all) {
+    rt_cuda_seterr(cu, "out of memory");
+    return false;
+  }
+  all[0] = arch_opt;
+  all[1] = "-std=c++17";
+  for (int i = 0; i < nopts; i++) all[2 + i] = opts[i];
+
+  int nhdr = rt_cuda_header_count();
+  const char **hdrs = malloc(sizeof *hdrs * (size_t)(2 * nhdr + 1));
+  if (!hdrs) {
+    free(all);
+    rt_cuda_seterr(cu, "out of memory");
+    return false;
+  }
+  for (int i = 0; i < nhdr; i++) {
+    hdrs[i] = rt_cuda_device_headers[i].text;
+    hdrs[nhdr + i] = rt_cuda_device_headers[i].name;
+  }
+  nvrtcProgram prog = NULL;
+  bool ok = false;
+  bool created =
+      NVRTC_CHECK(cu, nvrtcCreateProgram(&prog, source, name, nhdr, hdrs, hdrs + nhdr));
+  free(hdrs);
+  if (!created) {
+    free(all);
+    return false;
+  }
+  nvrtcResult cr = cu->nvrtcCompileProgram(prog, nopts + 2, all);
+  free(all);
+
+  /* The log, always: warnings matter on success too. */
+  size_t log_size = 0;
+  char *raw = NULL;
+  if (cu->nvrtcGetProgramLogSize(prog, &log_size) == 0 && log_size > 0 &&
+      (raw = malloc(log_size + 1)) != NULL) {
+    if (cu->nvrtcGetProgramLog(prog, raw) != 0) raw[0] = '\0';
+    raw[log_size] = '\0';
+    cu->log = rt_cuda_annotate_log(raw, name, source);
+  }
+  if (cr != 0) {
+    rt_cuda_seterr(cu, "NVRTC failed to compile %s for %s (%s):\n%s", name, arch,
+                   cu->nvrtcGetErrorString(cr), cu->log ? cu->log : (raw ? raw : ""));
+    goto done;
+  }
+  size_t n = 0;
+  if (!NVRTC_CHECK(cu, nvrtcGetCUBINSize(prog, &n))) goto done;
+  if (n == 0) {
+    rt_cuda_seterr(cu, "NVRTC produced no cubin for %s (%s)", name, arch);
+    goto done;
+  }
+  *cubin = malloc(n);
+  if (!*cubin) {
+    rt_cuda_seterr(cu, "out of memory for a %zu-byte cubin", n);
+    goto done;
+  }
+  if (!NVRTC_CHECK(cu, nvrtcGetCUBIN(prog, (char *)*cubin))) {
+    free(*cubin);
+    *cubin = NULL;
+    goto done;
+  }
+  *cubin_size = n;
+  ok = true;
+done:
+  free(raw);
+  cu->nvrtcDestroyProgram(&prog);
+  return ok;
+}
+
+/* ------------------------------------------------- modules and launches */
+
+bool rt_cuda_module_load(RtCuda *cu, const void *cubin, size_t size, RtCuModule *out) {
+  *out = NULL;
+  if (!rt_cuda_need_device(cu, "loading a module")) return false;
+  if (!cubin || size == 0) {
+    rt_cuda_seterr(cu, "rt_cuda_module_load: empty cubin");
+    return false;
+  }
+  return CU_CHECK(cu, cuModuleLoadData(out, cubin));
+}
+
+void rt_cuda_module_unload(RtCuda *cu, RtCuModule mod) {
+  if (mod && cu && cu->has_device) CU_CHECK(cu, cuModuleUnload(mod));
+}
+
+bool rt_cuda_get_function(RtCuda *cu, RtCuModule mod, const char *name, RtCuFunction *out) {
+  *out = NULL;
+  if (!rt_cuda_need_device(cu, "looking up a kernel")) return false;
+  if (!CU_CHECK(cu, cuModuleGetFunction(out, mod, name))) {
+    /* Say which kernel: the driver's text only says "named symbol not found". */
+    char *prev = cu->err;
+    cu->err = NULL;
+    rt_cuda_seterr(cu, "kernel '%s' not found in the module: %s", name, prev ? prev : "");
+    free(prev);
+    return false;
+  }
+  return true;
+}
+
+bool rt_cuda_set_max_dynamic_smem(RtCuda *cu, RtCuFunction fn, size_t bytes) {
+  if (bytes <= RT_CUDA_DEFAULT_SMEM) return true;
+  if (!rt_cuda_need_device(cu, "setting shared memory")) return false;
+  if (bytes > (size_t)cu->smem_optin) {
+    rt_cuda_seterr(cu, "kernel needs %zu bytes of shared memory; %s allows at most %d", bytes,
+                   cu->device_name, cu->smem_optin);
+    return false;
+  }
+  return CU_CHECK(cu, cuFuncSetAttribute(fn, RT_CU_FUNC_MAX_DYN_SMEM, (int)bytes));
+}
+
+bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], const unsigned block[3],
+                    size_t smem_bytes, RtCuStream stream, void **params) {
+  if (!rt_cuda_need_device(cu, "launching a kernel")) return false;
+  if (smem_bytes > 0xffffffffu) {
+    rt_cuda_seterr(cu, "rt_cuda_launch_kernel: %zu bytes of shared memory is out of range", smem_bytes);
+    return false;
+  }
+  return CU_CHECK(cu, cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                     (unsigned)smem_bytes, stream, params, NULL));
+}
+
+bool rt_cuda_synchronize(RtCuda *cu) {
+  if (!rt_cuda_need_device(cu, "synchronizing")) return false;
+  return CU_CHECK(cu, cuCtxSynchronize());
+}
+
+/* ---------------------------------------------------------------- memory */
+
+bool rt_cuda_malloc(RtCuda *cu, size_t bytes, RtCuDevPtr *out) {
+  *out = 0;
+  if (!rt_cuda_need_device(cu, "allocating device memory")) return false;
+  return CU_CHECK(cu, cuMemAlloc(out, bytes));
+}
+
+void rt_cuda_free(RtCuda *cu, RtCuDevPtr p) {
+  if (p && cu && cu->has_device) CU_CHECK(cu, cuMemFree(p));
+}
+
+bool rt_cuda_memcpy_htod(RtCuda *cu, RtCuDevPtr dst, const void *src, size_t bytes) {
+  if (!rt_cuda_need_device(cu, "copying to the device")) return false;
+  return CU_CHECK(cu, cuMemcpyHtoD(dst, src, bytes));
+}
+
+bool rt_cuda_memcpy_dtoh(RtCuda *cu, void *dst, RtCuDevPtr src, size_t bytes) {
+  if (!rt_cuda_need_device(cu, "copying from the device")) return false;
+  return CU_CHECK(cu, cuMemcpyDtoH(dst, src, bytes));
+}
+
+bool rt_cuda_memset(RtCuda *cu, RtCuDevPtr dst, unsigned char byte, size_t bytes) {
+  if (!rt_cuda_need_device(cu, "memset on the device")) return false;
+  return CU_CHECK(cu, cuMemsetD8(dst, byte, bytes));
+}

@@ -1,0 +1,126 @@
+/* cuda_driver.h - the runtime's CUDA seam (internal to libtilert).
+ *
+ * Opens libcuda and libnvrtc with dlopen at run time, so a build made on any
+ * machine runs CPU-only where CUDA is missing: nothing here links against
+ * CUDA, and no CUDA header is needed to compile it (the few types used are
+ * declared in cuda_driver.c).
+ *
+ *   char why[256];
+ *   RtCuda *cu = rt_cuda_open(RT_CUDA_DEVICE, 0, why, sizeof why);
+ *   if (!cu) -> fall back to the CPU and report `why`
+ *   char arch[16]; rt_cuda_target(rt_cuda_arch(cu), arch);       "sm_90a"
+ *   rt_cuda_compile(cu, src, "fa.cu", arch, NULL, 0, &cubin, &n)  false: the
+ *       full NVRTC log, each error followed by the offending source line, is
+ *       in rt_cuda_last_error(cu)
+ *   rt_cuda_module_load / rt_cuda_get_function / rt_cuda_set_max_dynamic_smem
+ *   rt_cuda_launch_kernel(cu, fn, grid, block, smem, stream, params)
+ *
+ * RT_CUDA_NVRTC_ONLY opens only libnvrtc: compile checks on machines with no
+ * GPU or driver (CI). Every other call then fails with a clear message.
+ *
+ * Every call that can fail returns bool; the failure's text (call, file,
+ * line and the driver's own error string, or the NVRTC log) is kept in the
+ * handle until the next failure and read with rt_cuda_last_error().
+ * Not thread-safe: one RtCuda per thread, or lock around it.
+ */
+#ifndef TILERT_CUDA_DRIVER_H
+#define TILERT_CUDA_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct RtCuda RtCuda;
+typedef uint64_t RtCuDevPtr; /* CUdeviceptr */
+typedef void *RtCuModule;    /* CUmodule */
+typedef void *RtCuFunction;  /* CUfunction */
+typedef void *RtCuStream;    /* CUstream; NULL = the default stream */
+
+typedef enum RtCudaMode {
+  RT_CUDA_DEVICE,     /* libcuda + a GPU + libnvrtc: everything */
+  RT_CUDA_NVRTC_ONLY, /* libnvrtc only: rt_cuda_compile and nothing else */
+} RtCudaMode;
+
+/* Opens the libraries (and, in RT_CUDA_DEVICE mode, device `ordinal` and its
+ * primary context, made current on the calling thread). On failure returns
+ * NULL and writes one sentence saying why into why[0..why_cap) (why may be
+ * NULL), e.g. "libcuda.so.1 not found (no NVIDIA driver)", "no CUDA device".
+ * libnvrtc is looked for as $TILEC_NVRTC_LIB, libnvrtc.so, libnvrtc.so.13,
+ * libnvrtc.so.12, then under /usr/local/cuda/lib64. */
+RtCuda *rt_cuda_open(RtCudaMode mode, int ordinal, char *why, size_t why_cap);
+/* Unloads nothing the caller still owns; releases the primary context and
+ * closes the libraries. Accepts NULL. */
+void rt_cuda_close(RtCuda *cu);
+
+const char *rt_cuda_last_error(const RtCuda *cu);
+/* The log of the last rt_cuda_compile, success or not (warnings included),
+ * annotated with source lines like the error text. "" when there was none. */
+const char *rt_cuda_compile_log(const RtCuda *cu);
+
+bool rt_cuda_has_device(const RtCuda *cu);
+/* Compute capability as major*10+minor (80, 86, 90...), 0 without a device. */
+int rt_cuda_arch(const RtCuda *cu);
+/* The NVRTC target for a compute capability: 90 -> "sm_90a" (wgmma/TMA need
+ * the arch-specific target), 100 -> "sm_100a", else "sm_<arch>". out must
+ * hold 16 bytes. */
+void rt_cuda_target(int arch, char out[16]);
+const char *rt_cuda_device_name(const RtCuda *cu);
+/* Largest dynamic shared memory a block may opt in to (bytes), 0 without a device. */
+int rt_cuda_max_smem_optin(const RtCuda *cu);
+/* NVRTC version as major*1000+minor*10 (13000 for 13.0). */
+int rt_cuda_nvrtc_version(const RtCuda *cu);
+
+/* The device headers embedded at build time: each .cuh of runtime/device/,
+ * by file name ("tilec_device.cuh"), ending with {NULL, NULL}. NVRTC gets
+ * all of them, so generated code #includes them by name. */
+typedef struct RtCudaHeader {
+  const char *name, *text;
+} RtCudaHeader;
+extern const RtCudaHeader rt_cuda_device_headers[];
+/* The text of embedded header `name`, NULL if there is none. */
+const char *rt_cuda_device_header(const char *name);
+
+/* Compiles CUDA C++ `source` (its name, e.g. "gemm.cu", is the one NVRTC's
+ * log uses) for `arch` ("sm_80", "sm_90a") to a cubin. The embedded device
+ * headers (tilec_device.cuh, ...) are available to #include. Default options: -arch=<arch>, -std=c++17,
+ * -default-device is NOT added (kernels are extern "C" __global__); `opts`
+ * adds more (e.g. "-lineinfo", "-DTILE=64"). On success *cubin is a malloc'd
+ * buffer the caller frees and *cubin_size > 0. On failure the error text is
+ * the full NVRTC log with each `name(LINE): error` followed by that line of
+ * the source. */
+bool rt_cuda_compile(RtCuda *cu, const char *source, const char *name, const char *arch,
+                     const char *const *opts, int nopts, void **cubin, size_t *cubin_size);
+
+/* What rt_cuda_compile does to NVRTC's log (exposed for tests): after each
+ * line "FILE(N): ..." naming `src_name` or an embedded header, adds
+ * "  N | <line N of that file>" unless the log's next line already quotes
+ * it. Returns a malloc'd string, NULL when out of memory. */
+char *rt_cuda_annotate_log(const char *log, const char *src_name, const char *src);
+
+bool rt_cuda_module_load(RtCuda *cu, const void *cubin, size_t size, RtCuModule *out);
+void rt_cuda_module_unload(RtCuda *cu, RtCuModule mod); /* accepts NULL */
+bool rt_cuda_get_function(RtCuda *cu, RtCuModule mod, const char *name, RtCuFunction *out);
+/* Needed before a launch with more than 48 KB of dynamic shared memory; a
+ * no-op for 48 KB or less. Fails (with the device's limit in the message)
+ * when bytes exceeds what the device allows. */
+bool rt_cuda_set_max_dynamic_smem(RtCuda *cu, RtCuFunction fn, size_t bytes);
+/* params: one pointer per kernel parameter, pointing at its value (CUDA's
+ * kernelParams convention). Asynchronous; see rt_cuda_synchronize. */
+bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], const unsigned block[3],
+                    size_t smem_bytes, RtCuStream stream, void **params);
+bool rt_cuda_synchronize(RtCuda *cu);
+
+bool rt_cuda_malloc(RtCuda *cu, size_t bytes, RtCuDevPtr *out);
+void rt_cuda_free(RtCuda *cu, RtCuDevPtr p); /* accepts 0 */
+bool rt_cuda_memcpy_htod(RtCuda *cu, RtCuDevPtr dst, const void *src, size_t bytes);
+bool rt_cuda_memcpy_dtoh(RtCuda *cu, void *dst, RtCuDevPtr src, size_t bytes);
+bool rt_cuda_memset(RtCuda *cu, RtCuDevPtr dst, unsigned char byte, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,393 @@
+/* tilec_device.cuh - the only header tilec's generated CUDA code includes.
+ *
+ * Self-contained device helpers for sm_80 and sm_90a, written with inline PTX:
+ * 16-bit float storage types and conversions, tensor-core mma.sync
+ * m16n8k16 (f16 and bf16 in, f32 accumulate), ldmatrix, cp.async with
+ * zero fill, the shared-memory XOR swizzle, fast exp2, quad/warp reductions
+ * over the accumulator layout and 16-byte vector loads/stores.
+ *
+ * It includes nothing (no cuda_fp16.h, no CUTLASS): the runtime hands this
+ * text to NVRTC as an in-memory header named "tilec_device.cuh", so it must
+ * compile with no include path at all. Only NVRTC built-ins are used
+ * (threadIdx, __syncthreads); everything else is our own.
+ *
+ * Conventions used in the comments below:
+ *   lane  = thread index within the warp (0..31)
+ *   g     = lane / 4   ("groupID": which quad the lane is in, 0..7)
+ *   t     = lane % 4   (position of the lane inside its quad, 0..3)
+ *   A 16-bit pair packed in one 32-bit register keeps the element with the
+ *   lower column (or k) index in the LOW 16 bits.
+ *   Shared-memory addresses are 32-bit .shared-window addresses (what
+ *   tc_smem_addr returns), not generic pointers: they are cheap to offset and
+ *   are what ldmatrix / cp.async take.
+ */
+#ifndef TILEC_DEVICE_CUH
+#define TILEC_DEVICE_CUH
+
+#define TC_DEVICE static __device__ __forceinline__
+
+/* ---------------------------------------------------------------------------
+ * Storage types. The 16-bit float types are raw bit patterns; arithmetic is
+ * done in f32 after conversion (tensor cores take them packed in pairs).
+ * ------------------------------------------------------------------------- */
+typedef unsigned short tc_half; /* IEEE binary16 bits */
+typedef unsigned short tc_bf16; /* bfloat16 bits (upper half of an f32) */
+
+/* 16 bytes, 16-byte aligned: one ldmatrix row, one cp.async chunk, one
+ * vectorized global access (8 halves or 4 floats). */
+struct alignas(16) tc_u32x4 {
+  unsigned x, y, z, w;
+};
+
+/* ---------------------------------------------------------------------------
+ * Thread / address helpers
+ * ------------------------------------------------------------------------- */
+
+/* Lane index within the warp, read from the %laneid register. */
+TC_DEVICE unsigned tc_lane_id() {
+  unsigned lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return lane;
+}
+
+/* Generic pointer into __shared__ memory -> 32-bit .shared address.
+ * Contract: p must point into shared memory (undefined otherwise). */
+TC_DEVICE unsigned tc_smem_addr(const void *p) {
+  unsigned addr;
+  asm("{ .reg .u64 tc_tmp;\n\t"
+      "  cvta.to.shared.u64 tc_tmp, %1;\n\t"
+      "  cvt.u32.u64 %0, tc_tmp; }"
+      : "=r"(addr)
+      : "l"(p));
+  return addr;
+}
+
+/* Block-wide barrier (bar.sync 0). Every thread of the block must reach it. */
+TC_DEVICE void tc_syncthreads() { __syncthreads(); }
+
+/* ---------------------------------------------------------------------------
+ * f32 <-> f16 / bf16 conversions (round to nearest even, cvt.rn)
+ * ------------------------------------------------------------------------- */
+
+TC_DEVICE tc_half tc_f32_to_f16(float x) {
+  tc_half h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+
+TC_DEVICE float tc_f16_to_f32(tc_half h) {
+  float x;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h));
+  return x;
+}
+
+/* cvt.rn.bf16.f32 needs sm_80 (this header's floor). */
+TC_DEVICE tc_bf16 tc_f32_to_bf16(float x) {
+  tc_bf16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+
+/* bf16 -> f32 is exact: the bf16 bits become the upper half of the f32.
+ * (cvt.f32.bf16 would need sm_90; a move works everywhere.) */
+TC_DEVICE float tc_bf16_to_f32(tc_bf16 h) {
+  float x;
+  asm("{ .reg .b16 tc_zero;\n\t"
+      "  mov.b16 tc_zero, 0;\n\t"
+      "  mov.b32 %0, {tc_zero, %1}; }"
+      : "=f"(x)
+      : "h"(h));
+  return x;
+}
+
+/* Two 16-bit values -> one 32-bit register: lo in bits 0..15, hi in 16..31.
+ * This is the element order of every mma / ldmatrix register. */
+TC_DEVICE unsigned tc_pack2(unsigned short lo, unsigned short hi) {
+  unsigned r;
+  asm("mov.b32 %0, {%1, %2};" : "=r"(r) : "h"(lo), "h"(hi));
+  return r;
+}
+
+TC_DEVICE unsigned short tc_unpack_lo(unsigned r) { return (unsigned short)(r & 0xffffu); }
+TC_DEVICE unsigned short tc_unpack_hi(unsigned r) { return (unsigned short)(r >> 16); }
+
+/* Two f32 -> packed f16x2 / bf16x2 in one instruction. PTX puts its FIRST
+ * source in the UPPER half, hence the swapped operands. */
+TC_DEVICE unsigned tc_pack_f16x2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+TC_DEVICE unsigned tc_pack_bf16x2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+/* ---------------------------------------------------------------------------
+ * Tensor cores: mma.sync.aligned.m16n8k16.row.col, f32 accumulate.
+ *
+ * D (16x8, f32) += A (16x16, row) * B (16x8, col). All 32 lanes of the warp
+ * must execute it together (no divergence around the call).
+ *
+ * A fragment, a[4] (each register = two 16-bit values along k):
+ *   a[0] = A[g    ][2t .. 2t+1]      a[2] = A[g    ][2t+8 .. 2t+9]
+ *   a[1] = A[g + 8][2t .. 2t+1]      a[3] = A[g + 8][2t+8 .. 2t+9]
+ * B fragment, b[2] (B is k x n; each register = two values along k):
+ *   b[0] = B[2t .. 2t+1  ][g]        b[1] = B[2t+8 .. 2t+9][g]
+ * C/D accumulator, d[4] (f32):
+ *   d[0] = D[g][2t]    d[1] = D[g][2t+1]
+ *   d[2] = D[g+8][2t]  d[3] = D[g+8][2t+1]
+ * i.e. d[i] sits at row g + 8*(i/2), column 2t + (i%2) (tc_acc_row/col).
+ * A row of D is spread over the 4 lanes of one quad (2 columns each), which
+ * is why row reductions need only tc_quad_max / tc_quad_sum.
+ * ------------------------------------------------------------------------- */
+
+TC_DEVICE void tc_mma_m16n8k16_f16f32(float d[4], const unsigned a[4], const unsigned b[2]) {
+  asm(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+TC_DEVICE void tc_mma_m16n8k16_bf16f32(float d[4], const unsigned a[4], const unsigned b[2]) {
+  asm(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* Coordinates of accumulator element d[i] held by `lane` (see above). */
+TC_DEVICE int tc_acc_row(unsigned lane, int i) { return (int)(lane >> 2) + 8 * (i >> 1); }
+TC_DEVICE int tc_acc_col(unsigned lane, int i) { return 2 * (int)(lane & 3) + (i & 1); }
+
+/* ---------------------------------------------------------------------------
+ * ldmatrix.sync.aligned.m8n8{.x1,.x2,.x4}{,.trans}.shared.b16
+ *
+ * Loads 8x8 matrices of 16-bit elements from shared memory. Each matrix row
+ * is 16 contiguous bytes at a 16-byte aligned address; rows may be anywhere
+ * (padded or swizzled). Lane 8*m + r supplies the address of row r of matrix
+ * m: lanes 0-7 for .x1, 0-15 for .x2, 0-31 for .x4 (the other lanes' addresses
+ * are ignored, but pass a valid one anyway). All 32 lanes must execute it.
+ *
+ * Result: register m of every lane holds two elements of matrix m:
+ *   no .trans: M[g][2t], M[g][2t+1]         (a row pair, low = 2t)
+ *   .trans   : M[2t][g], M[2t+1][g]         (a column pair, low = row 2t)
+ * With matrices ordered (rows 0-7,k 0-7), (rows 8-15,k 0-7), (rows 0-7,k 8-15),
+ * (rows 8-15,k 8-15) one .x4 yields exactly the mma A fragment a[0..3].
+ * For B stored k-major ([k][n], rows along k) use .trans with matrices
+ * (k 0-7), (k 8-15) to get b[0], b[1]; for B stored n-major ([n][k]) use the
+ * plain form with matrices (k 0-7), (k 8-15) of the n x k tile.
+ * ------------------------------------------------------------------------- */
+
+TC_DEVICE void tc_ldmatrix_x4(unsigned r[4], unsigned smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem)
+               : "memory");
+}
+
+TC_DEVICE void tc_ldmatrix_x4_trans(unsigned r[4], unsigned smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem)
+               : "memory");
+}
+
+TC_DEVICE void tc_ldmatrix_x2(unsigned r[2], unsigned smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem)
+               : "memory");
+}
+
+TC_DEVICE void tc_ldmatrix_x2_trans(unsigned r[2], unsigned smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem)
+               : "memory");
+}
+
+TC_DEVICE void tc_ldmatrix_x1(unsigned r[1], unsigned smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];" : "=r"(r[0]) : "r"(smem)
+               : "memory");
+}
+
+TC_DEVICE void tc_ldmatrix_x1_trans(unsigned r[1], unsigned smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];" : "=r"(r[0]) : "r"(smem)
+               : "memory");
+}
+
+/* ---------------------------------------------------------------------------
+ * cp.async: global -> shared copies that do not go through registers.
+ *
+ * tc_cp_async_16(smem, gmem, valid): copies 16 bytes (.cg: caches in L2 only,
+ * right for tiles streamed once per block). When !valid, nothing is read from
+ * gmem and the 16 shared bytes are zero-filled (the src-size operand is 0):
+ * this is how partial tiles at the matrix edges are padded. gmem must still
+ * be a valid-looking pointer (pass the tensor's base for out-of-range rows).
+ * Both addresses must be 16-byte aligned.
+ *
+ * tc_cp_async_16_bytes(smem, gmem, n): reads only the first n (0..16) bytes
+ * and zero-fills the rest (a chunk straddling the right edge).
+ * The _ca variants cache in L1 too (.ca; data re-read by the block).
+ *
+ * Copies issued by a thread are grouped with tc_cp_async_commit(); then
+ * tc_cp_async_wait<N>() blocks until at most N of this thread's most recent
+ * groups are still in flight (N = 0: all done). The data is visible to the
+ * other threads only after a following tc_syncthreads().
+ * ------------------------------------------------------------------------- */
+
+TC_DEVICE void tc_cp_async_16(unsigned smem, const void *gmem, bool valid) {
+  unsigned n = valid ? 16u : 0u;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(gmem), "r"(n)
+               : "memory");
+}
+
+TC_DEVICE void tc_cp_async_16_bytes(unsigned smem, const void *gmem, unsigned nbytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(gmem), "r"(nbytes)
+               : "memory");
+}
+
+TC_DEVICE void tc_cp_async_16_ca(unsigned smem, const void *gmem, bool valid) {
+  unsigned n = valid ? 16u : 0u;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(gmem), "r"(n)
+               : "memory");
+}
+
+TC_DEVICE void tc_cp_async_16_ca_bytes(unsigned smem, const void *gmem, unsigned nbytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(gmem), "r"(nbytes)
+               : "memory");
+}
+
+TC_DEVICE void tc_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int N>
+TC_DEVICE void tc_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+/* ---------------------------------------------------------------------------
+ * Shared-memory swizzle for tiles of 16-bit elements moved in 16-byte chunks.
+ *
+ * Shared memory has 32 banks of 4 bytes, so one 128-byte line covers every
+ * bank once and holds 8 chunks; a chunk's "bank group" is (chunk index mod 8).
+ * ldmatrix reads each 8x8 matrix as 8 rows x 1 chunk in one phase: if those 8
+ * chunks fall in 8 different bank groups the read is conflict free. In a plain
+ * row-major tile with 8 chunks per row (64 halves), the same column chunk of 8
+ * consecutive rows is always the same bank group: an 8-way conflict.
+ * XOR-ing the chunk index with bits of the row index permutes the chunks of
+ * each row differently, so rows r..r+7 of a column land in 8 distinct bank
+ * groups; the permutation stays within the row, so no space is wasted and
+ * cp.async (one chunk per thread) writes conflict free too.
+ *
+ * tc_swizzle_offset(row, col_chunk, chunks_per_row) returns the position, in
+ * 16-byte chunks from the tile's start, where logical chunk (row, col_chunk)
+ * is stored. chunks_per_row must be a power of two. Byte offset = 16 * result;
+ * element (row, col) of a 16-bit tile is chunk col/8, element col%8 within it.
+ *   >= 8 chunks per row: chunk ^= row % 8            (row fills >= 1 line)
+ *   <  8 chunks per row: 8/cpr rows share one 128-byte line, so the rows of a
+ *        line already differ in bank group; XOR with the line index
+ *        (row / (8/cpr)) mod cpr to separate the lines.
+ * Writers and readers must use the same function with the same cpr.
+ * ------------------------------------------------------------------------- */
+TC_DEVICE unsigned tc_swizzle_offset(unsigned row, unsigned col_chunk, unsigned chunks_per_row) {
+  unsigned x;
+  if (chunks_per_row >= 8)
+    x = row & 7u;
+  else
+    x = (row / (8u / chunks_per_row)) & (chunks_per_row - 1u);
+  return row * chunks_per_row + (col_chunk ^ x);
+}
+
+/* ---------------------------------------------------------------------------
+ * Math
+ * ------------------------------------------------------------------------- */
+
+/* 2^x with the SFU (ex2.approx.ftz): ~2 ulp, denormals flushed; exp(x) is
+ * tc_exp2(x * 1.4426950408889634f). tc_exp2(-inf) = +0. */
+TC_DEVICE float tc_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+TC_DEVICE float tc_fmax(float a, float b) {
+  float r;
+  asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+/* Butterfly shuffle: the value of lane (lane ^ mask), full-warp mask. Every
+ * lane of the warp must call it. */
+TC_DEVICE float tc_shfl_xor(float v, int mask) {
+  float r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(mask));
+  return r;
+}
+
+/* Reductions over the 4 lanes of a quad (lanes 4g..4g+3): with the mma
+ * accumulator layout these lanes hold one row of D, so after reducing a lane's
+ * own two columns, tc_quad_max/sum give the full row result in every lane of
+ * the quad. Whole-warp versions reduce across all 32 lanes. */
+TC_DEVICE float tc_quad_max(float v) {
+  v = tc_fmax(v, tc_shfl_xor(v, 1));
+  v = tc_fmax(v, tc_shfl_xor(v, 2));
+  return v;
+}
+
+TC_DEVICE float tc_quad_sum(float v) {
+  v += tc_shfl_xor(v, 1);
+  v += tc_shfl_xor(v, 2);
+  return v;
+}
+
+TC_DEVICE float tc_warp_max(float v) {
+  for (int m = 16; m >= 1; m >>= 1) v = tc_fmax(v, tc_shfl_xor(v, m));
+  return v;
+}
+
+TC_DEVICE float tc_warp_sum(float v) {
+  for (int m = 16; m >= 1; m >>= 1) v += tc_shfl_xor(v, m);
+  return v;
+}
+
+/* ---------------------------------------------------------------------------
+ * 16-byte vector loads / stores (one instruction each). Addresses must be
+ * 16-byte aligned. Global versions take generic pointers to global memory,
+ * shared versions take .shared addresses (tc_smem_addr).
+ * ------------------------------------------------------------------------- */
+
+TC_DEVICE tc_u32x4 tc_ld_global_16(const void *p) {
+  tc_u32x4 v;
+  asm volatile("ld.global.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+TC_DEVICE void tc_st_global_16(void *p, tc_u32x4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+
+TC_DEVICE tc_u32x4 tc_ld_shared_16(unsigned smem) {
+  tc_u32x4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(smem));
+  return v;
+}
+
+TC_DEVICE void tc_st_shared_16(unsigned smem, tc_u32x4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(smem), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+
+#endif /* TILEC_DEVICE_CUH */

@@ -1,0 +1,250 @@
+/* rt_validate.c - checks launch arguments against a kernel's signature
+ * (TilecKernelInfo) before anything runs.
+ *
+ * Per argument, in order: tensor vs scalar; for a tensor its device, dtype,
+ * rank, each dim (a constant must match; a dynamic symbol is bound by the
+ * first tensor that mentions it and every later mention must agree), compact
+ * row-major strides (size-1 dims ignored), non-NULL and aligned data (unless
+ * it has no elements). For a scalar, that its kind converts to the dtype. The
+ * first mismatch becomes a message that names the kernel, the argument's
+ * position (1-based) and name, and what was expected. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+/* DLPack >= 0.8 has kDLBool = 6; our dlpack.h may predate it. */
+enum { RT_DL_BOOL = 6 };
+
+const char *rt_dtype_name(TilecDType t) {
+  switch (t) {
+  case TILEC_DTYPE_BOOL: return "bool";
+  case TILEC_DTYPE_I32: return "i32";
+  case TILEC_DTYPE_I64: return "i64";
+  case TILEC_DTYPE_F16: return "f16";
+  case TILEC_DTYPE_BF16: return "bf16";
+  case TILEC_DTYPE_F32: return "f32";
+  case TILEC_DTYPE_F64: return "f64";
+  }
+  return "?";
+}
+
+static bool dtype_is_float(TilecDType t) {
+  return t == TILEC_DTYPE_F16 || t == TILEC_DTYPE_BF16 || t == TILEC_DTYPE_F32 ||
+         t == TILEC_DTYPE_F64;
+}
+
+static int dtype_bytes(TilecDType t) {
+  switch (t) {
+  case TILEC_DTYPE_BOOL: return 1;
+  case TILEC_DTYPE_F16:
+  case TILEC_DTYPE_BF16: return 2;
+  case TILEC_DTYPE_I32:
+  case TILEC_DTYPE_F32: return 4;
+  case TILEC_DTYPE_I64:
+  case TILEC_DTYPE_F64: return 8;
+  }
+  return 1;
+}
+
+static bool dl_dtype_matches(DLDataType d, TilecDType t) {
+  if (d.lanes != 1) return false;
+  switch (t) {
+  case TILEC_DTYPE_BOOL: return d.bits == 8 && (d.code == RT_DL_BOOL || d.code == kDLUInt);
+  case TILEC_DTYPE_I32: return d.code == kDLInt && d.bits == 32;
+  case TILEC_DTYPE_I64: return d.code == kDLInt && d.bits == 64;
+  case TILEC_DTYPE_F16: return d.code == kDLFloat && d.bits == 16;
+  case TILEC_DTYPE_BF16: return d.code == kDLBfloat && d.bits == 16;
+  case TILEC_DTYPE_F32: return d.code == kDLFloat && d.bits == 32;
+  case TILEC_DTYPE_F64: return d.code == kDLFloat && d.bits == 64;
+  }
+  return false;
+}
+
+static void dl_dtype_str(DLDataType d, char *out, size_t size) {
+  const char *code;
+  switch (d.code) {
+  case kDLInt: code = "int"; break;
+  case kDLUInt: code = "uint"; break;
+  case kDLFloat: code = "float"; break;
+  case kDLBfloat: code = "bfloat"; break;
+  case kDLComplex: code = "complex"; break;
+  case kDLOpaqueHandle: code = "handle"; break;
+  case RT_DL_BOOL: code = "bool"; break;
+  default: snprintf(out, size, "(code %u, bits %u, lanes %u)", d.code, d.bits, d.lanes); return;
+  }
+  if (d.lanes == 1) snprintf(out, size, "%s%u", code, d.bits);
+  else snprintf(out, size, "%s%ux%u", code, d.bits, d.lanes);
+}
+
+static const char *dl_device_name(DLDeviceType t) {
+  switch ((int)t) {
+  case kDLCPU: return "CPU";
+  case kDLCUDA: return "CUDA";
+  case kDLCUDAHost: return "CUDAHost";
+  case kDLOpenCL: return "OpenCL";
+  case kDLVulkan: return "Vulkan";
+  case kDLMetal: return "Metal";
+  case kDLVPI: return "VPI";
+  case kDLROCM: return "ROCM";
+  case kDLROCMHost: return "ROCMHost";
+  case kDLExtDev: return "ExtDev";
+  case kDLCUDAManaged: return "CUDAManaged";
+  }
+  return "unknown";
+}
+
+/* "f32[n, 64]" */
+static void param_type_str(const TilecKernelInfo *info, const TilecParamInfo *p, char *out,
+                           size_t size) {
+  size_t len = (size_t)snprintf(out, size, "%s", rt_dtype_name(p->dtype));
+  if (!p->is_tensor) return;
+  for (int d = 0; d < p->rank && len < size; d++) {
+    const TilecDim *dim = &p->dims[d];
+    const char *sep = d ? ", " : "[";
+    if (dim->is_dynamic)
+      len += (size_t)snprintf(out + len, size - len, "%s%s", sep, info->dynamic_symbols[dim->symbol]);
+    else
+      len += (size_t)snprintf(out + len, size - len, "%s%lld", sep, (long long)dim->value);
+  }
+  if (len < size) snprintf(out + len, size - len, "]");
+}
+
+typedef struct Checker {
+  const TilecKernelInfo *info;
+  char *msg;
+  size_t size;
+} Checker;
+
+/* "<kernel>: argument <i> '<name>': <what>"; returns false. */
+static bool fail(const Checker *c, int arg, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail(const Checker *c, int arg, const char *fmt, ...) {
+  int n = 0;
+  if (arg >= 0)
+    n = snprintf(c->msg, c->size, "%s: argument %d '%s': ", c->info->name, arg + 1,
+                 c->info->params[arg].name);
+  else
+    n = snprintf(c->msg, c->size, "%s: ", c->info->name);
+  if (n < 0 || (size_t)n >= c->size) return false;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->msg + n, c->size - (size_t)n, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static bool check_scalar(const Checker *c, int i, const TilertArg *a) {
+  const TilecParamInfo *p = &c->info->params[i];
+  if (a->kind == TILERT_ARG_TENSOR)
+    return fail(c, i, "expected a scalar %s, got a tensor", rt_dtype_name(p->dtype));
+  if (a->kind != TILERT_ARG_FLOAT && a->kind != TILERT_ARG_INT)
+    return fail(c, i, "unknown argument kind %d", (int)a->kind);
+  if (dtype_is_float(p->dtype)) return true; /* a float or an int converts */
+  if (a->kind == TILERT_ARG_FLOAT)
+    return fail(c, i, "expected an integer scalar (%s), got a float (%g); use tilert_arg_int",
+                rt_dtype_name(p->dtype), a->f);
+  if (p->dtype == TILEC_DTYPE_I32 && (a->i < INT32_MIN || a->i > INT32_MAX))
+    return fail(c, i, "value %lld does not fit in i32", (long long)a->i);
+  if (p->dtype == TILEC_DTYPE_BOOL && a->i != 0 && a->i != 1)
+    return fail(c, i, "value %lld is not a bool (0 or 1)", (long long)a->i);
+  return true;
+}
+
+static bool check_tensor(const Checker *c, int i, const TilertArg *a, DLDeviceType want_device,
+                         int64_t *dyn, int *bound_by) {
+  const TilecKernelInfo *info = c->info;
+  const TilecParamInfo *p = &info->params[i];
+  char want[256], have[64];
+  param_type_str(info, p, want, sizeof want);
+  if (a->kind != TILERT_ARG_TENSOR)
+    return fail(c, i, "expected a tensor %s, got a scalar", want);
+  const DLTensor *t = a->tensor;
+  if (!t) return fail(c, i, "the DLTensor pointer is NULL");
+  if (t->device.device_type != want_device)
+    return fail(c, i, "device is %s:%d, expected %s", dl_device_name(t->device.device_type),
+                t->device.device_id, dl_device_name(want_device));
+  if (!dl_dtype_matches(t->dtype, p->dtype)) {
+    dl_dtype_str(t->dtype, have, sizeof have);
+    return fail(c, i, "dtype is %s, expected %s", have, rt_dtype_name(p->dtype));
+  }
+  if (t->ndim != p->rank)
+    return fail(c, i, "rank is %d, expected %d (%s)", t->ndim, p->rank, want);
+  if (t->ndim > 0 && !t->shape) return fail(c, i, "shape is NULL");
+
+  bool empty = false;
+  for (int d = 0; d < p->rank; d++) {
+    int64_t n = t->shape[d];
+    const TilecDim *dim = &p->dims[d];
+    if (n < 0) return fail(c, i, "dim %d is %lld (negative)", d, (long long)n);
+    if (n == 0) empty = true;
+    if (!dim->is_dynamic) {
+      if (n != dim->value) {
+        if (dim->name)
+          return fail(c, i, "dim %d is %lld, expected %lld (%s)", d, (long long)n,
+                      (long long)dim->value, dim->name);
+        return fail(c, i, "dim %d is %lld, expected %lld", d, (long long)n, (long long)dim->value);
+      }
+      continue;
+    }
+    int s = dim->symbol;
+    if (s < 0 || s >= info->ndynamic)
+      return fail(c, i, "dim %d names dynamic symbol #%d of %d (bad kernel info)", d, s,
+                  info->ndynamic);
+    if (bound_by[s] < 0) {
+      bound_by[s] = i;
+      dyn[s] = n;
+    } else if (dyn[s] != n) {
+      return fail(c, i, "dim %d is %lld but %s = %lld from argument %d '%s'", d, (long long)n,
+                  info->dynamic_symbols[s], (long long)dyn[s], bound_by[s] + 1,
+                  info->params[bound_by[s]].name);
+    }
+  }
+
+  if (t->strides && !empty) {
+    int64_t expect = 1;
+    for (int d = p->rank - 1; d >= 0; d--) {
+      if (t->shape[d] != 1 && t->strides[d] != expect)
+        return fail(c, i,
+                    "strides are not compact row-major: dim %d has stride %lld, expected %lld",
+                    d, (long long)t->strides[d], (long long)expect);
+      expect *= t->shape[d];
+    }
+  }
+  if (!empty) {
+    if (!t->data) return fail(c, i, "data is NULL");
+    uintptr_t addr = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    int align = dtype_bytes(p->dtype);
+    if (addr % (uintptr_t)align != 0)
+      return fail(c, i, "data + byte_offset (%p + %llu) is not aligned to %d bytes", t->data,
+                  (unsigned long long)t->byte_offset, align);
+  }
+  return true;
+}
+
+bool rt_validate(const TilecKernelInfo *info, const TilertArg *args, int nargs,
+                 DLDeviceType want_device, int64_t *dyn, char *msg, size_t msg_size) {
+  Checker c = {info, msg, msg_size};
+  msg[0] = '\0';
+  if (nargs != info->nparams)
+    return fail(&c, -1, "expected %d argument%s, got %d", info->nparams,
+                info->nparams == 1 ? "" : "s", nargs);
+  if (nargs > 0 && !args) return fail(&c, -1, "args is NULL");
+
+  int stack_bound[64];
+  int *bound_by = info->ndynamic <= 64 ? stack_bound : malloc((size_t)info->ndynamic * sizeof(int));
+  if (!bound_by) return fail(&c, -1, "out of memory");
+  for (int s = 0; s < info->ndynamic; s++) bound_by[s] = -1;
+
+  bool ok = true;
+  for (int i = 0; i < nargs && ok; i++)
+    ok = info->params[i].is_tensor ? check_tensor(&c, i, &args[i], want_device, dyn, bound_by)
+                                   : check_scalar(&c, i, &args[i]);
+  for (int s = 0; s < info->ndynamic && ok; s++)
+    if (bound_by[s] < 0)
+      ok = fail(&c, -1, "dynamic symbol '%s' is not a dim of any tensor argument",
+                info->dynamic_symbols[s]);
+  if (bound_by != stack_bound) free(bound_by);
+  return ok;
+}

@@ -1,0 +1,61 @@
+/* rt_test.h - a tiny harness for the runtime tests: CHECK records a failure
+ * with file:line and goes on; main returns rt_test_failures != 0.
+ *
+ * The scenarios in rt_scenarios.c run the same cache / build / validation
+ * checks against any way of making a module (a loader): hand-written C
+ * through the runtime's internals (test_rt_hand.c) or a real .tile through
+ * the public API and the compiler (test_rt_api.c). */
+#ifndef RT_TEST_H
+#define RT_TEST_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tilert.h"
+
+extern int rt_test_failures;
+
+#define CHECK(cond, ...)                                                    \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      rt_test_failures++;                                                   \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                         \
+      fputc('\n', stderr);                                                  \
+    }                                                                       \
+  } while (0)
+
+#define CHECK_STATUS(got, want, ctx)                                                    \
+  do {                                                                                  \
+    TilertStatus got_ = (got), want_ = (want);                                          \
+    CHECK(got_ == want_, "status %s, expected %s; last error: %s", tilert_strerror(got_), \
+          tilert_strerror(want_), tilert_last_error(ctx));                              \
+  } while (0)
+
+#define CHECK_CONTAINS(text, needle) \
+  CHECK(strstr((text), (needle)) != NULL, "'%s' does not contain '%s'", (text), (needle))
+
+/* Makes a module in ctx (the kernels scale_add and scale2d, see below). */
+typedef TilertStatus (*RtLoader)(TilertContext *ctx, TilertModule **out);
+
+/* Kernels every loader provides:
+ *   scale_add(A: f32[n], B: f32[n], C: f32[n], alpha: f32): C = A*alpha + B
+ *   scale2d(X: f32[m, k], Y: f32[m, k], s: f32), k = 8:     Y = X*s        */
+
+/* Setup: a private $TMPDIR and no TILEC_* variables, so runs are hermetic. */
+void rt_test_init(void);
+/* A fresh directory under the private $TMPDIR. Caller frees. */
+char *rt_test_mkdtemp(const char *tag);
+/* Entries of dir whose name ends with suffix ("" for all). */
+int rt_test_count(const char *dir, const char *suffix);
+/* True when the private $TMPDIR holds only the directories we made. */
+bool rt_test_no_stray_temp(void);
+
+/* Scenarios; `exact` says the loader's kernel info names constants (TilecDim.name). */
+void rt_scenario_cache_hit(RtLoader load);
+void rt_scenario_corrupt_entry(RtLoader load);
+void rt_scenario_unusable_dir(RtLoader load);
+void rt_scenario_cache_disabled(RtLoader load);
+void rt_scenario_validation(RtLoader load, bool exact);
+
+#endif

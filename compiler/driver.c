@@ -112,7 +112,7 @@ static int shared_bytes_of(const IrStmt *s) {
       int64_t bytes = dtype_size(s->u.alloc->dtype), d;
       for (int i = 0; i < s->u.alloc->rank; i++)
         bytes *= ir_expr_is_int_const(s->u.alloc->shape[i], &d) ? d : 0;
-      total += (int)bytes;
+      total += (int)((bytes + 127) / 128 * 128); /* emit_cuda aligns every buffer to 128 bytes */
     }
     break;
   case IR_STMT_FOR:
@@ -278,9 +278,11 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
     }
     break;
   case TILEC_EMIT_CUDA:
-    diag_error(r->diag, none, "the CUDA backend is not available yet (use --emit=c --target=cpu or --emit=ir)");
-    sb_free(&sb);
-    return 2;
+    if (!emit_cuda_module(r->module, &sb, r->diag)) {
+      sb_free(&sb);
+      return 1;
+    }
+    break;
   }
   r->output_size = sb.len;
   r->output = sb_take(&sb);

@@ -9,11 +9,16 @@ const char *ir_layout_str(Arena *arena, const IrLayout *l) {
   case IR_LAYOUT_FRAGMENT:
     switch (l->frag) {
     case IR_FRAG_MMA_C:
-      return arena_printf(arena, "mma_c(%dx%d, warps %dx%d, local %dx%d)", l->rows, l->cols ? l->cols : 1,
-                          l->warps_m, l->warps_n, l->rows_local, l->cols_local);
+      if (!l->cols)
+        return arena_printf(arena, "rows of mma_c(%d, warps %dx%d, local %d)", l->rows, l->warps_m, l->warps_n,
+                            l->rows_local);
+      return arena_printf(arena, "mma_c(%dx%d, warps %dx%d, local %dx%d)", l->rows, l->cols, l->warps_m,
+                          l->warps_n, l->rows_local, l->cols_local);
     case IR_FRAG_ROWGROUP:
-      return arena_printf(arena, "rowgroup(%dx%d, group %d, local %dx%d)", l->rows, l->cols ? l->cols : 1,
-                          l->group, l->rows_local, l->cols_local);
+      if (!l->cols)
+        return arena_printf(arena, "rows of rowgroup(%d, group %d, local %d)", l->rows, l->group, l->rows_local);
+      return arena_printf(arena, "rowgroup(%dx%d, group %d, local %dx%d)", l->rows, l->cols, l->group,
+                          l->rows_local, l->cols_local);
     default:
       return "fragment";
     }

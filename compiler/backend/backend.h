@@ -30,4 +30,13 @@ bool emit_c_module(const IrModule *m, StrBuf *out, Diag *diag);
  * tests can exercise the helpers on their own. */
 void emit_c_prelude(StrBuf *out);
 
+/* The CUDA backend (emit_cuda.c): IR after the GPU passes (layouts,
+ * swizzles, pipeline stages and barriers decided) in, CUDA C++ for NVRTC out.
+ * One `extern "C" __global__ void tilec_<kernel>(...)` per kernel taking the
+ * tensors (device pointers), the scalars, then every dynamic symbol as
+ * long long, launched with TilecKernelInfo.threads threads and
+ * TilecKernelInfo.shared_bytes of dynamic shared memory. Includes only
+ * "tilec_tile.cuh" (runtime/device/). */
+bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag);
+
 #endif

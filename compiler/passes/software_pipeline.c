@@ -223,12 +223,6 @@ static void add_stage_dim(IrModule *m, IrBuffer *buf, int stages, IrStmt *scope,
 
 /* ---- the transformation ------------------------------------------------------------ */
 
-static IrStmt *seq1(IrModule *m, IrStmt *s, SrcLoc loc) {
-  IrStmt *q = ir_seq_new(m, loc);
-  ir_seq_push(m, q, s);
-  return q;
-}
-
 /* A copy of producer `p` with the loop variable replaced by `at`. */
 static IrStmt *producer_at(IrModule *m, const IrStmt *p, IrVar *k, const IrExpr *at) {
   IrStmt *c = ir_stmt_new(m, IR_STMT_COPY, p->loc);
@@ -291,7 +285,7 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
     for (int j = 0; j < np; j++) add_stage_dim(m, producers[j]->u.copy.dst.buf, stages, rest, cur);
 
     /* Prologue: stages 0 .. S-2. */
-    IrVar *s = ir_var_new(m, arena_printf(m->arena, "%s_pro", kv->name), IR_VAR_LOOP, DTYPE_I64, loc);
+    IrVar *s = ir_var_new(m, arena_printf(m->arena, "tc_prologue_%s", kv->name), IR_VAR_LOOP, DTYPE_I64, loc);
     IrStmt *pro_body = ir_seq_new(m, loc);
     IrStmt *pro_copies = ir_seq_new(m, loc);
     IrExpr *sref = ir_var_ref(m, s, loc);

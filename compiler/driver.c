@@ -38,6 +38,10 @@ const char *tilec_version(void) { return TILEC_VERSION_STRING; }
 int tilec_num_passes(void) { return pass_count; }
 const char *tilec_pass_name(int i) { return i >= 0 && i < pass_count ? pass_table[i].name : NULL; }
 const char *tilec_pass_summary(int i) { return i >= 0 && i < pass_count ? pass_table[i].summary : NULL; }
+const char *tilec_pass_targets(int i) {
+  if (i < 0 || i >= pass_count) return NULL;
+  return pass_table[i].targets == PASS_ALL ? "all" : pass_table[i].targets == PASS_CPU ? "cpu" : "gpu";
+}
 
 /* ---- dumps --------------------------------------------------------------- */
 

@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
       return 0;
     } else if (strcmp(a, "--list-passes") == 0) {
       for (int p = 0; p < tilec_num_passes(); p++)
-        printf("%2d  %-16s %s\n", p + 1, tilec_pass_name(p), tilec_pass_summary(p));
+        printf("%2d  %-18s %-4s %s\n", p + 1, tilec_pass_name(p), tilec_pass_targets(p), tilec_pass_summary(p));
       free(defines);
       return 0;
     } else if (strncmp(a, "--emit=", 7) == 0) {

@@ -111,6 +111,7 @@ void tilec_result_destroy(TilecResult *r); /* accepts NULL */
 int tilec_num_passes(void);
 const char *tilec_pass_name(int i);
 const char *tilec_pass_summary(int i);
+const char *tilec_pass_targets(int i); /* "all", "cpu" or "gpu" */
 
 const char *tilec_version(void);
 

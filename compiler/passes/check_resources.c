@@ -1,0 +1,63 @@
+/* check_resources.c - pass "check-resources" (GPU): limits of the target.
+ *
+ * Needs: software-pipeline (it multiplies the shared tiles by their stages).
+ * Guarantees, or an error that names the buffers: the block's shared memory
+ * (every shared buffer, 128-byte aligned, as emit_cuda lays them out) fits
+ * the target's per-block limit (sm_80: 163 KB, sm_90a: 227 KB), and the
+ * registers the fragments need per thread stay under the 255-register cap
+ * (a fragment that large would spill to local memory). */
+#include "passes.h"
+
+typedef struct Usage {
+  int64_t shared;
+  int64_t fragment_words; /* 32-bit registers per thread for fragments */
+  const IrBuffer *shared_bufs[32];
+  int nshared;
+  const IrBuffer *biggest_fragment;
+  int64_t biggest_words;
+} Usage;
+
+static void count(IrStmt *s, void *ctx) {
+  Usage *u = ctx;
+  if (s->kind != IR_STMT_ALLOC) return;
+  const IrBuffer *b = s->u.alloc;
+  if (b->scope == IR_SCOPE_SHARED) {
+    int64_t bytes = dtype_size(b->dtype), d;
+    for (int i = 0; i < b->rank; i++) bytes *= ir_expr_is_int_const(b->shape[i], &d) ? d : 0;
+    u->shared += (bytes + 127) / 128 * 128;
+    if (u->nshared < 32) u->shared_bufs[u->nshared++] = b;
+  } else if (b->scope == IR_SCOPE_FRAGMENT && b->layout.kind == IR_LAYOUT_FRAGMENT) {
+    int64_t elems = (int64_t)b->layout.rows_local * b->layout.cols_local;
+    int64_t words = (elems * dtype_size(b->dtype) + 3) / 4;
+    u->fragment_words += words;
+    if (words > u->biggest_words) u->biggest_words = words, u->biggest_fragment = b;
+  }
+}
+
+bool pass_check_resources(IrModule *m, const PassOptions *opts, Diag *diag) {
+  int64_t limit = opts->target == TILEC_TARGET_SM90A ? 227 * 1024 : 163 * 1024;
+  const char *arch = opts->target == TILEC_TARGET_SM90A ? "sm_90a" : "sm_80";
+  bool ok = true;
+  for (int i = 0; i < m->nkernels; i++) {
+    IrKernel *k = m->kernels[i];
+    Usage u = {0};
+    pass_visit_stmts(k->body, count, &u);
+    if (u.shared > limit) {
+      char names[512] = "";
+      size_t at = 0;
+      for (int b = 0; b < u.nshared && at < sizeof names - 64; b++)
+        at += (size_t)snprintf(names + at, sizeof names - at, "%s'%s'", b ? ", " : "", u.shared_bufs[b]->name);
+      diag_error(diag, k->loc, "kernel '%s' needs %lld bytes of shared memory (%s), more than the %lld %s allows",
+                 k->name, (long long)u.shared, names, (long long)limit, arch);
+      ok = false;
+    }
+    if (u.fragment_words > 224) {
+      diag_error(diag, u.biggest_fragment->loc,
+                 "kernel '%s': fragments need %lld registers per thread (largest: '%s', %lld), over the 255-register "
+                 "limit with room for addressing; use more threads or smaller tiles",
+                 k->name, (long long)u.fragment_words, u.biggest_fragment->name, (long long)u.biggest_words);
+      ok = false;
+    }
+  }
+  return ok;
+}

@@ -186,7 +186,7 @@ static IrExpr *simplify_binary(IrModule *m, IrExpr *e) {
 
 static IrExpr *simplify_call(IrModule *m, IrExpr *e) {
   int64_t a, b;
-  double x, y;
+  double x, y = 0.0;
   IrIntrinsic fn = e->u.call.fn;
   bool ints = e->u.call.nargs == 2 ? ir_expr_is_int_const(e->u.call.args[0], &a) &&
                                          ir_expr_is_int_const(e->u.call.args[1], &b)

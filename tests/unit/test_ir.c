@@ -144,8 +144,8 @@ static Vadd build_vadd(Arena *arena) {
   k->params = ARENA_NEW_ARRAY(arena, IrParam, 5);
   IrBuffer *bufs[4] = {v.A, v.B, v.C, v.H};
   for (int i = 0; i < 4; i++)
-    k->params[i] = (IrParam){bufs[i]->name, true, bufs[i], NULL, bufs[i]->loc};
-  k->params[4] = (IrParam){"alpha", false, NULL, v.alpha, at(6, 5)};
+    k->params[i] = (IrParam){.name = bufs[i]->name, .is_tensor = true, .buffer = bufs[i], .scalar = NULL, .loc = bufs[i]->loc};
+  k->params[4] = (IrParam){.name = "alpha", .is_tensor = false, .buffer = NULL, .scalar = v.alpha, .loc = at(6, 5)};
 
   k->grid[0] = ir_call(m, IR_INTRINSIC_CEILDIV, ir_var_ref(m, v.n, at(7, 17)),
                        ir_int(m, BLOCK, at(7, 20)), at(7, 8));
@@ -350,9 +350,9 @@ static void test_rowmax(void) {
   IrBuffer *Z = ir_buffer_new(m, "Z", DTYPE_BF16, IR_SCOPE_GLOBAL, 1, ys, L);
   k->nparams = 3;
   k->params = ARENA_NEW_ARRAY(arena, IrParam, 3);
-  k->params[0] = (IrParam){"X", true, X, NULL, L};
-  k->params[1] = (IrParam){"Y", true, Y, NULL, L};
-  k->params[2] = (IrParam){"Z", true, Z, NULL, L};
+  k->params[0] = (IrParam){.name = "X", .is_tensor = true, .buffer = X, .scalar = NULL, .loc = L};
+  k->params[1] = (IrParam){.name = "Y", .is_tensor = true, .buffer = Y, .scalar = NULL, .loc = L};
+  k->params[2] = (IrParam){.name = "Z", .is_tensor = true, .buffer = Z, .scalar = NULL, .loc = L};
   X->param_index = 0, Y->param_index = 1, Z->param_index = 2;
   k->grid[0] = ir_var_ref(m, rows, L);
   k->ngrid = 1;

@@ -2,8 +2,9 @@
  *
  * An entry is two files in the cache directory, named by the key (64 hex
  * digits of a SHA-256 over everything that decides the binary):
- *     <key>.so   the shared object the C compiler produced
- *     <key>.sum  "tilert-sum 1\nsize <bytes>\nsha256 <hex>\n" of the .so
+ *     <key>.so     the shared object the C compiler produced (CPU), or
+ *     <key>.cubin  the cubin NVRTC produced (CUDA; the key differs)
+ *     <key>.sum    "tilert-sum 1\nsize <bytes>\nsha256 <hex>\n" of the binary
  * Both are written to a temp file in the same directory and rename()d, so a
  * reader sees a whole file or none. The .so is trusted only when the .sum
  * names its exact size and hash; anything else is a miss and gets rebuilt. */
@@ -43,6 +44,32 @@ void rt_cache_key(const char *cc, const char *ir, const char *c_src, size_t c_le
   /* The C text too: a compiler change that keeps its version string but
    * emits different code must not hit an old entry. */
   key_field(&s, "c", c_src, c_len);
+  rt_sha256_final(&s, d);
+  rt_hex(d, 32, out);
+}
+
+void rt_cache_key_cuda(const char *arch, int nvrtc_version, const char *const *opts, int nopts,
+                       const char *ir, const char *src, size_t src_len, char out[65]) {
+  RtSha256 s;
+  unsigned char d[32];
+  const char *version = tilec_version();
+  char nvrtc[32];
+  int n = snprintf(nvrtc, sizeof nvrtc, "%d", nvrtc_version);
+  rt_sha256_init(&s);
+  key_field(&s, "format", RT_CACHE_FORMAT, strlen(RT_CACHE_FORMAT));
+  key_field(&s, "version", version, strlen(version));
+  key_field(&s, "target", "cuda", 4);
+  key_field(&s, "arch", arch, strlen(arch));
+  /* Another NVRTC may generate other code for the same text. */
+  key_field(&s, "nvrtc", nvrtc, (size_t)n);
+  for (int i = 0; i < nopts; i++) key_field(&s, "opt", opts[i], strlen(opts[i]));
+  /* The device headers are compiled into the cubin as much as the source. */
+  for (const RtCudaHeader *h = rt_cuda_device_headers; h->name; h++) {
+    key_field(&s, "header", h->name, strlen(h->name));
+    key_field(&s, "text", h->text, strlen(h->text));
+  }
+  key_field(&s, "ir", ir ? ir : "", ir ? strlen(ir) : 0);
+  key_field(&s, "cuda", src, src_len);
   rt_sha256_final(&s, d);
   rt_hex(d, 32, out);
 }
@@ -101,22 +128,66 @@ static char *entry_path(const char *dir, const char *key, const char *ext) {
   return p;
 }
 
-bool rt_cache_entry_valid(const char *dir, const char *key) {
-  char *so = entry_path(dir, key, "so"), *sum = entry_path(dir, key, "sum");
+/* Parses <dir>/<key>.sum. */
+static bool read_sum(const char *dir, const char *key, unsigned long long *size, char hex[65]) {
+  char *sum = entry_path(dir, key, "sum");
+  FILE *f = sum ? fopen(sum, "r") : NULL;
   bool ok = false;
-  FILE *f = so && sum ? fopen(sum, "r") : NULL;
   if (f) {
-    unsigned long long want_size;
-    char want_hex[65], have_hex[65];
-    uint64_t have_size;
-    if (fscanf(f, "tilert-sum 1\nsize %llu\nsha256 %64[0-9a-f]\n", &want_size, want_hex) == 2 &&
-        strlen(want_hex) == 64 && rt_file_digest(so, &have_size, have_hex) == 0)
-      ok = have_size == want_size && strcmp(have_hex, want_hex) == 0;
+    ok = fscanf(f, "tilert-sum 1\nsize %llu\nsha256 %64[0-9a-f]\n", size, hex) == 2 &&
+         strlen(hex) == 64;
     fclose(f);
   }
-  free(so);
   free(sum);
   return ok;
+}
+
+bool rt_cache_entry_valid(const char *dir, const char *key) {
+  char *so = entry_path(dir, key, "so");
+  unsigned long long want_size;
+  char want_hex[65], have_hex[65];
+  uint64_t have_size;
+  bool ok = so && read_sum(dir, key, &want_size, want_hex) &&
+            rt_file_digest(so, &have_size, have_hex) == 0 && have_size == want_size &&
+            strcmp(have_hex, want_hex) == 0;
+  free(so);
+  return ok;
+}
+
+bool rt_cache_read_entry(const char *dir, const char *key, const char *ext, void **data,
+                         size_t *size) {
+  *data = NULL;
+  *size = 0;
+  unsigned long long want_size;
+  char want_hex[65], have_hex[65];
+  if (!read_sum(dir, key, &want_size, want_hex) || want_size == 0 ||
+      want_size > (1ull << 32)) /* no binary is that big: a garbled .sum */
+    return false;
+  char *path = entry_path(dir, key, ext);
+  int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  free(path);
+  if (fd < 0) return false;
+  /* One byte more than the .sum says, to notice a longer file. */
+  size_t cap = (size_t)want_size + 1, len = 0;
+  unsigned char *buf = malloc(cap);
+  while (buf && len < cap) {
+    ssize_t r = read(fd, buf + len, cap - len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    len += (size_t)r;
+  }
+  close(fd);
+  if (!buf) return false;
+  if (len == want_size) {
+    rt_sha256_hex(buf, len, have_hex);
+    if (strcmp(have_hex, want_hex) == 0) {
+      *data = buf;
+      *size = len;
+      return true;
+    }
+  }
+  free(buf);
+  return false;
 }
 
 /* Writes `text` to a fresh temp file beside `final` and renames it there. */
@@ -151,16 +222,21 @@ static int write_atomic(const char *dir, const char *final, const char *text) {
 }
 
 int rt_cache_publish(const char *dir, const char *key, const char *so_tmp) {
+  return rt_cache_publish_ext(dir, key, "so", so_tmp, 0755);
+}
+
+int rt_cache_publish_ext(const char *dir, const char *key, const char *ext, const char *tmp,
+                         unsigned mode) {
   uint64_t size;
   char hex[65];
-  int err = rt_file_digest(so_tmp, &size, hex);
+  int err = rt_file_digest(tmp, &size, hex);
   if (err) return err;
-  char *so = entry_path(dir, key, "so"), *sum = entry_path(dir, key, "sum");
+  char *so = entry_path(dir, key, ext), *sum = entry_path(dir, key, "sum");
   if (!so || !sum) err = ENOMEM;
-  /* .so first: a reader between the two renames sees a new .so with an old
-   * (or no) .sum, which is a miss, never a wrong hit. */
-  if (!err && chmod(so_tmp, 0755) != 0) err = errno;
-  if (!err && rename(so_tmp, so) != 0) err = errno;
+  /* The binary first: a reader between the two renames sees a new binary
+   * with an old (or no) .sum, which is a miss, never a wrong hit. */
+  if (!err && chmod(tmp, (mode_t)mode) != 0) err = errno;
+  if (!err && rename(tmp, so) != 0) err = errno;
   if (!err) {
     char text[128];
     snprintf(text, sizeof text, "tilert-sum 1\nsize %llu\nsha256 %s\n", (unsigned long long)size,

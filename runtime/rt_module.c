@@ -106,6 +106,7 @@ static TilertStatus open_so(TilertContext *ctx, TilertModule *mod, const char *p
                       info->entry ? info->entry : "(null)", path);
     mod->kernels[i].mod = mod;
     mod->kernels[i].info = info;
+    mod->kernels[i].index = i;
     /* dlsym hands back code as void *; POSIX guarantees the round trip. */
     memcpy(&mod->kernels[i].fn, &sym, sizeof sym);
   }
@@ -130,12 +131,12 @@ static TilertStatus load_private(TilertContext *ctx, TilertModule *mod, const ch
   return st;
 }
 
-static void warn_cache(TilertContext *ctx, const char *dir, const char *why) {
+void rt_cache_warn(TilertContext *ctx, const char *dir, const char *why) {
   if (ctx->cache_warned) return;
   ctx->cache_warned = true;
   fprintf(stderr,
-          "tilert: warning: cache directory '%s' is not usable (%s); compiling into a private "
-          "temporary directory\n",
+          "tilert: warning: cache directory '%s' is not usable (%s); building without the "
+          "cache\n",
           dir, why);
 }
 
@@ -162,7 +163,7 @@ static TilertStatus load_cached(TilertContext *ctx, TilertModule *mod, const cha
   }
   int fd = mkstemp(tmp);
   if (fd < 0) {
-    warn_cache(ctx, dir, strerror(errno));
+    rt_cache_warn(ctx, dir, strerror(errno));
     *unusable = true;
     goto done;
   }
@@ -171,7 +172,7 @@ static TilertStatus load_cached(TilertContext *ctx, TilertModule *mod, const cha
   if (st == TILERT_OK) {
     int err = rt_cache_publish(dir, key, tmp);
     if (err) {
-      warn_cache(ctx, dir, strerror(err));
+      rt_cache_warn(ctx, dir, strerror(err));
       *unusable = true;
     } else {
       st = open_so(ctx, mod, so, kernels);
@@ -205,7 +206,7 @@ TilertStatus rt_module_from_c(TilertContext *ctx, const char *name, const char *
   if (!private_build) {
     int err = rt_mkdir_p(ctx->cache_dir);
     if (err) {
-      warn_cache(ctx, ctx->cache_dir, strerror(err));
+      rt_cache_warn(ctx, ctx->cache_dir, strerror(err));
       private_build = true;
     }
   }

@@ -1,9 +1,10 @@
 /* rt_validate.c - checks launch arguments against a kernel's signature
  * (TilecKernelInfo) before anything runs.
  *
- * Per argument, in order: tensor vs scalar; for a tensor its device, dtype,
- * rank, each dim (a constant must match; a dynamic symbol is bound by the
- * first tensor that mentions it and every later mention must agree), compact
+ * Per argument, in order: tensor vs scalar; for a tensor its device type and
+ * ordinal (the CUDA path wants device 0, the context's), dtype, rank, each
+ * dim (a constant must match; a dynamic symbol is bound by the first tensor
+ * that mentions it and every later mention must agree), compact
  * row-major strides (size-1 dims ignored), non-NULL and aligned data (unless
  * it has no elements). For a scalar, that its kind converts to the dtype. The
  * first mismatch becomes a message that names the kernel, the argument's
@@ -153,7 +154,7 @@ static bool check_scalar(const Checker *c, int i, const TilertArg *a) {
 }
 
 static bool check_tensor(const Checker *c, int i, const TilertArg *a, DLDeviceType want_device,
-                         int64_t *dyn, int *bound_by) {
+                         int want_device_id, int64_t *dyn, int *bound_by) {
   const TilecKernelInfo *info = c->info;
   const TilecParamInfo *p = &info->params[i];
   char want[256], have[64];
@@ -165,6 +166,10 @@ static bool check_tensor(const Checker *c, int i, const TilertArg *a, DLDeviceTy
   if (t->device.device_type != want_device)
     return fail(c, i, "device is %s:%d, expected %s", dl_device_name(t->device.device_type),
                 t->device.device_id, dl_device_name(want_device));
+  if (want_device_id >= 0 && t->device.device_id != want_device_id)
+    return fail(c, i, "device is %s:%d, expected %s:%d (the context's device)",
+                dl_device_name(t->device.device_type), t->device.device_id,
+                dl_device_name(want_device), want_device_id);
   if (!dl_dtype_matches(t->dtype, p->dtype)) {
     dl_dtype_str(t->dtype, have, sizeof have);
     return fail(c, i, "dtype is %s, expected %s", have, rt_dtype_name(p->dtype));
@@ -224,7 +229,8 @@ static bool check_tensor(const Checker *c, int i, const TilertArg *a, DLDeviceTy
 }
 
 bool rt_validate(const TilecKernelInfo *info, const TilertArg *args, int nargs,
-                 DLDeviceType want_device, int64_t *dyn, char *msg, size_t msg_size) {
+                 DLDeviceType want_device, int want_device_id, int64_t *dyn, char *msg,
+                 size_t msg_size) {
   Checker c = {info, msg, msg_size};
   msg[0] = '\0';
   if (nargs != info->nparams)
@@ -239,8 +245,9 @@ bool rt_validate(const TilecKernelInfo *info, const TilertArg *args, int nargs,
 
   bool ok = true;
   for (int i = 0; i < nargs && ok; i++)
-    ok = info->params[i].is_tensor ? check_tensor(&c, i, &args[i], want_device, dyn, bound_by)
-                                   : check_scalar(&c, i, &args[i]);
+    ok = info->params[i].is_tensor
+             ? check_tensor(&c, i, &args[i], want_device, want_device_id, dyn, bound_by)
+             : check_scalar(&c, i, &args[i]);
   for (int s = 0; s < info->ndynamic && ok; s++)
     if (bound_by[s] < 0)
       ok = fail(&c, -1, "dynamic symbol '%s' is not a dim of any tensor argument",

@@ -7,8 +7,11 @@
  * every argument with rt_validate (rt_validate.c), then calls the kernel's
  * entry `void entry(void **args, const int64_t *dyn)` (ABI in tilec.h).
  *
- * The CUDA path is a seam for now: rt_gpu_probe, rt_gpu_load and
- * rt_gpu_launch below are where runtime/cuda/ plugs in. */
+ * The CUDA path lives in rt_gpu.c: a context on device AUTO or CUDA opens
+ * device 0 through runtime/cuda/ (dlopen'ed libcuda + libnvrtc); when that
+ * fails AUTO falls back to the CPU and keeps the reason as the device note,
+ * CUDA asked for by name gives NO_GPU. Loads and launches on a CUDA context
+ * go to rt_gpu_load / rt_gpu_launch. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -53,28 +56,6 @@ TilertStatus rt_error(TilertContext *ctx, TilertStatus s, const char *fmt, ...) 
 const char *tilert_last_error(const TilertContext *ctx) {
   if (!ctx) return "no context";
   return ctx->last_error ? ctx->last_error : "";
-}
-
-/* ---- the CUDA seam ----
- * runtime/cuda/ will replace these three: probe opens libcuda/libnvrtc with
- * dlopen and picks the device; load compiles with emit=CUDA for the device's
- * arch through NVRTC; launch validates against kDLCUDA and launches. */
-
-static TilertStatus rt_gpu_probe(TilertContext *ctx, const char **note) {
-  (void)ctx;
-  *note = "CUDA path not available yet (the runtime does not drive runtime/cuda/ yet); modules run on the CPU";
-  return TILERT_NO_GPU;
-}
-
-static TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
-                                 const TilecDefine *defines, int ndefines, TilertModule **out) {
-  (void)name, (void)text, (void)len, (void)defines, (void)ndefines, (void)out;
-  return rt_error(ctx, TILERT_NO_GPU, "%s", ctx->device_note);
-}
-
-static TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream) {
-  (void)args, (void)nargs, (void)stream;
-  return rt_error(k->mod->ctx, TILERT_NO_GPU, "%s", k->mod->ctx->device_note);
 }
 
 /* ---- contexts ---- */
@@ -127,20 +108,29 @@ TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out)
     ctx->device = TILERT_DEVICE_CPU;
     ctx->device_note = "the CPU was requested (TilertConfig.device = TILERT_DEVICE_CPU)";
   } else if (want == TILERT_DEVICE_AUTO || want == TILERT_DEVICE_CUDA) {
-    const char *note = NULL;
-    if (rt_gpu_probe(ctx, &note) == TILERT_OK) {
+    char why[256] = "";
+    ctx->device_note = ctx->note;
+    bool opened = rt_gpu_open(ctx, why, sizeof why);
+    if (!why[0]) snprintf(why, sizeof why, "unknown reason");
+    if (opened) {
+      int arch = rt_cuda_arch(ctx->cu), nv = rt_cuda_nvrtc_version(ctx->cu);
+      char target[16];
+      rt_cuda_target(arch, target);
       ctx->device = TILERT_DEVICE_CUDA;
-      ctx->device_note = note ? note : "";
+      snprintf(ctx->note, sizeof ctx->note,
+               "CUDA device 0: %s (sm_%d); kernels built for %s by NVRTC %d.%d",
+               rt_cuda_device_name(ctx->cu), arch, target, nv / 1000, nv % 1000 / 10);
     } else if (want == TILERT_DEVICE_AUTO) {
       ctx->device = TILERT_DEVICE_CPU;
-      ctx->device_note = note;
+      snprintf(ctx->note, sizeof ctx->note, "GPU path off: %s", why);
     } else {
       /* CUDA was asked for by name: no silent CPU fallback. The context is
        * still handed out (sqlite3_open style) so the caller can read why. */
       ctx->device = TILERT_DEVICE_CUDA;
       ctx->device_ok = false;
-      ctx->device_note = note;
-      st = rt_error(ctx, TILERT_NO_GPU, "%s", note);
+      snprintf(ctx->note, sizeof ctx->note, "GPU path off: %s", why);
+      st = rt_error(ctx, TILERT_NO_GPU,
+                    "TILERT_DEVICE_CUDA was requested, but the GPU path is off: %s", why);
     }
   } else {
     tilert_context_destroy(ctx);
@@ -152,6 +142,7 @@ TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out)
 
 void tilert_context_destroy(TilertContext *ctx) {
   if (!ctx) return;
+  rt_gpu_close(ctx);
   free(ctx->cache_dir);
   free(ctx->cc);
   free(ctx->last_error);
@@ -168,6 +159,33 @@ const char *tilert_context_device_note(const TilertContext *ctx) {
 
 /* ---- modules ---- */
 
+TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *text, size_t len,
+                             const TilecDefine *defines, int ndefines, TilecEmit emit,
+                             TilecTarget target, TilecResult **out) {
+  *out = NULL;
+  TilecOptions opt;
+  tilec_options_init(&opt);
+  opt.emit = emit;
+  opt.target = target;
+  opt.defines = defines;
+  opt.ndefines = ndefines;
+  TilecResult *res = NULL;
+  int rc = tilec_compile(name, text, len, &opt, &res);
+  if (!res) return rt_error(ctx, TILERT_OUT_OF_MEMORY, "%s: the compiler returned no result", name);
+  if (rc != 0) {
+    const char *diag = tilec_result_diagnostics(res);
+    TilertStatus st =
+        rc == 2 ? rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: bad compile options\n%s", name,
+                           diag ? diag : "")
+        : diag && *diag ? rt_error(ctx, TILERT_COMPILE_ERROR, "%s", diag)
+                        : rt_error(ctx, TILERT_COMPILE_ERROR, "%s: compilation failed", name);
+    tilec_result_destroy(res);
+    return st;
+  }
+  *out = res;
+  return TILERT_OK;
+}
+
 TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name, const char *text,
                                        size_t len, const TilecDefine *defines, int ndefines,
                                        TilertModule **out) {
@@ -180,27 +198,12 @@ TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name, con
   if (!name) name = "<string>";
   if (!ctx->device_ok) return rt_error(ctx, TILERT_NO_GPU, "%s", ctx->device_note);
   if (ctx->device == TILERT_DEVICE_CUDA)
-    return rt_gpu_load(ctx, name, text, len, defines, ndefines, out);
+    return rt_gpu_load(ctx, name, text ? text : "", len, defines, ndefines, out);
 
-  TilecOptions opt;
-  tilec_options_init(&opt);
-  opt.emit = TILEC_EMIT_C;
-  opt.target = TILEC_TARGET_CPU;
-  opt.defines = defines;
-  opt.ndefines = ndefines;
   TilecResult *res = NULL;
-  int rc = tilec_compile(name, text ? text : "", len, &opt, &res);
-  if (!res) return rt_error(ctx, TILERT_OUT_OF_MEMORY, "%s: the compiler returned no result", name);
-  if (rc != 0) {
-    const char *diag = tilec_result_diagnostics(res);
-    TilertStatus st =
-        rc == 2 ? rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: bad compile options\n%s", name,
-                           diag ? diag : "")
-        : diag && *diag ? rt_error(ctx, TILERT_COMPILE_ERROR, "%s", diag)
-                        : rt_error(ctx, TILERT_COMPILE_ERROR, "%s: compilation failed", name);
-    tilec_result_destroy(res);
-    return st;
-  }
+  TilertStatus cst = rt_compile_tile(ctx, name, text ? text : "", len, defines, ndefines,
+                                     TILEC_EMIT_C, TILEC_TARGET_CPU, &res);
+  if (cst != TILERT_OK) return cst;
 
   int n = tilec_result_num_kernels(res);
   const TilecKernelInfo **kernels = calloc(n > 0 ? (size_t)n : 1, sizeof *kernels);
@@ -251,6 +254,7 @@ TilertStatus tilert_module_load_file(TilertContext *ctx, const char *path,
 void tilert_module_destroy(TilertModule *mod) {
   if (!mod) return;
   if (mod->dl) dlclose(mod->dl);
+  if (mod->cumod) rt_gpu_module_unload(mod);
   tilec_result_destroy(mod->result);
   free(mod->kernels);
   free(mod);
@@ -282,16 +286,7 @@ const TilecKernelInfo *tilert_kernel_info(const TilertKernel *k) { return k ? k-
 
 /* ---- launch ---- */
 
-typedef union RtScalar {
-  float f32;
-  double f64;
-  int32_t i32;
-  int64_t i64;
-  uint16_t bits16;
-  unsigned char b;
-} RtScalar;
-
-static void convert_scalar(const TilertArg *a, TilecDType t, RtScalar *out) {
+void rt_convert_scalar(const TilertArg *a, TilecDType t, RtScalar *out) {
   double f = a->kind == TILERT_ARG_FLOAT ? a->f : (double)a->i;
   switch (t) {
   case TILEC_DTYPE_F32: out->f32 = (float)f; break;
@@ -309,7 +304,7 @@ enum { RT_STACK_ARGS = 32 };
 TilertStatus tilert_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream) {
   if (!k) return TILERT_INVALID_ARGUMENT;
   TilertContext *ctx = k->mod->ctx;
-  if (k->mod->ctx->device == TILERT_DEVICE_CUDA) return rt_gpu_launch(k, args, nargs, stream);
+  if (ctx->device == TILERT_DEVICE_CUDA) return rt_gpu_launch(k, args, nargs, stream);
 
   const TilecKernelInfo *info = k->info;
   int np = info->nparams, nd = info->ndynamic;
@@ -323,7 +318,7 @@ TilertStatus tilert_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   char msg[1024];
   if (!dyn || !argv || !scalars) {
     st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
-  } else if (!rt_validate(info, args, nargs, kDLCPU, dyn, msg, sizeof msg)) {
+  } else if (!rt_validate(info, args, nargs, kDLCPU, -1, dyn, msg, sizeof msg)) {
     st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
   } else {
     for (int i = 0; i < np; i++) {
@@ -331,7 +326,7 @@ TilertStatus tilert_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
         const DLTensor *t = args[i].tensor;
         argv[i] = t->data ? (char *)t->data + t->byte_offset : NULL;
       } else {
-        convert_scalar(&args[i], info->params[i].dtype, &scalars[i]);
+        rt_convert_scalar(&args[i], info->params[i].dtype, &scalars[i]);
         argv[i] = &scalars[i];
       }
     }

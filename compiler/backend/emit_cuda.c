@@ -66,6 +66,8 @@ static const char *storage_type(DType t) {
   }
 }
 
+static bool is_16bit(DType t) { return t == DTYPE_F16 || t == DTYPE_BF16; }
+
 /* The type arithmetic on a value of t happens in. */
 static const char *value_type(DType t) {
   return t == DTYPE_F16 || t == DTYPE_BF16 ? "float" : storage_type(t);
@@ -86,14 +88,8 @@ static int elems_of(const IrBuffer *b) {
 /* ---- layout formulas (docs/gpu-codegen.md) ---------------------------------- */
 
 static void row_expr(StrBuf *sb, const IrLayout *l, const char *rs) {
-  if (l->frag == IR_FRAG_MMA_C) {
-    int mw = l->rows / l->warps_m;
-    sb_printf(sb, "((tc_warp / %d) * %d + (%s / 2) * 16 + (%s %% 2) * 8 + tc_lane / 4)", l->warps_n, mw, rs, rs);
-  } else if (l->group >= 1 && l->rows_local == 1 && l->group > 0 && l->cols_local * l->group == (l->cols ? l->cols : l->cols_local * l->group)) {
-    sb_printf(sb, "(tc_tid / %d)", l->group);
-  } else {
-    sb_printf(sb, "(tc_tid / %d + %d * %s)", l->group, 0, rs);
-  }
+  int mw = l->rows / l->warps_m;
+  sb_printf(sb, "((tc_warp / %d) * %d + (%s / 2) * 16 + (%s %% 2) * 8 + tc_lane / 4)", l->warps_n, mw, rs, rs);
 }
 
 static void rowgroup_row(StrBuf *sb, const IrLayout *l, int threads, const char *rs) {
@@ -257,7 +253,11 @@ static void emit_expr(Cuda *C, StrBuf *sb, const IrExpr *e) {
     float_literal(sb, e->u.float_value, e->dtype);
     return;
   case IR_EXPR_VAR:
-    sb_puts(sb, e->u.var->name);
+    /* f16/bf16 scalar parameters arrive as their bits. */
+    if (is_16bit(e->u.var->dtype))
+      sb_printf(sb, "%s(%s)", e->u.var->dtype == DTYPE_F16 ? "tc_f16_to_f32" : "tc_bf16_to_f32", e->u.var->name);
+    else
+      sb_puts(sb, e->u.var->name);
     return;
   case IR_EXPR_UNARY:
     sb_puts(sb, e->u.op.op == IR_OP_NEG ? "(-" : "(!");
@@ -517,7 +517,6 @@ static void tile_base(Cuda *C, StrBuf *sb, const IrRegion *r) {
   }
 }
 
-static bool is_16bit(DType t) { return t == DTYPE_F16 || t == DTYPE_BF16; }
 
 /* Global offset of the region's start (row-major over the tensor's shape). */
 static void region_offset(Cuda *C, StrBuf *sb, const IrRegion *r) {

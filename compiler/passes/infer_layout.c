@@ -330,6 +330,29 @@ static void default_layouts(IrStmt *s, void *ctx) {
     }
     b->layout = l;
     in->changed = true;
+  } else if (b->rank == 1 && lo->second_round) {
+    /* A row vector no 2-D fragment relates to: spread its rows like a
+     * [R, 1] row group, the threads of a group holding copies. */
+    int R = dim_of(b, 0), T = in->threads;
+    IrLayout l = {0};
+    l.kind = IR_LAYOUT_FRAGMENT;
+    l.frag = IR_FRAG_ROWGROUP;
+    l.rows = R;
+    l.cols_local = 1;
+    if (T >= R && T % R == 0 && T / R <= 32) {
+      l.group = T / R;
+      l.rows_local = 1;
+    } else if (T < R && R % T == 0) {
+      l.group = 1;
+      l.rows_local = R / T;
+    } else {
+      diag_error(in->diag, s->loc, "fragment '%s' [%d] cannot be spread over %d threads (its length must divide "
+                 "the threads into groups of at most 32, or be a multiple of the threads)", b->name, R, T);
+      in->failed = true;
+      return;
+    }
+    b->layout = l;
+    in->changed = true;
   } else if (lo->second_round) {
     diag_error(in->diag, s->loc,
                "fragment '%s' of rank %d has no layout: on the GPU a fragment is 2-D, or a row vector "

@@ -147,9 +147,12 @@ static void place(IrModule *m, IrStmt *seq, State *st) {
       ir_seq_push(m, seq, s);
       continue;
     }
-    bool compound = s->kind == IR_STMT_FOR || s->kind == IR_STMT_IF || s->kind == IR_STMT_SEQ;
+    /* A parallel loop is one step for the block: its iterations run on
+     * different threads, so a barrier can only go around it, never inside. */
+    bool parallel = s->kind == IR_STMT_FOR && s->u.for_.kind == IR_FOR_PARALLEL;
+    bool compound = !parallel && (s->kind == IR_STMT_FOR || s->kind == IR_STMT_IF || s->kind == IR_STMT_SEQ);
     Access a = {0};
-    if (compound) {
+    if (compound || parallel) {
       /* Only what the compound touches before its own first barrier matters
        * here; approximating with everything it touches is safe. */
       pass_visit_stmts(s, access_of, &a);

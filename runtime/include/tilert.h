@@ -125,9 +125,26 @@ static inline TilertArg tilert_arg_int(int64_t v) {
 
 /* Checks every argument against the kernel's signature (count, kind, dtype,
  * rank, shape incl. symbols shared between tensors, compact strides, device,
- * non-null data) and runs the kernel to completion. stream: a CUstream for
- * the GPU path (NULL: default stream), ignored on the CPU. */
+ * non-null data) and runs the kernel. CPU: to completion. CUDA: tensors
+ * must be kDLCUDA device 0 (a host tensor is a LAUNCH_MISMATCH); stream is
+ * a CUstream, or NULL for the default stream, in which case the launch is
+ * waited for and a kernel fault is returned as CUDA_ERROR naming the kernel;
+ * on a caller's stream the launch is asynchronous. A grid with a zero
+ * dimension (e.g. n = 0) launches nothing and returns OK. */
 TilertStatus tilert_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream);
+
+/* Device memory of a CUDA context (device 0), so that a host program can
+ * run on the GPU without CUDA headers or libraries of its own. A device
+ * pointer is the CUdeviceptr value as a void *, what DLTensor.data holds for
+ * a kDLCUDA tensor (device_id 0). Each returns NO_GPU on a CPU context (the
+ * last error says why), CUDA_ERROR (OUT_OF_MEMORY for an allocation) with
+ * the driver's message otherwise. Allocating 0 bytes gives NULL; freeing
+ * NULL and copying 0 bytes do nothing. Copies are synchronous and ordered
+ * after work on the default stream. */
+TilertStatus tilert_device_alloc(TilertContext *ctx, size_t bytes, void **dptr);
+TilertStatus tilert_device_free(TilertContext *ctx, void *dptr);
+TilertStatus tilert_copy_to_device(TilertContext *ctx, void *dst, const void *src, size_t bytes);
+TilertStatus tilert_copy_to_host(TilertContext *ctx, void *dst, const void *src, size_t bytes);
 
 /* f16 / bf16 conversions for host programs preparing inputs (round to
  * nearest even). */

@@ -1,0 +1,288 @@
+/* tilec_tile.cuh - block-level tile templates the generated CUDA calls.
+ *
+ * Built on tilec_device.cuh (mma.sync, ldmatrix, cp.async, the swizzle). The
+ * layouts are the ones of docs/gpu-codegen.md; this block states only what a
+ * caller must know. All templates are header-only and fully unrolled (every
+ * loop bound is a template constant), so register arrays passed by pointer
+ * (acc, a_frag) stay in registers once inlined. NVRTC, -std=c++17, sm_80+.
+ *
+ * Element types. tc_half and tc_bf16 are both `unsigned short`, so the
+ * element type cannot choose the mma variant. The gemm templates therefore
+ * take a TAG as their first template argument:
+ *     tc_f16_t   -> mma ...f32.f16.f16.f32
+ *     tc_bf16_t  -> mma ...f32.bf16.bf16.f32
+ * and their pointer arguments are 16-bit storage (`const unsigned short *`,
+ * i.e. tc_half* or tc_bf16*). Passing anything else as TAG (tc_half, say) is
+ * a compile error that names the two tags.
+ *
+ * tc_smem_index<ROWS, COLS, SWZ>(r, c)
+ *   Element index of (r, c) in a row-major [ROWS][COLS] 16-bit shared tile;
+ *   with SWZ the 16-byte chunks are permuted by tc_swizzle_offset(r, c / 8,
+ *   COLS / 8) (COLS / 8 must then be a power of two).
+ *
+ * tc_ceildiv(a, b)
+ *   ceil(a / b) for b != 0, exact for negative operands too.
+ *
+ * tc_copy_g2s<ROWS, COLS, THREADS, SWZ>(smem, g, g_row_stride, rows_valid,
+ *                                       cols_valid, tid)
+ *   All THREADS threads (tid in [0, THREADS)) must call it. Copies element
+ *   (r, c) = g[r * g_row_stride + c] to smem[tc_smem_index<..>(r, c)] for
+ *   r < rows_valid, c < cols_valid; the rest of the tile becomes +0 and its
+ *   global memory is never read nor addressed (either count may be <= 0).
+ *   Vector path: 16-byte cp.async per chunk (zero-fill form for the padding)
+ *   when g is 16-byte aligned and g_row_stride % 8 == 0; then the caller must
+ *   tc_cp_async_commit / tc_cp_async_wait, then __syncthreads. Otherwise a
+ *   scalar path (plain loads, 16-byte shared stores) that only needs the
+ *   __syncthreads. smem must be 16-byte aligned; COLS % 8 == 0.
+ *
+ * tc_gemm_ss<TAG, M, N, K, WM, WN, A_SWZ, B_SWZ, B_NK>(As, Bs, acc, warp, lane)
+ *   acc += A @ B over WM x WN warps (the warps 0 .. WM*WN-1 must all call it,
+ *   full warps, no divergence). A is the shared tile [M][K]; B is the shared
+ *   tile [N][K] when B_NK (B transposed, as in Q K^T), else [K][N]. acc is the
+ *   thread's 4 * MI * NI floats in the MMA_C layout of [M, N] (MI = M/WM/16,
+ *   NI = N/WN/8). Reads shared memory only: the caller synchronises.
+ *
+ * tc_gemm_rs<TAG, M, N, K, WM, B_SWZ, B_NK>(a_frag, Bs, acc, warp, lane)
+ *   As tc_gemm_ss with WN = 1, but A comes from registers: a_frag is the
+ *   16-bit fragment of [M, K] in the MMA_C layout over WM x 1 warps (K / 4
+ *   values per row slot), e.g. an f32 accumulator converted element-wise.
+ */
+#ifndef TILEC_TILE_CUH
+#define TILEC_TILE_CUH
+
+#include "tilec_device.cuh"
+
+/* ---------------------------------------------------------------------------
+ * Element tags and what they select.
+ * ------------------------------------------------------------------------- */
+struct tc_f16_t {};
+struct tc_bf16_t {};
+
+template <typename TAG>
+struct tc_mma_traits {
+  static constexpr bool valid = false;
+};
+
+template <>
+struct tc_mma_traits<tc_f16_t> {
+  static constexpr bool valid = true;
+  static __device__ __forceinline__ void mma(float d[4], const unsigned a[4], const unsigned b[2]) {
+    tc_mma_m16n8k16_f16f32(d, a, b);
+  }
+  static __device__ __forceinline__ unsigned short from_f32(float x) { return tc_f32_to_f16(x); }
+  static __device__ __forceinline__ float to_f32(unsigned short x) { return tc_f16_to_f32(x); }
+};
+
+template <>
+struct tc_mma_traits<tc_bf16_t> {
+  static constexpr bool valid = true;
+  static __device__ __forceinline__ void mma(float d[4], const unsigned a[4], const unsigned b[2]) {
+    tc_mma_m16n8k16_bf16f32(d, a, b);
+  }
+  static __device__ __forceinline__ unsigned short from_f32(float x) { return tc_f32_to_bf16(x); }
+  static __device__ __forceinline__ float to_f32(unsigned short x) { return tc_bf16_to_f32(x); }
+};
+
+#define TC_TILE_TAG_CHECK(TAG)                                                                   \
+  static_assert(tc_mma_traits<TAG>::valid,                                                       \
+                "tc_gemm_*: the first template argument must be tc_f16_t or tc_bf16_t "          \
+                "(tc_half and tc_bf16 are the same C++ type and cannot select the mma)")
+
+/* ---------------------------------------------------------------------------
+ * Small helpers
+ * ------------------------------------------------------------------------- */
+
+TC_DEVICE long long tc_ceildiv(long long a, long long b) {
+  long long q = a / b; /* truncates toward zero */
+  if (a % b != 0 && ((a < 0) == (b < 0))) ++q;
+  return q;
+}
+
+template <int ROWS, int COLS, bool SWZ>
+TC_DEVICE int tc_smem_index(int r, int c) {
+  static_assert(COLS % 8 == 0, "tc_smem_index: COLS must be a multiple of 8 (16-byte chunks)");
+  static_assert(!SWZ || ((COLS / 8) & (COLS / 8 - 1)) == 0,
+                "tc_smem_index: a swizzled tile needs a power-of-two number of chunks per row");
+  if constexpr (SWZ) return (int)tc_swizzle_offset((unsigned)r, (unsigned)c >> 3, COLS / 8) * 8 + (c & 7);
+  return r * COLS + c;
+}
+
+/* .shared byte address of element (r, c), c a multiple of 8 (a chunk start). */
+template <int ROWS, int COLS, bool SWZ>
+TC_DEVICE unsigned tc_tile_chunk_addr(unsigned base, int r, int c) {
+  return base + 2u * (unsigned)tc_smem_index<ROWS, COLS, SWZ>(r, c);
+}
+
+/* ---------------------------------------------------------------------------
+ * Global -> shared tile copy
+ * ------------------------------------------------------------------------- */
+
+template <int ROWS, int COLS, int THREADS, bool SWZ, typename T>
+TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows_valid,
+                           int cols_valid, int tid) {
+  static_assert(sizeof(T) == 2, "tc_copy_g2s: 16-bit elements only");
+  static_assert(ROWS > 0 && COLS > 0 && COLS % 8 == 0, "tc_copy_g2s: COLS must be a multiple of 8");
+  static_assert(THREADS > 0, "tc_copy_g2s: THREADS must be positive");
+  constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR;
+  constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
+  const unsigned base = tc_smem_addr(smem);
+  const bool vec = ((unsigned long long)g & 15ull) == 0 && g_row_stride % 8 == 0;
+  if (vec) {
+#pragma unroll
+    for (int j = 0; j < ITERS; ++j) {
+      const int i = tid + j * THREADS;
+      if (CHUNKS % THREADS == 0 || i < CHUNKS) {
+        const int r = i / CPR, c0 = (i % CPR) * 8;
+        const int left = cols_valid - c0;
+        const bool in = r < rows_valid && left > 0;
+        /* Out-of-range chunks read 0 bytes from g itself: no address past
+         * the tensor is ever formed. */
+        const T *src = in ? g + (long long)r * g_row_stride + c0 : g;
+        const unsigned nbytes = in ? (left >= 8 ? 16u : 2u * (unsigned)left) : 0u;
+        tc_cp_async_16_bytes(tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, r, c0), src, nbytes);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < ITERS; ++j) {
+      const int i = tid + j * THREADS;
+      if (CHUNKS % THREADS == 0 || i < CHUNKS) {
+        const int r = i / CPR, c0 = (i % CPR) * 8;
+        unsigned short v[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = 0;
+        if (r < rows_valid) {
+          const T *row = g + (long long)r * g_row_stride;
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            if (c0 + e < cols_valid) v[e] = (unsigned short)row[c0 + e];
+        }
+        tc_u32x4 w;
+        w.x = tc_pack2(v[0], v[1]);
+        w.y = tc_pack2(v[2], v[3]);
+        w.z = tc_pack2(v[4], v[5]);
+        w.w = tc_pack2(v[6], v[7]);
+        tc_st_shared_16(tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, r, c0), w);
+      }
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------
+ * Warp-level operand loads (ldmatrix)
+ * ------------------------------------------------------------------------- */
+
+/* A fragment of the 16x16 atom at rows row0.., k columns k0.. of the [M][K]
+ * shared tile: lane supplies row (lane % 16), chunk (lane / 16), so the four
+ * matrices are (rows 0-7, k 0-7), (rows 8-15, k 0-7), (0-7, 8-15), (8-15, 8-15):
+ * exactly a[0..3] of the mma. */
+template <int M, int K, bool SWZ>
+TC_DEVICE void tc_load_a_frag(unsigned a[4], unsigned base, int row0, int k0, int lane) {
+  tc_ldmatrix_x4(a, tc_tile_chunk_addr<M, K, SWZ>(base, row0 + (lane & 15), k0 + ((lane >> 4) << 3)));
+}
+
+/* B fragments for NI atoms of 8 columns starting at column n0, k-step at k0.
+ * b[ni][0] holds k0..k0+7, b[ni][1] k0+8..k0+15. Pairs of atoms use one x4
+ * (matrices (ni, k lo), (ni, k hi), (ni+1, k lo), (ni+1, k hi)); an odd last
+ * atom uses x2. B_NK: tile [N][K], rows along n, plain ldmatrix.
+ * Otherwise tile [K][N], rows along k, ldmatrix .trans. */
+template <int N, int K, bool SWZ, bool B_NK, int NI>
+TC_DEVICE void tc_load_b_frags(unsigned (&b)[NI][2], unsigned base, int n0, int k0, int lane) {
+  const int m = (lane >> 3) & 3, r = lane & 7;
+#pragma unroll
+  for (int p = 0; p + 1 < NI; p += 2) {
+    unsigned q[4];
+    const int n = n0 + 8 * (p + (m >> 1)), k = k0 + 8 * (m & 1);
+    if constexpr (B_NK)
+      tc_ldmatrix_x4(q, tc_tile_chunk_addr<N, K, SWZ>(base, n + r, k));
+    else
+      tc_ldmatrix_x4_trans(q, tc_tile_chunk_addr<K, N, SWZ>(base, k + r, n));
+    b[p][0] = q[0];
+    b[p][1] = q[1];
+    b[p + 1][0] = q[2];
+    b[p + 1][1] = q[3];
+  }
+  if (NI % 2 == 1) {
+    /* lanes 16-31 repeat lanes 0-15's addresses (ignored, but valid). */
+    const int n = n0 + 8 * (NI - 1), k = k0 + 8 * (m & 1);
+    if constexpr (B_NK)
+      tc_ldmatrix_x2(b[NI - 1], tc_tile_chunk_addr<N, K, SWZ>(base, n + r, k));
+    else
+      tc_ldmatrix_x2_trans(b[NI - 1], tc_tile_chunk_addr<K, N, SWZ>(base, k + r, n));
+  }
+}
+
+/* acc[atom (mi, ni)] += a[mi] * b[ni] for every atom of the warp tile, with
+ * the MMA_C register order (COLS_LOCAL = 2 * NI). */
+template <typename TAG, int MI, int NI>
+TC_DEVICE void tc_mma_atoms(float *acc, const unsigned (&a)[MI][4], const unsigned (&b)[NI][2]) {
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) {
+      float *top = acc + (2 * mi) * (2 * NI) + 2 * ni;
+      float *bot = acc + (2 * mi + 1) * (2 * NI) + 2 * ni;
+      float d[4] = {top[0], top[1], bot[0], bot[1]};
+      tc_mma_traits<TAG>::mma(d, a[mi], b[ni]);
+      top[0] = d[0];
+      top[1] = d[1];
+      bot[0] = d[2];
+      bot[1] = d[3];
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------
+ * Block gemms
+ * ------------------------------------------------------------------------- */
+
+template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK>
+TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp,
+                          int lane) {
+  TC_TILE_TAG_CHECK(TAG);
+  static_assert(WM > 0 && WN > 0, "tc_gemm_ss: WM and WN must be positive");
+  static_assert(M % (16 * WM) == 0, "tc_gemm_ss: M / WM must be a multiple of 16");
+  static_assert(N % (8 * WN) == 0, "tc_gemm_ss: N / WN must be a multiple of 8");
+  static_assert(K % 16 == 0, "tc_gemm_ss: K must be a multiple of 16");
+  constexpr int MW = M / WM, NW = N / WN, MI = MW / 16, NI = NW / 8;
+  const int row0 = (warp / WN) * MW, n0 = (warp % WN) * NW;
+  const unsigned a_base = tc_smem_addr(As), b_base = tc_smem_addr(Bs);
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    unsigned a[MI][4], b[NI][2];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) tc_load_a_frag<M, K, A_SWZ>(a[mi], a_base, row0 + 16 * mi, 16 * kk, lane);
+    tc_load_b_frags<N, K, B_SWZ, B_NK, NI>(b, b_base, n0, 16 * kk, lane);
+    tc_mma_atoms<TAG, MI, NI>(acc, a, b);
+  }
+}
+
+template <typename TAG, int M, int N, int K, int WM, bool B_SWZ, bool B_NK>
+TC_DEVICE void tc_gemm_rs(const unsigned short *a_frag, const unsigned short *Bs, float *acc, int warp,
+                          int lane) {
+  TC_TILE_TAG_CHECK(TAG);
+  static_assert(WM > 0, "tc_gemm_rs: WM must be positive");
+  static_assert(M % (16 * WM) == 0, "tc_gemm_rs: M / WM must be a multiple of 16");
+  static_assert(N % 8 == 0, "tc_gemm_rs: N must be a multiple of 8");
+  static_assert(K % 16 == 0, "tc_gemm_rs: K must be a multiple of 16");
+  constexpr int MI = M / WM / 16, NI = N / 8, KC = K / 4; /* KC: COLS_LOCAL of a_frag */
+  (void)warp; /* WN = 1: every warp covers all N columns; rows are in a_frag */
+  const unsigned b_base = tc_smem_addr(Bs);
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    unsigned a[MI][4], b[NI][2];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const unsigned short *top = a_frag + (2 * mi) * KC + 4 * kk;
+      const unsigned short *bot = a_frag + (2 * mi + 1) * KC + 4 * kk;
+      a[mi][0] = tc_pack2(top[0], top[1]);
+      a[mi][1] = tc_pack2(bot[0], bot[1]);
+      a[mi][2] = tc_pack2(top[2], top[3]);
+      a[mi][3] = tc_pack2(bot[2], bot[3]);
+    }
+    tc_load_b_frags<N, K, B_SWZ, B_NK, NI>(b, b_base, 0, 16 * kk, lane);
+    tc_mma_atoms<TAG, MI, NI>(acc, a, b);
+  }
+}
+
+#endif /* TILEC_TILE_CUH */

@@ -1,0 +1,388 @@
+/* rt_gpu.c - the CUDA path of libtilert: contexts on a GPU, loading a .tile
+ * through NVRTC with a disk cache of cubins, launching, device memory.
+ *
+ * Everything CUDA goes through runtime/cuda/cuda_driver.h (libcuda and
+ * libnvrtc are dlopen'ed there), so this file needs no CUDA header and the
+ * library still runs on machines without CUDA.
+ *
+ * Load:   tilec_compile(emit CUDA, sm_90a for compute capability >= 9.0,
+ *         else sm_80) -> CUDA text + kernel signatures + specialized IR
+ *         -> cubin: <key>.cubin from the cache (verified against <key>.sum,
+ *            NVRTC does not run), or NVRTC for the device's arch
+ *            (rt_cuda_target: "sm_90a", "sm_86", ...) and the entry
+ *            published atomically (temp file + rename, as rt_cache.c does
+ *            for the CPU's .so)
+ *         -> cuModuleLoadData, cuModuleGetFunction(tilec_<kernel>) for every
+ *            kernel, the >48 KB dynamic shared memory attribute when needed.
+ *         A cached cubin that the driver refuses is rebuilt once.
+ * Launch: rt_validate against kDLCUDA:0, the grid from the kernel's grid
+ *         expressions (tilec_result_grid), parameters in the generated
+ *         kernel's order (tilec.h / backend.h): each tensor's device pointer
+ *         (data + byte_offset), each scalar by value in its dtype, then each
+ *         dynamic symbol as a long long. block = (threads, 1, 1), dynamic
+ *         shared memory = shared_bytes. On the default stream (NULL) the
+ *         launch is waited for, so a kernel fault comes back from this launch
+ *         as CUDA_ERROR naming the kernel; on a caller's stream it is
+ *         asynchronous and a fault shows up at the caller's next sync.
+ * A context, its modules and its launches belong to the thread that created
+ * the context (the driver layer makes device 0's primary context current on
+ * that thread). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt_internal.h"
+
+/* -lineinfo: profilers and compute-sanitizer map SASS back to the generated
+ * lines; it changes no code. No --use_fast_math: results must match the C
+ * backend's within ordinary float rounding. */
+const char *const rt_gpu_nvrtc_opts[] = {"-lineinfo"};
+const int rt_gpu_nvrtc_nopts = (int)(sizeof rt_gpu_nvrtc_opts / sizeof rt_gpu_nvrtc_opts[0]);
+
+enum { RT_GPU_DEFAULT_SMEM = 48 * 1024 };
+
+/* ---- contexts ---- */
+
+bool rt_gpu_open(TilertContext *ctx, char *why, size_t why_cap) {
+  ctx->cu = rt_cuda_open(RT_CUDA_DEVICE, 0, why, why_cap);
+  return ctx->cu != NULL;
+}
+
+void rt_gpu_close(TilertContext *ctx) {
+  rt_cuda_close(ctx->cu);
+  ctx->cu = NULL;
+}
+
+/* ---- cubins ---- */
+
+void rt_gpu_source_name(const char *tile_name, char *out, size_t cap) {
+  const char *base = strrchr(tile_name, '/');
+  base = base ? base + 1 : tile_name;
+  size_t n = strlen(base);
+  if (n > 5 && strcmp(base + n - 5, ".tile") == 0) n -= 5;
+  snprintf(out, cap, "%.*s.cu", (int)n, base);
+}
+
+/* Writes the cubin to a temp file in dir and publishes it as <key>.cubin.
+ * Returns 0 or an errno. */
+static int publish_cubin(const char *dir, const char *key, const void *cubin, size_t size) {
+  size_t n = strlen(dir) + strlen(key) + 32;
+  char *tmp = malloc(n);
+  if (!tmp) return ENOMEM;
+  snprintf(tmp, n, "%s/.tmp-%s-XXXXXX", dir, key);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    int err = errno;
+    free(tmp);
+    return err;
+  }
+  int err = 0;
+  for (size_t done = 0; done < size;) {
+    ssize_t w = write(fd, (const char *)cubin + done, size - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      err = w < 0 ? errno : EIO;
+      break;
+    }
+    done += (size_t)w;
+  }
+  if (close(fd) != 0 && !err) err = errno;
+  if (!err) err = rt_cache_publish_ext(dir, key, "cubin", tmp, 0644);
+  unlink(tmp); /* gone already when published */
+  free(tmp);
+  return err;
+}
+
+TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
+                          const char *ir, const char *arch, bool force_build, void **cubin,
+                          size_t *size, bool *from_cache) {
+  *cubin = NULL;
+  *size = 0;
+  *from_cache = false;
+  if (!ctx->cu) return rt_error(ctx, TILERT_NO_GPU, "%s: NVRTC is not loaded", name);
+
+  const char *dir = NULL;
+  if (!ctx->cache_disabled && ctx->cache_dir) {
+    int err = rt_mkdir_p(ctx->cache_dir);
+    if (err) rt_cache_warn(ctx, ctx->cache_dir, strerror(err));
+    else dir = ctx->cache_dir;
+  }
+  char key[65];
+  if (dir) {
+    rt_cache_key_cuda(arch, rt_cuda_nvrtc_version(ctx->cu), rt_gpu_nvrtc_opts, rt_gpu_nvrtc_nopts,
+                      ir, src, len, key);
+    if (!force_build && rt_cache_read_entry(dir, key, "cubin", cubin, size)) {
+      *from_cache = true;
+      return TILERT_OK;
+    }
+  }
+
+  char cu_name[256];
+  rt_gpu_source_name(name, cu_name, sizeof cu_name);
+  ctx->nvrtc_runs++;
+  bool ok = rt_cuda_compile(ctx->cu, src, cu_name, arch, rt_gpu_nvrtc_opts, rt_gpu_nvrtc_nopts,
+                            cubin, size);
+  if (!ok) return rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
+
+  if (dir) {
+    int err = publish_cubin(dir, key, *cubin, *size);
+    /* The cubin is in memory: an unwritable cache only costs the next load. */
+    if (err) rt_cache_warn(ctx, dir, strerror(err));
+  }
+  return TILERT_OK;
+}
+
+/* ---- modules ---- */
+
+/* cuModuleLoadData and the kernels' functions. */
+static TilertStatus load_cubin(TilertContext *ctx, TilertModule *mod, const char *name,
+                               const char *arch, const void *cubin, size_t size) {
+  RtCuda *cu = ctx->cu;
+  if (!rt_cuda_module_load(cu, cubin, size, &mod->cumod)) {
+    mod->cumod = NULL;
+    return rt_error(ctx, TILERT_CUDA_ERROR, "%s: cannot load the %zu-byte %s cubin: %s", name, size,
+                    arch, rt_cuda_last_error(cu));
+  }
+  for (int i = 0; i < mod->nkernels; i++) {
+    TilertKernel *k = &mod->kernels[i];
+    if (!rt_cuda_get_function(cu, mod->cumod, k->info->entry, &k->cufn))
+      return rt_error(ctx, TILERT_LOAD_FAILED, "%s: kernel '%s': %s", name, k->info->name,
+                      rt_cuda_last_error(cu));
+    if (!rt_cuda_set_max_dynamic_smem(cu, k->cufn, (size_t)k->info->shared_bytes))
+      return rt_error(ctx, TILERT_CUDA_ERROR, "%s: kernel '%s': %s", name, k->info->name,
+                      rt_cuda_last_error(cu));
+  }
+  return TILERT_OK;
+}
+
+void rt_gpu_module_unload(TilertModule *mod) {
+  if (mod->cumod && mod->ctx->cu) rt_cuda_module_unload(mod->ctx->cu, mod->cumod);
+  mod->cumod = NULL;
+}
+
+TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
+                         const TilecDefine *defines, int ndefines, TilertModule **out) {
+  *out = NULL;
+  RtCuda *cu = ctx->cu;
+  if (!cu || !rt_cuda_has_device(cu)) return rt_error(ctx, TILERT_NO_GPU, "%s", ctx->device_note);
+  int cc = rt_cuda_arch(cu);
+  TilecTarget target = cc >= 90 ? TILEC_TARGET_SM90A : TILEC_TARGET_SM80;
+  const char *target_name = target == TILEC_TARGET_SM90A ? "sm_90a" : "sm_80";
+  char arch[16];
+  rt_cuda_target(cc, arch);
+
+  TilecResult *res = NULL;
+  TilertStatus st =
+      rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_CUDA, target, &res);
+  if (st != TILERT_OK) return st;
+
+  TilertModule *mod = calloc(1, sizeof *mod);
+  int n = tilec_result_num_kernels(res);
+  if (mod) mod->kernels = calloc(n > 0 ? (size_t)n : 1, sizeof *mod->kernels);
+  if (!mod || !mod->kernels) {
+    free(mod);
+    tilec_result_destroy(res);
+    return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+  }
+  mod->ctx = ctx;
+  mod->result = res;
+  mod->nkernels = n;
+  int smem_max = rt_cuda_max_smem_optin(cu);
+  for (int i = 0; i < n; i++) {
+    TilertKernel *k = &mod->kernels[i];
+    k->mod = mod;
+    k->info = tilec_result_kernel(res, i);
+    k->index = i;
+    /* Before any NVRTC work: no build makes this kernel fit the device. */
+    if (k->info->shared_bytes > RT_GPU_DEFAULT_SMEM && k->info->shared_bytes > smem_max) {
+      st = rt_error(ctx, TILERT_LOAD_FAILED,
+                    "%s: kernel '%s' needs %d bytes of shared memory; %s (sm_%d) allows at most "
+                    "%d per block",
+                    name, k->info->name, k->info->shared_bytes, rt_cuda_device_name(cu), cc,
+                    smem_max);
+      tilert_module_destroy(mod);
+      return st;
+    }
+  }
+
+  const char *src = tilec_result_output(res);
+  size_t src_len = tilec_result_output_size(res);
+  const char *ir = tilec_result_specialized_ir(res);
+  void *cubin = NULL;
+  size_t size = 0;
+  bool hit = false;
+  st = rt_gpu_cubin(ctx, name, src, src_len, ir, arch, false, &cubin, &size, &hit);
+  if (st == TILERT_OK) st = load_cubin(ctx, mod, name, arch, cubin, size);
+  if (st != TILERT_OK && hit) {
+    /* A verified entry the driver refuses (written by another driver?):
+     * rebuild it once rather than fail forever. */
+    rt_gpu_module_unload(mod);
+    free(cubin);
+    cubin = NULL;
+    st = rt_gpu_cubin(ctx, name, src, src_len, ir, arch, true, &cubin, &size, &hit);
+    if (st == TILERT_OK) st = load_cubin(ctx, mod, name, arch, cubin, size);
+  }
+  free(cubin);
+  if (st == TILERT_NVRTC_FAILED) {
+    /* Point at the text the log's line numbers refer to. */
+    char *prev = ctx->last_error;
+    ctx->last_error = NULL;
+    rt_error(ctx, st, "%s\n(the generated CUDA source: tilec %s --emit=cuda --target=%s)",
+             prev ? prev : "", name, target_name);
+    free(prev);
+  }
+  if (st != TILERT_OK) {
+    tilert_module_destroy(mod);
+    return st;
+  }
+  mod->from_cache = hit;
+  *out = mod;
+  return TILERT_OK;
+}
+
+/* ---- launch ---- */
+
+/* One kernel parameter's bytes: a device pointer, a scalar, or a dynamic
+ * symbol's value. */
+typedef union RtGpuParam {
+  unsigned long long ptr; /* CUdeviceptr */
+  RtScalar scalar;
+  long long dyn;
+} RtGpuParam;
+
+enum { RT_GPU_STACK_PARAMS = 32 };
+
+TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream) {
+  TilertModule *mod = k->mod;
+  TilertContext *ctx = mod->ctx;
+  const TilecKernelInfo *info = k->info;
+  if (!ctx->cu || !mod->cumod || !k->cufn)
+    return rt_error(ctx, TILERT_NO_GPU, "%s: the kernel is not loaded on a GPU", info->name);
+  if (!mod->result)
+    return rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: the module has no grid expressions",
+                    info->name);
+  int np = info->nparams, nd = info->ndynamic, total = np + nd;
+  int64_t dyn_stack[RT_GPU_STACK_PARAMS];
+  RtGpuParam val_stack[RT_GPU_STACK_PARAMS];
+  void *ptr_stack[RT_GPU_STACK_PARAMS];
+  int64_t *dyn = nd <= RT_GPU_STACK_PARAMS ? dyn_stack : malloc((size_t)nd * sizeof *dyn);
+  RtGpuParam *vals =
+      total <= RT_GPU_STACK_PARAMS ? val_stack : malloc((size_t)total * sizeof *vals);
+  void **params = total <= RT_GPU_STACK_PARAMS ? ptr_stack : malloc((size_t)total * sizeof *params);
+  TilertStatus st = TILERT_OK;
+  char msg[1024];
+  int64_t grid[3] = {0, 0, 0};
+  if (!dyn || !vals || !params) {
+    st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  if (!rt_validate(info, args, nargs, kDLCUDA, 0, dyn, msg, sizeof msg)) {
+    st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
+    goto done;
+  }
+  tilec_result_grid(mod->result, k->index, dyn, grid);
+  for (int g = 0; g < 3; g++)
+    if (grid[g] <= 0) goto done; /* an empty grid: nothing to do */
+  if (grid[0] > 2147483647LL || grid[1] > 65535 || grid[2] > 65535) {
+    st = rt_error(ctx, TILERT_LAUNCH_MISMATCH,
+                  "%s: grid (%lld, %lld, %lld) exceeds CUDA's limits (2147483647, 65535, 65535)",
+                  info->name, (long long)grid[0], (long long)grid[1], (long long)grid[2]);
+    goto done;
+  }
+
+  for (int i = 0; i < np; i++) {
+    if (info->params[i].is_tensor) {
+      const DLTensor *t = args[i].tensor;
+      vals[i].ptr = t->data ? (unsigned long long)(uintptr_t)t->data + t->byte_offset : 0;
+    } else {
+      rt_convert_scalar(&args[i], info->params[i].dtype, &vals[i].scalar);
+    }
+    params[i] = &vals[i];
+  }
+  for (int j = 0; j < nd; j++) {
+    vals[np + j].dyn = (long long)dyn[j];
+    params[np + j] = &vals[np + j];
+  }
+
+  unsigned g3[3] = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
+  unsigned b3[3] = {(unsigned)info->threads, 1, 1};
+  if (!rt_cuda_launch_kernel(ctx->cu, k->cufn, g3, b3, (size_t)info->shared_bytes, stream,
+                             params)) {
+    st = rt_error(ctx, TILERT_CUDA_ERROR,
+                  "%s: launch failed (grid %u x %u x %u, %u threads, %d bytes of shared "
+                  "memory): %s",
+                  info->name, g3[0], g3[1], g3[2], b3[0], info->shared_bytes,
+                  rt_cuda_last_error(ctx->cu));
+    goto done;
+  }
+  if (!stream && !rt_cuda_synchronize(ctx->cu))
+    st = rt_error(ctx, TILERT_CUDA_ERROR, "kernel '%s' failed on the GPU: %s", info->name,
+                  rt_cuda_last_error(ctx->cu));
+
+done:
+  if (dyn != dyn_stack) free(dyn);
+  if (vals != val_stack) free(vals);
+  if (params != ptr_stack) free(params);
+  return st;
+}
+
+/* ---- device memory (public) ---- */
+
+static TilertStatus need_gpu(TilertContext *ctx, const char *what) {
+  if (ctx->device == TILERT_DEVICE_CUDA && ctx->device_ok && rt_cuda_has_device(ctx->cu))
+    return TILERT_OK;
+  return rt_error(ctx, TILERT_NO_GPU, "%s: the context has no GPU (%s)", what,
+                  tilert_context_device_note(ctx));
+}
+
+TilertStatus tilert_device_alloc(TilertContext *ctx, size_t bytes, void **dptr) {
+  if (!ctx) return TILERT_INVALID_ARGUMENT;
+  if (!dptr) return rt_error(ctx, TILERT_INVALID_ARGUMENT, "tilert_device_alloc: dptr is NULL");
+  *dptr = NULL;
+  TilertStatus st = need_gpu(ctx, "tilert_device_alloc");
+  if (st != TILERT_OK || bytes == 0) return st;
+  RtCuDevPtr p = 0;
+  if (!rt_cuda_malloc(ctx->cu, bytes, &p)) {
+    const char *err = rt_cuda_last_error(ctx->cu);
+    return rt_error(
+        ctx, strstr(err, "CUDA_ERROR_OUT_OF_MEMORY") ? TILERT_OUT_OF_MEMORY : TILERT_CUDA_ERROR,
+        "tilert_device_alloc(%zu bytes): %s", bytes, err);
+  }
+  *dptr = (void *)(uintptr_t)p;
+  return TILERT_OK;
+}
+
+TilertStatus tilert_device_free(TilertContext *ctx, void *dptr) {
+  if (!ctx) return TILERT_INVALID_ARGUMENT;
+  if (!dptr) return TILERT_OK;
+  TilertStatus st = need_gpu(ctx, "tilert_device_free");
+  if (st != TILERT_OK) return st;
+  rt_cuda_free(ctx->cu, (RtCuDevPtr)(uintptr_t)dptr);
+  return TILERT_OK;
+}
+
+TilertStatus tilert_copy_to_device(TilertContext *ctx, void *dst, const void *src, size_t bytes) {
+  if (!ctx) return TILERT_INVALID_ARGUMENT;
+  TilertStatus st = need_gpu(ctx, "tilert_copy_to_device");
+  if (st != TILERT_OK || bytes == 0) return st;
+  if (!dst || !src)
+    return rt_error(ctx, TILERT_INVALID_ARGUMENT, "tilert_copy_to_device: NULL pointer");
+  if (!rt_cuda_memcpy_htod(ctx->cu, (RtCuDevPtr)(uintptr_t)dst, src, bytes))
+    return rt_error(ctx, TILERT_CUDA_ERROR, "tilert_copy_to_device(%zu bytes): %s", bytes,
+                    rt_cuda_last_error(ctx->cu));
+  return TILERT_OK;
+}
+
+TilertStatus tilert_copy_to_host(TilertContext *ctx, void *dst, const void *src, size_t bytes) {
+  if (!ctx) return TILERT_INVALID_ARGUMENT;
+  TilertStatus st = need_gpu(ctx, "tilert_copy_to_host");
+  if (st != TILERT_OK || bytes == 0) return st;
+  if (!dst || !src)
+    return rt_error(ctx, TILERT_INVALID_ARGUMENT, "tilert_copy_to_host: NULL pointer");
+  if (!rt_cuda_memcpy_dtoh(ctx->cu, dst, (RtCuDevPtr)(uintptr_t)src, bytes))
+    return rt_error(ctx, TILERT_CUDA_ERROR, "tilert_copy_to_host(%zu bytes): %s", bytes,
+                    rt_cuda_last_error(ctx->cu));
+  return TILERT_OK;
+}

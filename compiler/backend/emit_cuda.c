@@ -829,7 +829,8 @@ static void emit_gemm(Cuda *C, const IrStmt *s, int depth) {
   int ad[IR_MAX_RANK];
   tile_dims(a, ad);
   int64_t K = const_of(a->extent[ad[1]]);
-  const char *T = storage_type(b->buf->dtype);
+  /* tc_half and tc_bf16 are both 16-bit storage; the tag picks the mma. */
+  const char *T = b->buf->dtype == DTYPE_F16 ? "tc_f16_t" : "tc_bf16_t";
   StrBuf *o = C->out;
   ind(C, depth);
   if (a->buf->scope == IR_SCOPE_FRAGMENT) {

@@ -1,0 +1,762 @@
+#!/usr/bin/env python3
+"""bench_attention.py - tilec's flash attention and GEMM on the GPU against
+the peers, in one run. See bench/README.md for the command.
+
+What it measures
+  attention  tilec (examples/flash_attention.tile through the Python binding;
+             seq_len, batch and heads dynamic, dim / is_causal / dtype bound
+             with defines), torch SDPA with each backend forced
+             (FLASH_ATTENTION, CUDNN_ATTENTION, EFFICIENT_ATTENTION), and the
+             Triton FA2 forward kernel of triton_fa2.py (autotuned). Grid of
+             the FlashAttention-3 paper: batch * seq_len = 16384,
+             heads = 2048 / dim, dim 64 and 128, seq_len 512 .. 16384,
+             causal and not, f16 and bf16. BSHD tensors (SDPA gets the
+             [B, H, S, D] transposed view, which its kernels take as is).
+             TFLOP/s = 4 * B * H * S^2 * D / t, half of that when causal.
+  gemm       tilec (examples/gemm.tile) against torch.matmul, f16 and bf16,
+             4096^3 and 8192^3; TFLOP/s = 2 M N K / t.
+  compile    tilec's front end (`tilec --emit=cuda`), a cold load (empty cache:
+             front end + NVRTC + module load), a warm load (disk-cache hit),
+             and Triton's first call of its attention kernel in a fresh cache
+             (one config, and the autotuned entry with all configs).
+
+Every implementation is checked before it is timed: fresh random inputs, the
+output poisoned with NaN (where the implementation writes into a given
+tensor), and the result compared to a float32 torch reference (relative
+error max|out - ref| / max|ref|; bounds below). A wrong result is reported,
+not timed. Times are medians of >= 20 runs (CUDA events, L2 flushed before
+each run, after warm-up).
+
+tilec runs in a child process (this script with --tilec-worker): its GPU
+path is new, and a crash or a hang there (or a sticky CUDA error) must not
+take the peers' numbers with it. A failed tilec row is reported as such; a
+crashed worker is restarted at the next row.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import queue
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# Triton's compile-time measurement needs a cold cache: one fresh directory for
+# the whole run, set before anything imports triton.
+if "--tilec-worker" not in sys.argv and not os.environ.get("BENCH_KEEP_TRITON_CACHE"):
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-triton-cache-")
+
+ATTN_BOUND = {"f16": 1e-2, "bf16": 4e-2}     # of max|ref|; f16 kernels see ~1e-3, bf16 ~8e-3
+GEMM_BOUND = {"f16": 4 * 2.0 ** -10, "bf16": 4 * 2.0 ** -7}  # 4 ulps of the output type
+PEERS = ("sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "triton")
+IMPLS = ("tilec",) + PEERS
+
+
+# ---------------------------------------------------------------- common ---
+
+def torch_dtype(torch, name):
+    return {"f16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+def attn_flops(b, h, s, d, causal):
+    f = 4.0 * b * h * s * s * d
+    return f / 2 if causal else f
+
+
+def attn_shape(seq, dim, tokens=16384, hidden=2048):
+    return max(1, tokens // seq), seq, hidden // dim, dim  # B, S, H, D
+
+
+def attn_reference(torch, q, k, v, causal):
+    """float32 attention of BSHD q, k, v, computed a few heads at a time so
+    the S x S scores stay under ~1 GiB."""
+    bsz, seq, heads, dim = q.shape
+    qf, kf, vf = (t.float().transpose(1, 2) for t in (q, k, v))   # B, H, S, D
+    out = torch.empty((bsz, heads, seq, dim), device=q.device, dtype=torch.float32)
+    chunk = max(1, (1 << 30) // (seq * seq * 4))
+    mask = torch.ones((seq, seq), device=q.device, dtype=torch.bool).triu(1) if causal else None
+    scale = 1.0 / math.sqrt(dim)
+    for b in range(bsz):
+        for h0 in range(0, heads, chunk):
+            h1 = min(heads, h0 + chunk)
+            s = torch.matmul(qf[b, h0:h1], kf[b, h0:h1].transpose(-1, -2)) * scale
+            if causal:
+                s.masked_fill_(mask, float("-inf"))
+            out[b, h0:h1] = torch.matmul(torch.softmax(s, dim=-1), vf[b, h0:h1])
+            del s
+    return out.transpose(1, 2)
+
+
+def rel_error(torch, out, ref):
+    out = out.float()
+    if not torch.isfinite(out).all():
+        return float("inf")
+    return float((out - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
+
+
+class Timer:
+    """Median CUDA-event time of fn() in ms: warm-up, then >= min_runs runs
+    (more while under rep_ms), each after an L2 flush (what
+    triton.testing.do_bench does, with a guaranteed run count)."""
+
+    def __init__(self, torch, min_runs=20, rep_ms=100.0, warmup_ms=25.0, max_runs=500):
+        self.torch = torch
+        self.min_runs, self.rep_ms, self.warmup_ms, self.max_runs = min_runs, rep_ms, warmup_ms, max_runs
+        self.flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+
+    def __call__(self, fn):
+        torch = self.torch
+        fn()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(3):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        est = max(start.elapsed_time(end) / 3, 1e-3)
+        for _ in range(min(int(self.warmup_ms / est), 100)):
+            fn()
+        n = max(self.min_runs, min(self.max_runs, int(self.rep_ms / est)))
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        for i in range(n):
+            self.flush.zero_()
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), n
+
+
+def short(e):
+    """One line for tables and summaries: the first line of the message, and
+    when that only introduces a log (NVRTC, cc), the log's first error."""
+    text = [l.strip() for l in str(e).strip().splitlines() if l.strip()]
+    line = text[0] if text else type(e).__name__
+    if line.endswith(":"):
+        first_err = next((l for l in text[1:] if "error" in l.lower()), None)
+        if first_err:
+            line += " " + first_err
+    return ("%s: %s" % (type(e).__name__, line))[:400]
+
+
+def find_tilec_cli(args):
+    if args.tilec_cli:
+        return args.tilec_cli
+    cands = []
+    lib = os.environ.get("TILEC_LIBRARY")
+    if lib:
+        d = lib if os.path.isdir(lib) else os.path.dirname(lib)
+        cands.append(os.path.join(d, "..", "bin", "tilec"))
+    if os.environ.get("TILEC_BUILD_DIR"):
+        cands.append(os.path.join(os.environ["TILEC_BUILD_DIR"], "bin", "tilec"))
+    cands.append(os.path.join(ROOT, "build", "bin", "tilec"))
+    for c in cands:
+        if os.path.exists(c):
+            return os.path.normpath(c)
+    return shutil.which("tilec")
+
+
+# ------------------------------------------------------- the tilec worker ---
+
+def worker_main(spec_path):
+    """Runs the tilec rows listed in the JSON file spec_path, one result line
+    ("RESULT <json>") per row on stdout, flushed as it goes."""
+    with open(spec_path) as f:
+        spec = json.load(f)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import torch
+
+    def emit(row_id, **kw):
+        kw["id"] = row_id
+        sys.stdout.write("RESULT " + json.dumps(kw) + "\n")
+        sys.stdout.flush()
+
+    try:
+        import tilec
+        ctx = tilec.Context(device="cuda", cache_dir=spec["cache_dir"])
+    except Exception as e:  # no binding / no GPU path: every row says why
+        for row in spec["rows"]:
+            emit(row["id"], error="context: " + short(e))
+        return 0
+    torch.manual_seed(spec["seed"])
+    timer = Timer(torch, min_runs=spec["min_runs"], rep_ms=spec["rep_ms"])
+    # A stream of our own: on the default (NULL) stream the runtime waits for
+    # each launch, which would add a host round trip to every timed run.
+    torch.cuda.set_stream(torch.cuda.Stream())
+    stream = torch.cuda.current_stream().cuda_stream
+    modules = {}
+
+    def kernel(path, name, defines):
+        key = (path, tuple(sorted(defines.items())))
+        if key not in modules:
+            modules[key] = ctx.load(path, defines=defines).kernel(name)
+        return modules[key]
+
+    for row in spec["rows"]:
+        sys.stdout.write("START %s\n" % row["id"])
+        sys.stdout.flush()
+        try:
+            if row["kind"] == "attn":
+                emit(row["id"], **tilec_attention(torch, timer, kernel, row, stream))
+            elif row["kind"] == "gemm":
+                emit(row["id"], **tilec_gemm(torch, timer, kernel, row, stream))
+            elif row["kind"] == "compile":
+                emit(row["id"], **tilec_compile_times(tilec, row))
+        except Exception as e:
+            emit(row["id"], error=short(e), detail=str(e)[:6000],
+                 trace=traceback.format_exc()[-2000:])
+            if "CUDA_ERROR" in str(e) or "CUDA error" in str(e):
+                return 3  # a sticky CUDA error: a fresh worker takes the next rows
+        torch.cuda.synchronize()
+    return 0
+
+
+def tilec_attention(torch, timer, kernel, row, stream):
+    dim, seq, causal, dt = row["dim"], row["seq"], row["causal"], row["dtype"]
+    defines = {"dtype": dt, "dim": dim, "is_causal": causal}
+    defines.update(row.get("defines") or {})
+    t0 = time.perf_counter()
+    k = kernel(os.path.join(ROOT, "examples", "flash_attention.tile"), "flash_attention", defines)
+    load_s = time.perf_counter() - t0
+    bsz, _, heads, _ = attn_shape(seq, dim)
+    shape = (bsz, seq, heads, dim)
+    q, kk, v = (torch.randn(shape, device="cuda", dtype=torch_dtype(torch, dt)) for _ in range(3))
+    out = torch.full_like(q, float("nan"))
+    scale = math.log2(math.e) / math.sqrt(dim)
+    k(q, kk, v, out, scale, stream=stream)
+    torch.cuda.synchronize()
+    err = rel_error(torch, out, attn_reference(torch, q, kk, v, causal))
+    res = {"err": err, "load_s": load_s}
+    if not err <= ATTN_BOUND[dt]:
+        res["error"] = "wrong result: error %.3g > %.0e" % (err, ATTN_BOUND[dt])
+        return res
+    run = k.bind(q, kk, v, out, scale, stream=stream)
+    ms, n = timer(run)
+    res.update(ms=ms, runs=n, tflops=attn_flops(bsz, heads, seq, dim, causal) / ms * 1e-9)
+    return res
+
+
+def gemm_reference(torch, a, b):
+    return torch.matmul(a.float(), b.float())
+
+
+def tilec_gemm(torch, timer, kernel, row, stream):
+    n, dt = row["n"], row["dtype"]
+    defines = {"dtype": dt}
+    defines.update(row.get("defines") or {})
+    k = kernel(os.path.join(ROOT, "examples", "gemm.tile"), "gemm", defines)
+    a = torch.randn((n, n), device="cuda", dtype=torch_dtype(torch, dt))
+    b = torch.randn((n, n), device="cuda", dtype=torch_dtype(torch, dt))
+    c = torch.full((n, n), float("nan"), device="cuda", dtype=a.dtype)
+    k(a, b, c, stream=stream)
+    torch.cuda.synchronize()
+    err = rel_error(torch, c, gemm_reference(torch, a, b))
+    res = {"err": err}
+    if not err <= GEMM_BOUND[dt]:
+        res["error"] = "wrong result: error %.3g > %.0e" % (err, GEMM_BOUND[dt])
+        return res
+    ms, runs = timer(k.bind(a, b, c, stream=stream))
+    res.update(ms=ms, runs=runs, tflops=2.0 * n ** 3 / ms * 1e-9)
+    return res
+
+
+def tilec_compile_times(tilec, row):
+    """Cold load (empty cache: front end + NVRTC + module load), then a warm
+    load of the same module in a new context on the same cache."""
+    path = os.path.join(ROOT, "examples", "flash_attention.tile")
+    defines = {"dtype": "f16", "dim": 128, "is_causal": False}
+    cache = tempfile.mkdtemp(prefix="bench-tilec-cold-")
+    try:
+        ctx = tilec.Context(device="cuda", cache_dir=cache)
+        t0 = time.perf_counter()
+        m = ctx.load(path, defines=defines)
+        cold = time.perf_counter() - t0
+        cold_cached = m.from_cache
+        m.kernel("flash_attention")
+        ctx.close()
+        warm = []
+        for _ in range(5):
+            ctx = tilec.Context(device="cuda", cache_dir=cache)
+            t0 = time.perf_counter()
+            m = ctx.load(path, defines=defines)
+            warm.append(time.perf_counter() - t0)
+            hit = m.from_cache
+            ctx.close()
+        return {"cold_s": cold, "cold_from_cache": cold_cached, "warm_s": statistics.median(warm),
+                "warm_from_cache": hit}
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def run_tilec_rows(rows, args, log):
+    """Runs rows in worker processes; returns {row id: result}. A crash or a
+    per-row timeout fails that row and the next worker resumes after it."""
+    results = {}
+    pending = list(rows)
+    cache = tempfile.mkdtemp(prefix="bench-tilec-cache-")
+    while pending:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump({"rows": pending, "cache_dir": cache, "seed": args.seed,
+                       "min_runs": args.min_runs, "rep_ms": args.rep_ms}, f)
+            spec = f.name
+        env = dict(os.environ)
+        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--tilec-worker", spec],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        lines = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(l) for l in proc.stdout] + [lines.put(None)],
+                         daemon=True).start()
+        current, tail = None, []
+        deadline = time.monotonic() + args.tilec_row_timeout + 60  # + start-up
+        while True:
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                log("tilec worker: row %s timed out after %d s; killing it" % (current, args.tilec_row_timeout))
+                proc.kill()
+                if current is not None:
+                    results[current] = {"error": "timed out (> %d s)" % args.tilec_row_timeout}
+                break
+            if line is None:
+                break
+            if line.startswith("START "):
+                current = line.split()[1]
+                deadline = time.monotonic() + args.tilec_row_timeout
+            elif line.startswith("RESULT "):
+                r = json.loads(line[7:])
+                results[r.pop("id")] = r
+                current = None
+            else:
+                tail = (tail + [line.rstrip()])[-20:]
+        proc.wait()
+        os.unlink(spec)
+        if current is not None and current not in results:
+            results[current] = {"error": "tilec worker died (exit %s) during this row: %s"
+                                % (proc.returncode, " | ".join(tail[-3:])[:300])}
+        done_before = len(pending)
+        pending = [r for r in pending if r["id"] not in results]
+        if pending and len(pending) == done_before:  # died before any row started
+            for r in pending:
+                results[r["id"]] = {"error": "tilec worker exited %s before running: %s"
+                                    % (proc.returncode, " | ".join(tail[-3:])[:300])}
+            pending = []
+    shutil.rmtree(cache, ignore_errors=True)
+    return results
+
+
+# ---------------------------------------------------------------- peers ---
+
+def sdpa_backend(torch, name):
+    from torch.nn.attention import SDPBackend
+    attr = {"sdpa-flash": "FLASH_ATTENTION", "sdpa-cudnn": "CUDNN_ATTENTION",
+            "sdpa-efficient": "EFFICIENT_ATTENTION"}[name]
+    backend = getattr(SDPBackend, attr, None)
+    if backend is None:
+        raise RuntimeError("this torch has no SDPBackend.%s" % attr)
+    return backend
+
+
+def peer_attention(torch, timer, impl, q, k, v, causal, ref, dt):
+    import torch.nn.functional as F
+    if impl == "triton":
+        import triton_fa2
+        out = torch.full_like(q, float("nan"))
+        fn = lambda: triton_fa2.attention(q, k, v, causal=causal, out=out)
+        fn()
+        torch.cuda.synchronize()
+        got = out
+    else:
+        from torch.nn.attention import sdpa_kernel
+        backend = sdpa_backend(torch, impl)
+        qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))   # [B, H, S, D] views
+
+        def fn():
+            with sdpa_kernel([backend]):
+                return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+        got = fn().transpose(1, 2)
+        torch.cuda.synchronize()
+    err = rel_error(torch, got, ref)
+    res = {"err": err}
+    if not err <= ATTN_BOUND[dt]:
+        res["error"] = "wrong result: error %.3g > %.0e" % (err, ATTN_BOUND[dt])
+        return res
+    ms, n = timer(fn)
+    res.update(ms=ms, runs=n)
+    return res
+
+
+def triton_compile_times(torch):
+    """Triton's first call of the attention kernel in a fresh cache: one
+    fixed config, then the autotuned entry (compiles and times every config)."""
+    import triton_fa2
+    dim, seq = 128, 1024
+    bsz, _, heads, _ = attn_shape(seq, dim)
+    q, k, v = (torch.randn((bsz, seq, heads, dim), device="cuda", dtype=torch.float16) for _ in range(3))
+    res = {"cache_dir": os.environ.get("TRITON_CACHE_DIR")}
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    triton_fa2.attention_fixed(q, k, v, causal=False)
+    torch.cuda.synchronize()
+    res["fixed_first_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    triton_fa2.attention_fixed(q, k, v, causal=False)
+    torch.cuda.synchronize()
+    res["fixed_second_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    triton_fa2.attention(q, k, v, causal=True)
+    torch.cuda.synchronize()
+    res["tuned_first_s"] = time.perf_counter() - t0
+    res["tuned_configs"] = len(triton_fa2.CONFIGS)
+    return res
+
+
+def front_end_time(cli):
+    """Median wall time of `tilec --emit=cuda` on the flagship (5 runs)."""
+    if not cli:
+        return {"error": "no tilec CLI found (--tilec-cli, or $TILEC_LIBRARY/../bin/tilec)"}
+    cmd = [cli, os.path.join(ROOT, "examples", "flash_attention.tile"), "--emit=cuda",
+           "--target=sm_90a", "-D", "dim=128", "-D", "dtype=f16", "-o", os.devnull]
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        times.append(time.perf_counter() - t0)
+        if p.returncode != 0:
+            return {"error": "`%s` exited %d: %s" % (" ".join(cmd), p.returncode,
+                                                    (p.stderr.strip().splitlines() or [""])[0][:200])}
+    return {"s": statistics.median(times), "cmd": " ".join(cmd)}
+
+
+# ------------------------------------------------------------- reporting ---
+
+def fmt_t(r):
+    if r is None:
+        return "-"
+    if r.get("error"):
+        return "FAIL"
+    return "%.1f" % r["tflops"]
+
+
+def ratio(a, b):
+    if not a or not b or a.get("error") or b.get("error"):
+        return "-"
+    return "%.2f" % (a["tflops"] / b["tflops"])
+
+
+def attention_table(rows):
+    head = ["dtype", "dim", "causal", "seq", "B", "H"] + list(IMPLS) + ["tilec/" + p for p in PEERS]
+    lines = [head]
+    for row in rows:
+        r = row["res"]
+        lines.append([row["dtype"], str(row["dim"]), "yes" if row["causal"] else "no", str(row["seq"]),
+                      str(row["B"]), str(row["H"])] + [fmt_t(r.get(i)) for i in IMPLS]
+                     + [ratio(r.get("tilec"), r.get(p)) for p in PEERS])
+    return lines
+
+
+def gemm_table(rows):
+    lines = [["dtype", "M=N=K", "tilec", "torch.matmul", "tilec/torch"]]
+    for row in rows:
+        r = row["res"]
+        lines.append([row["dtype"], str(row["n"]), fmt_t(r.get("tilec")), fmt_t(r.get("torch")),
+                      ratio(r.get("tilec"), r.get("torch"))])
+    return lines
+
+
+def text_table(lines):
+    w = [max(len(l[i]) for l in lines) for i in range(len(lines[0]))]
+    out = []
+    for j, l in enumerate(lines):
+        out.append("  ".join(c.rjust(w[i]) for i, c in enumerate(l)))
+        if j == 0:
+            out.append("  ".join("-" * x for x in w))
+    return "\n".join(out)
+
+
+def md_table(lines):
+    out = ["| " + " | ".join(lines[0]) + " |", "|" + "---|" * len(lines[0])]
+    out += ["| " + " | ".join(l) + " |" for l in lines[1:]]
+    return "\n".join(out)
+
+
+def failures(rows, impls):
+    seen = {}
+    for row in rows:
+        for i in impls:
+            r = row["res"].get(i)
+            if r and r.get("error"):
+                seen.setdefault((i, r["error"]), []).append(row)
+    out = []
+    for (i, err), rs in seen.items():
+        out.append("- %s failed on %d row%s: %s" % (i, len(rs), "" if len(rs) == 1 else "s", err))
+    return out
+
+
+def plot(path, attn_rows, log):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:
+        log("no plot: %s" % short(e))
+        return False
+    dtypes = sorted({r["dtype"] for r in attn_rows}, reverse=True)
+    combos = sorted({(r["dim"], r["causal"]) for r in attn_rows})
+    if not dtypes or not combos:
+        return False
+    fig, axes = plt.subplots(len(dtypes), len(combos), figsize=(4.2 * len(combos), 3.6 * len(dtypes)),
+                             squeeze=False)
+    colors = {impl: "C%d" % i for i, impl in enumerate(IMPLS)}
+    handles = {}
+    for a, dt in enumerate(dtypes):
+        for c, (dim, causal) in enumerate(combos):
+            ax = axes[a][c]
+            sel = sorted((r for r in attn_rows if r["dtype"] == dt and r["dim"] == dim
+                          and r["causal"] == causal), key=lambda r: r["seq"])
+            for impl in IMPLS:
+                xs = [r["seq"] for r in sel if r["res"].get(impl) and not r["res"][impl].get("error")]
+                ys = [r["res"][impl]["tflops"] for r in sel
+                      if r["res"].get(impl) and not r["res"][impl].get("error")]
+                if xs:
+                    handles[impl] = ax.plot(xs, ys, marker="o", color=colors[impl], label=impl,
+                                            linewidth=2.5 if impl == "tilec" else 1.2)[0]
+            ax.set_xscale("log", base=2)
+            ax.set_title("%s, dim %d, %s" % (dt, dim, "causal" if causal else "non-causal"), fontsize=9)
+            ax.set_xlabel("seq_len")
+            ax.set_ylabel("TFLOP/s")
+            ax.grid(alpha=0.3)
+    shown = [i for i in IMPLS if i in handles]
+    fig.legend([handles[i] for i in shown], shown, loc="lower center", ncol=max(1, len(shown)),
+               fontsize=8)
+    fig.suptitle("flash attention forward (batch*seq_len = 16384, heads = 2048/dim)")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path, dpi=110)
+    return True
+
+
+# ------------------------------------------------------------------ main ---
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="small subset: dim 64 and 128, seq_len 1024 and 4096, f16, causal and not; "
+                         "GEMM 4096 only")
+    ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--dtypes", default="f16,bf16")
+    ap.add_argument("--causal", default="both", choices=("both", "yes", "no"))
+    ap.add_argument("--gemm-sizes", default="4096,8192", help="'' for none")
+    ap.add_argument("--gemm-dtypes", default="bf16,f16")
+    ap.add_argument("--impls", default=",".join(IMPLS), help="subset of " + ",".join(IMPLS))
+    ap.add_argument("--no-compile-times", action="store_true")
+    ap.add_argument("--tilec-define", action="append", default=[], metavar="NAME=VALUE",
+                    help="extra define for tilec's attention kernel (e.g. block_M=128)")
+    ap.add_argument("--tilec-cli", help="the tilec binary (default: next to $TILEC_LIBRARY)")
+    ap.add_argument("--tilec-row-timeout", type=int, default=180)
+    ap.add_argument("--min-runs", type=int, default=20)
+    ap.add_argument("--rep-ms", type=float, default=100.0)
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    ap.add_argument("--out-dir", default=os.path.join(HERE, "results"))
+    ap.add_argument("--tilec-worker", metavar="SPEC", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.tilec_worker:
+        return worker_main(args.tilec_worker)
+    if args.quick:
+        args.seqlens, args.dtypes, args.gemm_sizes = "1024,4096", "f16", "4096"
+    if args.min_runs < 20:
+        ap.error("--min-runs must be >= 20")
+
+    t_start = time.perf_counter()
+    log = lambda s: print("[%6.1fs] %s" % (time.perf_counter() - t_start, s), flush=True)
+    sys.path.insert(0, HERE)
+    import torch
+    if not torch.cuda.is_available():
+        print("bench_attention.py: no CUDA device visible to torch", file=sys.stderr)
+        return 2
+    torch.backends.cuda.matmul.allow_tf32 = False   # float32 references are float32
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(args.seed)
+    gpu = torch.cuda.get_device_name()
+    impls = [i.strip() for i in args.impls.split(",") if i.strip()]
+    bad = [i for i in impls if i not in IMPLS]
+    if bad:
+        ap.error("unknown impl %s" % bad)
+    extra = dict(d.split("=", 1) for d in args.tilec_define)
+    log("GPU %s, torch %s, seed %d" % (gpu, torch.__version__, args.seed))
+
+    attn_rows = []
+    for dt in args.dtypes.split(","):
+        for dim in (int(x) for x in args.dims.split(",")):
+            for causal in {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]:
+                for seq in (int(x) for x in args.seqlens.split(",")):
+                    b, s, h, d = attn_shape(seq, dim)
+                    attn_rows.append({"id": "attn-%s-d%d-%s-s%d" % (dt, dim, "c" if causal else "n", seq),
+                                      "kind": "attn", "dtype": dt, "dim": dim, "causal": causal,
+                                      "seq": seq, "B": b, "H": h, "defines": extra, "res": {}})
+    gemm_rows = [{"id": "gemm-%s-%s" % (dt, n), "kind": "gemm", "dtype": dt, "n": int(n), "res": {}}
+                 for dt in args.gemm_dtypes.split(",") for n in args.gemm_sizes.split(",") if n]
+
+    # 1. compile times (Triton first: its cache is still empty).
+    compile_info = {}
+    if not args.no_compile_times:
+        if "triton" in impls:
+            try:
+                compile_info["triton"] = triton_compile_times(torch)
+            except Exception as e:
+                compile_info["triton"] = {"error": short(e)}
+            log("triton compile: %s" % compile_info["triton"])
+        compile_info["front_end"] = front_end_time(find_tilec_cli(args))
+        log("tilec front end: %s" % compile_info["front_end"])
+
+    # 2. tilec, in worker processes.
+    if "tilec" in impls:
+        rows = [dict((k, v) for k, v in r.items() if k != "res") for r in attn_rows + gemm_rows]
+        if not args.no_compile_times:
+            rows.insert(0, {"id": "compile", "kind": "compile"})
+        torch.cuda.empty_cache()
+        log("tilec: %d rows in a worker process" % len(rows))
+        res = run_tilec_rows(rows, args, log)
+        for r in attn_rows + gemm_rows:
+            r["res"]["tilec"] = res.get(r["id"], {"error": "no result"})
+            log("tilec %s: %s" % (r["id"], fmt_result(r["res"]["tilec"])))
+        if "compile" in res:
+            compile_info["tilec"] = res["compile"]
+
+    # 3. the peers, in this process.
+    timer = Timer(torch, min_runs=args.min_runs, rep_ms=args.rep_ms)
+    for row in attn_rows:
+        b, s, h, d = attn_shape(row["seq"], row["dim"])
+        dt = torch_dtype(torch, row["dtype"])
+        q, k, v = (torch.randn((b, s, h, d), device="cuda", dtype=dt) for _ in range(3))
+        ref = attn_reference(torch, q, k, v, row["causal"])
+        flops = attn_flops(b, h, s, d, row["causal"])
+        for impl in impls:
+            if impl == "tilec":
+                continue
+            try:
+                r = peer_attention(torch, timer, impl, q, k, v, row["causal"], ref, row["dtype"])
+                if "ms" in r:
+                    r["tflops"] = flops / r["ms"] * 1e-9
+            except Exception as e:
+                r = {"error": short(e)}
+                torch.cuda.synchronize()
+            row["res"][impl] = r
+            log("%s %s: %s" % (impl, row["id"], fmt_result(r)))
+        del q, k, v, ref
+    for row in gemm_rows:
+        n, dt = row["n"], torch_dtype(torch, row["dtype"])
+        a, b = torch.randn((n, n), device="cuda", dtype=dt), torch.randn((n, n), device="cuda", dtype=dt)
+        try:
+            c = torch.matmul(a, b)
+            err = rel_error(torch, c, gemm_reference(torch, a, b))
+            r = {"err": err}
+            if err <= GEMM_BOUND[row["dtype"]]:
+                ms, runs = timer(lambda: torch.matmul(a, b))
+                r.update(ms=ms, runs=runs, tflops=2.0 * n ** 3 / ms * 1e-9)
+            else:
+                r["error"] = "wrong result: error %.3g" % err
+        except Exception as e:
+            r = {"error": short(e)}
+        row["res"]["torch"] = r
+        log("torch.matmul %s: %s" % (row["id"], fmt_result(r)))
+
+    # 4. report.
+    date = datetime.date.today().isoformat()
+    slug = re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-")
+    os.makedirs(args.out_dir, exist_ok=True)
+    md_path = os.path.join(args.out_dir, "%s-%s.md" % (date, slug))
+    png_path = os.path.join(args.out_dir, "%s-%s.png" % (date, slug))
+    have_plot = plot(png_path, attn_rows, log)
+    compile_lines = compile_report(compile_info)
+    with open(md_path, "w") as f:
+        f.write("# Benchmark %s, %s\n\n" % (date, gpu))
+        f.write("torch %s, CUDA %s, seed %d, command: `%s`\n\n" % (
+            torch.__version__, torch.version.cuda, args.seed, " ".join(sys.argv)))
+        f.write("Flash attention forward, TFLOP/s (FAIL: see below). batch*seq_len = 16384, "
+                "heads = 2048/dim, BSHD; median of >= %d runs.\n\n" % args.min_runs)
+        f.write(md_table(attention_table(attn_rows)) + "\n\n")
+        if gemm_rows:
+            f.write("GEMM, TFLOP/s\n\n" + md_table(gemm_table(gemm_rows)) + "\n\n")
+        if compile_lines:
+            f.write("Compile times\n\n" + "\n".join("- " + l for l in compile_lines) + "\n\n")
+        fl = failures(attn_rows + gemm_rows, list(IMPLS) + ["torch"])
+        if fl:
+            f.write("Failures\n\n" + "\n".join(fl) + "\n\n")
+        errs = max_errors(attn_rows + gemm_rows)
+        f.write("Largest relative error seen per implementation (checked before timing): %s\n"
+                % ", ".join("%s %.2e" % kv for kv in errs.items()))
+        if have_plot:
+            f.write("\n![plot](%s)\n" % os.path.basename(png_path))
+    with open(md_path[:-3] + ".json", "w") as f:
+        json.dump({"gpu": gpu, "attention": attn_rows, "gemm": gemm_rows, "compile": compile_info},
+                  f, indent=1, default=str)
+
+    print()
+    for l in compile_lines:
+        print(l)
+    for l in failures(attn_rows + gemm_rows, list(IMPLS) + ["torch"]):
+        print(l)
+    print("\nwrote %s%s (%.0f s)" % (md_path, " and " + png_path if have_plot else "",
+                                     time.perf_counter() - t_start))
+    if gemm_rows:
+        print("\nGEMM, TFLOP/s\n" + text_table(gemm_table(gemm_rows)))
+    print("\nFlash attention forward on %s, TFLOP/s\n" % gpu + text_table(attention_table(attn_rows)))
+    return 0
+
+
+def fmt_result(r):
+    if r.get("error"):
+        return "FAIL %s" % r["error"]
+    return "%.1f TFLOP/s (%.3f ms, %d runs, err %.1e)" % (r["tflops"], r["ms"], r["runs"], r["err"])
+
+
+def max_errors(rows):
+    out = {}
+    for row in rows:
+        for impl, r in row["res"].items():
+            if r and "err" in r and math.isfinite(r["err"]):
+                out[impl] = max(out.get(impl, 0.0), r["err"])
+    return out
+
+
+def compile_report(info):
+    lines = []
+    fe = info.get("front_end")
+    if fe:
+        lines.append("tilec front end (`tilec --emit=cuda`, flagship dim 128 f16): "
+                     + ("FAIL %s" % fe["error"] if "error" in fe else "%.3f s" % fe["s"]))
+    t = info.get("tilec")
+    if t:
+        if t.get("error"):
+            lines.append("tilec load: FAIL %s" % t["error"])
+        else:
+            lines.append("tilec cold load (empty cache: front end + NVRTC + cuModuleLoad): %.3f s%s"
+                         % (t["cold_s"], " (came from the cache?!)" if t["cold_from_cache"] else ""))
+            lines.append("tilec warm load (disk-cache hit, new context): %.4f s%s"
+                         % (t["warm_s"], "" if t["warm_from_cache"] else " (NOT a cache hit)"))
+    tr = info.get("triton")
+    if tr:
+        if tr.get("error"):
+            lines.append("triton compile: FAIL %s" % tr["error"])
+        else:
+            lines.append("triton first call, one config, fresh cache: %.3f s (second call %.4f s)"
+                         % (tr["fixed_first_s"], tr["fixed_second_s"]))
+            lines.append("triton first call, autotuned over %d configs (compile + tune): %.3f s"
+                         % (tr["tuned_configs"], tr["tuned_first_s"]))
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())

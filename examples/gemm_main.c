@@ -1,0 +1,165 @@
+/* gemm_main.c - runs examples/gemm.tile (C = A @ B, f32 accumulation) on
+ * random inputs through libtilert and checks it against a double-precision
+ * reference.
+ *
+ *   gemm [--m N] [--n N] [--k N] [--dtype f16|bf16] [--device auto|cpu|cuda]
+ *        [--block-m N --block-n N --block-k N] [--iters N]
+ *
+ * M, N and K stay dynamic; the block sizes are bound with -D when given.
+ * Exit status: 0 correct, 1 wrong result or runtime error, 2 bad usage. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_util.h"
+#include "tilert.h"
+
+#ifndef TILEC_EXAMPLES_DIR
+#define TILEC_EXAMPLES_DIR "examples"
+#endif
+
+int main(int argc, char **argv) {
+  long M = 512, N = 512, K = 512, iters = 0;
+  const char *blocks[3] = {NULL, NULL, NULL}; /* block_M, block_N, block_K */
+  const char *dtype_name = "f16", *device_name = "auto";
+  DLDataType dtype = {kDLFloat, 16, 1};
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("usage: %s [--m N] [--n N] [--k N] [--dtype f16|bf16] [--device auto|cpu|cuda]\n"
+             "          [--block-m N] [--block-n N] [--block-k N] [--iters N]\n",
+             argv[0]);
+      return 0;
+    } else if (host_opt(argc, argv, &i, "--m", &v)) {
+      M = host_parse_long("--m", v, 1, 1 << 20);
+    } else if (host_opt(argc, argv, &i, "--n", &v)) {
+      N = host_parse_long("--n", v, 1, 1 << 20);
+    } else if (host_opt(argc, argv, &i, "--k", &v)) {
+      K = host_parse_long("--k", v, 1, 1 << 20);
+    } else if (host_opt(argc, argv, &i, "--iters", &v)) {
+      iters = host_parse_long("--iters", v, 1, 100000);
+    } else if (host_opt(argc, argv, &i, "--block-m", &v)) {
+      blocks[0] = v;
+    } else if (host_opt(argc, argv, &i, "--block-n", &v)) {
+      blocks[1] = v;
+    } else if (host_opt(argc, argv, &i, "--block-k", &v)) {
+      blocks[2] = v;
+    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
+      if ((strcmp(v, "f16") != 0 && strcmp(v, "bf16") != 0) || !host_dtype_parse(v, &dtype)) {
+        fprintf(stderr, "%s: --dtype must be f16 or bf16\n", argv[0]);
+        return 2;
+      }
+      dtype_name = v;
+    } else if (host_opt(argc, argv, &i, "--device", &v)) {
+      if (strcmp(v, "auto") != 0 && strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0) {
+        fprintf(stderr, "%s: --device must be auto, cpu or cuda\n", argv[0]);
+        return 2;
+      }
+      device_name = v;
+    } else {
+      fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[i]);
+      return 2;
+    }
+  }
+
+  TilertConfig cfg = {0};
+  cfg.device = strcmp(device_name, "cpu") == 0    ? TILERT_DEVICE_CPU
+               : strcmp(device_name, "cuda") == 0 ? TILERT_DEVICE_CUDA
+                                                  : TILERT_DEVICE_AUTO;
+  TilertContext *ctx = NULL;
+  if (tilert_context_create(&cfg, &ctx) != TILERT_OK) {
+    fprintf(stderr, "error: cannot create the runtime context: %s\n",
+            ctx ? tilert_last_error(ctx) : "(no context)");
+    tilert_context_destroy(ctx);
+    return 1;
+  }
+  TilertDevice dev = tilert_context_device(ctx);
+  if (iters == 0) iters = dev == TILERT_DEVICE_CUDA ? 20 : 1;
+
+  TilecDefine defs[4] = {{"dtype", dtype_name}};
+  int ndefs = 1;
+  static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
+  for (int b = 0; b < 3; b++)
+    if (blocks[b]) defs[ndefs++] = (TilecDefine){block_names[b], blocks[b]};
+
+  TilertModule *mod = NULL;
+  TilertKernel *kern = NULL;
+  double t0 = host_now_ms();
+  if (tilert_module_load_file(ctx, TILEC_EXAMPLES_DIR "/gemm.tile", defs, ndefs, &mod) != TILERT_OK ||
+      tilert_module_get_kernel(mod, "gemm", &kern) != TILERT_OK) {
+    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
+    tilert_module_destroy(mod);
+    tilert_context_destroy(ctx);
+    return 1;
+  }
+  double load_ms = host_now_ms() - t0;
+
+  uint64_t seed = host_seed();
+  printf("gemm: %ld x %ld x %ld, %s, device %s, seed %llu\n", M, N, K, dtype_name,
+         dev == TILERT_DEVICE_CUDA ? "cuda" : "cpu", (unsigned long long)seed);
+  HostRng rng;
+  host_rng_init(&rng, seed);
+  HostTensor a, b, c;
+  memset(&a, 0, sizeof a), memset(&b, 0, sizeof b), memset(&c, 0, sizeof c);
+  int status = 0;
+  if (!host_tensor_init(&a, dtype, 2, (int64_t[]){M, K}, ctx) ||
+      !host_tensor_init(&b, dtype, 2, (int64_t[]){K, N}, ctx) ||
+      !host_tensor_init(&c, dtype, 2, (int64_t[]){M, N}, ctx)) {
+    fprintf(stderr, "error: out of memory\n");
+    status = 1;
+    goto done;
+  }
+  host_tensor_fill_uniform(&a, &rng, -1, 1);
+  host_tensor_fill_uniform(&b, &rng, -1, 1);
+  host_tensor_poison(&c);
+  if (!host_tensor_upload(&a) || !host_tensor_upload(&b) || !host_tensor_upload(&c)) {
+    fprintf(stderr, "error: copying the inputs to the GPU failed\n");
+    status = 1;
+    goto done;
+  }
+  TilertArg args[] = {tilert_arg_tensor(&a.dl), tilert_arg_tensor(&b.dl), tilert_arg_tensor(&c.dl)};
+  double best = 0;
+  for (long it = 0; it < iters; it++) {
+    double t1 = host_now_ms();
+    if (tilert_launch(kern, args, 3, NULL) != TILERT_OK) {
+      fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
+      status = 1;
+      goto done;
+    }
+    double t = host_now_ms() - t1;
+    if (it == 0 || t < best) best = t;
+  }
+  if (!host_tensor_download(&c)) {
+    fprintf(stderr, "error: copying the output from the GPU failed\n");
+    status = 1;
+    goto done;
+  }
+
+  double *ref = malloc(c.numel * sizeof *ref);
+  host_ref_gemm(&a, &b, ref);
+  HostError e = host_compare(&c, ref);
+  free(ref);
+  /* f32 accumulation over K terms (error ~K * 2^-24, negligible) and one
+   * rounding of C to the dtype (u = 2^-11 f16, 2^-8 bf16, relative to each
+   * element, so at most u * max|ref|): 4u leaves room for both. */
+  double bound = 4 * host_dtype_eps(dtype);
+  printf("  load (compile or cache): %.1f ms%s\n", load_ms,
+         tilert_module_from_cache(mod) ? " (cache hit)" : "");
+  printf("  time: %.3f ms (best of %ld), %.2f GFLOP/s\n", best, iters,
+         2.0 * M * N * K / (best * 1e6));
+  printf("  max abs error %.3e, %.3e relative to max|ref| %.3e (bound %.1e), max rel %.3e\n",
+         e.max_abs, e.rel_to_max, e.max_ref, bound, e.max_rel);
+  if (!host_error_ok(&e, bound)) {
+    fprintf(stderr, "FAILED: %zu non-finite outputs, error %.3e > %.1e (worst at element %zu)\n",
+            e.nonfinite, e.rel_to_max, bound, e.worst);
+    status = 1;
+  } else {
+    printf("  OK\n");
+  }
+
+done:
+  host_tensor_free(&a), host_tensor_free(&b), host_tensor_free(&c);
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+  return status;
+}

@@ -1,0 +1,345 @@
+/* host_util.c - see host_util.h. Test-data plumbing for the example programs
+ * and the numerics tests: random fills, host/device tensors, double-precision
+ * references, error measurement. GPU buffers come from the runtime's device
+ * memory calls (tilert_device_alloc...), so nothing here needs CUDA. */
+/* nftw, mkdtemp, clock_gettime: POSIX 2008 with XSI. */
+#define _XOPEN_SOURCE 700
+
+#include "host_util.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- random */
+
+uint64_t host_seed(void) {
+  const char *env = getenv("TILEC_SEED");
+  if (env && *env) return strtoull(env, NULL, 0);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  /* Mix in the pid so tests started in the same nanosecond still differ. */
+  return (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+}
+
+void host_rng_init(HostRng *r, uint64_t seed) { r->state = seed; }
+
+static uint64_t rng_next(HostRng *r) {
+  uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double host_rng_uniform(HostRng *r, double lo, double hi) {
+  double u = (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
+  return lo + (hi - lo) * u;
+}
+
+double host_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---------------------------------------------------------------- dtypes */
+
+bool host_dtype_parse(const char *name, DLDataType *out) {
+  static const struct {
+    const char *name;
+    uint8_t code, bits;
+  } table[] = {{"f16", kDLFloat, 16}, {"bf16", kDLBfloat, 16}, {"f32", kDLFloat, 32},
+               {"f64", kDLFloat, 64}};
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    if (strcmp(name, table[i].name) == 0) {
+      out->code = table[i].code;
+      out->bits = table[i].bits;
+      out->lanes = 1;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char *host_dtype_name(DLDataType t) {
+  if (t.code == kDLBfloat && t.bits == 16) return "bf16";
+  if (t.code == kDLFloat && t.bits == 16) return "f16";
+  if (t.code == kDLFloat && t.bits == 32) return "f32";
+  if (t.code == kDLFloat && t.bits == 64) return "f64";
+  return "?";
+}
+
+double host_dtype_eps(DLDataType t) {
+  if (t.code == kDLBfloat) return ldexp(1.0, -8);
+  if (t.bits == 16) return ldexp(1.0, -11);
+  if (t.bits == 32) return ldexp(1.0, -24);
+  return ldexp(1.0, -53);
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+bool host_tensor_init(HostTensor *t, DLDataType dtype, int ndim, const int64_t *shape,
+                      TilertContext *gpu) {
+  memset(t, 0, sizeof *t);
+  if (ndim < 0 || ndim > HOST_MAX_RANK) return false;
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    t->shape[i] = shape[i];
+    n *= (size_t)shape[i];
+  }
+  t->numel = n;
+  t->nbytes = n * (dtype.bits / 8);
+  /* calloc(0) may return NULL; keep a valid pointer for empty tensors. */
+  t->host = calloc(n ? n : 1, dtype.bits / 8);
+  if (!t->host) return false;
+  t->dl.data = t->host;
+  t->dl.device.device_type = kDLCPU;
+  t->dl.device.device_id = 0;
+  t->dl.ndim = ndim;
+  t->dl.dtype = dtype;
+  t->dl.shape = t->shape;
+  t->dl.strides = NULL; /* compact row-major */
+  t->dl.byte_offset = 0;
+  if (gpu && tilert_context_device(gpu) == TILERT_DEVICE_CUDA) {
+    void *p = NULL;
+    if (tilert_device_alloc(gpu, t->nbytes ? t->nbytes : 1, &p) != TILERT_OK) {
+      free(t->host);
+      t->host = NULL;
+      return false;
+    }
+    t->gpu = gpu;
+    t->dl.data = p;
+    t->dl.device.device_type = kDLCUDA;
+  }
+  return true;
+}
+
+void host_tensor_free(HostTensor *t) {
+  if (t->gpu) tilert_device_free(t->gpu, t->dl.data);
+  free(t->host);
+  memset(t, 0, sizeof *t);
+}
+
+double host_tensor_get(const HostTensor *t, size_t i) {
+  DLDataType d = t->dl.dtype;
+  if (d.code == kDLBfloat) return tilert_bf16_to_f32(((const uint16_t *)t->host)[i]);
+  if (d.bits == 16) return tilert_f16_to_f32(((const uint16_t *)t->host)[i]);
+  if (d.bits == 32) return ((const float *)t->host)[i];
+  return ((const double *)t->host)[i];
+}
+
+void host_tensor_set(HostTensor *t, size_t i, double v) {
+  DLDataType d = t->dl.dtype;
+  if (d.code == kDLBfloat)
+    ((uint16_t *)t->host)[i] = tilert_f32_to_bf16((float)v);
+  else if (d.bits == 16)
+    ((uint16_t *)t->host)[i] = tilert_f32_to_f16((float)v);
+  else if (d.bits == 32)
+    ((float *)t->host)[i] = (float)v;
+  else
+    ((double *)t->host)[i] = v;
+}
+
+void host_tensor_fill_uniform(HostTensor *t, HostRng *r, double lo, double hi) {
+  for (size_t i = 0; i < t->numel; i++) host_tensor_set(t, i, host_rng_uniform(r, lo, hi));
+}
+
+void host_tensor_poison(HostTensor *t) {
+  for (size_t i = 0; i < t->numel; i++) host_tensor_set(t, i, NAN);
+}
+
+bool host_tensor_upload(HostTensor *t) {
+  if (!t->gpu) return true;
+  return tilert_copy_to_device(t->gpu, t->dl.data, t->host, t->nbytes) == TILERT_OK;
+}
+
+bool host_tensor_download(HostTensor *t) {
+  if (!t->gpu) return true;
+  return tilert_copy_to_host(t->gpu, t->host, t->dl.data, t->nbytes) == TILERT_OK;
+}
+
+/* ---------------------------------------------------------------- references */
+
+double *host_tensor_to_double(const HostTensor *t) {
+  double *d = malloc((t->numel ? t->numel : 1) * sizeof *d);
+  if (!d) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  for (size_t i = 0; i < t->numel; i++) d[i] = host_tensor_get(t, i);
+  return d;
+}
+
+void host_ref_attention(const HostTensor *q, const HostTensor *k, const HostTensor *v,
+                        bool causal, double sm_scale, double *out) {
+  const int64_t B = q->shape[0], S = q->shape[1], H = q->shape[2], D = q->shape[3];
+  double *Q = host_tensor_to_double(q), *K = host_tensor_to_double(k),
+         *V = host_tensor_to_double(v);
+  double *p = malloc((size_t)(S ? S : 1) * sizeof *p);
+  /* offset of row (b, s, h) in BSHD */
+#define ROW(b, s, h) ((size_t)((((b)*S + (s)) * H + (h)) * D))
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H; h++)
+      for (int64_t i = 0; i < S; i++) {
+        const double *qi = Q + ROW(b, i, h);
+        int64_t n = causal ? i + 1 : S;
+        double m = -INFINITY;
+        for (int64_t j = 0; j < n; j++) {
+          const double *kj = K + ROW(b, j, h);
+          double s = 0;
+          for (int64_t d = 0; d < D; d++) s += qi[d] * kj[d];
+          p[j] = s * sm_scale;
+          if (p[j] > m) m = p[j];
+        }
+        double l = 0;
+        for (int64_t j = 0; j < n; j++) {
+          p[j] = exp(p[j] - m);
+          l += p[j];
+        }
+        double *o = out + ROW(b, i, h);
+        for (int64_t d = 0; d < D; d++) o[d] = 0;
+        for (int64_t j = 0; j < n; j++) {
+          const double *vj = V + ROW(b, j, h);
+          for (int64_t d = 0; d < D; d++) o[d] += p[j] * vj[d];
+        }
+        for (int64_t d = 0; d < D; d++) o[d] /= l;
+      }
+#undef ROW
+  free(p);
+  free(Q);
+  free(K);
+  free(V);
+}
+
+void host_ref_gemm(const HostTensor *a, const HostTensor *b, double *c) {
+  const int64_t M = a->shape[0], K = a->shape[1], N = b->shape[1];
+  double *A = host_tensor_to_double(a), *B = host_tensor_to_double(b);
+  for (int64_t i = 0; i < M * N; i++) c[i] = 0;
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t j = 0; j < N; j++) c[i * N + j] += A[i * K + k] * B[k * N + j];
+  free(A);
+  free(B);
+}
+
+void host_ref_softmax(const HostTensor *x, double *y) {
+  const int64_t M = x->shape[0], N = x->shape[1];
+  double *X = host_tensor_to_double(x);
+  for (int64_t i = 0; i < M; i++) {
+    double m = -INFINITY, l = 0;
+    for (int64_t j = 0; j < N; j++)
+      if (X[i * N + j] > m) m = X[i * N + j];
+    for (int64_t j = 0; j < N; j++) {
+      y[i * N + j] = exp(X[i * N + j] - m);
+      l += y[i * N + j];
+    }
+    for (int64_t j = 0; j < N; j++) y[i * N + j] /= l;
+  }
+  free(X);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static HostError compare_with(const HostTensor *out, const HostTensor *ref_t, const double *ref) {
+  HostError e = {0};
+  size_t n = out->numel;
+  for (size_t i = 0; i < n; i++) {
+    double r = ref ? ref[i] : host_tensor_get(ref_t, i);
+    if (fabs(r) > e.max_ref) e.max_ref = fabs(r);
+  }
+  bool have_bad = false;
+  for (size_t i = 0; i < n; i++) {
+    double o = host_tensor_get(out, i);
+    double r = ref ? ref[i] : host_tensor_get(ref_t, i);
+    if (!isfinite(o)) {
+      if (!have_bad) e.worst = i;
+      have_bad = true;
+      e.nonfinite++;
+      continue;
+    }
+    double d = fabs(o - r);
+    if (d > e.max_abs) {
+      e.max_abs = d;
+      if (!have_bad) e.worst = i;
+    }
+    if (fabs(r) >= 1e-3 * e.max_ref && fabs(r) > 0 && d / fabs(r) > e.max_rel) e.max_rel = d / fabs(r);
+  }
+  e.rel_to_max = e.max_ref > 0 ? e.max_abs / e.max_ref : e.max_abs;
+  return e;
+}
+
+HostError host_compare(const HostTensor *out, const double *ref) {
+  return compare_with(out, NULL, ref);
+}
+
+HostError host_compare_tensors(const HostTensor *out, const HostTensor *ref) {
+  return compare_with(out, ref, NULL);
+}
+
+bool host_error_ok(const HostError *e, double bound) {
+  /* Written so that a NaN in rel_to_max fails too. */
+  return e->nonfinite == 0 && e->rel_to_max <= bound;
+}
+
+/* ---------------------------------------------------------------- temp dirs */
+
+char *host_make_temp_dir(const char *prefix) {
+  const char *base = getenv("TMPDIR");
+  if (!base || !*base) base = "/tmp";
+  size_t len = strlen(base) + strlen(prefix) + 16;
+  char *path = malloc(len);
+  if (!path) return NULL;
+  snprintf(path, len, "%s/%s-XXXXXX", base, prefix);
+  if (!mkdtemp(path)) {
+    free(path);
+    return NULL;
+  }
+  return path;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path) == 0 ? 0 : -1;
+}
+
+bool host_remove_tree(const char *path) {
+  if (!path) return true;
+  return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0;
+}
+
+/* ---------------------------------------------------------------- options */
+
+bool host_opt(int argc, char **argv, int *i, const char *name, const char **value) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) != 0) return false;
+  if (a[n] == '=') {
+    *value = a + n + 1;
+    return true;
+  }
+  if (a[n] != '\0') return false;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "%s: option %s needs a value\n", argv[0], name);
+    exit(2);
+  }
+  *i += 1;
+  *value = argv[*i];
+  return true;
+}
+
+long host_parse_long(const char *name, const char *value, long min, long max) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (errno || end == value || *end != '\0' || v < min || v > max) {
+    fprintf(stderr, "option %s: expected an integer in [%ld, %ld], got '%s'\n", name, min, max,
+            value);
+    exit(2);
+  }
+  return v;
+}

@@ -1,0 +1,107 @@
+/* host_util.h - helpers shared by the example host programs and the numerics
+ * tests: a seeded random generator, tensors that live on the host and, for the
+ * GPU path, in device memory (through the runtime's tilert_device_alloc and
+ * copies, so nothing here needs CUDA at build time), double-precision
+ * references of the example kernels, error measurement, and a small option
+ * parser.
+ *
+ * A HostTensor always keeps a host copy in `host` (elements stored in the
+ * tensor's dtype; f16/bf16 as uint16_t bit patterns). `dl` is the DLTensor
+ * handed to tilert_launch: it points at `host` on the CPU, at device memory on
+ * CUDA. Upload/download copy between the two (no-ops on the CPU). */
+#ifndef HOST_UTIL_H
+#define HOST_UTIL_H
+
+#include <dlpack/dlpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilert.h"
+
+/* ---- random numbers (splitmix64: tiny, good enough for test data) ---- */
+typedef struct HostRng {
+  uint64_t state;
+} HostRng;
+
+/* $TILEC_SEED when set (to reproduce a failure), else derived from the clock. */
+uint64_t host_seed(void);
+void host_rng_init(HostRng *r, uint64_t seed);
+double host_rng_uniform(HostRng *r, double lo, double hi);
+
+double host_now_ms(void);
+
+/* ---- dtypes ---- */
+/* "f16", "bf16", "f32", "f64" -> DLDataType; false for anything else. */
+bool host_dtype_parse(const char *name, DLDataType *out);
+const char *host_dtype_name(DLDataType t);
+/* Unit roundoff of a float dtype (half an ulp at 1.0): 2^-11 for f16. */
+double host_dtype_eps(DLDataType t);
+
+/* ---- tensors ---- */
+enum { HOST_MAX_RANK = 8 };
+typedef struct HostTensor {
+  DLTensor dl;
+  int64_t shape[HOST_MAX_RANK];
+  void *host;      /* host copy, compact row-major */
+  size_t numel;
+  size_t nbytes;
+  TilertContext *gpu; /* the CUDA context holding dl.data, or NULL */
+} HostTensor;
+
+/* Allocates (zeroed). When `ctx` is a CUDA context, dl describes a device
+ * buffer of that context; when it is NULL or a CPU context, the host copy. */
+bool host_tensor_init(HostTensor *t, DLDataType dtype, int ndim, const int64_t *shape,
+                      TilertContext *ctx);
+void host_tensor_free(HostTensor *t); /* accepts a zeroed struct */
+/* Element i of the host copy, as a double / stored rounded to the dtype. */
+double host_tensor_get(const HostTensor *t, size_t i);
+void host_tensor_set(HostTensor *t, size_t i, double v);
+/* The host copy as a malloc'ed array of doubles (exits when out of memory). */
+double *host_tensor_to_double(const HostTensor *t);
+void host_tensor_fill_uniform(HostTensor *t, HostRng *r, double lo, double hi);
+/* Every element NaN (host copy); upload afterwards for the GPU. */
+void host_tensor_poison(HostTensor *t);
+bool host_tensor_upload(HostTensor *t);
+bool host_tensor_download(HostTensor *t);
+
+/* ---- references (double precision, on the host copies) ---- */
+/* softmax(Q K^T * sm_scale [causal mask]) V per (batch, head), BSHD layout;
+ * out has batch*seq*heads*dim doubles. */
+void host_ref_attention(const HostTensor *q, const HostTensor *k, const HostTensor *v,
+                        bool causal, double sm_scale, double *out);
+/* C[M,N] = A[M,K] @ B[K,N]. */
+void host_ref_gemm(const HostTensor *a, const HostTensor *b, double *c);
+/* Row softmax of X[M,N]. */
+void host_ref_softmax(const HostTensor *x, double *y);
+
+/* ---- errors ---- */
+typedef struct HostError {
+  double max_abs;     /* max |out - ref| */
+  double max_ref;     /* max |ref| */
+  double rel_to_max;  /* max_abs / max_ref: the quantity the bounds use */
+  double max_rel;     /* max |out - ref| / |ref| over elements with |ref| >= 1e-3 * max_ref */
+  size_t nonfinite;   /* NaN or inf in the output (e.g. an element never written) */
+  size_t worst;       /* index of the largest |out - ref| (or the first non-finite) */
+} HostError;
+
+HostError host_compare(const HostTensor *out, const double *ref);
+/* Compares two tensors of the same shape (e.g. GPU output against CPU output). */
+HostError host_compare_tensors(const HostTensor *out, const HostTensor *ref);
+/* True when the output has no non-finite element and rel_to_max <= bound. */
+bool host_error_ok(const HostError *e, double bound);
+
+/* ---- temporary directories (per-test cache dirs) ---- */
+/* mkdtemp under $TMPDIR (or /tmp); returns a malloc'ed path or NULL. */
+char *host_make_temp_dir(const char *prefix);
+/* rm -r; returns false if something could not be removed. */
+bool host_remove_tree(const char *path);
+
+/* ---- options: --name VALUE or --name=VALUE ---- */
+/* If argv[*i] is option `name`, stores its value, advances *i past it and
+ * returns true. A missing value prints an error and exits with status 2. */
+bool host_opt(int argc, char **argv, int *i, const char *name, const char **value);
+/* Parses an integer option value; exits with status 2 on garbage. */
+long host_parse_long(const char *name, const char *value, long min, long max);
+
+#endif

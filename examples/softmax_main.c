@@ -1,0 +1,122 @@
+/* softmax_main.c - runs examples/softmax.tile (row softmax of an f32 matrix)
+ * through libtilert on random inputs and checks it against a double-precision
+ * reference.
+ *
+ *   softmax [--m N] [--n N] [--device auto|cpu|cuda]
+ *
+ * N is a compile-time constant of the kernel (bound here with -D N=...); M is
+ * dynamic. Exit status: 0 correct, 1 wrong result or runtime error, 2 bad usage. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_util.h"
+#include "tilert.h"
+
+#ifndef TILEC_EXAMPLES_DIR
+#define TILEC_EXAMPLES_DIR "examples"
+#endif
+
+int main(int argc, char **argv) {
+  long M = 1000, N = 256;
+  const char *device_name = "auto";
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("usage: %s [--m N] [--n N] [--device auto|cpu|cuda]\n", argv[0]);
+      return 0;
+    } else if (host_opt(argc, argv, &i, "--m", &v)) {
+      M = host_parse_long("--m", v, 1, 1 << 24);
+    } else if (host_opt(argc, argv, &i, "--n", &v)) {
+      N = host_parse_long("--n", v, 1, 1 << 16);
+    } else if (host_opt(argc, argv, &i, "--device", &v)) {
+      if (strcmp(v, "auto") != 0 && strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0) {
+        fprintf(stderr, "%s: --device must be auto, cpu or cuda\n", argv[0]);
+        return 2;
+      }
+      device_name = v;
+    } else {
+      fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[i]);
+      return 2;
+    }
+  }
+
+  TilertConfig cfg = {0};
+  cfg.device = strcmp(device_name, "cpu") == 0    ? TILERT_DEVICE_CPU
+               : strcmp(device_name, "cuda") == 0 ? TILERT_DEVICE_CUDA
+                                                  : TILERT_DEVICE_AUTO;
+  TilertContext *ctx = NULL;
+  if (tilert_context_create(&cfg, &ctx) != TILERT_OK) {
+    fprintf(stderr, "error: cannot create the runtime context: %s\n",
+            ctx ? tilert_last_error(ctx) : "(no context)");
+    tilert_context_destroy(ctx);
+    return 1;
+  }
+  TilertDevice dev = tilert_context_device(ctx);
+
+  char n_s[32];
+  snprintf(n_s, sizeof n_s, "%ld", N);
+  TilecDefine defs[] = {{"N", n_s}};
+  TilertModule *mod = NULL;
+  TilertKernel *kern = NULL;
+  if (tilert_module_load_file(ctx, TILEC_EXAMPLES_DIR "/softmax.tile", defs, 1, &mod) != TILERT_OK ||
+      tilert_module_get_kernel(mod, "softmax", &kern) != TILERT_OK) {
+    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
+    tilert_module_destroy(mod);
+    tilert_context_destroy(ctx);
+    return 1;
+  }
+
+  uint64_t seed = host_seed();
+  printf("softmax: %ld x %ld, device %s, seed %llu\n", M, N,
+         dev == TILERT_DEVICE_CUDA ? "cuda" : "cpu", (unsigned long long)seed);
+  HostRng rng;
+  host_rng_init(&rng, seed);
+  DLDataType f32 = {kDLFloat, 32, 1};
+  int64_t shape[2] = {M, N};
+  HostTensor x, y;
+  memset(&x, 0, sizeof x), memset(&y, 0, sizeof y);
+  int status = 0;
+  if (!host_tensor_init(&x, f32, 2, shape, ctx) || !host_tensor_init(&y, f32, 2, shape, ctx)) {
+    fprintf(stderr, "error: out of memory\n");
+    status = 1;
+    goto done;
+  }
+  /* A wide range, so that exp overflows unless the row max is subtracted. */
+  host_tensor_fill_uniform(&x, &rng, -50, 100);
+  host_tensor_poison(&y);
+  TilertArg args[] = {tilert_arg_tensor(&x.dl), tilert_arg_tensor(&y.dl)};
+  double t0 = host_now_ms();
+  if (!host_tensor_upload(&x) || !host_tensor_upload(&y) ||
+      tilert_launch(kern, args, 2, NULL) != TILERT_OK || !host_tensor_download(&y)) {
+    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
+    status = 1;
+    goto done;
+  }
+  double ms = host_now_ms() - t0;
+
+  double *ref = malloc(y.numel * sizeof *ref);
+  host_ref_softmax(&x, ref);
+  HostError e = host_compare(&y, ref);
+  free(ref);
+  /* All f32: exp2 of a rounded argument (|arg| up to ~200, so an absolute
+   * argument error of ~200 * 2^-24 gives ~1e-5 relative), a sum of N terms,
+   * one division. 1e-4 relative to max|ref| covers it with margin. */
+  double bound = 1e-4;
+  printf("  time: %.3f ms (with copies)\n", ms);
+  printf("  max abs error %.3e, %.3e relative to max|ref| (bound %.0e)\n", e.max_abs, e.rel_to_max,
+         bound);
+  if (!host_error_ok(&e, bound)) {
+    fprintf(stderr, "FAILED: %zu non-finite outputs, error %.3e > %.0e (worst at element %zu)\n",
+            e.nonfinite, e.rel_to_max, bound, e.worst);
+    status = 1;
+  } else {
+    printf("  OK\n");
+  }
+
+done:
+  host_tensor_free(&x), host_tensor_free(&y);
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+  return status;
+}

@@ -1,0 +1,172 @@
+/* tile_test.h - shared by the tests of runtime/device/tilec_tile.cuh.
+ *
+ * CHECK macros, exit code 77 for "skipped", and the test cases: each case
+ * names one instantiation of a kernel macro of tile_kernels.cu. A test builds
+ * its NVRTC source as the kernel file's text followed by one macro line per
+ * case (tile_source), so the case tables here are the single list of what is
+ * compiled and, in the GPU test, run.
+ */
+#ifndef TILEC_TILE_TEST_H
+#define TILEC_TILE_TEST_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEST_SKIP 77
+
+static int test_failures;
+
+#define CHECK_MSG(cond, ...)                                                        \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);      \
+      fprintf(stderr, __VA_ARGS__);                                                 \
+      fputc('\n', stderr);                                                          \
+      test_failures++;                                                              \
+    }                                                                               \
+  } while (0)
+#define CHECK(cond) CHECK_MSG(cond, "%s", "")
+
+/* tile_kernels.cu, embedded by CMake (runtime/cuda/embed_header.cmake). */
+extern const char tile_kernels_name[];
+extern const char tile_kernels_text[];
+
+/* ---- cases ---- */
+
+typedef struct TileSsCase {
+  bool bf16;
+  int m, n, k, wm, wn;
+  bool a_swz, b_swz, b_nk;
+} TileSsCase;
+
+typedef struct TileRsCase {
+  bool bf16;
+  int m, k1, n1, n2; /* S = Q[m][k1] Kt[n1][k1]^T, O = P[m][n1] V[n1][n2] */
+  bool swz, v_nk;
+} TileRsCase;
+
+typedef struct TileCopyCase {
+  int rows, cols;
+  bool swz;
+} TileCopyCase;
+
+static inline void tile_ss_name(const TileSsCase *c, char *buf, size_t cap) {
+  snprintf(buf, cap, "tile_ss_%s_%dx%dx%d_w%dx%d_%s%s_%s", c->bf16 ? "bf16" : "f16", c->m, c->n,
+           c->k, c->wm, c->wn, c->a_swz ? "S" : "p", c->b_swz ? "S" : "p", c->b_nk ? "nk" : "kn");
+}
+
+static inline void tile_rs_name(const TileRsCase *c, char *buf, size_t cap) {
+  snprintf(buf, cap, "tile_rs_%s_m%d_k%d_n%d_n%d_%s_%s", c->bf16 ? "bf16" : "f16", c->m, c->k1,
+           c->n1, c->n2, c->swz ? "S" : "p", c->v_nk ? "nk" : "kn");
+}
+
+static inline void tile_copy_name(const TileCopyCase *c, char *buf, size_t cap) {
+  snprintf(buf, cap, "tile_copy_%dx%d_%s", c->rows, c->cols, c->swz ? "S" : "p");
+}
+
+/* Dynamic shared memory of each kernel, bytes. */
+static inline size_t tile_ss_smem(const TileSsCase *c) {
+  return 2u * (size_t)(c->m * c->k + c->n * c->k);
+}
+static inline size_t tile_rs_smem(const TileRsCase *c) {
+  return 2u * (size_t)(c->m * c->k1 + c->n1 * c->k1 + c->n1 * c->n2);
+}
+
+/* Growing text buffer; exits on out-of-memory (a test, not a library). */
+typedef struct TileSrc {
+  char *p;
+  size_t len, cap;
+} TileSrc;
+
+static inline void tile_src_add(TileSrc *s, const char *text) {
+  size_t n = strlen(text);
+  if (s->len + n + 1 > s->cap) {
+    s->cap = (s->len + n + 1) * 2;
+    s->p = (char *)realloc(s->p, s->cap);
+    if (!s->p) {
+      fprintf(stderr, "out of memory\n");
+      exit(1);
+    }
+  }
+  memcpy(s->p + s->len, text, n + 1);
+  s->len += n;
+}
+
+/* The kernel text plus one kernel per case (any table may be empty).
+ * Returns a malloc'd string. */
+static inline char *tile_source(const TileSsCase *ss, int nss, const TileRsCase *rs, int nrs,
+                                const TileCopyCase *cp, int ncp) {
+  TileSrc s = {0};
+  char name[128], line[512];
+  tile_src_add(&s, tile_kernels_text);
+  tile_src_add(&s, "\n// ---- instantiations added by the test ----\n");
+  for (int i = 0; i < nss; i++) {
+    const TileSsCase *c = &ss[i];
+    tile_ss_name(c, name, sizeof name);
+    snprintf(line, sizeof line, "TILE_SS_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s, %s, %s)\n", name,
+             c->bf16 ? "tc_bf16_t" : "tc_f16_t", c->m, c->n, c->k, c->wm, c->wn,
+             c->a_swz ? "true" : "false", c->b_swz ? "true" : "false", c->b_nk ? "true" : "false");
+    tile_src_add(&s, line);
+  }
+  for (int i = 0; i < nrs; i++) {
+    const TileRsCase *c = &rs[i];
+    tile_rs_name(c, name, sizeof name);
+    snprintf(line, sizeof line, "TILE_RS_KERNEL(%s, %s, %d, %d, %d, %d, %s, %s)\n", name,
+             c->bf16 ? "tc_bf16_t" : "tc_f16_t", c->m, c->k1, c->n1, c->n2,
+             c->swz ? "true" : "false", c->v_nk ? "true" : "false");
+    tile_src_add(&s, line);
+  }
+  for (int i = 0; i < ncp; i++) {
+    const TileCopyCase *c = &cp[i];
+    tile_copy_name(c, name, sizeof name);
+    snprintf(line, sizeof line, "TILE_COPY_KERNEL(%s, %d, %d, %s)\n", name, c->rows, c->cols,
+             c->swz ? "true" : "false");
+    tile_src_add(&s, line);
+  }
+  return s.p;
+}
+
+/* ---- what the GPU test runs (the NVRTC test compiles it too) ---- */
+
+/* Every ss case runs with partial tiles (and once full): A has m-5 valid
+ * rows and k-5 valid columns, B n-3 (or k-5) valid rows and k-5 (or n-3)
+ * valid columns, so the last chunk of a row is partially valid. */
+static const TileSsCase tile_gpu_ss[] = {
+    {false, 64, 64, 128, 4, 1, true, true, true},    /* flash attention's S = Q K^T */
+    {true, 64, 64, 128, 4, 1, true, true, true},
+    {false, 128, 128, 32, 2, 2, true, true, false},  /* examples/gemm.tile */
+    {true, 128, 128, 32, 2, 2, true, true, false},
+    {false, 64, 128, 64, 2, 2, false, false, false},
+    {true, 64, 128, 64, 2, 2, false, false, true},
+    {false, 128, 128, 32, 4, 1, false, true, true},
+    {true, 64, 64, 128, 2, 2, true, false, false},
+    {false, 64, 24, 32, 4, 1, true, true, true},     /* NI = 3: the ldmatrix .x2 tail */
+    {true, 64, 24, 32, 4, 1, false, false, false},
+    {false, 32, 16, 16, 2, 2, true, true, false},    /* NI = 1, MI = 1, one k-step */
+    {true, 32, 16, 16, 2, 2, true, true, true},
+};
+#define TILE_GPU_NSS ((int)(sizeof tile_gpu_ss / sizeof tile_gpu_ss[0]))
+
+/* q_rows = m - 3, kv_rows = n1 - 7 (zero-filled beyond). */
+static const TileRsCase tile_gpu_rs[] = {
+    {false, 64, 128, 64, 128, true, false}, /* flash attention, head dim 128 */
+    {true, 64, 128, 64, 128, false, false},
+    {false, 64, 128, 64, 128, false, true},
+    {true, 64, 128, 64, 128, true, true},
+    {false, 128, 64, 32, 64, true, false},  /* MI = 2 */
+    {true, 128, 64, 32, 64, true, true},
+    {true, 64, 64, 48, 40, false, true},    /* NI = 5, 3 k-steps */
+    {false, 64, 64, 48, 40, false, false},
+};
+#define TILE_GPU_NRS ((int)(sizeof tile_gpu_rs / sizeof tile_gpu_rs[0]))
+
+static const TileCopyCase tile_gpu_copy[] = {
+    {8, 24, false}, /* 24 chunks: most threads idle */
+    {1, 64, true},  {4, 8, true},    {16, 16, true}, {32, 40, false},
+    {64, 128, true}, {128, 32, true}, {32, 128, false},
+};
+#define TILE_GPU_NCOPY ((int)(sizeof tile_gpu_copy / sizeof tile_gpu_copy[0]))
+
+#endif

@@ -51,10 +51,10 @@ bool pass_check_resources(IrModule *m, const PassOptions *opts, Diag *diag) {
                  k->name, (long long)u.shared, names, (long long)limit, arch);
       ok = false;
     }
-    if (u.fragment_words > 224) {
+    if (u.fragment_words > 255) {
       diag_error(diag, u.biggest_fragment->loc,
                  "kernel '%s': fragments need %lld registers per thread (largest: '%s', %lld), over the 255-register "
-                 "limit with room for addressing; use more threads or smaller tiles",
+                 "limit; use more threads or smaller tiles",
                  k->name, (long long)u.fragment_words, u.biggest_fragment->name, (long long)u.biggest_words);
       ok = false;
     }

@@ -105,6 +105,8 @@ TC_DEVICE float tc_bf16_to_f32(tc_bf16 h) {
 }
 
 TC_DEVICE unsigned tc_pack2(unsigned short lo, unsigned short hi) { return lo | (unsigned)hi << 16; }
+TC_DEVICE unsigned tc_pack_f16x2(float lo, float hi) { return tc_pack2(tc_f32_to_f16(lo), tc_f32_to_f16(hi)); }
+TC_DEVICE unsigned tc_pack_bf16x2(float lo, float hi) { return tc_pack2(tc_f32_to_bf16(lo), tc_f32_to_bf16(hi)); }
 
 /* ---- ldmatrix ---- */
 

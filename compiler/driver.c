@@ -4,6 +4,7 @@
  * request) -> backend. The result keeps the arena alive so the kernel
  * signatures and the IR can be queried after compilation. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -104,26 +105,27 @@ static void observe(const IrModule *m, int index, const char *pass_name, void *v
 
 /* ---- signatures ------------------------------------------------------------ */
 
+static int sat_add(int a, int b) { return b > INT32_MAX - a ? INT32_MAX : a + b; }
+
+/* Shared memory of a kernel body as emit_cuda lays it out (saturating). */
 static int shared_bytes_of(const IrStmt *s) {
   if (!s) return 0;
   int total = 0;
   switch (s->kind) {
   case IR_STMT_SEQ:
-    for (int i = 0; i < s->u.seq.n; i++) total += shared_bytes_of(s->u.seq.items[i]);
+    for (int i = 0; i < s->u.seq.n; i++) total = sat_add(total, shared_bytes_of(s->u.seq.items[i]));
     break;
   case IR_STMT_ALLOC:
     if (s->u.alloc->scope == IR_SCOPE_SHARED) {
-      int64_t bytes = dtype_size(s->u.alloc->dtype), d;
-      for (int i = 0; i < s->u.alloc->rank; i++)
-        bytes *= ir_expr_is_int_const(s->u.alloc->shape[i], &d) ? d : 0;
-      total += (int)((bytes + 127) / 128 * 128); /* emit_cuda aligns every buffer to 128 bytes */
+      int64_t bytes = ir_buffer_bytes_aligned(s->u.alloc);
+      total = bytes > INT32_MAX ? INT32_MAX : (int)bytes;
     }
     break;
   case IR_STMT_FOR:
-    total += shared_bytes_of(s->u.for_.body);
+    total = shared_bytes_of(s->u.for_.body);
     break;
   case IR_STMT_IF:
-    total += shared_bytes_of(s->u.if_.then_) + shared_bytes_of(s->u.if_.else_);
+    total = sat_add(shared_bytes_of(s->u.if_.then_), shared_bytes_of(s->u.if_.else_));
     break;
   default:
     break;

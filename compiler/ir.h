@@ -367,6 +367,10 @@ IrStmt *ir_stmt_new(IrModule *m, IrStmtKind kind, SrcLoc loc);
  * map rows to threads the same way (row vectors may then be shared). */
 const char *ir_layout_str(Arena *arena, const IrLayout *l);
 bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b);
+/* Bytes of a buffer with constant shape, rounded up to 128 (the alignment
+ * emit_cuda gives shared buffers); saturates instead of overflowing, and
+ * counts a non-constant dimension as 0. */
+int64_t ir_buffer_bytes_aligned(const IrBuffer *b);
 IrStmt *ir_seq_new(IrModule *m, SrcLoc loc);
 void ir_seq_push(IrModule *m, IrStmt *seq, IrStmt *item);
 IrStmt *ir_for_new(IrModule *m, IrForKind kind, IrVar *var, IrExpr *extent, IrStmt *body, SrcLoc loc);

@@ -33,3 +33,13 @@ bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b) {
   if (a->frag == IR_FRAG_MMA_C) return a->warps_m == b->warps_m && a->warps_n == b->warps_n;
   return a->group == b->group;
 }
+
+int64_t ir_buffer_bytes_aligned(const IrBuffer *b) {
+  int64_t bytes = dtype_size(b->dtype);
+  for (int i = 0; i < b->rank; i++) {
+    int64_t d = 0;
+    ir_expr_is_int_const(b->shape[i], &d);
+    bytes = d <= 0 ? 0 : bytes > INT64_MAX / 4 / d ? INT64_MAX / 4 : bytes * d;
+  }
+  return (bytes + 127) / 128 * 128;
+}

@@ -39,7 +39,13 @@ typedef struct Sema {
   int ndefines;
   Entity *scope;
   int nscope, capscope;
+  int depth; /* expression nesting, bounded so later recursive walks are too */
 } Sema;
+
+/* Deeper expressions are rejected: the parser's stack limit does not catch a
+ * left-leaning chain like 1+1+1+..., and every pass walks expressions
+ * recursively. */
+enum { SEMA_MAX_EXPR_DEPTH = 256 };
 
 /* ---- scopes ------------------------------------------------------------- */
 
@@ -262,7 +268,20 @@ static IrExpr *index_expr(Sema *s, const AstExpr *e) {
   return ir_load(s->m, buf, idx, e->loc);
 }
 
+static IrExpr *expr_checked(Sema *s, const AstExpr *e);
+
 static IrExpr *expr(Sema *s, const AstExpr *e) {
+  if (s->depth >= SEMA_MAX_EXPR_DEPTH) {
+    diag_error(s->diag, e->loc, "expression nested too deeply (more than %d levels)", SEMA_MAX_EXPR_DEPTH);
+    return poison(s, e->loc);
+  }
+  s->depth++;
+  IrExpr *r = expr_checked(s, e);
+  s->depth--;
+  return r;
+}
+
+static IrExpr *expr_checked(Sema *s, const AstExpr *e) {
   switch (e->kind) {
   case AST_EXPR_INT:
     return ir_int(s->m, e->u.int_value, e->loc);

@@ -12,6 +12,16 @@
 
 enum { LINEAR_MAX_TERMS = 16 };
 
+/* i64 arithmetic that reports overflow instead of wrapping (undefined in C):
+ * an overflowing constant expression is left unfolded. */
+static bool add_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
+static bool sub_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_sub_overflow(a, b, r); }
+static bool mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+/* a / b and a % b are defined unless b == 0 or INT64_MIN / -1. */
+static bool div_ok(int64_t a, int64_t b) { return b != 0 && !(a == INT64_MIN && b == -1); }
+/* ceil(a / b) for b > 0, without forming a + b - 1. */
+static int64_t ceildiv_pos(int64_t a, int64_t b) { return a / b + (a % b > 0); }
+
 typedef struct Linear {
   int64_t c;
   int n;
@@ -25,7 +35,7 @@ static bool is_int(const IrExpr *e) { return e->dtype == DTYPE_I64 || e->dtype =
 static void lin_add_term(Linear *l, IrExpr *atom, int64_t coef) {
   for (int i = 0; i < l->n; i++)
     if (ir_expr_equal(l->atom[i], atom)) {
-      l->coef[i] += coef;
+      if (!add_ok(l->coef[i], coef, &l->coef[i])) l->overflow = true;
       return;
     }
   if (l->n == LINEAR_MAX_TERMS) {
@@ -37,13 +47,18 @@ static void lin_add_term(Linear *l, IrExpr *atom, int64_t coef) {
 }
 
 static void lin_scale(Linear *l, int64_t k) {
-  l->c *= k;
-  for (int i = 0; i < l->n; i++) l->coef[i] *= k;
+  if (!mul_ok(l->c, k, &l->c)) l->overflow = true;
+  for (int i = 0; i < l->n; i++)
+    if (!mul_ok(l->coef[i], k, &l->coef[i])) l->overflow = true;
 }
 
 static void lin_merge(Linear *dst, const Linear *src, int64_t k) {
-  dst->c += src->c * k;
-  for (int i = 0; i < src->n; i++) lin_add_term(dst, src->atom[i], src->coef[i] * k);
+  int64_t t;
+  if (!mul_ok(src->c, k, &t) || !add_ok(dst->c, t, &dst->c)) dst->overflow = true;
+  for (int i = 0; i < src->n; i++) {
+    if (!mul_ok(src->coef[i], k, &t)) dst->overflow = true;
+    else lin_add_term(dst, src->atom[i], t);
+  }
   dst->overflow |= src->overflow;
 }
 
@@ -88,6 +103,14 @@ static void to_linear(IrExpr *e, Linear *out) {
   lin_add_term(out, e, 1);
 }
 
+/* from_linear negates coefficients: INT64_MIN has no negation. */
+static bool linear_usable(const Linear *l) {
+  if (l->overflow || l->c == INT64_MIN) return false;
+  for (int i = 0; i < l->n; i++)
+    if (l->coef[i] == INT64_MIN) return false;
+  return true;
+}
+
 static IrExpr *from_linear(IrModule *m, const Linear *l, SrcLoc loc) {
   IrExpr *sum = NULL;
   /* Positive terms first so the result reads `bx * 64 + i - 1`, not `-1 + ...`. */
@@ -111,16 +134,16 @@ static bool float_const(const IrExpr *e, double *out) {
   return false;
 }
 
-static int64_t floordiv_pos(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static IrExpr *fold_int_binary(IrModule *m, IrExpr *e, int64_t a, int64_t b) {
   SrcLoc loc = e->loc;
   switch (e->u.op.op) {
-  case IR_OP_ADD: return ir_int(m, a + b, loc);
-  case IR_OP_SUB: return ir_int(m, a - b, loc);
-  case IR_OP_MUL: return ir_int(m, a * b, loc);
-  case IR_OP_DIV: return b ? ir_int(m, a / b, loc) : e;
-  case IR_OP_MOD: return b ? ir_int(m, a % b, loc) : e;
+  int64_t r;
+  case IR_OP_ADD: return add_ok(a, b, &r) ? ir_int(m, r, loc) : e;
+  case IR_OP_SUB: return sub_ok(a, b, &r) ? ir_int(m, r, loc) : e;
+  case IR_OP_MUL: return mul_ok(a, b, &r) ? ir_int(m, r, loc) : e;
+  case IR_OP_DIV: return div_ok(a, b) ? ir_int(m, a / b, loc) : e;
+  case IR_OP_MOD: return div_ok(a, b) ? ir_int(m, a % b, loc) : e;
   case IR_OP_LT: return ir_bool(m, a < b, loc);
   case IR_OP_LE: return ir_bool(m, a <= b, loc);
   case IR_OP_GT: return ir_bool(m, a > b, loc);
@@ -168,7 +191,7 @@ static IrExpr *simplify_binary(IrModule *m, IrExpr *e) {
   if (is_int(e) && (op == IR_OP_ADD || op == IR_OP_SUB || op == IR_OP_MUL)) {
     Linear l;
     to_linear(e, &l);
-    if (!l.overflow) return from_linear(m, &l, e->loc);
+    if (linear_usable(&l)) return from_linear(m, &l, e->loc);
   }
   if (is_int(e) && cb && ib == 1 && (op == IR_OP_DIV)) return a;
   /* Integer comparisons: move everything to one side when that folds. */
@@ -193,10 +216,10 @@ static IrExpr *simplify_call(IrModule *m, IrExpr *e) {
                                    : ir_expr_is_int_const(e->u.call.args[0], &a);
   if (ints && is_int(e)) {
     switch (fn) {
-    case IR_INTRINSIC_CEILDIV: return b > 0 && a >= 0 ? ir_int(m, floordiv_pos(a, b), e->loc) : e;
+    case IR_INTRINSIC_CEILDIV: return b > 0 && a >= 0 ? ir_int(m, ceildiv_pos(a, b), e->loc) : e;
     case IR_INTRINSIC_MAX: return ir_int(m, a > b ? a : b, e->loc);
     case IR_INTRINSIC_MIN: return ir_int(m, a < b ? a : b, e->loc);
-    case IR_INTRINSIC_ABS: return ir_int(m, a < 0 ? -a : a, e->loc);
+    case IR_INTRINSIC_ABS: return a == INT64_MIN ? e : ir_int(m, a < 0 ? -a : a, e->loc);
     default: return e;
     }
   }
@@ -247,7 +270,7 @@ IrExpr *ir_simplify(IrModule *m, IrExpr *e) {
     int64_t v;
     double f;
     if (e->u.op.op == IR_OP_NEG) {
-      if (ir_expr_is_int_const(a, &v) && is_int(a)) return ir_int(m, -v, e->loc);
+      if (ir_expr_is_int_const(a, &v) && is_int(a) && v != INT64_MIN) return ir_int(m, -v, e->loc);
       if (float_const(a, &f)) return ir_float(m, -f, a->dtype, e->loc);
     } else if (ir_expr_is_int_const(a, &v)) {
       return ir_bool(m, !v, e->loc);
@@ -303,16 +326,17 @@ bool ir_eval_int(const IrExpr *e, IrVarValueFn value_of, void *ctx, int64_t *out
     return value_of && value_of(e->u.var, ctx, out);
   case IR_EXPR_UNARY:
     if (!ir_eval_int(e->u.op.a, value_of, ctx, &a)) return false;
+    if (e->u.op.op == IR_OP_NEG && a == INT64_MIN) return false;
     *out = e->u.op.op == IR_OP_NEG ? -a : !a;
     return true;
   case IR_EXPR_BINARY:
     if (!ir_eval_int(e->u.op.a, value_of, ctx, &a) || !ir_eval_int(e->u.op.b, value_of, ctx, &b)) return false;
     switch (e->u.op.op) {
-    case IR_OP_ADD: *out = a + b; return true;
-    case IR_OP_SUB: *out = a - b; return true;
-    case IR_OP_MUL: *out = a * b; return true;
-    case IR_OP_DIV: if (!b) return false; *out = a / b; return true;
-    case IR_OP_MOD: if (!b) return false; *out = a % b; return true;
+    case IR_OP_ADD: return add_ok(a, b, out);
+    case IR_OP_SUB: return sub_ok(a, b, out);
+    case IR_OP_MUL: return mul_ok(a, b, out);
+    case IR_OP_DIV: if (!div_ok(a, b)) return false; *out = a / b; return true;
+    case IR_OP_MOD: if (!div_ok(a, b)) return false; *out = a % b; return true;
     case IR_OP_LT: *out = a < b; return true;
     case IR_OP_LE: *out = a <= b; return true;
     case IR_OP_GT: *out = a > b; return true;
@@ -330,10 +354,10 @@ bool ir_eval_int(const IrExpr *e, IrVarValueFn value_of, void *ctx, int64_t *out
     if (!ir_eval_int(e->u.call.args[0], value_of, ctx, &a)) return false;
     if (e->u.call.nargs > 1 && !ir_eval_int(e->u.call.args[1], value_of, ctx, &b)) return false;
     switch (e->u.call.fn) {
-    case IR_INTRINSIC_CEILDIV: if (b <= 0) return false; *out = a >= 0 ? (a + b - 1) / b : a / b; return true;
+    case IR_INTRINSIC_CEILDIV: if (b <= 0) return false; *out = a >= 0 ? ceildiv_pos(a, b) : a / b; return true;
     case IR_INTRINSIC_MAX: *out = a > b ? a : b; return true;
     case IR_INTRINSIC_MIN: *out = a < b ? a : b; return true;
-    case IR_INTRINSIC_ABS: *out = a < 0 ? -a : a; return true;
+    case IR_INTRINSIC_ABS: if (a == INT64_MIN) return false; *out = a < 0 ? -a : a; return true;
     default: return false;
     }
   case IR_EXPR_CAST:
@@ -356,6 +380,7 @@ bool ir_int_range(const IrExpr *e, IrVarRangeFn range_of, void *ctx, int64_t *lo
     return range_of && range_of(e->u.var, ctx, lo, hi);
   case IR_EXPR_UNARY:
     if (e->u.op.op != IR_OP_NEG || !ir_int_range(e->u.op.a, range_of, ctx, &alo, &ahi)) return false;
+    if (alo == INT64_MIN || ahi == INT64_MIN) return false;
     *lo = -ahi, *hi = -alo;
     return true;
   case IR_EXPR_BINARY:
@@ -363,10 +388,12 @@ bool ir_int_range(const IrExpr *e, IrVarRangeFn range_of, void *ctx, int64_t *lo
         !ir_int_range(e->u.op.b, range_of, ctx, &blo, &bhi))
       return false;
     switch (e->u.op.op) {
-    case IR_OP_ADD: *lo = alo + blo, *hi = ahi + bhi; return true;
-    case IR_OP_SUB: *lo = alo - bhi, *hi = ahi - blo; return true;
+    case IR_OP_ADD: return add_ok(alo, blo, lo) && add_ok(ahi, bhi, hi);
+    case IR_OP_SUB: return sub_ok(alo, bhi, lo) && sub_ok(ahi, blo, hi);
     case IR_OP_MUL: {
-      int64_t c[4] = {alo * blo, alo * bhi, ahi * blo, ahi * bhi};
+      int64_t c[4];
+      if (!mul_ok(alo, blo, &c[0]) || !mul_ok(alo, bhi, &c[1]) || !mul_ok(ahi, blo, &c[2]) || !mul_ok(ahi, bhi, &c[3]))
+        return false;
       *lo = *hi = c[0];
       for (int i = 1; i < 4; i++) *lo = c[i] < *lo ? c[i] : *lo, *hi = c[i] > *hi ? c[i] : *hi;
       return true;
@@ -387,7 +414,7 @@ bool ir_int_range(const IrExpr *e, IrVarRangeFn range_of, void *ctx, int64_t *lo
     case IR_INTRINSIC_MAX: *lo = alo > blo ? alo : blo, *hi = ahi > bhi ? ahi : bhi; return true;
     case IR_INTRINSIC_CEILDIV:
       if (blo <= 0 || alo < 0) return false;
-      *lo = (alo + bhi - 1) / bhi, *hi = (ahi + blo - 1) / blo;
+      *lo = ceildiv_pos(alo, bhi), *hi = ceildiv_pos(ahi, blo);
       return true;
     default:
       return false;

@@ -22,12 +22,12 @@ static void count(IrStmt *s, void *ctx) {
   if (s->kind != IR_STMT_ALLOC) return;
   const IrBuffer *b = s->u.alloc;
   if (b->scope == IR_SCOPE_SHARED) {
-    int64_t bytes = dtype_size(b->dtype), d;
-    for (int i = 0; i < b->rank; i++) bytes *= ir_expr_is_int_const(b->shape[i], &d) ? d : 0;
-    u->shared += (bytes + 127) / 128 * 128;
+    /* Saturating: a huge shape must fail the limit check, not wrap past it. */
+    int64_t bytes = ir_buffer_bytes_aligned(b);
+    u->shared = u->shared > INT64_MAX / 2 - bytes ? INT64_MAX / 2 : u->shared + bytes;
     if (u->nshared < 32) u->shared_bufs[u->nshared++] = b;
   } else if (b->scope == IR_SCOPE_FRAGMENT && b->layout.kind == IR_LAYOUT_FRAGMENT) {
-    int64_t elems = (int64_t)b->layout.rows_local * b->layout.cols_local;
+    int64_t elems = (int64_t)b->layout.rows_local * b->layout.cols_local; /* ints: no overflow */
     int64_t words = (elems * dtype_size(b->dtype) + 3) / 4;
     u->fragment_words += words;
     if (words > u->biggest_words) u->biggest_words = words, u->biggest_fragment = b;

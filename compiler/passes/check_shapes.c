@@ -233,6 +233,43 @@ static void check_stmt(IrStmt *s, void *ctx) {
   }
 }
 
+/* Integer division by a constant zero (or ceildiv by a constant <= 0) would
+ * be undefined at run time: report it at the operator. */
+static void check_division(IrExpr *e, Diag *diag) {
+  if (!e) return;
+  int64_t v;
+  switch (e->kind) {
+  case IR_EXPR_BINARY:
+    check_division(e->u.op.a, diag);
+    check_division(e->u.op.b, diag);
+    if ((e->u.op.op == IR_OP_DIV || e->u.op.op == IR_OP_MOD) && !dtype_is_float(e->dtype) &&
+        ir_expr_is_int_const(e->u.op.b, &v) && v == 0)
+      diag_error(diag, e->loc, "integer division by zero");
+    break;
+  case IR_EXPR_UNARY: check_division(e->u.op.a, diag); break;
+  case IR_EXPR_SELECT:
+    check_division(e->u.select.cond, diag);
+    check_division(e->u.select.then_, diag);
+    check_division(e->u.select.else_, diag);
+    break;
+  case IR_EXPR_CALL:
+    for (int i = 0; i < e->u.call.nargs; i++) check_division(e->u.call.args[i], diag);
+    if (e->u.call.fn == IR_INTRINSIC_CEILDIV && ir_expr_is_int_const(e->u.call.args[1], &v) && v <= 0)
+      diag_error(diag, e->loc, "ceildiv by %lld (the divisor must be positive)", (long long)v);
+    break;
+  case IR_EXPR_LOAD:
+    for (int i = 0; i < e->u.load.nidx; i++) check_division(e->u.load.idx[i], diag);
+    break;
+  case IR_EXPR_CAST: check_division(e->u.cast_src, diag); break;
+  default: break;
+  }
+}
+
+static IrExpr *division_visitor(IrModule *m, IrExpr *e, void *ctx) {
+  check_division(e, ctx);
+  return e;
+}
+
 bool pass_check_shapes(IrModule *m, const PassOptions *opts, Diag *diag) {
   int errors = diag_error_count(diag);
   for (int i = 0; i < m->nkernels; i++) {
@@ -245,6 +282,7 @@ bool pass_check_shapes(IrModule *m, const PassOptions *opts, Diag *diag) {
                  (long long)threads);
     Checker c = {diag};
     pass_visit_stmts(k->body, check_stmt, &c);
+    pass_rewrite_kernel(m, k, division_visitor, diag);
   }
   return diag_error_count(diag) == errors;
 }

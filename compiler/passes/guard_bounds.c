@@ -41,7 +41,7 @@ static bool dim_is_safe(const Ranges *r, const IrRegion *reg, int d) {
     return true;
   if (!ir_expr_is_int_const(reg->extent[d], &ext) || !ir_expr_is_int_const(shape, &size)) return false;
   if (!ir_int_range(start, range_of, (void *)r, &lo, &hi)) return false;
-  return lo >= 0 && hi + ext <= size;
+  return lo >= 0 && ext <= size && hi <= size - ext;
 }
 
 static void guard_region(const Ranges *r, IrRegion *reg) {

@@ -49,12 +49,52 @@ static IrExpr *parse_define(IrModule *m, const IrVar *sym, const char *text, Dia
   return NULL;
 }
 
-static IrExpr *substitute_bound(IrModule *m, IrExpr *e, void *ctx) {
-  IrKernel *k = ctx;
-  for (int i = 0; i < k->nsymbols; i++)
-    if (k->symbols[i]->bound) e = ir_expr_subst(m, e, k->symbols[i], k->symbols[i]->value);
-  return e;
+/* Replaces every bound symbol in e by its value, in one walk; subtrees
+ * without bound symbols are shared, not copied (linear time and memory in
+ * the number of symbols). */
+static IrExpr *subst_bound(IrModule *m, IrExpr *e) {
+  if (!e) return e;
+  switch (e->kind) {
+  case IR_EXPR_VAR:
+    return e->u.var->kind == IR_VAR_SYMBOL && e->u.var->bound ? ir_expr_clone(m, e->u.var->value) : e;
+  case IR_EXPR_UNARY: {
+    IrExpr *a = subst_bound(m, e->u.op.a);
+    return a == e->u.op.a ? e : ir_unary(m, e->u.op.op, a, e->loc);
+  }
+  case IR_EXPR_BINARY: {
+    IrExpr *a = subst_bound(m, e->u.op.a), *b = subst_bound(m, e->u.op.b);
+    return a == e->u.op.a && b == e->u.op.b ? e : ir_binary(m, e->u.op.op, a, b, e->loc);
+  }
+  case IR_EXPR_SELECT: {
+    IrExpr *c = subst_bound(m, e->u.select.cond), *t = subst_bound(m, e->u.select.then_),
+           *f = subst_bound(m, e->u.select.else_);
+    return c == e->u.select.cond && t == e->u.select.then_ && f == e->u.select.else_ ? e
+                                                                                  : ir_select(m, c, t, f, e->loc);
+  }
+  case IR_EXPR_CALL: {
+    IrExpr *a = subst_bound(m, e->u.call.args[0]);
+    IrExpr *b = e->u.call.nargs > 1 ? subst_bound(m, e->u.call.args[1]) : NULL;
+    return a == e->u.call.args[0] && b == e->u.call.args[1] ? e : ir_call(m, e->u.call.fn, a, b, e->loc);
+  }
+  case IR_EXPR_LOAD: {
+    IrExpr *idx[IR_MAX_RANK];
+    bool changed = false;
+    for (int i = 0; i < e->u.load.nidx; i++) {
+      idx[i] = subst_bound(m, e->u.load.idx[i]);
+      changed |= idx[i] != e->u.load.idx[i];
+    }
+    return changed ? ir_load(m, e->u.load.buf, idx, e->loc) : e;
+  }
+  case IR_EXPR_CAST: {
+    IrExpr *a = subst_bound(m, e->u.cast_src);
+    return a == e->u.cast_src ? e : ir_cast(m, e->dtype, a, e->loc);
+  }
+  default:
+    return e;
+  }
 }
+
+static IrExpr *substitute_bound(IrModule *m, IrExpr *e, void *ctx) { return subst_bound(m, e); }
 
 bool pass_specialize(IrModule *m, const PassOptions *opts, Diag *diag) {
   bool ok = true;
@@ -75,7 +115,7 @@ bool pass_specialize(IrModule *m, const PassOptions *opts, Diag *diag) {
         }
       } else if (sym->default_value) {
         /* Defaults may mention earlier symbols (block_N = block_M). */
-        value = ir_simplify(m, substitute_bound(m, sym->default_value, k));
+        value = ir_simplify(m, subst_bound(m, sym->default_value));
       }
       if (value) {
         sym->bound = true;
@@ -86,7 +126,7 @@ bool pass_specialize(IrModule *m, const PassOptions *opts, Diag *diag) {
         sym->dynamic_index = ndynamic++;
       }
     }
-    pass_rewrite_kernel(m, k, substitute_bound, k);
+    pass_rewrite_kernel(m, k, substitute_bound, NULL);
   }
   return ok;
 }

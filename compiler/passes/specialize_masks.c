@@ -1,0 +1,136 @@
+/* specialize_masks.c - pass "specialize-masks": masks only where they bite.
+ *
+ * Needs: fold-constants (linear index arithmetic), check-shapes (constant
+ * parallel extents).
+ * Guarantees: a parallel nest whose body is one store of
+ *     x[i, j] = if_then_else(lhs CMP rhs, a, b)
+ * with lhs - rhs linear in the nest's variables (i, j) is versioned on the
+ * condition being true for the whole tile:
+ *     if (<condition at the tile's worst corner>) { x[i, j] = a }   // no mask
+ *     else                                       { original nest }
+ * The test depends only on values outside the nest (k, bx, seq_len), so the
+ * branch is uniform over the block. For flash attention this leaves the
+ * causal mask to the diagonal blocks and the length mask to the last key
+ * block; every other block runs the plain fill. */
+#include "../simplify.h"
+#include "passes.h"
+
+/* Coefficient of var in the linear form of e (integer, constant), or false
+ * when e is not linear in var with a constant coefficient. Computed by
+ * differencing: e(var + 1) - e(var), which the simplifier folds. */
+static bool coefficient(IrModule *m, const IrExpr *e, const IrVar *var, int64_t *coef) {
+  IrExpr *plus = ir_binary(m, IR_OP_ADD, ir_var_ref(m, (IrVar *)var, e->loc), ir_int(m, 1, e->loc), e->loc);
+  IrExpr *d = ir_simplify(m, ir_binary(m, IR_OP_SUB, ir_expr_subst(m, e, var, plus), ir_expr_clone(m, e), e->loc));
+  return ir_expr_is_int_const(d, coef);
+}
+
+typedef struct Nest {
+  IrVar *var[2];
+  int64_t extent[2];
+  int n;
+  IrStmt *store;
+} Nest;
+
+static bool match_nest(IrStmt *s, Nest *n) {
+  n->n = 0;
+  IrStmt *cur = s;
+  while (cur->kind == IR_STMT_FOR && cur->u.for_.kind == IR_FOR_PARALLEL && n->n < 2) {
+    if (!ir_expr_is_int_const(cur->u.for_.extent, &n->extent[n->n])) return false;
+    n->var[n->n++] = cur->u.for_.var;
+    IrStmt *body = cur->u.for_.body;
+    if (body->u.seq.n != 1) return false;
+    cur = body->u.seq.items[0];
+  }
+  if (n->n == 0 || cur->kind != IR_STMT_STORE) return false;
+  IrExpr *v = cur->u.store.value;
+  if (v->kind == IR_EXPR_CAST) v = v->u.cast_src;
+  if (v->kind != IR_EXPR_SELECT) return false;
+  IrExpr *c = v->u.select.cond;
+  if (c->kind != IR_EXPR_BINARY || c->u.op.op < IR_OP_LT || c->u.op.op > IR_OP_GE) return false;
+  if (dtype_is_float(c->u.op.a->dtype) || dtype_is_float(c->u.op.b->dtype)) return false;
+  n->store = cur;
+  return true;
+}
+
+/* The condition that holds iff cond holds for every point of the nest, or
+ * NULL when it cannot be derived. */
+static IrExpr *uniform_condition(IrModule *m, const Nest *n, IrExpr *cond) {
+  IrOp op = cond->u.op.op;
+  IrExpr *d = ir_binary(m, IR_OP_SUB, ir_expr_clone(m, cond->u.op.a), ir_expr_clone(m, cond->u.op.b), cond->loc);
+  /* lhs < rhs for all points  <=>  max(d) < 0; lhs > rhs  <=>  min(d) > 0. */
+  bool want_max = op == IR_OP_LT || op == IR_OP_LE;
+  for (int v = 0; v < n->n; v++) {
+    int64_t coef;
+    if (!coefficient(m, d, n->var[v], &coef)) return NULL;
+    int64_t corner = (coef > 0) == want_max ? n->extent[v] - 1 : 0;
+    d = ir_simplify(m, ir_expr_subst(m, d, n->var[v], ir_int(m, corner, cond->loc)));
+  }
+  return ir_simplify(m, ir_binary(m, op, d, ir_int(m, 0, cond->loc), cond->loc));
+}
+
+/* A copy of the nest, with fresh loop variables, whose store writes the
+ * select's `then` value. */
+static IrStmt *unmasked_copy(IrModule *m, IrStmt *s, const Nest *n) {
+  IrStmt *store = n->store;
+  IrExpr *v = store->u.store.value;
+  IrExpr *sel = v->kind == IR_EXPR_CAST ? v->u.cast_src : v;
+  IrExpr *value = sel->u.select.then_;
+  if (v->kind == IR_EXPR_CAST) value = ir_cast(m, v->dtype, value, v->loc);
+  IrExpr *idx[IR_MAX_RANK];
+  for (int d = 0; d < store->u.store.nidx; d++) idx[d] = store->u.store.idx[d];
+  IrVar *fresh[2];
+  for (int d = 0; d < n->n; d++) {
+    fresh[d] = ir_var_new(m, n->var[d]->name, IR_VAR_LOOP, n->var[d]->dtype, n->var[d]->loc);
+    IrExpr *ref = ir_var_ref(m, fresh[d], s->loc);
+    value = ir_expr_subst(m, value, n->var[d], ref);
+    for (int x = 0; x < store->u.store.nidx; x++) idx[x] = ir_expr_subst(m, idx[x], n->var[d], ref);
+  }
+  IrStmt *inner = ir_store_new(m, store->u.store.buf, idx, value, store->loc);
+  for (int d = n->n - 1; d >= 0; d--) {
+    IrStmt *body = ir_seq_new(m, s->loc);
+    ir_seq_push(m, body, inner);
+    inner = ir_for_new(m, IR_FOR_PARALLEL, fresh[d], ir_int(m, n->extent[d], s->loc), body, s->loc);
+  }
+  return inner;
+}
+
+static void version(IrModule *m, IrStmt *seq) {
+  for (int i = 0; i < seq->u.seq.n; i++) {
+    IrStmt *s = seq->u.seq.items[i];
+    switch (s->kind) {
+    case IR_STMT_FOR:
+      if (s->u.for_.kind != IR_FOR_PARALLEL) {
+        version(m, s->u.for_.body);
+        break;
+      }
+      {
+        Nest n;
+        if (!match_nest(s, &n)) break;
+        IrExpr *v = n.store->u.store.value;
+        IrExpr *sel = v->kind == IR_EXPR_CAST ? v->u.cast_src : v;
+        IrExpr *u = uniform_condition(m, &n, sel->u.select.cond);
+        int64_t known;
+        if (!u || ir_expr_is_int_const(u, &known)) break; /* constant: fold-constants' job */
+        IrStmt *then_ = ir_seq_new(m, s->loc), *else_ = ir_seq_new(m, s->loc);
+        ir_seq_push(m, then_, unmasked_copy(m, s, &n));
+        ir_seq_push(m, else_, s);
+        seq->u.seq.items[i] = ir_if_new(m, u, then_, else_, s->loc);
+      }
+      break;
+    case IR_STMT_IF:
+      version(m, s->u.if_.then_);
+      if (s->u.if_.else_) version(m, s->u.if_.else_);
+      break;
+    case IR_STMT_SEQ:
+      version(m, s);
+      break;
+    default:
+      break;
+    }
+  }
+}
+
+bool pass_specialize_masks(IrModule *m, const PassOptions *opts, Diag *diag) {
+  for (int i = 0; i < m->nkernels; i++) version(m, m->kernels[i]->body);
+  return true;
+}

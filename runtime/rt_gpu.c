@@ -41,7 +41,20 @@
 const char *const rt_gpu_nvrtc_opts[] = {"-lineinfo"};
 const int rt_gpu_nvrtc_nopts = (int)(sizeof rt_gpu_nvrtc_opts / sizeof rt_gpu_nvrtc_opts[0]);
 
-enum { RT_GPU_DEFAULT_SMEM = 48 * 1024 };
+enum { RT_GPU_DEFAULT_SMEM = 48 * 1024, RT_GPU_MAX_OPTS = 32 };
+
+/* The NVRTC options: the defaults plus $TILEC_NVRTC_FLAGS (blank-separated,
+ * e.g. "-DTC_SOME_SWITCH=1 -maxrregcount=200"), which also enter the cache
+ * key. Returns the count; words point into buf. */
+static int nvrtc_options(const char **opts, char *buf, size_t cap) {
+  int n = 0;
+  for (int i = 0; i < rt_gpu_nvrtc_nopts; i++) opts[n++] = rt_gpu_nvrtc_opts[i];
+  const char *extra = getenv("TILEC_NVRTC_FLAGS");
+  if (!extra || !*extra) return n;
+  snprintf(buf, cap, "%s", extra);
+  for (char *tok = strtok(buf, " \t"); tok && n < RT_GPU_MAX_OPTS; tok = strtok(NULL, " \t")) opts[n++] = tok;
+  return n;
+}
 
 /* ---- contexts ---- */
 
@@ -109,10 +122,12 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
     if (err) rt_cache_warn(ctx, ctx->cache_dir, strerror(err));
     else dir = ctx->cache_dir;
   }
+  const char *opts[RT_GPU_MAX_OPTS];
+  char opt_buf[1024];
+  int nopts = nvrtc_options(opts, opt_buf, sizeof opt_buf);
   char key[65];
   if (dir) {
-    rt_cache_key_cuda(arch, rt_cuda_nvrtc_version(ctx->cu), rt_gpu_nvrtc_opts, rt_gpu_nvrtc_nopts,
-                      ir, src, len, key);
+    rt_cache_key_cuda(arch, rt_cuda_nvrtc_version(ctx->cu), opts, nopts, ir, src, len, key);
     if (!force_build && rt_cache_read_entry(dir, key, "cubin", cubin, size)) {
       *from_cache = true;
       return TILERT_OK;
@@ -122,8 +137,7 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
   char cu_name[256];
   rt_gpu_source_name(name, cu_name, sizeof cu_name);
   ctx->nvrtc_runs++;
-  bool ok = rt_cuda_compile(ctx->cu, src, cu_name, arch, rt_gpu_nvrtc_opts, rt_gpu_nvrtc_nopts,
-                            cubin, size);
+  bool ok = rt_cuda_compile(ctx->cu, src, cu_name, arch, opts, nopts, cubin, size);
   if (!ok) return rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
 
   if (dir) {

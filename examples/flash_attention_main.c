@@ -19,10 +19,6 @@
 #include "host_util.h"
 #include "tilert.h"
 
-#ifndef TILEC_EXAMPLES_DIR
-#define TILEC_EXAMPLES_DIR "examples"
-#endif
-
 /* Error bound, relative to max |ref|. The inputs are exactly representable
  * (the reference reads the rounded values), S = Q K^T and the softmax run in
  * f32, so the error comes from two roundings to the input dtype: P before the
@@ -41,7 +37,8 @@ static void usage(FILE *f, const char *argv0) {
           "usage: %s [--batch N] [--heads N] [--seq-len N] [--dim N] [--causal]\n"
           "          [--dtype f16|bf16] [--device auto|cpu|cuda] [--iters N] [--tile PATH]\n"
           "Runs examples/flash_attention.tile on random inputs and checks it against a\n"
-          "double-precision reference. $TILEC_SEED fixes the random seed.\n",
+          "double-precision reference. $TILEC_SEED fixes the random seed;\n"
+          "$TILEC_EXAMPLES_DIR says where the .tile files are (default: the source tree).\n",
           argv0);
 }
 
@@ -104,7 +101,7 @@ static bool run_on(TilertContext *ctx, const Problem *p, HostTensor *q, HostTens
 
 int main(int argc, char **argv) {
   Problem p = {1, 4, 1000, 64, false, {kDLFloat, 16, 1}, "f16",
-               TILEC_EXAMPLES_DIR "/flash_attention.tile"};
+               NULL};
   const char *device_name = "auto";
   long iters = 0; /* 0: 1 on the CPU, 20 on the GPU */
   for (int i = 1; i < argc; i++) {
@@ -145,6 +142,7 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (!p.tile) p.tile = host_example_path("flash_attention.tile");
   TilertConfig cfg = {0};
   cfg.device = strcmp(device_name, "cpu") == 0    ? TILERT_DEVICE_CPU
                : strcmp(device_name, "cuda") == 0 ? TILERT_DEVICE_CUDA
@@ -196,7 +194,7 @@ int main(int argc, char **argv) {
   double flops = 4.0 * p.batch * p.heads * (double)p.seq_len * p.seq_len * p.dim *
                  (p.causal ? 0.5 : 1.0);
   printf("  load (compile or cache): %.1f ms\n", load_ms);
-  printf("  time: %.3f ms (best of %ld), %.2f GFLOP/s\n", ms, iters, flops / (ms * 1e6));
+  printf("  time: %.3f ms (best of %ld), %.3f TFLOP/s\n", ms, iters, flops / (ms * 1e9));
   printf("  max abs error: %.3e\n", e.max_abs);
   printf("  max rel error: %.3e (elementwise), %.3e relative to max|ref| = %.3e (bound %.1e)\n",
          e.max_rel, e.rel_to_max, e.max_ref, bound);

@@ -14,10 +14,6 @@
 #include "host_util.h"
 #include "tilert.h"
 
-#ifndef TILEC_EXAMPLES_DIR
-#define TILEC_EXAMPLES_DIR "examples"
-#endif
-
 int main(int argc, char **argv) {
   long M = 512, N = 512, K = 512, iters = 0;
   const char *blocks[3] = {NULL, NULL, NULL}; /* block_M, block_N, block_K */
@@ -85,7 +81,7 @@ int main(int argc, char **argv) {
   TilertModule *mod = NULL;
   TilertKernel *kern = NULL;
   double t0 = host_now_ms();
-  if (tilert_module_load_file(ctx, TILEC_EXAMPLES_DIR "/gemm.tile", defs, ndefs, &mod) != TILERT_OK ||
+  if (tilert_module_load_file(ctx, host_example_path("gemm.tile"), defs, ndefs, &mod) != TILERT_OK ||
       tilert_module_get_kernel(mod, "gemm", &kern) != TILERT_OK) {
     fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
     tilert_module_destroy(mod);
@@ -145,8 +141,8 @@ int main(int argc, char **argv) {
   double bound = 4 * host_dtype_eps(dtype);
   printf("  load (compile or cache): %.1f ms%s\n", load_ms,
          tilert_module_from_cache(mod) ? " (cache hit)" : "");
-  printf("  time: %.3f ms (best of %ld), %.2f GFLOP/s\n", best, iters,
-         2.0 * M * N * K / (best * 1e6));
+  printf("  time: %.3f ms (best of %ld), %.3f TFLOP/s\n", best, iters,
+         2.0 * M * N * K / (best * 1e9));
   printf("  max abs error %.3e, %.3e relative to max|ref| %.3e (bound %.1e), max rel %.3e\n",
          e.max_abs, e.rel_to_max, e.max_ref, bound, e.max_rel);
   if (!host_error_ok(&e, bound)) {

@@ -286,6 +286,19 @@ bool host_error_ok(const HostError *e, double bound) {
   return e->nonfinite == 0 && e->rel_to_max <= bound;
 }
 
+/* ---------------------------------------------------------------- paths */
+
+#ifndef TILEC_EXAMPLES_DIR
+#define TILEC_EXAMPLES_DIR "examples"
+#endif
+
+const char *host_example_path(const char *file) {
+  static char path[4096];
+  const char *dir = getenv("TILEC_EXAMPLES_DIR");
+  snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : TILEC_EXAMPLES_DIR, file);
+  return path;
+}
+
 /* ---------------------------------------------------------------- temp dirs */
 
 char *host_make_temp_dir(const char *prefix) {

@@ -91,6 +91,12 @@ HostError host_compare_tensors(const HostTensor *out, const HostTensor *ref);
 /* True when the output has no non-finite element and rel_to_max <= bound. */
 bool host_error_ok(const HostError *e, double bound);
 
+/* ---- where the example .tile files are ---- */
+/* DIR/file, DIR being $TILEC_EXAMPLES_DIR when set (a moved source tree, or a
+ * deliberately broken copy of a kernel to see a test fail), else the source
+ * tree's examples/ (compiled in). Returns a static buffer. */
+const char *host_example_path(const char *file);
+
 /* ---- temporary directories (per-test cache dirs) ---- */
 /* mkdtemp under $TMPDIR (or /tmp); returns a malloc'ed path or NULL. */
 char *host_make_temp_dir(const char *prefix);

@@ -2,10 +2,11 @@
  * through libtilert on random inputs and checks it against a double-precision
  * reference.
  *
- *   softmax [--m N] [--n N] [--device auto|cpu|cuda]
+ *   softmax [--m N] [--n N] [--block-m N] [--device auto|cpu|cuda]
  *
  * N is a compile-time constant of the kernel (bound here with -D N=...); M is
- * dynamic. Exit status: 0 correct, 1 wrong result or runtime error, 2 bad usage. */
+ * dynamic. On the GPU the [block_M, N] fragment must spread evenly over the
+ * threads, so some N need another block_M (the compiler says which). Exit status: 0 correct, 1 wrong result or runtime error, 2 bad usage. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,22 +14,21 @@
 #include "host_util.h"
 #include "tilert.h"
 
-#ifndef TILEC_EXAMPLES_DIR
-#define TILEC_EXAMPLES_DIR "examples"
-#endif
-
 int main(int argc, char **argv) {
   long M = 1000, N = 256;
-  const char *device_name = "auto";
+  const char *device_name = "auto", *block_m = NULL;
   for (int i = 1; i < argc; i++) {
     const char *v;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: %s [--m N] [--n N] [--device auto|cpu|cuda]\n", argv[0]);
+      printf("usage: %s [--m N] [--n N] [--block-m N] [--device auto|cpu|cuda]\n", argv[0]);
       return 0;
     } else if (host_opt(argc, argv, &i, "--m", &v)) {
       M = host_parse_long("--m", v, 1, 1 << 24);
     } else if (host_opt(argc, argv, &i, "--n", &v)) {
       N = host_parse_long("--n", v, 1, 1 << 16);
+    } else if (host_opt(argc, argv, &i, "--block-m", &v)) {
+      host_parse_long("--block-m", v, 1, 1 << 16);
+      block_m = v;
     } else if (host_opt(argc, argv, &i, "--device", &v)) {
       if (strcmp(v, "auto") != 0 && strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0) {
         fprintf(stderr, "%s: --device must be auto, cpu or cuda\n", argv[0]);
@@ -56,10 +56,11 @@ int main(int argc, char **argv) {
 
   char n_s[32];
   snprintf(n_s, sizeof n_s, "%ld", N);
-  TilecDefine defs[] = {{"N", n_s}};
+  TilecDefine defs[] = {{"N", n_s}, {"block_M", block_m}};
   TilertModule *mod = NULL;
   TilertKernel *kern = NULL;
-  if (tilert_module_load_file(ctx, TILEC_EXAMPLES_DIR "/softmax.tile", defs, 1, &mod) != TILERT_OK ||
+  if (tilert_module_load_file(ctx, host_example_path("softmax.tile"), defs, block_m ? 2 : 1,
+                              &mod) != TILERT_OK ||
       tilert_module_get_kernel(mod, "softmax", &kern) != TILERT_OK) {
     fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
     tilert_module_destroy(mod);

@@ -1,0 +1,207 @@
+/* test_flash_attention.c - examples/flash_attention.tile against a
+ * double-precision reference, batch 2, heads 2.
+ *
+ *   test_flash_attention --dim 64|128 --dtype f16|bf16 [--causal]
+ *                        --mode dynamic|bound --lengths 1,63,64,100,257
+ *                        [--define NAME=VALUE]... [--device cpu|cuda]
+ *
+ * dynamic: seq_len stays a dynamic symbol; ONE load serves every length.
+ * bound:   every length gets its own load with -D seq_len=L, and a launch
+ *          with a different length must be refused (LAUNCH_MISMATCH).
+ * Inputs are fresh random numbers each run (the seed is printed); the output
+ * is poisoned with NaN before every launch, so an element the kernel never
+ * writes fails the test. */
+#include "numerics.h"
+
+#include <math.h>
+
+/* Bound on max|out - ref| / max|ref|. The inputs are exactly representable
+ * (the reference reads the rounded values); S = Q K^T, the softmax and both
+ * accumulations are f32 (relative error ~dim * 2^-24, negligible). What is
+ * left are two roundings to the input dtype, u = 2^-11 (f16) or 2^-8 (bf16):
+ * P before the P V gemm and the output. The output rounding is at most
+ * u * max|ref|; the rounding errors of P are independent and partly cancel
+ * over the keys. So the error is about u..2u times max|ref| (measured:
+ * 3e-4..5e-4 for f16, 2.5e-3..3e-3 for bf16). The bounds, 5e-3 (f16, ~10u)
+ * and 2e-2 (bf16, ~5u), leave that margin and still catch real bugs: a tail
+ * key block left unmasked shifts every output by >= 1/64 (1.6%, seq_len 63)
+ * and by ~20% at seq_len 100; a wrong causal mask by far more. */
+static double bound_for(DLDataType t) { return t.code == kDLBfloat ? 2e-2 : 5e-3; }
+
+typedef struct Config {
+  long dim;
+  bool causal;
+  DLDataType dtype;
+  const char *dtype_name;
+  bool bound; /* seq_len bound with -D */
+  long lengths[16];
+  int nlengths;
+  TilecDefine extra[8]; /* --define: block sizes etc. */
+  int nextra;
+} Config;
+
+static TilertModule *load(NumEnv *env, const Config *c, long seq_len_or_0) {
+  char dim_s[32], len_s[32];
+  snprintf(dim_s, sizeof dim_s, "%ld", c->dim);
+  snprintf(len_s, sizeof len_s, "%ld", seq_len_or_0);
+  TilecDefine defs[12] = {{"dim", dim_s}, {"is_causal", c->causal ? "true" : "false"},
+                          {"dtype", c->dtype_name}};
+  int n = 3;
+  for (int i = 0; i < c->nextra; i++) defs[n++] = c->extra[i];
+  if (seq_len_or_0) defs[n++] = (TilecDefine){"seq_len", len_s};
+  return num_load(env, "flash_attention.tile", defs, n);
+}
+
+/* Runs one length on a loaded kernel and checks it. */
+static void run_length(NumEnv *env, const Config *c, TilertKernel *k, long seq_len) {
+  const int64_t batch = 2, heads = 2;
+  int64_t shape[4] = {batch, seq_len, heads, c->dim};
+  HostTensor q, kt, v, o;
+  bool ok = host_tensor_init(&q, c->dtype, 4, shape, env->ctx) &&
+            host_tensor_init(&kt, c->dtype, 4, shape, env->ctx) &&
+            host_tensor_init(&v, c->dtype, 4, shape, env->ctx) &&
+            host_tensor_init(&o, c->dtype, 4, shape, env->ctx);
+  NUM_CHECK(ok, "allocating seq_len %ld", seq_len);
+  if (!ok) exit(1);
+  host_tensor_fill_uniform(&q, &env->rng, -1, 1);
+  host_tensor_fill_uniform(&kt, &env->rng, -1, 1);
+  host_tensor_fill_uniform(&v, &env->rng, -1, 1);
+  host_tensor_poison(&o);
+  ok = host_tensor_upload(&q) && host_tensor_upload(&kt) && host_tensor_upload(&v) &&
+       host_tensor_upload(&o);
+  NUM_CHECK(ok, "upload failed");
+
+  double scale = 1.0 / sqrt((double)c->dim) * 1.4426950408889634; /* log2(e) folded in */
+  TilertArg args[] = {tilert_arg_tensor(&q.dl), tilert_arg_tensor(&kt.dl), tilert_arg_tensor(&v.dl),
+                      tilert_arg_tensor(&o.dl), tilert_arg_f32(scale)};
+  double t0 = host_now_ms();
+  TilertStatus st = tilert_launch(k, args, 5, NULL);
+  double ms = host_now_ms() - t0;
+  NUM_CHECK(st == TILERT_OK, "launch seq_len %ld: %s: %s", seq_len, tilert_strerror(st),
+            tilert_last_error(env->ctx));
+  if (st == TILERT_OK) {
+    NUM_CHECK(host_tensor_download(&o), "download failed");
+    double *ref = malloc(o.numel * sizeof *ref);
+    host_ref_attention(&q, &kt, &v, c->causal, 1.0 / sqrt((double)c->dim), ref);
+    HostError e = host_compare(&o, ref);
+    double bound = bound_for(c->dtype);
+    printf("  seq_len %4ld: max abs %.3e, rel to max|ref| %.3e (bound %.0e), max rel %.3e, "
+           "%zu non-finite, %.1f ms\n",
+           seq_len, e.max_abs, e.rel_to_max, bound, e.max_rel, e.nonfinite, ms);
+    NUM_CHECK(host_error_ok(&e, bound),
+              "seq_len %ld: error %.3e (bound %.0e), %zu non-finite; worst element %zu: "
+              "out %g ref %g",
+              seq_len, e.rel_to_max, bound, e.nonfinite, e.worst, host_tensor_get(&o, e.worst),
+              ref[e.worst]);
+    free(ref);
+  }
+  host_tensor_free(&q), host_tensor_free(&kt), host_tensor_free(&v), host_tensor_free(&o);
+}
+
+/* A kernel compiled for seq_len = bound_len must refuse another length
+ * instead of reading out of bounds. */
+static void check_mismatch(NumEnv *env, const Config *c, TilertKernel *k, long bound_len) {
+  long other = bound_len + 1;
+  int64_t shape[4] = {2, other, 2, c->dim};
+  HostTensor t[4];
+  for (int i = 0; i < 4; i++) host_tensor_init(&t[i], c->dtype, 4, shape, env->ctx);
+  TilertArg args[] = {tilert_arg_tensor(&t[0].dl), tilert_arg_tensor(&t[1].dl),
+                      tilert_arg_tensor(&t[2].dl), tilert_arg_tensor(&t[3].dl),
+                      tilert_arg_f32(0.125)};
+  TilertStatus st = tilert_launch(k, args, 5, NULL);
+  NUM_CHECK(st == TILERT_LAUNCH_MISMATCH,
+            "kernel bound to seq_len %ld launched with %ld: got %s, expected %s", bound_len,
+            other, tilert_strerror(st), tilert_strerror(TILERT_LAUNCH_MISMATCH));
+  for (int i = 0; i < 4; i++) host_tensor_free(&t[i]);
+}
+
+int main(int argc, char **argv) {
+  Config c = {64, false, {kDLFloat, 16, 1}, "f16", false, {1, 63, 64, 100, 257}, 5};
+  TilertDevice device = TILERT_DEVICE_CPU;
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    if (strcmp(argv[i], "--causal") == 0) {
+      c.causal = true;
+    } else if (host_opt(argc, argv, &i, "--dim", &v)) {
+      c.dim = host_parse_long("--dim", v, 1, 1024);
+    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
+      if (!host_dtype_parse(v, &c.dtype)) {
+        fprintf(stderr, "bad --dtype %s\n", v);
+        return 2;
+      }
+      c.dtype_name = v;
+    } else if (host_opt(argc, argv, &i, "--mode", &v)) {
+      if (strcmp(v, "dynamic") != 0 && strcmp(v, "bound") != 0) {
+        fprintf(stderr, "bad --mode %s\n", v);
+        return 2;
+      }
+      c.bound = strcmp(v, "bound") == 0;
+    } else if (host_opt(argc, argv, &i, "--define", &v)) {
+      const char *eq = strchr(v, '=');
+      if (!eq || eq == v || c.nextra == 8) {
+        fprintf(stderr, "bad --define %s (want NAME=VALUE)\n", v);
+        return 2;
+      }
+      c.extra[c.nextra++] = (TilecDefine){strndup(v, (size_t)(eq - v)), eq + 1};
+    } else if (host_opt(argc, argv, &i, "--device", &v)) {
+      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+    } else if (host_opt(argc, argv, &i, "--lengths", &v)) {
+      c.nlengths = 0;
+      char *copy = strdup(v), *save = NULL;
+      for (char *tok = strtok_r(copy, ",", &save); tok && c.nlengths < 16;
+           tok = strtok_r(NULL, ",", &save))
+        c.lengths[c.nlengths++] = host_parse_long("--lengths", tok, 1, 1 << 20);
+      free(copy);
+    } else {
+      fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+
+  NumEnv env;
+  int rc = num_open(&env, device);
+  if (rc != 0) {
+    num_close(&env);
+    return rc;
+  }
+  printf("flash_attention: dim %ld, %s, %s, seq_len %s", c.dim, c.causal ? "causal" : "non-causal",
+         c.dtype_name, c.bound ? "bound with -D" : "dynamic");
+  for (int i = 0; i < c.nextra; i++) printf(", -D %s=%s", c.extra[i].name, c.extra[i].value);
+  printf("\n");
+
+  if (!c.bound) {
+    /* One compile serves every length. */
+    TilertModule *mod = load(&env, &c, 0);
+    TilertKernel *k = NULL;
+    if (mod && tilert_module_get_kernel(mod, "flash_attention", &k) == TILERT_OK) {
+      const TilecKernelInfo *info = tilert_kernel_info(k);
+      bool has_seq = false;
+      for (int i = 0; info && i < info->ndynamic; i++)
+        has_seq |= strcmp(info->dynamic_symbols[i], "seq_len") == 0;
+      NUM_CHECK(has_seq, "seq_len should be a dynamic symbol of the kernel");
+      for (int i = 0; i < c.nlengths; i++) run_length(&env, &c, k, c.lengths[i]);
+    } else {
+      NUM_CHECK(false, "no kernel flash_attention: %s", tilert_last_error(env.ctx));
+    }
+    tilert_module_destroy(mod);
+  } else {
+    for (int i = 0; i < c.nlengths; i++) {
+      TilertModule *mod = load(&env, &c, c.lengths[i]);
+      TilertKernel *k = NULL;
+      if (mod && tilert_module_get_kernel(mod, "flash_attention", &k) == TILERT_OK) {
+        const TilecKernelInfo *info = tilert_kernel_info(k);
+        for (int s = 0; info && s < info->ndynamic; s++)
+          NUM_CHECK(strcmp(info->dynamic_symbols[s], "seq_len") != 0,
+                    "seq_len was bound with -D but is still dynamic");
+        run_length(&env, &c, k, c.lengths[i]);
+        check_mismatch(&env, &c, k, c.lengths[i]);
+      } else {
+        NUM_CHECK(false, "no kernel flash_attention: %s", tilert_last_error(env.ctx));
+      }
+      tilert_module_destroy(mod);
+    }
+  }
+  num_close(&env);
+  for (int i = 0; i < c.nextra; i++) free((char *)c.extra[i].name);
+  return num_result("test_flash_attention");
+}

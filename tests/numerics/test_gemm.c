@@ -1,0 +1,159 @@
+/* test_gemm.c - examples/gemm.tile against a double-precision reference.
+ *
+ *   test_gemm [--dtype f16|bf16] [--blocks BM,BN,BK] [--bind]
+ *             --shapes MxNxK,MxNxK,... [--device cpu|cuda]
+ *
+ * Without --bind, M, N and K stay dynamic and one load serves every shape;
+ * with --bind, each shape gets its own load with -D M= N= K=. --blocks binds
+ * block_M, block_N and block_K (smaller tiles keep the CPU run short and put
+ * the tile edges inside the matrix). */
+#include "numerics.h"
+
+#include <math.h>
+
+/* f32 accumulation over K <= a few hundred terms (relative error ~K * 2^-24,
+ * negligible) and one rounding of C to the dtype: at most u * max|ref| with
+ * u = 2^-11 (f16) or 2^-8 (bf16). 4u leaves a margin; a dropped or doubled
+ * K tile is off by far more (each K tile holds >= 1/ceil(K/block_K) of the sum). */
+static double bound_for(DLDataType t) { return 4 * host_dtype_eps(t); }
+
+typedef struct Shape {
+  long m, n, k;
+} Shape;
+
+static void run_shape(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s) {
+  HostTensor a, b, c;
+  bool ok = host_tensor_init(&a, dtype, 2, (int64_t[]){s.m, s.k}, env->ctx) &&
+            host_tensor_init(&b, dtype, 2, (int64_t[]){s.k, s.n}, env->ctx) &&
+            host_tensor_init(&c, dtype, 2, (int64_t[]){s.m, s.n}, env->ctx);
+  NUM_CHECK(ok, "allocating %ldx%ldx%ld", s.m, s.n, s.k);
+  if (!ok) exit(1);
+  host_tensor_fill_uniform(&a, &env->rng, -1, 1);
+  host_tensor_fill_uniform(&b, &env->rng, -1, 1);
+  host_tensor_poison(&c);
+  NUM_CHECK(host_tensor_upload(&a) && host_tensor_upload(&b) && host_tensor_upload(&c),
+            "upload failed");
+  TilertArg args[] = {tilert_arg_tensor(&a.dl), tilert_arg_tensor(&b.dl), tilert_arg_tensor(&c.dl)};
+  double t0 = host_now_ms();
+  TilertStatus st = tilert_launch(kern, args, 3, NULL);
+  double ms = host_now_ms() - t0;
+  NUM_CHECK(st == TILERT_OK, "launch %ldx%ldx%ld: %s: %s", s.m, s.n, s.k, tilert_strerror(st),
+            tilert_last_error(env->ctx));
+  if (st == TILERT_OK) {
+    NUM_CHECK(host_tensor_download(&c), "download failed");
+    double *ref = malloc(c.numel * sizeof *ref);
+    host_ref_gemm(&a, &b, ref);
+    HostError e = host_compare(&c, ref);
+    double bound = bound_for(dtype);
+    printf("  %ldx%ldx%ld: max abs %.3e, rel to max|ref| %.3e (bound %.1e), %zu non-finite, "
+           "%.1f ms\n",
+           s.m, s.n, s.k, e.max_abs, e.rel_to_max, bound, e.nonfinite, ms);
+    NUM_CHECK(host_error_ok(&e, bound),
+              "%ldx%ldx%ld: error %.3e (bound %.1e), %zu non-finite; worst C[%zu][%zu]: out %g "
+              "ref %g",
+              s.m, s.n, s.k, e.rel_to_max, bound, e.nonfinite, e.worst / (size_t)s.n,
+              e.worst % (size_t)s.n, host_tensor_get(&c, e.worst), ref[e.worst]);
+    free(ref);
+  }
+  host_tensor_free(&a), host_tensor_free(&b), host_tensor_free(&c);
+}
+
+int main(int argc, char **argv) {
+  DLDataType dtype = {kDLFloat, 16, 1};
+  const char *dtype_name = "f16";
+  char blocks[3][16] = {"", "", ""};
+  bool bind = false;
+  Shape shapes[16];
+  int nshapes = 0;
+  TilertDevice device = TILERT_DEVICE_CPU;
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    if (strcmp(argv[i], "--bind") == 0) {
+      bind = true;
+    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
+      if (!host_dtype_parse(v, &dtype)) {
+        fprintf(stderr, "bad --dtype %s\n", v);
+        return 2;
+      }
+      dtype_name = v;
+    } else if (host_opt(argc, argv, &i, "--blocks", &v)) {
+      if (sscanf(v, "%15[0-9],%15[0-9],%15[0-9]", blocks[0], blocks[1], blocks[2]) != 3) {
+        fprintf(stderr, "bad --blocks %s (want BM,BN,BK)\n", v);
+        return 2;
+      }
+    } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
+      const char *p = v;
+      int used = 0;
+      while (nshapes < 16 &&
+             sscanf(p, "%ldx%ldx%ld%n", &shapes[nshapes].m, &shapes[nshapes].n,
+                    &shapes[nshapes].k, &used) == 3) {
+        nshapes++;
+        p += used;
+        if (*p != ',') break;
+        p++;
+      }
+      if (*p != '\0' || nshapes == 0) {
+        fprintf(stderr, "bad --shapes %s (want MxNxK,...)\n", v);
+        return 2;
+      }
+    } else if (host_opt(argc, argv, &i, "--device", &v)) {
+      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+    } else {
+      fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (nshapes == 0) {
+    fprintf(stderr, "--shapes is required\n");
+    return 2;
+  }
+
+  NumEnv env;
+  int rc = num_open(&env, device);
+  if (rc != 0) {
+    num_close(&env);
+    return rc;
+  }
+  printf("gemm: %s, blocks %s,%s,%s, shapes %s\n", dtype_name, blocks[0][0] ? blocks[0] : "default",
+         blocks[1][0] ? blocks[1] : "default", blocks[2][0] ? blocks[2] : "default",
+         bind ? "bound with -D" : "dynamic");
+
+  TilecDefine defs[7];
+  int nbase = 0;
+  defs[nbase++] = (TilecDefine){"dtype", dtype_name};
+  static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
+  for (int b = 0; b < 3; b++)
+    if (blocks[b][0]) defs[nbase++] = (TilecDefine){block_names[b], blocks[b]};
+
+  TilertModule *mod = NULL;
+  TilertKernel *kern = NULL;
+  for (int s = 0; s < nshapes; s++) {
+    if (bind || !mod) {
+      char dims[3][32];
+      int ndefs = nbase;
+      if (bind) {
+        snprintf(dims[0], sizeof dims[0], "%ld", shapes[s].m);
+        snprintf(dims[1], sizeof dims[1], "%ld", shapes[s].n);
+        snprintf(dims[2], sizeof dims[2], "%ld", shapes[s].k);
+        defs[ndefs++] = (TilecDefine){"M", dims[0]};
+        defs[ndefs++] = (TilecDefine){"N", dims[1]};
+        defs[ndefs++] = (TilecDefine){"K", dims[2]};
+      }
+      tilert_module_destroy(mod);
+      kern = NULL;
+      mod = num_load(&env, "gemm.tile", defs, ndefs);
+      if (!mod || tilert_module_get_kernel(mod, "gemm", &kern) != TILERT_OK) {
+        NUM_CHECK(false, "no kernel gemm: %s", tilert_last_error(env.ctx));
+        break;
+      }
+      const TilecKernelInfo *info = tilert_kernel_info(kern);
+      NUM_CHECK(info && info->ndynamic == (bind ? 0 : 3),
+                "expected %d dynamic symbols (M, N, K), got %d", bind ? 0 : 3,
+                info ? info->ndynamic : -1);
+    }
+    run_shape(&env, kern, dtype, shapes[s]);
+  }
+  tilert_module_destroy(mod);
+  num_close(&env);
+  return num_result("test_gemm");
+}

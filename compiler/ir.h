@@ -397,6 +397,12 @@ bool ir_expr_equal(const IrExpr *a, const IrExpr *b);
 typedef IrExpr *(*IrExprRewriter)(IrModule *m, IrExpr *e, void *ctx);
 void ir_stmt_rewrite_exprs(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx);
 
+/* Read-only pre-order visits (ir_walk.c): every node of e, and every node of
+ * every expression slot of one statement (not of its child statements). */
+typedef void (*IrExprVisitor)(const IrExpr *e, void *ctx);
+void ir_expr_visit(const IrExpr *e, IrExprVisitor fn, void *ctx);
+void ir_stmt_visit_exprs(IrStmt *s, IrExprVisitor fn, void *ctx);
+
 /* ---- Printing and verification (ir_print.c, ir_verify.c) ---------------- */
 
 /* Prints the module in the IR text format (docs/ir.md). The same format after

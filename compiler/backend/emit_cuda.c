@@ -411,26 +411,8 @@ static void check_driver(FindDriver *f, const IrBuffer *b, IrExpr *const *idx, i
   }
 }
 
-static IrExpr *driver_expr(IrModule *m, IrExpr *e, void *ctx) {
-  if (!e) return e;
-  switch (e->kind) {
-  case IR_EXPR_LOAD:
-    check_driver(ctx, e->u.load.buf, e->u.load.idx, e->u.load.nidx);
-    for (int i = 0; i < e->u.load.nidx; i++) driver_expr(m, e->u.load.idx[i], ctx);
-    break;
-  case IR_EXPR_UNARY: driver_expr(m, e->u.op.a, ctx); break;
-  case IR_EXPR_BINARY: driver_expr(m, e->u.op.a, ctx), driver_expr(m, e->u.op.b, ctx); break;
-  case IR_EXPR_SELECT:
-    driver_expr(m, e->u.select.cond, ctx), driver_expr(m, e->u.select.then_, ctx),
-        driver_expr(m, e->u.select.else_, ctx);
-    break;
-  case IR_EXPR_CALL:
-    for (int i = 0; i < e->u.call.nargs; i++) driver_expr(m, e->u.call.args[i], ctx);
-    break;
-  case IR_EXPR_CAST: driver_expr(m, e->u.cast_src, ctx); break;
-  default: break;
-  }
-  return e;
+static void driver_load(const IrExpr *e, void *ctx) {
+  if (e->kind == IR_EXPR_LOAD) check_driver(ctx, e->u.load.buf, e->u.load.idx, e->u.load.nidx);
 }
 
 static void driver_stmt(const IrStmt *s, FindDriver *f) {
@@ -452,7 +434,7 @@ static void driver_stmt(const IrStmt *s, FindDriver *f) {
   default:
     break;
   }
-  ir_stmt_rewrite_exprs(NULL, (IrStmt *)s, driver_expr, f);
+  ir_stmt_visit_exprs((IrStmt *)s, driver_load, f);
 }
 
 static void emit_parallel(Cuda *C, const IrStmt *s, int depth) {
@@ -685,62 +667,77 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
   close_slots(C, l, inner);
 }
 
-/* Any other copy: one element per thread, strided over the tile. */
-static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth) {
-  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
-  int sdims[IR_MAX_RANK], ddims[IR_MAX_RANK];
-  int ns = tile_dims(src, sdims), nd = tile_dims(dst, ddims);
-  int64_t total = 1, ext[IR_MAX_RANK];
-  int nt = 0;
-  for (int t = 0; t < nd; t++) {
-    ext[nt] = const_of(dst->extent[ddims[t]]);
-    if (ext[nt] != 1) total *= ext[nt], nt++;
+/* Opens a loop that strides the points of region r's tile (its non-index
+ * dimensions of extent > 1) over the block's threads, binding one variable
+ * per loop dimension in vars. The caller closes it with one "}". */
+static void open_strided(Cuda *C, const IrRegion *r, IrVar *vars, int depth) {
+  static const char *names[IR_MAX_RANK] = {"tc_t0", "tc_t1", "tc_t2", "tc_t3", "tc_t4", "tc_t5", "tc_t6", "tc_t7"};
+  int64_t ext[IR_MAX_RANK], total = 1;
+  int n = 0;
+  for (int d = 0; d < r->rank; d++) {
+    int64_t e = const_of(r->extent[d]);
+    if (!r->is_index[d] && e != 1) ext[n++] = e, total *= e;
   }
   StrBuf *o = C->out;
-  IrModule *m = (IrModule *)C->m;
   ind(C, depth);
   sb_printf(o, "for (long long tc_f = tc_tid; tc_f < %lld; tc_f += %d) {\n", (long long)total, C->threads);
-  static const char *names[IR_MAX_RANK] = {"tc_t0", "tc_t1", "tc_t2", "tc_t3", "tc_t4", "tc_t5", "tc_t6", "tc_t7"};
-  IrVar vars[IR_MAX_RANK];
   int64_t stride = total;
-  for (int t = 0; t < nt; t++) {
+  for (int t = 0; t < n; t++) {
     stride /= ext[t];
     ind(C, depth + 1);
     sb_printf(o, "const long long %s = tc_f / %lld %% %lld;\n", names[t], (long long)stride, (long long)ext[t]);
     vars[t] = (IrVar){.name = names[t], .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
   }
-  IrExpr *si[IR_MAX_RANK], *di[IR_MAX_RANK], *cond = NULL;
-  const IrRegion *regs[2] = {src, dst};
-  IrExpr **outs[2] = {si, di};
-  IrExpr *conds[2] = {NULL, NULL};
-  (void)ns;
-  for (int r = 0; r < 2; r++) {
-    int t = 0;
-    for (int d = 0; d < regs[r]->rank; d++) {
-      bool loops = !regs[r]->is_index[d] && const_of(regs[r]->extent[d]) != 1;
-      outs[r][d] = loops ? ir_binary(m, IR_OP_ADD, regs[r]->start[d], ir_var_ref(m, &vars[t++], s->loc), s->loc)
-                         : regs[r]->start[d];
-      if (regs[r]->guard[d]) {
-        IrExpr *c = ir_binary(m, IR_OP_LT, outs[r][d], regs[r]->buf->shape[d], s->loc);
-        conds[r] = conds[r] ? ir_binary(m, IR_OP_AND, conds[r], c, s->loc) : c;
-      }
+}
+
+/* The indices of region r at the tile point given by vars (as bound by
+ * open_strided), and the AND of its guards (NULL when none). */
+static IrExpr *region_point(Cuda *C, const IrRegion *r, IrVar *vars, IrExpr **idx, SrcLoc loc) {
+  IrModule *m = (IrModule *)C->m;
+  IrExpr *cond = NULL;
+  for (int d = 0, t = 0; d < r->rank; d++) {
+    bool loops = !r->is_index[d] && const_of(r->extent[d]) != 1;
+    idx[d] = loops ? ir_binary(m, IR_OP_ADD, r->start[d], ir_var_ref(m, &vars[t++], loc), loc) : r->start[d];
+    if (r->guard[d]) {
+      IrExpr *c = ir_binary(m, IR_OP_LT, idx[d], r->buf->shape[d], loc);
+      cond = cond ? ir_binary(m, IR_OP_AND, cond, c, loc) : c;
     }
   }
-  cond = conds[1];
-  IrExpr *v = ir_cast(m, dst->buf->dtype, ir_load(m, src->buf, si, s->loc), s->loc);
-  if (conds[0]) v = ir_select(m, conds[0], v, ir_cast(m, dst->buf->dtype, ir_float(m, 0.0, DTYPE_F32, s->loc), s->loc), s->loc);
-  ind(C, depth + 1);
+  return cond;
+}
+
+/* dst[idx] = value, under `if (cond)` when there is a guard. */
+static void guarded_store(Cuda *C, const IrBuffer *dst, IrExpr **idx, IrExpr *cond, const IrExpr *value, SrcLoc loc,
+                          int depth) {
+  StrBuf *o = C->out;
+  ind(C, depth);
   if (cond) {
     sb_puts(o, "if (");
     emit_expr(C, o, cond);
     sb_puts(o, ") ");
   }
-  emit_element(C, o, dst->buf, di, dst->rank, s->loc);
+  emit_element(C, o, dst, idx, dst->rank, loc);
   sb_puts(o, " = ");
-  emit_stored_value(C, o, dst->buf->dtype, v);
+  emit_stored_value(C, o, dst->dtype, value);
   sb_puts(o, ";\n");
+}
+
+/* Any other copy: one element per thread, strided over the tile. */
+static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  IrModule *m = (IrModule *)C->m;
+  IrVar vars[IR_MAX_RANK];
+  IrExpr *si[IR_MAX_RANK], *di[IR_MAX_RANK];
+  open_strided(C, dst, vars, depth);
+  /* Both tiles have the same non-unit dimensions (check-shapes). */
+  IrExpr *src_ok = region_point(C, src, vars, si, s->loc);
+  IrExpr *dst_ok = region_point(C, dst, vars, di, s->loc);
+  IrExpr *v = ir_cast(m, dst->buf->dtype, ir_load(m, src->buf, si, s->loc), s->loc);
+  if (src_ok)
+    v = ir_select(m, src_ok, v, ir_cast(m, dst->buf->dtype, ir_float(m, 0.0, DTYPE_F32, s->loc), s->loc), s->loc);
+  guarded_store(C, dst->buf, di, dst_ok, v, s->loc, depth + 1);
   ind(C, depth);
-  sb_puts(o, "}\n");
+  sb_puts(C->out, "}\n");
 }
 
 static void emit_copy(Cuda *C, const IrStmt *s, int depth) {
@@ -775,42 +772,12 @@ static void emit_fill(Cuda *C, const IrStmt *s, int depth) {
     sb_puts(o, ";\n");
     return;
   }
-  /* shared/global: a copy from a constant. */
-  IrModule *m = (IrModule *)C->m;
-  int dd[IR_MAX_RANK];
-  int nd = tile_dims(dst, dd);
-  int64_t total = 1;
-  for (int t = 0; t < nd; t++) total *= const_of(dst->extent[dd[t]]);
-  ind(C, depth);
-  sb_printf(o, "for (long long tc_f = tc_tid; tc_f < %lld; tc_f += %d) {\n", (long long)total, C->threads);
-  static const char *names[IR_MAX_RANK] = {"tc_t0", "tc_t1", "tc_t2", "tc_t3", "tc_t4", "tc_t5", "tc_t6", "tc_t7"};
+  /* shared/global: every thread stores its share of the tile. */
   IrVar vars[IR_MAX_RANK];
-  int64_t stride = total;
-  IrExpr *di[IR_MAX_RANK], *cond = NULL;
-  for (int t = 0; t < nd; t++) {
-    int64_t e = const_of(dst->extent[dd[t]]);
-    stride /= e;
-    ind(C, depth + 1);
-    sb_printf(o, "const long long %s = tc_f / %lld %% %lld;\n", names[t], (long long)stride, (long long)e);
-    vars[t] = (IrVar){.name = names[t], .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
-  }
-  for (int d = 0, t = 0; d < dst->rank; d++) {
-    di[d] = dst->is_index[d] ? dst->start[d] : ir_binary(m, IR_OP_ADD, dst->start[d], ir_var_ref(m, &vars[t++], s->loc), s->loc);
-    if (dst->guard[d]) {
-      IrExpr *c = ir_binary(m, IR_OP_LT, di[d], dst->buf->shape[d], s->loc);
-      cond = cond ? ir_binary(m, IR_OP_AND, cond, c, s->loc) : c;
-    }
-  }
-  ind(C, depth + 1);
-  if (cond) {
-    sb_puts(o, "if (");
-    emit_expr(C, o, cond);
-    sb_puts(o, ") ");
-  }
-  emit_element(C, o, dst->buf, di, dst->rank, s->loc);
-  sb_puts(o, " = ");
-  emit_stored_value(C, o, dst->buf->dtype, s->u.fill.value);
-  sb_puts(o, ";\n");
+  IrExpr *di[IR_MAX_RANK];
+  open_strided(C, dst, vars, depth);
+  IrExpr *ok = region_point(C, dst, vars, di, s->loc);
+  guarded_store(C, dst->buf, di, ok, s->u.fill.value, s->loc, depth + 1);
   ind(C, depth);
   sb_puts(o, "}\n");
 }

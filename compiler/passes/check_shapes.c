@@ -142,33 +142,8 @@ static void check_index_use(LoopCheck *lc, const IrBuffer *buf, IrExpr *const *i
   }
 }
 
-static IrExpr *scan_loads(IrModule *m, IrExpr *e, void *ctx) {
-  if (!e) return e;
-  switch (e->kind) {
-  case IR_EXPR_LOAD:
-    check_index_use(ctx, e->u.load.buf, e->u.load.idx, e->u.load.nidx);
-    for (int i = 0; i < e->u.load.nidx; i++) scan_loads(m, e->u.load.idx[i], ctx);
-    break;
-  case IR_EXPR_UNARY:
-  case IR_EXPR_BINARY:
-    scan_loads(m, e->u.op.a, ctx);
-    if (e->kind == IR_EXPR_BINARY) scan_loads(m, e->u.op.b, ctx);
-    break;
-  case IR_EXPR_SELECT:
-    scan_loads(m, e->u.select.cond, ctx);
-    scan_loads(m, e->u.select.then_, ctx);
-    scan_loads(m, e->u.select.else_, ctx);
-    break;
-  case IR_EXPR_CALL:
-    for (int i = 0; i < e->u.call.nargs; i++) scan_loads(m, e->u.call.args[i], ctx);
-    break;
-  case IR_EXPR_CAST:
-    scan_loads(m, e->u.cast_src, ctx);
-    break;
-  default:
-    break;
-  }
-  return e;
+static void scan_load(const IrExpr *e, void *ctx) {
+  if (e->kind == IR_EXPR_LOAD) check_index_use(ctx, e->u.load.buf, e->u.load.idx, e->u.load.nidx);
 }
 
 static void scan_loop_body(IrStmt *s, void *ctx) {
@@ -177,7 +152,7 @@ static void scan_loop_body(IrStmt *s, void *ctx) {
     check_index_use(lc, s->u.store.buf, s->u.store.idx, s->u.store.nidx);
   }
   /* Loads: every expression slot of the statement. */
-  ir_stmt_rewrite_exprs(NULL, s, scan_loads, ctx);
+  ir_stmt_visit_exprs(s, scan_load, ctx);
 }
 
 typedef struct Checker {
@@ -235,38 +210,19 @@ static void check_stmt(IrStmt *s, void *ctx) {
 
 /* Integer division by a constant zero (or ceildiv by a constant <= 0) would
  * be undefined at run time: report it at the operator. */
-static void check_division(IrExpr *e, Diag *diag) {
-  if (!e) return;
+static void check_division(const IrExpr *e, void *ctx) {
+  Diag *diag = ctx;
   int64_t v;
-  switch (e->kind) {
-  case IR_EXPR_BINARY:
-    check_division(e->u.op.a, diag);
-    check_division(e->u.op.b, diag);
-    if ((e->u.op.op == IR_OP_DIV || e->u.op.op == IR_OP_MOD) && !dtype_is_float(e->dtype) &&
-        ir_expr_is_int_const(e->u.op.b, &v) && v == 0)
-      diag_error(diag, e->loc, "integer division by zero");
-    break;
-  case IR_EXPR_UNARY: check_division(e->u.op.a, diag); break;
-  case IR_EXPR_SELECT:
-    check_division(e->u.select.cond, diag);
-    check_division(e->u.select.then_, diag);
-    check_division(e->u.select.else_, diag);
-    break;
-  case IR_EXPR_CALL:
-    for (int i = 0; i < e->u.call.nargs; i++) check_division(e->u.call.args[i], diag);
-    if (e->u.call.fn == IR_INTRINSIC_CEILDIV && ir_expr_is_int_const(e->u.call.args[1], &v) && v <= 0)
-      diag_error(diag, e->loc, "ceildiv by %lld (the divisor must be positive)", (long long)v);
-    break;
-  case IR_EXPR_LOAD:
-    for (int i = 0; i < e->u.load.nidx; i++) check_division(e->u.load.idx[i], diag);
-    break;
-  case IR_EXPR_CAST: check_division(e->u.cast_src, diag); break;
-  default: break;
-  }
+  if (e->kind == IR_EXPR_BINARY && (e->u.op.op == IR_OP_DIV || e->u.op.op == IR_OP_MOD) &&
+      !dtype_is_float(e->dtype) && ir_expr_is_int_const(e->u.op.b, &v) && v == 0)
+    diag_error(diag, e->loc, "integer division by zero");
+  if (e->kind == IR_EXPR_CALL && e->u.call.fn == IR_INTRINSIC_CEILDIV && ir_expr_is_int_const(e->u.call.args[1], &v) &&
+      v <= 0)
+    diag_error(diag, e->loc, "ceildiv by %lld (the divisor must be positive)", (long long)v);
 }
 
 static IrExpr *division_visitor(IrModule *m, IrExpr *e, void *ctx) {
-  check_division(e, ctx);
+  ir_expr_visit(e, check_division, ctx);
   return e;
 }
 

@@ -195,40 +195,13 @@ static void note_access(Nest *n, IrBuffer *buf, IrExpr *const *idx, int nidx) {
   n->acc[n->nacc++].by_loop_vars = exact;
 }
 
-static IrExpr *scan_expr(IrModule *m, IrExpr *e, void *ctx) {
-  if (!e) return e;
-  switch (e->kind) {
-  case IR_EXPR_LOAD:
-    note_access(ctx, e->u.load.buf, e->u.load.idx, e->u.load.nidx);
-    for (int i = 0; i < e->u.load.nidx; i++) scan_expr(m, e->u.load.idx[i], ctx);
-    break;
-  case IR_EXPR_UNARY:
-    scan_expr(m, e->u.op.a, ctx);
-    break;
-  case IR_EXPR_BINARY:
-    scan_expr(m, e->u.op.a, ctx);
-    scan_expr(m, e->u.op.b, ctx);
-    break;
-  case IR_EXPR_SELECT:
-    scan_expr(m, e->u.select.cond, ctx);
-    scan_expr(m, e->u.select.then_, ctx);
-    scan_expr(m, e->u.select.else_, ctx);
-    break;
-  case IR_EXPR_CALL:
-    for (int i = 0; i < e->u.call.nargs; i++) scan_expr(m, e->u.call.args[i], ctx);
-    break;
-  case IR_EXPR_CAST:
-    scan_expr(m, e->u.cast_src, ctx);
-    break;
-  default:
-    break;
-  }
-  return e;
+static void scan_load(const IrExpr *e, void *ctx) {
+  if (e->kind == IR_EXPR_LOAD) note_access(ctx, e->u.load.buf, e->u.load.idx, e->u.load.nidx);
 }
 
 static void scan_stmt(IrStmt *s, void *ctx) {
   if (s->kind == IR_STMT_STORE) note_access(ctx, s->u.store.buf, s->u.store.idx, s->u.store.nidx);
-  ir_stmt_rewrite_exprs(NULL, s, scan_expr, ctx);
+  ir_stmt_visit_exprs(s, scan_load, ctx);
 }
 
 static void loop_constraints(Infer *in, IrStmt *s) {

@@ -42,26 +42,9 @@ typedef struct Access {
   Set reads, writes;
 } Access;
 
-static IrExpr *note_loads(IrModule *m, IrExpr *e, void *ctx) {
+static void note_load(const IrExpr *e, void *ctx) {
   Access *a = ctx;
-  if (!e) return e;
-  switch (e->kind) {
-  case IR_EXPR_LOAD:
-    set_add(&a->reads, e->u.load.buf);
-    for (int i = 0; i < e->u.load.nidx; i++) note_loads(m, e->u.load.idx[i], ctx);
-    break;
-  case IR_EXPR_UNARY: note_loads(m, e->u.op.a, ctx); break;
-  case IR_EXPR_BINARY: note_loads(m, e->u.op.a, ctx), note_loads(m, e->u.op.b, ctx); break;
-  case IR_EXPR_SELECT:
-    note_loads(m, e->u.select.cond, ctx), note_loads(m, e->u.select.then_, ctx), note_loads(m, e->u.select.else_, ctx);
-    break;
-  case IR_EXPR_CALL:
-    for (int i = 0; i < e->u.call.nargs; i++) note_loads(m, e->u.call.args[i], ctx);
-    break;
-  case IR_EXPR_CAST: note_loads(m, e->u.cast_src, ctx); break;
-  default: break;
-  }
-  return e;
+  if (e->kind == IR_EXPR_LOAD) set_add(&a->reads, e->u.load.buf);
 }
 
 /* Shared buffers a statement (and everything under it) reads and writes.
@@ -89,7 +72,7 @@ static void access_of(IrStmt *s, void *ctx) {
     break;
   default: break;
   }
-  ir_stmt_rewrite_exprs(NULL, s, note_loads, ctx);
+  ir_stmt_visit_exprs(s, note_load, ctx);
 }
 
 typedef struct State {

@@ -88,7 +88,10 @@ typedef struct Uses {
   int count;
 } Uses;
 
-static IrExpr *count_expr(IrModule *m, IrExpr *e, void *ctx);
+static void count_load(const IrExpr *e, void *ctx) {
+  Uses *u = ctx;
+  if (e->kind == IR_EXPR_LOAD) u->count += e->u.load.buf == u->buf;
+}
 
 static void count_in_stmt(IrStmt *s, void *ctx) {
   Uses *u = ctx;
@@ -102,29 +105,7 @@ static void count_in_stmt(IrStmt *s, void *ctx) {
   case IR_STMT_REDUCE: u->count += (s->u.reduce.src == u->buf) + (s->u.reduce.dst == u->buf); break;
   default: break;
   }
-  ir_stmt_rewrite_exprs(NULL, s, count_expr, ctx);
-}
-
-static IrExpr *count_expr(IrModule *m, IrExpr *e, void *ctx) {
-  Uses *u = ctx;
-  if (!e) return e;
-  switch (e->kind) {
-  case IR_EXPR_LOAD:
-    u->count += e->u.load.buf == u->buf;
-    for (int i = 0; i < e->u.load.nidx; i++) count_expr(m, e->u.load.idx[i], ctx);
-    break;
-  case IR_EXPR_UNARY: count_expr(m, e->u.op.a, ctx); break;
-  case IR_EXPR_BINARY: count_expr(m, e->u.op.a, ctx), count_expr(m, e->u.op.b, ctx); break;
-  case IR_EXPR_SELECT:
-    count_expr(m, e->u.select.cond, ctx), count_expr(m, e->u.select.then_, ctx), count_expr(m, e->u.select.else_, ctx);
-    break;
-  case IR_EXPR_CALL:
-    for (int i = 0; i < e->u.call.nargs; i++) count_expr(m, e->u.call.args[i], ctx);
-    break;
-  case IR_EXPR_CAST: count_expr(m, e->u.cast_src, ctx); break;
-  default: break;
-  }
-  return e;
+  ir_stmt_visit_exprs(s, count_load, ctx);
 }
 
 static int count_uses(IrStmt *s, const IrBuffer *b) {

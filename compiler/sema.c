@@ -23,12 +23,15 @@ typedef enum EntityKind {
 
 typedef struct Entity {
   const char *name;
+  int next_in_bucket; /* older entity in the same hash bucket, or -1 */
   EntityKind kind;
   IrVar *var;
   IrBuffer *buf;
   DType dtype;
   SrcLoc loc;
 } Entity;
+
+enum { SEMA_BUCKETS = 1024 };
 
 typedef struct Sema {
   Arena *arena;
@@ -39,6 +42,9 @@ typedef struct Sema {
   int ndefines;
   Entity *scope;
   int nscope, capscope;
+  /* Hash index over scope: bucket -> newest entity, chained through
+   * next_in_bucket, so a name lookup does not scan every name in scope. */
+  int buckets[SEMA_BUCKETS];
   int depth; /* expression nesting, bounded so later recursive walks are too */
 } Sema;
 
@@ -49,10 +55,24 @@ enum { SEMA_MAX_EXPR_DEPTH = 256 };
 
 /* ---- scopes ------------------------------------------------------------- */
 
+static unsigned name_bucket(const char *name) {
+  unsigned h = 2166136261u; /* FNV-1a */
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 16777619u;
+  return h % SEMA_BUCKETS;
+}
+
 static Entity *lookup(Sema *s, const char *name) {
-  for (int i = s->nscope - 1; i >= 0; i--)
+  for (int i = s->buckets[name_bucket(name)]; i >= 0; i = s->scope[i].next_in_bucket)
     if (strcmp(s->scope[i].name, name) == 0) return &s->scope[i];
   return NULL;
+}
+
+/* Leaves a block: forgets every name declared since `mark`. */
+static void scope_pop(Sema *s, int mark) {
+  while (s->nscope > mark) {
+    Entity *e = &s->scope[--s->nscope];
+    s->buckets[name_bucket(e->name)] = e->next_in_bucket;
+  }
 }
 
 /* Names a user may not take: they would collide with generated code. */
@@ -88,9 +108,13 @@ static Entity *declare(Sema *s, const char *name, EntityKind kind, SrcLoc loc) {
     diag_error(s->diag, loc, "'%s' is a builtin name and cannot be redefined", name);
   }
   s->scope = arena_grow(s->arena, s->scope, &s->capscope, s->nscope + 1, sizeof(Entity));
-  Entity *e = &s->scope[s->nscope++];
+  int index = s->nscope++;
+  Entity *e = &s->scope[index];
   memset(e, 0, sizeof *e);
   e->name = name;
+  unsigned b = name_bucket(name);
+  e->next_in_bucket = s->buckets[b];
+  s->buckets[b] = index;
   e->kind = kind;
   e->loc = loc;
   return e;
@@ -637,7 +661,7 @@ static IrStmt *block_of(Sema *s, const AstStmt *body) {
     for (const AstStmt *c = body->u.block.stmts; c; c = c->next) stmt(s, c, seq);
   else
     stmt(s, body, seq);
-  s->nscope = mark;
+  scope_pop(s, mark);
   return seq;
 }
 
@@ -800,7 +824,7 @@ static void for_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
     declare(s, v->name, ENTITY_VAR, v->loc)->var = vars[i];
   }
   IrStmt *body = block_of(s, st->u.for_.body);
-  s->nscope = mark;
+  scope_pop(s, mark);
   /* for i, j in parallel(M, N) is a nest of single-variable parallel loops. */
   for (int d = nvars - 1; d >= 0; d--) {
     IrStmt *loop = ir_for_new(s->m, kind, vars[d], extents[d], body, st->loc);
@@ -938,7 +962,7 @@ static void param_decl(Sema *s, const AstParam *p, IrParam *out, int index) {
 static IrKernel *kernel(Sema *s, const AstKernel *ak) {
   IrKernel *k = ARENA_NEW(s->arena, IrKernel);
   s->k = k;
-  s->nscope = 0;
+  scope_pop(s, 0);
   k->name = ak->name;
   k->loc = ak->loc;
   if (is_reserved(ak->name)) diag_error(s->diag, ak->loc, "'%s' is a reserved name", ak->name);
@@ -974,6 +998,7 @@ static IrKernel *kernel(Sema *s, const AstKernel *ak) {
 IrModule *sema_build(Arena *arena, Diag *diag, const AstModule *ast, const TilecDefine *defines,
                      int ndefines) {
   Sema s = {.arena = arena, .diag = diag, .defines = defines, .ndefines = ndefines};
+  for (int i = 0; i < SEMA_BUCKETS; i++) s.buckets[i] = -1;
   s.m = ir_module_new(arena, ast->file);
   int errors = diag_error_count(diag);
   s.m->kernels = ARENA_NEW_ARRAY(arena, IrKernel *, ast->nkernels ? ast->nkernels : 1);

@@ -27,6 +27,16 @@ error max|out - ref| / max|ref|; bounds below). A wrong result is reported,
 not timed. Times are medians of >= 20 runs (CUDA events, L2 flushed before
 each run, after warm-up).
 
+--autotune: before tilec's attention rows of each (dtype, dim, causal), the
+worker runs tilec.autotune over AUTOTUNE_SPACE (block_M, block_N, threads,
+num_stages) at seq_len 4096 (--quick: the run's smallest seq_len), each
+candidate checked against the float32 reference and timed with the same
+Timer (fewer runs); configurations the compiler rejects (registers, shared
+memory) are skipped and listed. Every row of that triple then runs the
+chosen config, shown in the tables' "tilec config" column. The choice is
+cached in autotune.json of the run's tilec cache (fresh each run), or in
+--autotune-cache FILE to keep it between runs.
+
 tilec runs in a child process (this script with --tilec-worker): its GPU
 path is new, and a crash or a hang there (or a sticky CUDA error) must not
 take the peers' numbers with it. A failed tilec row is reported as such; a
@@ -60,6 +70,8 @@ if "--tilec-worker" not in sys.argv and not os.environ.get("BENCH_KEEP_TRITON_CA
 ATTN_BOUND = {"f16": 1e-2, "bf16": 4e-2}     # of max|ref|; f16 kernels see ~1e-3, bf16 ~8e-3
 GEMM_BOUND = {"f16": 4 * 2.0 ** -10, "bf16": 4 * 2.0 ** -7}  # 4 ulps of the output type
 PEERS = ("sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "triton")
+AUTOTUNE_SPACE = {"block_M": [64, 128], "block_N": [32, 64], "threads": [128, 256],
+                  "num_stages": [1, 2]}
 IMPLS = ("tilec",) + PEERS
 
 
@@ -152,6 +164,11 @@ def short(e):
     return ("%s: %s" % (type(e).__name__, line))[:400]
 
 
+def first_error(text):
+    """short() for a message kept as text (autotune's table)."""
+    return short(text).split(": ", 1)[1]
+
+
 def find_tilec_cli(args):
     if args.tilec_cli:
         return args.tilec_cli
@@ -198,6 +215,21 @@ def worker_main(spec_path):
     torch.cuda.set_stream(torch.cuda.Stream())
     stream = torch.cuda.current_stream().cuda_stream
     modules = {}
+    tuned = {}
+
+    def tune(row):
+        """The autotune result for row's (dtype, dim, causal); once per worker
+        (and per run through the JSON cache, should a worker restart)."""
+        at = row["autotune"]
+        combo = (row["dtype"], row["dim"], row["causal"], at["seq"])
+        if combo not in tuned:
+            try:
+                tuned[combo] = tilec_autotune_attention(torch, tilec, ctx, row, at, stream, spec)
+            except Exception as e:
+                tuned[combo] = e
+        if isinstance(tuned[combo], Exception):
+            raise tuned[combo]
+        return tuned[combo]
 
     def kernel(path, name, defines):
         key = (path, tuple(sorted(defines.items())))
@@ -210,7 +242,8 @@ def worker_main(spec_path):
         sys.stdout.flush()
         try:
             if row["kind"] == "attn":
-                emit(row["id"], **tilec_attention(torch, timer, kernel, row, stream))
+                emit(row["id"], **tilec_attention(torch, timer, kernel, row, stream,
+                                                  tune if row.get("autotune") else None))
             elif row["kind"] == "gemm":
                 emit(row["id"], **tilec_gemm(torch, timer, kernel, row, stream))
             elif row["kind"] == "compile":
@@ -224,10 +257,60 @@ def worker_main(spec_path):
     return 0
 
 
-def tilec_attention(torch, timer, kernel, row, stream):
+def tilec_autotune_attention(torch, tilec, ctx, row, at, stream, spec):
+    """tilec.autotune of the flash attention for row's (dtype, dim, causal)
+    at seq_len at["seq"]: every candidate gets the same seeded inputs and a
+    NaN-poisoned output, is checked against the float32 reference, and is
+    timed with Timer (L2 flushed, fewer runs than the final timing)."""
+    dim, seq, causal, dt = row["dim"], at["seq"], row["causal"], row["dtype"]
+    base = {"dtype": dt, "dim": dim, "is_causal": causal}
+    base.update(row.get("defines") or {})
+    bsz, _, heads, _ = attn_shape(seq, dim)
+    shape = (bsz, seq, heads, dim)
+    tdt = torch_dtype(torch, dt)
+    scale = math.log2(math.e) / math.sqrt(dim)
+
+    def make_args():
+        g = torch.Generator(device="cuda").manual_seed(spec["seed"] + 7)
+        q, k, v = (torch.randn(shape, device="cuda", dtype=tdt, generator=g) for _ in range(3))
+        return q, k, v, torch.full_like(q, float("nan")), scale
+
+    q, k, v, _, _ = make_args()
+    ref = attn_reference(torch, q, k, v, causal)
+    del q, k, v
+
+    def check(outputs, reference):
+        err = rel_error(torch, outputs[3], ref)
+        if not err <= ATTN_BOUND[dt]:
+            raise AssertionError("error %.3g > %.0e" % (err, ATTN_BOUND[dt]))
+
+    tune_timer = Timer(torch, min_runs=10, rep_ms=30.0, warmup_ms=10.0, max_runs=100)
+    key = "fa:%s:d%d:causal%d:seq%d:B%dH%d" % (dt, dim, int(causal), seq, bsz, heads)
+    res = tilec.autotune(ctx, os.path.join(ROOT, "examples", "flash_attention.tile"),
+                         "flash_attention", base, at["space"], make_args, key,
+                         cache_file=at.get("cache_file"), check=check, stream=stream,
+                         timer=lambda launch: tune_timer(launch)[0],
+                         log=lambda line: print("LOG " + line, flush=True))
+    del ref
+    torch.cuda.empty_cache()
+    return res
+
+
+def tilec_attention(torch, timer, kernel, row, stream, tune=None):
     dim, seq, causal, dt = row["dim"], row["seq"], row["causal"], row["dtype"]
     defines = {"dtype": dt, "dim": dim, "is_causal": causal}
     defines.update(row.get("defines") or {})
+    tune_info = {}
+    if tune is not None:
+        t = tune(row)
+        defines.update(t.best_config)
+        tune_info = {"config": t.config_str, "tune": {
+            "key": t.key, "seq": row["autotune"]["seq"], "cache_hit": t.cache_hit,
+            "best_ms": t.best_ms, "elapsed_s": t.elapsed_s,
+            "results": [{"config": " ".join("%s=%s" % kv for kv in r["config"].items()),
+                         "status": r["status"], "ms": r["ms"],
+                         "error": first_error(r["error"]) if r["error"] else None}
+                        for r in t.results]}}
     t0 = time.perf_counter()
     k = kernel(os.path.join(ROOT, "examples", "flash_attention.tile"), "flash_attention", defines)
     load_s = time.perf_counter() - t0
@@ -240,6 +323,7 @@ def tilec_attention(torch, timer, kernel, row, stream):
     torch.cuda.synchronize()
     err = rel_error(torch, out, attn_reference(torch, q, kk, v, causal))
     res = {"err": err, "load_s": load_s}
+    res.update(tune_info)
     if not err <= ATTN_BOUND[dt]:
         res["error"] = "wrong result: error %.3g > %.0e" % (err, ATTN_BOUND[dt])
         return res
@@ -338,6 +422,8 @@ def run_tilec_rows(rows, args, log):
                 r = json.loads(line[7:])
                 results[r.pop("id")] = r
                 current = None
+            elif line.startswith("LOG "):
+                log("tilec worker: " + line[4:].rstrip())
             else:
                 tail = (tail + [line.rstrip()])[-20:]
         proc.wait()
@@ -457,13 +543,39 @@ def ratio(a, b):
 
 def attention_table(rows):
     head = ["dtype", "dim", "causal", "seq", "B", "H"] + list(IMPLS) + ["tilec/" + p for p in PEERS]
+    tuned = any((row["res"].get("tilec") or {}).get("config") for row in rows)
+    if tuned:
+        head.append("tilec config")
     lines = [head]
     for row in rows:
         r = row["res"]
         lines.append([row["dtype"], str(row["dim"]), "yes" if row["causal"] else "no", str(row["seq"]),
                       str(row["B"]), str(row["H"])] + [fmt_t(r.get(i)) for i in IMPLS]
                      + [ratio(r.get("tilec"), r.get(p)) for p in PEERS])
+        if tuned:
+            lines[-1].append((r.get("tilec") or {}).get("config") or "-")
     return lines
+
+
+def autotune_report(rows):
+    """Per tuned (dtype, dim, causal): the choice, its time at the tuning
+    seq_len, and what was rejected (first row of each triple carries it)."""
+    out, seen = [], set()
+    for row in rows:
+        t = (row["res"].get("tilec") or {}).get("tune")
+        if not t or t["key"] in seen:
+            continue
+        seen.add(t["key"])
+        res = t["results"]
+        ok = sorted((x for x in res if x["status"] == "ok"), key=lambda x: x["ms"])
+        bad = [x for x in res if x["status"] != "ok"]
+        out.append("- %s: **%s** %.3f ms at seq_len %d (%d of %d candidates ran%s); %s" % (
+            t["key"], row["res"]["tilec"]["config"], t["best_ms"], t["seq"], len(ok), len(res),
+            ", cache hit" if t["cache_hit"] else ", tuned in %.1f s" % (t["elapsed_s"] or 0),
+            "ranking: " + ", ".join("%s %.3f" % (x["config"], x["ms"]) for x in ok)))
+        for x in bad:
+            out.append("  - %s: %s: %s" % (x["config"], x["status"], x["error"]))
+    return out
 
 
 def gemm_table(rows):
@@ -563,6 +675,11 @@ def main():
     ap.add_argument("--no-compile-times", action="store_true")
     ap.add_argument("--tilec-define", action="append", default=[], metavar="NAME=VALUE",
                     help="extra define for tilec's attention kernel (e.g. block_M=128)")
+    ap.add_argument("--autotune", action="store_true",
+                    help="autotune tilec's attention per (dtype, dim, causal) over %s at seq_len "
+                         "4096 (--quick: the smallest seq_len) before timing" % AUTOTUNE_SPACE)
+    ap.add_argument("--autotune-cache", metavar="FILE",
+                    help="keep the autotune choices in FILE (default: the run's fresh tilec cache)")
     ap.add_argument("--tilec-cli", help="the tilec binary (default: next to $TILEC_LIBRARY)")
     ap.add_argument("--tilec-row-timeout", type=int, default=180)
     ap.add_argument("--min-runs", type=int, default=20)
@@ -605,6 +722,12 @@ def main():
                     attn_rows.append({"id": "attn-%s-d%d-%s-s%d" % (dt, dim, "c" if causal else "n", seq),
                                       "kind": "attn", "dtype": dt, "dim": dim, "causal": causal,
                                       "seq": seq, "B": b, "H": h, "defines": extra, "res": {}})
+    if args.autotune:
+        seqs = [int(x) for x in args.seqlens.split(",")]
+        tune = {"seq": min(seqs) if args.quick else 4096, "space": AUTOTUNE_SPACE,
+                "cache_file": os.path.abspath(args.autotune_cache) if args.autotune_cache else None}
+        for r in attn_rows:
+            r["autotune"] = tune
     gemm_rows = [{"id": "gemm-%s-%s" % (dt, n), "kind": "gemm", "dtype": dt, "n": int(n), "res": {}}
                  for dt in args.gemm_dtypes.split(",") for n in args.gemm_sizes.split(",") if n]
 
@@ -630,7 +753,9 @@ def main():
         res = run_tilec_rows(rows, args, log)
         for r in attn_rows + gemm_rows:
             r["res"]["tilec"] = res.get(r["id"], {"error": "no result"})
-            log("tilec %s: %s" % (r["id"], fmt_result(r["res"]["tilec"])))
+            cfg = r["res"]["tilec"].get("config")
+            log("tilec %s: %s%s" % (r["id"], fmt_result(r["res"]["tilec"]),
+                                    " [%s]" % cfg if cfg else ""))
         if "compile" in res:
             compile_info["tilec"] = res["compile"]
 
@@ -691,6 +816,10 @@ def main():
             f.write("GEMM, TFLOP/s\n\n" + md_table(gemm_table(gemm_rows)) + "\n\n")
         if compile_lines:
             f.write("Compile times\n\n" + "\n".join("- " + l for l in compile_lines) + "\n\n")
+        tune_lines = autotune_report(attn_rows)
+        if tune_lines:
+            f.write("Autotune (tilec.autotune over %s)\n\n" % AUTOTUNE_SPACE
+                    + "\n".join(tune_lines) + "\n\n")
         fl = failures(attn_rows + gemm_rows, list(IMPLS) + ["torch"])
         if fl:
             f.write("Failures\n\n" + "\n".join(fl) + "\n\n")
@@ -712,6 +841,9 @@ def main():
                                      time.perf_counter() - t_start))
     if gemm_rows:
         print("\nGEMM, TFLOP/s\n" + text_table(gemm_table(gemm_rows)))
+    tune_lines = autotune_report(attn_rows)
+    if tune_lines:
+        print("\nAutotune\n" + "\n".join(tune_lines))
     print("\nFlash attention forward on %s, TFLOP/s\n" % gpu + text_table(attention_table(attn_rows)))
     return 0
 

@@ -48,6 +48,7 @@ from . import _ffi
 __all__ = [
     "Context", "Module", "Kernel", "KernelInfo", "ParamInfo", "BoundLaunch",
     "TilecError", "version", "library_path", "STATUS_NAMES",
+    "autotune", "AutotuneResult", "AutotuneError",
 ]
 
 STATUS_NAMES = _ffi.STATUS_NAMES
@@ -195,6 +196,7 @@ class Context:
         self._lock = threading.RLock()
         self._modules = weakref.WeakSet()
         self._handle = None
+        self._cache_dir = cache_dir  # tilec.autotune puts its JSON file beside the binaries
         cfg = _ffi.TilertConfig(
             self._DEVICES[device],
             os.fsencode(cache_dir) if cache_dir is not None else None,
@@ -494,3 +496,7 @@ class BoundLaunch:
 
     def __call__(self):
         self.kernel._launch(self._arr, self._n, self._stream)
+
+
+# Last: autotune.py imports TilecError and version from this module.
+from .autotune import autotune, AutotuneResult, AutotuneError  # noqa: E402

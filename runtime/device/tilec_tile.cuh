@@ -238,6 +238,28 @@ TC_DEVICE void tc_mma_atoms(float *acc, const unsigned (&a)[MI][4], const unsign
  * Block gemms
  * ------------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------------
+ * ldmatrix addressing of swizzled tiles without per-load integer work.
+ *
+ * In a swizzled tile with >= 8 chunks per row, logical chunk c = 8h + 2q + b
+ * of row r is stored at chunk 8h + ((2q + b) ^ (r & 7)) = 8h + 2(q ^ (x>>1))
+ * + (b ^ (x & 1)) with x = r & 7. In the gemms below every lane's x and b are
+ * fixed (rows move in steps of 8, and b is a lane bit), while h and q come
+ * from compile-time loop indices. So four per-lane byte offsets, one per q,
+ * plus compile-time constants give every ldmatrix address: one add (or an
+ * immediate offset) instead of a multiply-xor-shift chain per load.
+ * ------------------------------------------------------------------------- */
+TC_DEVICE void tc_swz_lane_offsets(unsigned (&off)[4], int x, int b) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) off[q] = 16u * (2u * (unsigned)(q ^ (x >> 1)) + (unsigned)((b ^ x) & 1));
+}
+
+/* Byte address of the lane's ldmatrix row for chunk 8h + 2q + b, given the
+ * lane's row address (tile base + row * COLS * 2) and its offsets. */
+TC_DEVICE unsigned tc_swz_addr(unsigned row_addr, const unsigned (&off)[4], int h, int q) {
+  return row_addr + 128u * (unsigned)h + off[q];
+}
+
 template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK>
 TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp,
                           int lane) {
@@ -247,15 +269,99 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
   static_assert(N % (8 * WN) == 0, "tc_gemm_ss: N / WN must be a multiple of 8");
   static_assert(K % 16 == 0, "tc_gemm_ss: K must be a multiple of 16");
   constexpr int MW = M / WM, NW = N / WN, MI = MW / 16, NI = NW / 8;
+  /* Fast addressing needs >= 8 chunks per swizzled row, an even atom count
+   * for B, and (for a [K][N] B) warp column offsets that are whole 8-chunk
+   * groups. */
+  constexpr bool FAST_A = A_SWZ && K / 8 >= 8;
+  constexpr bool FAST_B = B_SWZ && NI % 2 == 0 && (B_NK ? K / 8 >= 8 : (N / 8 >= 8 && (WN == 1 || NW % 64 == 0)));
   const int row0 = (warp / WN) * MW, n0 = (warp % WN) * NW;
   const unsigned a_base = tc_smem_addr(As), b_base = tc_smem_addr(Bs);
+  const int m4 = (lane >> 3) & 3, r8 = lane & 7;
+  unsigned a_off[4], b_off[4], a_row = 0, b_row = 0;
+  if constexpr (FAST_A) {
+    tc_swz_lane_offsets(a_off, lane & 7, lane >> 4);
+    a_row = a_base + 2u * (unsigned)((row0 + (lane & 15)) * K);
+  }
+  if constexpr (FAST_B) {
+    if constexpr (B_NK) {
+      tc_swz_lane_offsets(b_off, r8, m4 & 1);
+      b_row = b_base + 2u * (unsigned)((n0 + 8 * (m4 >> 1) + r8) * K);
+    } else {
+      tc_swz_lane_offsets(b_off, r8, m4 >> 1);
+      b_row = b_base + 2u * (unsigned)((8 * (m4 & 1) + r8) * N + n0);
+    }
+  }
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     unsigned a[MI][4], b[NI][2];
 #pragma unroll
-    for (int mi = 0; mi < MI; ++mi) tc_load_a_frag<M, K, A_SWZ>(a[mi], a_base, row0 + 16 * mi, 16 * kk, lane);
-    tc_load_b_frags<N, K, B_SWZ, B_NK, NI>(b, b_base, n0, 16 * kk, lane);
+    for (int mi = 0; mi < MI; ++mi) {
+      if constexpr (FAST_A)
+        tc_ldmatrix_x4(a[mi], tc_swz_addr(a_row + 2u * 16u * K * mi, a_off, kk >> 2, kk & 3));
+      else
+        tc_load_a_frag<M, K, A_SWZ>(a[mi], a_base, row0 + 16 * mi, 16 * kk, lane);
+    }
+    if constexpr (FAST_B) {
+#pragma unroll
+      for (int p = 0; p < NI; p += 2) {
+        unsigned q[4];
+        if constexpr (B_NK)
+          tc_ldmatrix_x4(q, tc_swz_addr(b_row + 2u * 8u * K * p, b_off, kk >> 2, kk & 3));
+        else
+          tc_ldmatrix_x4_trans(q, tc_swz_addr(b_row + 2u * 16u * N * kk, b_off, p >> 3, (p & 7) >> 1));
+        b[p][0] = q[0];
+        b[p][1] = q[1];
+        b[p + 1][0] = q[2];
+        b[p + 1][1] = q[3];
+      }
+    } else {
+      tc_load_b_frags<N, K, B_SWZ, B_NK, NI>(b, b_base, n0, 16 * kk, lane);
+    }
     tc_mma_atoms<TAG, MI, NI>(acc, a, b);
+  }
+}
+
+/* B operand loads of the register-A gemms (every warp covers all N columns). */
+template <int N, int K, bool B_SWZ, bool B_NK, int NI>
+struct tc_b_rs_fast {
+  static constexpr bool value = B_SWZ && NI % 2 == 0 && (B_NK ? K / 8 >= 8 : N / 8 >= 8);
+};
+
+template <int N, int K, bool B_SWZ, bool B_NK, int NI>
+TC_DEVICE void tc_b_rs_setup(unsigned (&off)[4], unsigned &row, unsigned b_base, int lane) {
+  const int m4 = (lane >> 3) & 3, r8 = lane & 7;
+  row = b_base;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) off[q] = 0;
+  if constexpr (tc_b_rs_fast<N, K, B_SWZ, B_NK, NI>::value) {
+    if constexpr (B_NK) {
+      tc_swz_lane_offsets(off, r8, m4 & 1);
+      row = b_base + 2u * (unsigned)((8 * (m4 >> 1) + r8) * K);
+    } else {
+      tc_swz_lane_offsets(off, r8, m4 >> 1);
+      row = b_base + 2u * (unsigned)((8 * (m4 & 1) + r8) * N);
+    }
+  }
+}
+
+template <int N, int K, bool B_SWZ, bool B_NK, int NI>
+TC_DEVICE void tc_load_b_rs(unsigned (&b)[NI][2], unsigned b_base, unsigned row, const unsigned (&off)[4], int kk,
+                            int lane) {
+  if constexpr (tc_b_rs_fast<N, K, B_SWZ, B_NK, NI>::value) {
+#pragma unroll
+    for (int p = 0; p < NI; p += 2) {
+      unsigned q[4];
+      if constexpr (B_NK)
+        tc_ldmatrix_x4(q, tc_swz_addr(row + 2u * 8u * K * p, off, kk >> 2, kk & 3));
+      else
+        tc_ldmatrix_x4_trans(q, tc_swz_addr(row + 2u * 16u * N * kk, off, p >> 3, (p & 7) >> 1));
+      b[p][0] = q[0];
+      b[p][1] = q[1];
+      b[p + 1][0] = q[2];
+      b[p + 1][1] = q[3];
+    }
+  } else {
+    tc_load_b_frags<N, K, B_SWZ, B_NK, NI>(b, b_base, 0, 16 * kk, lane);
   }
 }
 
@@ -270,6 +376,8 @@ TC_DEVICE void tc_gemm_rs(const unsigned short *a_frag, const unsigned short *Bs
   constexpr int MI = M / WM / 16, NI = N / 8, KC = K / 4; /* KC: COLS_LOCAL of a_frag */
   (void)warp; /* WN = 1: every warp covers all N columns; rows are in a_frag */
   const unsigned b_base = tc_smem_addr(Bs);
+  unsigned b_off[4], b_row;
+  tc_b_rs_setup<N, K, B_SWZ, B_NK, NI>(b_off, b_row, b_base, lane);
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     unsigned a[MI][4], b[NI][2];
@@ -282,7 +390,7 @@ TC_DEVICE void tc_gemm_rs(const unsigned short *a_frag, const unsigned short *Bs
       a[mi][2] = tc_pack2(top[2], top[3]);
       a[mi][3] = tc_pack2(bot[2], bot[3]);
     }
-    tc_load_b_frags<N, K, B_SWZ, B_NK, NI>(b, b_base, 0, 16 * kk, lane);
+    tc_load_b_rs<N, K, B_SWZ, B_NK, NI>(b, b_base, b_row, b_off, kk, lane);
     tc_mma_atoms<TAG, MI, NI>(acc, a, b);
   }
 }
@@ -301,6 +409,8 @@ TC_DEVICE void tc_gemm_rs_f32(const float *a_frag, const unsigned short *Bs, flo
   constexpr int MI = M / WM / 16, NI = N / 8, KC = K / 4;
   (void)warp;
   const unsigned b_base = tc_smem_addr(Bs);
+  unsigned b_off[4], b_row;
+  tc_b_rs_setup<N, K, B_SWZ, B_NK, NI>(b_off, b_row, b_base, lane);
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     unsigned a[MI][4], b[NI][2];
@@ -313,7 +423,7 @@ TC_DEVICE void tc_gemm_rs_f32(const float *a_frag, const unsigned short *Bs, flo
       a[mi][2] = tc_mma_traits<TAG>::pack2(top[2], top[3]);
       a[mi][3] = tc_mma_traits<TAG>::pack2(bot[2], bot[3]);
     }
-    tc_load_b_frags<N, K, B_SWZ, B_NK, NI>(b, b_base, 0, 16 * kk, lane);
+    tc_load_b_rs<N, K, B_SWZ, B_NK, NI>(b, b_base, b_row, b_off, kk, lane);
     tc_mma_atoms<TAG, MI, NI>(acc, a, b);
   }
 }

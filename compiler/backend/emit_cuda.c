@@ -365,7 +365,7 @@ static int open_slots(Cuda *C, const IrLayout *l, const char *row_name, const ch
   sb_printf(C->out, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {\n", l->rows_local);
   if (row_name) {
     ind(C, depth + 1);
-    sb_printf(C->out, "const long long %s = ", row_name);
+    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", row_name);
     row_of(C, C->out, l, "tc_rs");
     sb_puts(C->out, ";\n");
   }
@@ -376,7 +376,7 @@ static int open_slots(Cuda *C, const IrLayout *l, const char *row_name, const ch
   sb_printf(C->out, "for (int tc_cs = 0; tc_cs < %d; ++tc_cs) {\n", l->cols_local);
   if (col_name) {
     ind(C, depth + 2);
-    sb_printf(C->out, "const long long %s = ", col_name);
+    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", col_name);
     col_of(C, C->out, l, "tc_cs");
     sb_puts(C->out, ";\n");
   }
@@ -971,8 +971,10 @@ static void emit_block_indices(Cuda *C, const IrKernel *k) {
   }
   for (int g = 0; g < k->ngrid; g++) {
     const char *axis = g == 0 ? "x" : g == 1 ? "y" : "z";
-    if (k->raster_panel && g < 2) sb_printf(o, "  const long long %s = tc_block_%s;\n", k->block_vars[g]->name, axis);
-    else sb_printf(o, "  const long long %s = blockIdx.%s;\n", k->block_vars[g]->name, axis);
+    if (k->raster_panel && g < 2)
+      sb_printf(o, "  [[maybe_unused]] const long long %s = tc_block_%s;\n", k->block_vars[g]->name, axis);
+    else
+      sb_printf(o, "  [[maybe_unused]] const long long %s = blockIdx.%s;\n", k->block_vars[g]->name, axis);
   }
 }
 

@@ -129,6 +129,27 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
   constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
   const unsigned base = tc_smem_addr(smem);
   const bool vec = ((unsigned long long)g & 15ull) == 0 && g_row_stride % 8 == 0;
+  /* When every thread owns the same column chunk in each of its rows (the
+   * threads cover whole rows) and the swizzle pattern repeats every RS rows,
+   * the per-chunk work is one pointer step and one shared-address step. */
+  constexpr int RS = THREADS % CPR == 0 ? THREADS / CPR : 0;
+  constexpr bool REGULAR = CHUNKS % THREADS == 0 && RS > 0 && RS % 8 == 0 && (CPR >= 8 || (THREADS / 8) % CPR == 0);
+  if constexpr (REGULAR) {
+    if (vec) {
+      const int r0 = tid / CPR, c0 = (tid % CPR) * 8, left = cols_valid - c0;
+      const unsigned full = left >= 8 ? 16u : left > 0 ? 2u * (unsigned)left : 0u;
+      const T *gp = g + (long long)r0 * g_row_stride + c0;
+      const long long gstep = (long long)RS * g_row_stride;
+      const unsigned s0 = tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, r0, c0);
+#pragma unroll
+      for (int j = 0; j < ITERS; ++j) {
+        const bool in = r0 + j * RS < rows_valid && full > 0;
+        /* Out-of-range chunks read 0 bytes from g itself. */
+        tc_cp_async_16_bytes(s0 + 2u * (unsigned)(j * RS * COLS), in ? gp + j * gstep : g, in ? full : 0u);
+      }
+      return;
+    }
+  }
   if (vec) {
 #pragma unroll
     for (int j = 0; j < ITERS; ++j) {

@@ -265,6 +265,15 @@ static void emit_expr(Cuda *C, StrBuf *sb, const IrExpr *e) {
     sb_puts(sb, ")");
     return;
   case IR_EXPR_BINARY:
+    if (e->u.op.op == IR_OP_DIV && e->dtype == DTYPE_F32) {
+      /* 2-ulp division (docs/gpu-codegen.md); integer and f64 stay exact. */
+      sb_puts(sb, "tc_fdiv(");
+      emit_expr(C, sb, e->u.op.a);
+      sb_puts(sb, ", ");
+      emit_expr(C, sb, e->u.op.b);
+      sb_puts(sb, ")");
+      return;
+    }
     sb_puts(sb, "(");
     emit_expr(C, sb, e->u.op.a);
     sb_printf(sb, " %s ", ir_op_name(e->u.op.op));

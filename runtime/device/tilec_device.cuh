@@ -315,6 +315,15 @@ TC_DEVICE float tc_exp2(float x) {
   return y;
 }
 
+/* x / y for f32 within 2 ulp (div.full.f32), as Triton's default division:
+ * the IEEE-exact `/` costs a range check and a slow-path call per element,
+ * which showed in the flash-attention epilogue (acc_o / logsum). */
+TC_DEVICE float tc_fdiv(float x, float y) {
+  float r;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+  return r;
+}
+
 TC_DEVICE float tc_fmax(float a, float b) {
   float r;
   asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));

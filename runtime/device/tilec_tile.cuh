@@ -71,7 +71,6 @@ struct tc_mma_traits<tc_f16_t> {
   }
   static __device__ __forceinline__ unsigned short from_f32(float x) { return tc_f32_to_f16(x); }
   static __device__ __forceinline__ float to_f32(unsigned short x) { return tc_f16_to_f32(x); }
-  static __device__ __forceinline__ unsigned pack2(float lo, float hi) { return tc_pack_f16x2(lo, hi); }
 };
 
 template <>
@@ -82,7 +81,6 @@ struct tc_mma_traits<tc_bf16_t> {
   }
   static __device__ __forceinline__ unsigned short from_f32(float x) { return tc_f32_to_bf16(x); }
   static __device__ __forceinline__ float to_f32(unsigned short x) { return tc_bf16_to_f32(x); }
-  static __device__ __forceinline__ unsigned pack2(float lo, float hi) { return tc_pack_bf16x2(lo, hi); }
 };
 
 #define TC_TILE_TAG_CHECK(TAG)                                                                   \
@@ -281,6 +279,25 @@ TC_DEVICE unsigned tc_swz_addr(unsigned row_addr, const unsigned (&off)[4], int 
   return row_addr + 128u * (unsigned)h + off[q];
 }
 
+/* B fragments of k-step kk from a swizzled tile by the per-lane offsets:
+ * pairs of 8-column atoms per ldmatrix.x4 ([N][K] plain when B_NK, [K][N]
+ * with .trans otherwise). row/off come from the lane setup of the caller. */
+template <int N, int K, bool B_NK, int NI>
+TC_DEVICE void tc_load_b_swz(unsigned (&b)[NI][2], unsigned row, const unsigned (&off)[4], int kk) {
+#pragma unroll
+  for (int p = 0; p < NI; p += 2) {
+    unsigned q[4];
+    if constexpr (B_NK)
+      tc_ldmatrix_x4(q, tc_swz_addr(row + 2u * 8u * K * p, off, kk >> 2, kk & 3));
+    else
+      tc_ldmatrix_x4_trans(q, tc_swz_addr(row + 2u * 16u * N * kk, off, p >> 3, (p & 7) >> 1));
+    b[p][0] = q[0];
+    b[p][1] = q[1];
+    b[p + 1][0] = q[2];
+    b[p + 1][1] = q[3];
+  }
+}
+
 template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK>
 TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp,
                           int lane) {
@@ -323,18 +340,7 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
         tc_load_a_frag<M, K, A_SWZ>(a[mi], a_base, row0 + 16 * mi, 16 * kk, lane);
     }
     if constexpr (FAST_B) {
-#pragma unroll
-      for (int p = 0; p < NI; p += 2) {
-        unsigned q[4];
-        if constexpr (B_NK)
-          tc_ldmatrix_x4(q, tc_swz_addr(b_row + 2u * 8u * K * p, b_off, kk >> 2, kk & 3));
-        else
-          tc_ldmatrix_x4_trans(q, tc_swz_addr(b_row + 2u * 16u * N * kk, b_off, p >> 3, (p & 7) >> 1));
-        b[p][0] = q[0];
-        b[p][1] = q[1];
-        b[p + 1][0] = q[2];
-        b[p + 1][1] = q[3];
-      }
+      tc_load_b_swz<N, K, B_NK, NI>(b, b_row, b_off, kk);
     } else {
       tc_load_b_frags<N, K, B_SWZ, B_NK, NI>(b, b_base, n0, 16 * kk, lane);
     }
@@ -369,18 +375,7 @@ template <int N, int K, bool B_SWZ, bool B_NK, int NI>
 TC_DEVICE void tc_load_b_rs(unsigned (&b)[NI][2], unsigned b_base, unsigned row, const unsigned (&off)[4], int kk,
                             int lane) {
   if constexpr (tc_b_rs_fast<N, K, B_SWZ, B_NK, NI>::value) {
-#pragma unroll
-    for (int p = 0; p < NI; p += 2) {
-      unsigned q[4];
-      if constexpr (B_NK)
-        tc_ldmatrix_x4(q, tc_swz_addr(row + 2u * 8u * K * p, off, kk >> 2, kk & 3));
-      else
-        tc_ldmatrix_x4_trans(q, tc_swz_addr(row + 2u * 16u * N * kk, off, p >> 3, (p & 7) >> 1));
-      b[p][0] = q[0];
-      b[p][1] = q[1];
-      b[p + 1][0] = q[2];
-      b[p + 1][1] = q[3];
-    }
+    tc_load_b_swz<N, K, B_NK, NI>(b, row, off, kk);
   } else {
     tc_load_b_frags<N, K, B_SWZ, B_NK, NI>(b, b_base, 0, 16 * kk, lane);
   }
@@ -410,39 +405,6 @@ TC_DEVICE void tc_gemm_rs(const unsigned short *a_frag, const unsigned short *Bs
       a[mi][1] = tc_pack2(bot[0], bot[1]);
       a[mi][2] = tc_pack2(top[2], top[3]);
       a[mi][3] = tc_pack2(bot[2], bot[3]);
-    }
-    tc_load_b_rs<N, K, B_SWZ, B_NK, NI>(b, b_base, b_row, b_off, kk, lane);
-    tc_mma_atoms<TAG, MI, NI>(acc, a, b);
-  }
-}
-
-/* tc_gemm_rs with the A operand still in f32: the accumulator of a previous
- * gemm (MMA_C of [M, K] over WM x 1 warps) is rounded to TAG's type two
- * elements at a time (one cvt.rn.{f16,bf16}x2 each) while the operand
- * registers are packed. The backend uses it for `copy(f32 frag, 16-bit frag);
- * gemm(16-bit frag, ...)` when the 16-bit fragment has no other use, so the
- * rounded copy never needs registers of its own. Same result as the copy
- * followed by tc_gemm_rs. */
-template <typename TAG, int M, int N, int K, int WM, bool B_SWZ, bool B_NK>
-TC_DEVICE void tc_gemm_rs_f32(const float *a_frag, const unsigned short *Bs, float *acc, int warp, int lane) {
-  TC_TILE_TAG_CHECK(TAG);
-  static_assert(M % (16 * WM) == 0 && N % 8 == 0 && K % 16 == 0, "tc_gemm_rs_f32: bad tile");
-  constexpr int MI = M / WM / 16, NI = N / 8, KC = K / 4;
-  (void)warp;
-  const unsigned b_base = tc_smem_addr(Bs);
-  unsigned b_off[4], b_row;
-  tc_b_rs_setup<N, K, B_SWZ, B_NK, NI>(b_off, b_row, b_base, lane);
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    unsigned a[MI][4], b[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      const float *top = a_frag + (2 * mi) * KC + 4 * kk;
-      const float *bot = a_frag + (2 * mi + 1) * KC + 4 * kk;
-      a[mi][0] = tc_mma_traits<TAG>::pack2(top[0], top[1]);
-      a[mi][1] = tc_mma_traits<TAG>::pack2(bot[0], bot[1]);
-      a[mi][2] = tc_mma_traits<TAG>::pack2(top[2], top[3]);
-      a[mi][3] = tc_mma_traits<TAG>::pack2(bot[2], bot[3]);
     }
     tc_load_b_rs<N, K, B_SWZ, B_NK, NI>(b, b_base, b_row, b_off, kk, lane);
     tc_mma_atoms<TAG, MI, NI>(acc, a, b);

@@ -47,10 +47,7 @@ int main(int argc, char **argv) {
       }
       dtype_name = v;
     } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (strcmp(v, "auto") != 0 && strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0) {
-        fprintf(stderr, "%s: --device must be auto, cpu or cuda\n", argv[0]);
-        return 2;
-      }
+      if (!host_device_valid(argv[0], v)) return 2;
       device_name = v;
     } else {
       fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[i]);
@@ -59,16 +56,8 @@ int main(int argc, char **argv) {
   }
 
   TilertConfig cfg = {0};
-  cfg.device = strcmp(device_name, "cpu") == 0    ? TILERT_DEVICE_CPU
-               : strcmp(device_name, "cuda") == 0 ? TILERT_DEVICE_CUDA
-                                                  : TILERT_DEVICE_AUTO;
-  TilertContext *ctx = NULL;
-  if (tilert_context_create(&cfg, &ctx) != TILERT_OK) {
-    fprintf(stderr, "error: cannot create the runtime context: %s\n",
-            ctx ? tilert_last_error(ctx) : "(no context)");
-    tilert_context_destroy(ctx);
-    return 1;
-  }
+  TilertContext *ctx = host_context_open(device_name, &cfg);
+  if (!ctx) return 1;
   TilertDevice dev = tilert_context_device(ctx);
   if (iters == 0) iters = dev == TILERT_DEVICE_CUDA ? 20 : 1;
 

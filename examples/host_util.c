@@ -356,3 +356,24 @@ long host_parse_long(const char *name, const char *value, long min, long max) {
   }
   return v;
 }
+
+bool host_device_valid(const char *prog, const char *device_name) {
+  if (strcmp(device_name, "auto") == 0 || strcmp(device_name, "cpu") == 0 || strcmp(device_name, "cuda") == 0)
+    return true;
+  fprintf(stderr, "%s: --device must be auto, cpu or cuda\n", prog);
+  return false;
+}
+
+TilertContext *host_context_open(const char *device_name, TilertConfig *cfg) {
+  cfg->device = strcmp(device_name, "cpu") == 0    ? TILERT_DEVICE_CPU
+                : strcmp(device_name, "cuda") == 0 ? TILERT_DEVICE_CUDA
+                                                   : TILERT_DEVICE_AUTO;
+  TilertContext *ctx = NULL;
+  if (tilert_context_create(cfg, &ctx) != TILERT_OK) {
+    fprintf(stderr, "error: cannot create the runtime context: %s\n",
+            ctx ? tilert_last_error(ctx) : "(no context)");
+    tilert_context_destroy(ctx);
+    return NULL;
+  }
+  return ctx;
+}

@@ -110,4 +110,10 @@ bool host_opt(int argc, char **argv, int *i, const char *name, const char **valu
 /* Parses an integer option value; exits with status 2 on garbage. */
 long host_parse_long(const char *name, const char *value, long min, long max);
 
+/* --device auto|cpu|cuda: true when valid, else a message naming prog. */
+bool host_device_valid(const char *prog, const char *device_name);
+/* A runtime context for --device; *cfg is filled (the CPU comparison of the
+ * flagship reuses it). NULL after printing the runtime's error. */
+TilertContext *host_context_open(const char *device_name, TilertConfig *cfg);
+
 #endif

@@ -282,6 +282,9 @@ struct IrStmt {
       IrBuffer *src, *dst;
       int dim;
       bool clear;        /* true: dst starts from the identity; false: folds in */
+      IrBuffer *scratch; /* GPU, set by infer-layout when the rows of src are
+                            split across warps: shared f32 [warps_n, rows]
+                            where the warps combine their partial results */
     } reduce;
     struct {             /* ANNOTATE_LAYOUT buf -> layout */
       IrBuffer *buf;

@@ -399,6 +399,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_printf(sb, "%s %s -> %s dim(%d) clear(%s)", ir_reduce_name(s->u.reduce.kind),
               buf_name(p, s->u.reduce.src), buf_name(p, s->u.reduce.dst), s->u.reduce.dim,
               s->u.reduce.clear ? "true" : "false");
+    if (s->u.reduce.scratch) sb_printf(sb, " across_warps(%s)", buf_name(p, s->u.reduce.scratch));
     break;
   case IR_STMT_ANNOTATE_LAYOUT:
     sb_printf(sb, "annotate_layout %s %s", buf_name(p, s->u.annotate.buf),

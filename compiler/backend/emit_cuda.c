@@ -858,6 +858,36 @@ static void emit_reduce(Cuda *C, const IrStmt *s, int depth) {
     ind(C, depth + 1);
     sb_printf(o, "{ const float tc_x = tc_shfl_xor(tc_r, %d); tc_r = %s; }\n", mask, op2);
   }
+  const IrBuffer *scratch = s->u.reduce.scratch;
+  if (scratch) {
+    /* Rows split across warps: each warp column leaves its partial in
+     * shared memory (one lane per quad), then every thread folds the
+     * partials of its rows in the same order, so all copies agree. */
+    int wn = l->warps_n;
+    ind(C, depth + 1);
+    sb_printf(o, "if ((tc_lane & 3) == 0) %s[(tc_warp %% %d) * %d + ", scratch->name, wn, l->rows);
+    row_of(C, o, l, "tc_rs");
+    sb_puts(o, "] = tc_r;\n");
+    ind(C, depth);
+    sb_puts(o, "}\n");
+    ind(C, depth);
+    sb_puts(o, "__syncthreads();\n");
+    ind(C, depth);
+    sb_printf(o, "#pragma unroll\n");
+    ind(C, depth);
+    sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {\n", l->rows_local);
+    ind(C, depth + 1);
+    sb_puts(o, "const int tc_row = ");
+    row_of(C, o, l, "tc_rs");
+    sb_puts(o, ";\n");
+    ind(C, depth + 1);
+    sb_printf(o, "float tc_r = %s[tc_row];\n", scratch->name);
+    ind(C, depth + 1);
+    sb_printf(o, "#pragma unroll\n");
+    ind(C, depth + 1);
+    sb_printf(o, "for (int tc_w = 1; tc_w < %d; ++tc_w) { const float tc_x = %s[tc_w * %d + tc_row]; tc_r = %s; }\n",
+              wn, scratch->name, l->rows, op2);
+  }
   ind(C, depth + 1);
   if (s->u.reduce.clear) {
     sb_printf(o, "%s[tc_rs] = tc_r;\n", dst->name);
@@ -866,6 +896,11 @@ static void emit_reduce(Cuda *C, const IrStmt *s, int depth) {
   }
   ind(C, depth);
   sb_puts(o, "}\n");
+  if (scratch) {
+    /* The scratch may be written again by the next reduction. */
+    ind(C, depth);
+    sb_puts(o, "__syncthreads();\n");
+  }
 }
 
 static void emit_stmt(Cuda *C, const IrStmt *s, int depth) {

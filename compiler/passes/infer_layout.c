@@ -19,6 +19,7 @@
 
 typedef struct Infer {
   IrModule *m;
+  IrKernel *k;
   Diag *diag;
   int threads, warps;
   bool changed;
@@ -147,6 +148,24 @@ static void copy_constraints(Infer *in, IrStmt *s) {
   else if (has_layout(dst)) assign(in, src, &dst->layout, s->loc, "copy");
 }
 
+/* Shared f32 [warps_n, rows] for a reduction whose rows are split across
+ * warps: each warp leaves its partial there and every warp combines them.
+ * Allocated at the top of the kernel body (check-resources counts it). */
+static IrBuffer *reduce_scratch(Infer *in, const IrLayout *l, SrcLoc loc) {
+  IrModule *m = in->m;
+  IrExpr *shape[2] = {ir_int(m, l->warps_n, loc), ir_int(m, l->rows, loc)};
+  IrBuffer *b = ir_buffer_new(m, arena_printf(m->arena, "tc_reduce_%d", m->next_id), DTYPE_F32, IR_SCOPE_SHARED, 2,
+                              shape, loc);
+  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, loc);
+  alloc->u.alloc = b;
+  IrStmt *body = in->k->body;
+  ir_seq_push(m, body, alloc); /* grow, then move it to the front */
+  for (int i = body->u.seq.n - 1; i > 0; i--) body->u.seq.items[i] = body->u.seq.items[i - 1];
+  body->u.seq.items[0] = alloc;
+  in->changed = true;
+  return b;
+}
+
 static void reduce_constraints(Infer *in, IrStmt *s) {
   IrBuffer *src = s->u.reduce.src, *dst = s->u.reduce.dst;
   if (!is_fragment(src) || !is_fragment(dst)) {
@@ -161,12 +180,8 @@ static void reduce_constraints(Infer *in, IrStmt *s) {
     return;
   }
   if (has_layout(src)) {
-    if (src->layout.frag == IR_FRAG_MMA_C && src->layout.warps_n > 1) {
-      diag_error(in->diag, s->loc, "%s: rows of '%s' are split across warps; use policy = full_row on its gemm",
-                 ir_reduce_name(s->u.reduce.kind), src->name);
-      in->failed = true;
-      return;
-    }
+    if (src->layout.frag == IR_FRAG_MMA_C && src->layout.warps_n > 1 && !s->u.reduce.scratch)
+      s->u.reduce.scratch = reduce_scratch(in, &src->layout, s->loc);
     IrLayout v = row_vector_of(&src->layout);
     assign(in, dst, &v, s->loc, ir_reduce_name(s->u.reduce.kind));
   }
@@ -345,7 +360,7 @@ bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
                  (long long)threads);
       return false;
     }
-    Infer in = {m, diag, (int)threads, (int)threads / 32, true, false};
+    Infer in = {m, k, diag, (int)threads, (int)threads / 32, true, false};
     for (int round = 0; round < 2 && !in.failed; round++) {
       in.changed = true;
       for (int iter = 0; in.changed && !in.failed && iter < 64; iter++) {

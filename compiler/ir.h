@@ -209,6 +209,7 @@ struct IrBuffer {
   IrExpr *shape[IR_MAX_RANK]; /* constants after specialization for non-global */
   IrLayout layout;
   int param_index;           /* GLOBAL params: position in the parameter list; else -1 */
+  struct IrBuffer *alias_of; /* SHARED: lives in the storage of this (dead) buffer; set by stage-stores */
   int id;
   SrcLoc loc;
 };
@@ -372,7 +373,7 @@ const char *ir_layout_str(Arena *arena, const IrLayout *l);
 bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b);
 /* Bytes of a buffer with constant shape, rounded up to 128 (the alignment
  * emit_cuda gives shared buffers); saturates instead of overflowing, and
- * counts a non-constant dimension as 0. */
+ * counts a non-constant dimension as 0. 0 for a buffer that aliases another. */
 int64_t ir_buffer_bytes_aligned(const IrBuffer *b);
 IrStmt *ir_seq_new(IrModule *m, SrcLoc loc);
 void ir_seq_push(IrModule *m, IrStmt *seq, IrStmt *item);

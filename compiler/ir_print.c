@@ -316,6 +316,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     print_shape(p, sb, b);
     sb_printf(sb, " %s ", ir_scope_name(b->scope));
     print_layout(sb, &b->layout);
+    if (b->alias_of) sb_printf(sb, " in(%s)", buf_name(p, b->alias_of));
     break;
   }
   case IR_STMT_LET: {

@@ -35,6 +35,7 @@ bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b) {
 }
 
 int64_t ir_buffer_bytes_aligned(const IrBuffer *b) {
+  if (b->alias_of) return 0; /* shares another buffer's storage */
   int64_t bytes = dtype_size(b->dtype);
   for (int i = 0; i < b->rank; i++) {
     int64_t d = 0;

@@ -340,6 +340,12 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
   switch (b->scope) {
   case IR_SCOPE_SHARED: {
     int bytes = elems_of(b) * dtype_size(b->dtype);
+    if (b->alias_of) {
+      ind(C, depth);
+      sb_printf(C->out, "%s *const %s = (%s *)%s;  // reuses %s (dead by now)\n", t, b->name, t, b->alias_of->name,
+                b->alias_of->name);
+      return;
+    }
     ind(C, depth);
     sb_printf(C->out, "%s *const %s = (%s *)(tc_smem + %d);  // [", t, b->name, t, C->smem_offset);
     for (int d = 0; d < b->rank; d++) sb_printf(C->out, "%s%lld", d ? ", " : "", (long long)const_of(b->shape[d]));
@@ -514,39 +520,46 @@ static void region_offset(Cuda *C, StrBuf *sb, const IrRegion *r) {
   linear_index(C, sb, r->buf, r->start);
 }
 
-static void emit_copy_g2s(Cuda *C, const IrStmt *s, int depth) {
-  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
-  int sd[IR_MAX_RANK];
-  int n = tile_dims(src, sd);
-  const IrBuffer *g = src->buf, *sh = dst->buf;
-  int rows_dim = n == 2 ? sd[0] : -1, cols_dim = n == 2 ? sd[1] : sd[0];
-  int64_t rows = n == 2 ? const_of(src->extent[rows_dim]) : 1, cols = const_of(src->extent[cols_dim]);
+/* A 2-D tile moved between a global slice and a whole shared tile by all
+ * threads in 16-byte chunks: tc_copy_g2s (global -> shared, cp.async, zero
+ * fill outside the tensor) or tc_copy_s2g (shared -> global, skipping what
+ * lies outside). The global side's guards become rows/cols_valid. */
+static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
+  bool to_shared = s->u.copy.dst.buf->scope == IR_SCOPE_SHARED;
+  const IrRegion *glob = to_shared ? &s->u.copy.src : &s->u.copy.dst;
+  const IrRegion *shr = to_shared ? &s->u.copy.dst : &s->u.copy.src;
+  int gd[IR_MAX_RANK];
+  int n = tile_dims(glob, gd);
+  const IrBuffer *g = glob->buf, *sh = shr->buf;
+  int rows_dim = n == 2 ? gd[0] : -1, cols_dim = n == 2 ? gd[1] : gd[0];
+  int64_t rows = n == 2 ? const_of(glob->extent[rows_dim]) : 1, cols = const_of(glob->extent[cols_dim]);
   StrBuf *o = C->out;
   ind(C, depth);
-  sb_printf(o, "{  // copy%s %s -> %s\n", s->u.copy.async ? ".async" : "", g->name, sh->name);
-  /* Rows past the end (guarded dims) are zero-filled by the template. */
+  sb_printf(o, "{  // copy%s %s -> %s\n", s->u.copy.async ? ".async" : "", s->u.copy.src.buf->name,
+            s->u.copy.dst.buf->name);
+  /* Rows past the end (guarded dims) are zero-filled / skipped. */
   ind(C, depth + 1);
   sb_puts(o, "const int tc_rows_valid = ");
   bool any_index_guard = false;
-  for (int d = 0; d < src->rank; d++) any_index_guard |= src->is_index[d] && src->guard[d];
+  for (int d = 0; d < glob->rank; d++) any_index_guard |= glob->is_index[d] && glob->guard[d];
   if (any_index_guard) {
     sb_puts(o, "(");
-    for (int d = 0, first = 1; d < src->rank; d++) {
-      if (!src->is_index[d] || !src->guard[d]) continue;
+    for (int d = 0, first = 1; d < glob->rank; d++) {
+      if (!glob->is_index[d] || !glob->guard[d]) continue;
       sb_puts(o, first ? "" : " && ");
       first = 0;
       sb_puts(o, "(");
-      emit_expr(C, o, src->start[d]);
+      emit_expr(C, o, glob->start[d]);
       sb_puts(o, ") < ");
       emit_expr(C, o, g->shape[d]);
     }
     sb_puts(o, ") ? ");
   }
-  if (rows_dim >= 0 && src->guard[rows_dim]) {
+  if (rows_dim >= 0 && glob->guard[rows_dim]) {
     sb_printf(o, "(int)max(0LL, min((long long)%lld, ", (long long)rows);
     emit_expr(C, o, g->shape[rows_dim]);
     sb_puts(o, " - (");
-    emit_expr(C, o, src->start[rows_dim]);
+    emit_expr(C, o, glob->start[rows_dim]);
     sb_puts(o, ")))");
   } else {
     sb_printf(o, "%lld", (long long)rows);
@@ -555,11 +568,11 @@ static void emit_copy_g2s(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(o, ";\n");
   ind(C, depth + 1);
   sb_puts(o, "const int tc_cols_valid = ");
-  if (src->guard[cols_dim]) {
+  if (glob->guard[cols_dim]) {
     sb_printf(o, "(int)max(0LL, min((long long)%lld, ", (long long)cols);
     emit_expr(C, o, g->shape[cols_dim]);
     sb_puts(o, " - (");
-    emit_expr(C, o, src->start[cols_dim]);
+    emit_expr(C, o, glob->start[cols_dim]);
     sb_puts(o, ")))");
   } else {
     sb_printf(o, "%lld", (long long)cols);
@@ -574,13 +587,21 @@ static void emit_copy_g2s(Cuda *C, const IrStmt *s, int depth) {
   }
   sb_puts(o, ";\n");
   ind(C, depth + 1);
-  sb_printf(o, "tc_copy_g2s<%lld, %lld, %d, %s>(", (long long)rows, (long long)cols, C->threads,
-            sh->layout.kind == IR_LAYOUT_SWIZZLED ? "true" : "false");
-  tile_base(C, o, dst);
-  sb_printf(o, ", %s + ", g->name);
-  region_offset(C, o, src);
-  sb_puts(o, ", tc_row_stride, tc_rows_valid, tc_cols_valid, tc_tid);\n");
-  if (!s->u.copy.async) {
+  sb_printf(o, "%s<%lld, %lld, %d, %s>(", to_shared ? "tc_copy_g2s" : "tc_copy_s2g", (long long)rows,
+            (long long)cols, C->threads, sh->layout.kind == IR_LAYOUT_SWIZZLED ? "true" : "false");
+  if (to_shared) {
+    tile_base(C, o, shr);
+    sb_printf(o, ", %s + ", g->name);
+    region_offset(C, o, glob);
+    sb_puts(o, ", tc_row_stride, tc_rows_valid, tc_cols_valid, tc_tid);\n");
+  } else {
+    sb_printf(o, "%s + ", g->name);
+    region_offset(C, o, glob);
+    sb_puts(o, ", tc_row_stride, tc_rows_valid, tc_cols_valid, ");
+    tile_base(C, o, shr);
+    sb_puts(o, ", tc_tid);\n");
+  }
+  if (to_shared && !s->u.copy.async) {
     ind(C, depth + 1);
     sb_puts(o, "tc_cp_async_commit();\n");
     ind(C, depth + 1);
@@ -749,16 +770,27 @@ static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(C->out, "}\n");
 }
 
+/* A global <-> whole-shared copy of a 16-bit 2-D (or 1-D) tile whose columns
+ * are the tensor's contiguous last dimension: the 16-byte tile transfer. */
+static bool is_tile_transfer(const IrStmt *s) {
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  bool g2s = src->buf->scope == IR_SCOPE_GLOBAL && dst->buf->scope == IR_SCOPE_SHARED;
+  bool s2g = src->buf->scope == IR_SCOPE_SHARED && dst->buf->scope == IR_SCOPE_GLOBAL;
+  if (!(g2s || s2g) || !is_16bit(dst->buf->dtype) || src->buf->dtype != dst->buf->dtype) return false;
+  const IrRegion *glob = g2s ? src : dst, *shr = g2s ? dst : src;
+  int gd[IR_MAX_RANK];
+  int n = tile_dims(glob, gd);
+  int r = shr->buf->rank;
+  return (n == 2 || n == 1) && gd[n - 1] == glob->buf->rank - 1 && (r == 2 || r == 3) &&
+         const_of(shr->buf->shape[r - 1]) % 8 == 0;
+}
+
 static void emit_copy(Cuda *C, const IrStmt *s, int depth) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
-  int sd[IR_MAX_RANK];
-  int n = tile_dims(src, sd);
   if (src->buf->scope == IR_SCOPE_FRAGMENT || dst->buf->scope == IR_SCOPE_FRAGMENT) {
     emit_copy_fragment(C, s, depth);
-  } else if (src->buf->scope == IR_SCOPE_GLOBAL && dst->buf->scope == IR_SCOPE_SHARED && is_16bit(dst->buf->dtype) &&
-             src->buf->dtype == dst->buf->dtype && (n == 2 || n == 1) && sd[n - 1] == src->buf->rank - 1 &&
-             (dst->buf->rank == 2 || dst->buf->rank == 3) && const_of(dst->buf->shape[dst->buf->rank - 1]) % 8 == 0) {
-    emit_copy_g2s(C, s, depth);
+  } else if (is_tile_transfer(s)) {
+    emit_tile_transfer(C, s, depth);
   } else {
     if (s->u.copy.async) {
       fail(C, s->loc, "copy %s -> %s cannot be issued asynchronously", src->buf->name, dst->buf->name);

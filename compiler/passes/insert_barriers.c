@@ -22,6 +22,7 @@ typedef struct Set {
 
 static void set_add(Set *s, const IrBuffer *b) {
   if (!b || b->scope != IR_SCOPE_SHARED) return;
+  if (b->alias_of) b = b->alias_of; /* same storage, same hazards */
   for (int i = 0; i < s->n; i++)
     if (s->b[i] == b) return;
   if (s->n < MAX_TRACKED) s->b[s->n++] = b;

@@ -189,6 +189,37 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
   }
 }
 
+/* All THREADS threads copy a [ROWS][COLS] shared tile of 16-bit elements to
+ * global memory (element (r, c) to g[r * g_row_stride + c]), 16 bytes per
+ * chunk (ld.shared.v4 + st.global.v4) when g is 16-byte aligned and
+ * g_row_stride % 8 == 0; rows >= rows_valid and columns >= cols_valid are
+ * not written. The caller puts a barrier between the writes of the tile and
+ * this call. */
+template <int ROWS, int COLS, int THREADS, bool SWZ, typename T>
+TC_DEVICE void tc_copy_s2g(T *g, long long g_row_stride, int rows_valid, int cols_valid, const T *smem, int tid) {
+  static_assert(sizeof(T) == 2 && COLS % 8 == 0, "tc_copy_s2g: 16-bit elements, COLS a multiple of 8");
+  constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR, ITERS = (CHUNKS + THREADS - 1) / THREADS;
+  const unsigned base = tc_smem_addr(smem);
+  const bool vec = ((unsigned long long)g & 15ull) == 0 && g_row_stride % 8 == 0;
+#pragma unroll
+  for (int j = 0; j < ITERS; ++j) {
+    const int i = tid + j * THREADS;
+    if (CHUNKS % THREADS != 0 && i >= CHUNKS) break;
+    const int r = i / CPR, c0 = (i % CPR) * 8;
+    if (r >= rows_valid || c0 >= cols_valid) continue;
+    const tc_u32x4 v = tc_ld_shared_16(tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, r, c0));
+    T *dst = g + (long long)r * g_row_stride + c0;
+    if (vec && c0 + 8 <= cols_valid) {
+      tc_st_global_16(dst, v);
+    } else {
+      const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (c0 + e < cols_valid) dst[e] = (T)(e & 1 ? tc_unpack_hi(w[e / 2]) : tc_unpack_lo(w[e / 2]));
+    }
+  }
+}
+
 /* ---------------------------------------------------------------------------
  * Warp-level operand loads (ldmatrix)
  * ------------------------------------------------------------------------- */

@@ -107,6 +107,8 @@ TC_DEVICE float tc_bf16_to_f32(tc_bf16 h) {
 TC_DEVICE unsigned tc_pack2(unsigned short lo, unsigned short hi) { return lo | (unsigned)hi << 16; }
 TC_DEVICE unsigned tc_pack_f16x2(float lo, float hi) { return tc_pack2(tc_f32_to_f16(lo), tc_f32_to_f16(hi)); }
 TC_DEVICE unsigned tc_pack_bf16x2(float lo, float hi) { return tc_pack2(tc_f32_to_bf16(lo), tc_f32_to_bf16(hi)); }
+TC_DEVICE unsigned short tc_unpack_lo(unsigned r) { return (unsigned short)(r & 0xffffu); }
+TC_DEVICE unsigned short tc_unpack_hi(unsigned r) { return (unsigned short)(r >> 16); }
 
 /* ---- ldmatrix ---- */
 
@@ -189,6 +191,18 @@ TC_DEVICE void tc_cp_async_wait() {}
 TC_DEVICE void tc_st_shared_16(unsigned smem, tc_u32x4 v) {
   if (smem % 16) emu_fail("st.shared.v4: address not 16-byte aligned");
   memcpy(emu_at(smem, 16), &v, 16);
+}
+
+TC_DEVICE tc_u32x4 tc_ld_shared_16(unsigned smem) {
+  if (smem % 16) emu_fail("ld.shared.v4: address not 16-byte aligned");
+  tc_u32x4 v;
+  memcpy(&v, emu_at(smem, 16), 16);
+  return v;
+}
+
+TC_DEVICE void tc_st_global_16(void *p, tc_u32x4 v) {
+  if ((unsigned long long)p % 16) emu_fail("st.global.v4: address not 16-byte aligned");
+  memcpy(p, &v, 16);
 }
 
 /* The real header's function, verbatim in behaviour. */

@@ -1,0 +1,112 @@
+/* stage_stores.c - pass "stage-stores" (GPU): 16-byte stores of fragments.
+ *
+ * Needs: infer-layout and software-pipeline (final shared buffer shapes).
+ * Guarantees: a top-level `copy(fragment -> global slice)` of a 16-bit tile
+ * whose columns are the tensor's contiguous last dimension goes through
+ * shared memory when a shared buffer that is dead from there on can hold the
+ * tile:
+ *     cp_async_wait(0)                       // nothing still lands in it
+ *     alloc S: T[rows, cols] shared swizzled in(<dead buffer>)
+ *     copy fragment -> S                     // each thread its elements
+ *     copy S -> global                       // 16 bytes per thread and step
+ * so the global writes are whole 16-byte chunks instead of one store per
+ * element. insert-barriers (after this pass) puts the barriers around S,
+ * treating it as the buffer it reuses. The flash-attention output reuses
+ * Q_shared and the GEMM's C tile reuses A_shared, so shared memory does not
+ * grow. */
+#include "passes.h"
+
+static void mark_use(const IrExpr *e, void *ctx) {
+  const IrBuffer **want = ctx;
+  if (e->kind == IR_EXPR_LOAD && e->u.load.buf == want[0]) want[1] = want[0];
+}
+
+static void find_use(IrStmt *s, void *ctx) {
+  const IrBuffer **want = ctx;
+  const IrBuffer *b = want[0];
+  switch (s->kind) {
+  case IR_STMT_STORE: if (s->u.store.buf == b) want[1] = b; break;
+  case IR_STMT_COPY: if (s->u.copy.src.buf == b || s->u.copy.dst.buf == b) want[1] = b; break;
+  case IR_STMT_FILL: if (s->u.fill.dst.buf == b) want[1] = b; break;
+  case IR_STMT_GEMM:
+    if (s->u.gemm.a.buf == b || s->u.gemm.b.buf == b || s->u.gemm.c.buf == b) want[1] = b;
+    break;
+  case IR_STMT_REDUCE:
+    if (s->u.reduce.src == b || s->u.reduce.dst == b || s->u.reduce.scratch == b) want[1] = b;
+    break;
+  default: break;
+  }
+  ir_stmt_visit_exprs(s, mark_use, ctx);
+}
+
+static bool used_from(IrStmt *body, int from, const IrBuffer *b) {
+  const IrBuffer *want[2] = {b, NULL};
+  for (int i = from; i < body->u.seq.n && !want[1]; i++) pass_visit_stmts(body->u.seq.items[i], find_use, want);
+  return want[1] != NULL;
+}
+
+/* A top-level shared buffer allocated before item `at`, unused from `at` on,
+ * of at least `bytes`. */
+static IrBuffer *dead_shared(IrStmt *body, int at, int64_t bytes) {
+  for (int i = 0; i < at; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    if (s->kind != IR_STMT_ALLOC) continue;
+    IrBuffer *b = s->u.alloc;
+    if (b->scope != IR_SCOPE_SHARED || b->alias_of || ir_buffer_bytes_aligned(b) < bytes) continue;
+    if (!used_from(body, at, b)) return b;
+  }
+  return NULL;
+}
+
+static bool stageable(const IrStmt *s, int64_t *rows, int64_t *cols) {
+  if (s->kind != IR_STMT_COPY) return false;
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  if (src->buf->scope != IR_SCOPE_FRAGMENT || src->buf->layout.frag != IR_FRAG_MMA_C) return false;
+  if (dst->buf->scope != IR_SCOPE_GLOBAL || dtype_size(dst->buf->dtype) != 2) return false;
+  int dims[IR_MAX_RANK], n = 0;
+  for (int d = 0; d < dst->rank; d++)
+    if (!dst->is_index[d]) dims[n++] = d;
+  if (n != 2 || dims[1] != dst->rank - 1) return false;
+  if (!ir_expr_is_int_const(dst->extent[dims[0]], rows) || !ir_expr_is_int_const(dst->extent[dims[1]], cols))
+    return false;
+  int64_t chunks = *cols / 8;
+  /* The swizzle needs a power-of-two number of 16-byte chunks per row. */
+  return *cols % 8 == 0 && chunks > 0 && (chunks & (chunks - 1)) == 0;
+}
+
+bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
+  for (int ki = 0; ki < m->nkernels; ki++) {
+    IrStmt *body = m->kernels[ki]->body;
+    for (int i = 0; i < body->u.seq.n; i++) {
+      IrStmt *s = body->u.seq.items[i];
+      int64_t rows, cols;
+      if (!stageable(s, &rows, &cols)) continue;
+      const IrBuffer *dstbuf = s->u.copy.dst.buf;
+      IrBuffer *home = dead_shared(body, i, rows * cols * 2);
+      if (!home) continue;
+      IrExpr *shape[2] = {ir_int(m, rows, s->loc), ir_int(m, cols, s->loc)};
+      IrBuffer *tile = ir_buffer_new(m, arena_printf(m->arena, "tc_stage_%d", m->next_id), dstbuf->dtype,
+                                     IR_SCOPE_SHARED, 2, shape, s->loc);
+      tile->alias_of = home;
+      tile->layout.kind = IR_LAYOUT_SWIZZLED;
+      tile->layout.swizzle_bytes = (int)cols * 2;
+      IrStmt *wait = ir_stmt_new(m, IR_STMT_ASYNC_WAIT, s->loc);
+      wait->u.async_pending = 0;
+      IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, s->loc);
+      alloc->u.alloc = tile;
+      IrStmt *to_tile = ir_stmt_new(m, IR_STMT_COPY, s->loc);
+      to_tile->u.copy.src = s->u.copy.src;
+      to_tile->u.copy.dst = ir_region_whole(m, tile, s->loc);
+      IrStmt *to_global = ir_stmt_new(m, IR_STMT_COPY, s->loc);
+      to_global->u.copy.src = ir_region_whole(m, tile, s->loc);
+      to_global->u.copy.dst = s->u.copy.dst;
+      /* Replace item i by the four statements. */
+      IrStmt *seq4[4] = {wait, alloc, to_tile, to_global};
+      for (int k = 0; k < 3; k++) ir_seq_push(m, body, NULL);
+      for (int k = body->u.seq.n - 1; k > i + 3; k--) body->u.seq.items[k] = body->u.seq.items[k - 3];
+      for (int k = 0; k < 4; k++) body->u.seq.items[i + k] = seq4[k];
+      i += 3;
+    }
+  }
+  return true;
+}

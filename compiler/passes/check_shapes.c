@@ -176,6 +176,10 @@ static void check_stmt(IrStmt *s, void *ctx) {
         break;
       }
     }
+    /* A block's buffers live on a thread's stack (C) or on chip (GPU):
+     * anything near this size is a mistake, and would overflow later. */
+    if (ir_buffer_bytes_aligned(b) > ((int64_t)64 << 20))
+      diag_error(c->diag, s->loc, "'%s' needs more than 64 MB; block buffers must be far smaller", b->name);
     break;
   }
   case IR_STMT_COPY:

@@ -48,3 +48,31 @@ void ir_stmt_visit_exprs(IrStmt *s, IrExprVisitor fn, void *ctx) {
   VisitAdapter a = {fn, ctx};
   ir_stmt_rewrite_exprs(NULL, s, visit_slot, &a);
 }
+
+typedef struct RefCount {
+  const IrBuffer *buf;
+  int count;
+} RefCount;
+
+static void count_load(const IrExpr *e, void *ctx) {
+  RefCount *rc = ctx;
+  if (e->kind == IR_EXPR_LOAD && e->u.load.buf == rc->buf) rc->count++;
+}
+
+int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b) {
+  RefCount rc = {b, 0};
+  switch (s->kind) {
+  case IR_STMT_STORE: rc.count += s->u.store.buf == b; break;
+  case IR_STMT_COPY: rc.count += (s->u.copy.src.buf == b) + (s->u.copy.dst.buf == b); break;
+  case IR_STMT_FILL: rc.count += s->u.fill.dst.buf == b; break;
+  case IR_STMT_GEMM:
+    rc.count += (s->u.gemm.a.buf == b) + (s->u.gemm.b.buf == b) + (s->u.gemm.c.buf == b);
+    break;
+  case IR_STMT_REDUCE:
+    rc.count += (s->u.reduce.src == b) + (s->u.reduce.dst == b) + (s->u.reduce.scratch == b);
+    break;
+  default: break;
+  }
+  ir_stmt_visit_exprs(s, count_load, &rc);
+  return rc.count;
+}

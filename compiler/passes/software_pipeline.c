@@ -88,24 +88,9 @@ typedef struct Uses {
   int count;
 } Uses;
 
-static void count_load(const IrExpr *e, void *ctx) {
-  Uses *u = ctx;
-  if (e->kind == IR_EXPR_LOAD) u->count += e->u.load.buf == u->buf;
-}
-
 static void count_in_stmt(IrStmt *s, void *ctx) {
   Uses *u = ctx;
-  switch (s->kind) {
-  case IR_STMT_STORE: u->count += s->u.store.buf == u->buf; break;
-  case IR_STMT_COPY: u->count += (s->u.copy.src.buf == u->buf) + (s->u.copy.dst.buf == u->buf); break;
-  case IR_STMT_FILL: u->count += s->u.fill.dst.buf == u->buf; break;
-  case IR_STMT_GEMM:
-    u->count += (s->u.gemm.a.buf == u->buf) + (s->u.gemm.b.buf == u->buf) + (s->u.gemm.c.buf == u->buf);
-    break;
-  case IR_STMT_REDUCE: u->count += (s->u.reduce.src == u->buf) + (s->u.reduce.dst == u->buf); break;
-  default: break;
-  }
-  ir_stmt_visit_exprs(s, count_load, ctx);
+  u->count += ir_stmt_buffer_refs(s, u->buf);
 }
 
 static int count_uses(IrStmt *s, const IrBuffer *b) {

@@ -16,27 +16,9 @@
  * grow. */
 #include "passes.h"
 
-static void mark_use(const IrExpr *e, void *ctx) {
-  const IrBuffer **want = ctx;
-  if (e->kind == IR_EXPR_LOAD && e->u.load.buf == want[0]) want[1] = want[0];
-}
-
 static void find_use(IrStmt *s, void *ctx) {
   const IrBuffer **want = ctx;
-  const IrBuffer *b = want[0];
-  switch (s->kind) {
-  case IR_STMT_STORE: if (s->u.store.buf == b) want[1] = b; break;
-  case IR_STMT_COPY: if (s->u.copy.src.buf == b || s->u.copy.dst.buf == b) want[1] = b; break;
-  case IR_STMT_FILL: if (s->u.fill.dst.buf == b) want[1] = b; break;
-  case IR_STMT_GEMM:
-    if (s->u.gemm.a.buf == b || s->u.gemm.b.buf == b || s->u.gemm.c.buf == b) want[1] = b;
-    break;
-  case IR_STMT_REDUCE:
-    if (s->u.reduce.src == b || s->u.reduce.dst == b || s->u.reduce.scratch == b) want[1] = b;
-    break;
-  default: break;
-  }
-  ir_stmt_visit_exprs(s, mark_use, ctx);
+  if (ir_stmt_buffer_refs(s, want[0])) want[1] = want[0];
 }
 
 static bool used_from(IrStmt *body, int from, const IrBuffer *b) {

@@ -98,17 +98,22 @@ TC_DEVICE long long tc_ceildiv(long long a, long long b) {
   return q;
 }
 
-template <int ROWS, int COLS, bool SWZ>
+template <int ROWS, int COLS, int SWZ>
 TC_DEVICE int tc_smem_index(int r, int c) {
   static_assert(COLS % 8 == 0, "tc_smem_index: COLS must be a multiple of 8 (16-byte chunks)");
   static_assert(!SWZ || ((COLS / 8) & (COLS / 8 - 1)) == 0,
                 "tc_smem_index: a swizzled tile needs a power-of-two number of chunks per row");
+  static_assert(SWZ >= 0 && SWZ <= 2, "tc_smem_index: SWZ is 0 (plain), 1 (swizzled rows) or 2 (panels)");
+  /* Panels: columns [64p, 64p + 64) of every row form panel p, a swizzled
+   * [ROWS][64] tile of its own (the layout wgmma reads, tilec_wgmma.cuh). */
+  if constexpr (SWZ == 2 && COLS > 64)
+    return (c >> 6) * (ROWS * 64) + (int)tc_swizzle_offset((unsigned)r, ((unsigned)c >> 3) & 7u, 8) * 8 + (c & 7);
   if constexpr (SWZ) return (int)tc_swizzle_offset((unsigned)r, (unsigned)c >> 3, COLS / 8) * 8 + (c & 7);
   return r * COLS + c;
 }
 
 /* .shared byte address of element (r, c), c a multiple of 8 (a chunk start). */
-template <int ROWS, int COLS, bool SWZ>
+template <int ROWS, int COLS, int SWZ>
 TC_DEVICE unsigned tc_tile_chunk_addr(unsigned base, int r, int c) {
   return base + 2u * (unsigned)tc_smem_index<ROWS, COLS, SWZ>(r, c);
 }
@@ -117,7 +122,44 @@ TC_DEVICE unsigned tc_tile_chunk_addr(unsigned base, int r, int c) {
  * Global -> shared tile copy
  * ------------------------------------------------------------------------- */
 
-template <int ROWS, int COLS, int THREADS, bool SWZ, typename T>
+/* The unaligned path of tc_copy_g2s: plain loads, zero outside, 16-byte
+ * shared stores. Rare (a misaligned tensor or row stride), so it is an out-of-
+ * line function: inlined at every copy it made kernels larger and NVRTC
+ * slower for nothing. */
+#ifndef TC_COLD
+#if defined(__CUDACC__)
+#define TC_COLD static __device__ __noinline__
+#else
+#define TC_COLD static inline
+#endif
+#endif
+template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
+TC_COLD void tc_copy_g2s_scalar(unsigned base, const T *g, long long g_row_stride, int rows_valid, int cols_valid,
+                                int tid) {
+  constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR, ITERS = (CHUNKS + THREADS - 1) / THREADS;
+  for (int j = 0; j < ITERS; ++j) {
+    const int i = tid + j * THREADS;
+    if (CHUNKS % THREADS != 0 && i >= CHUNKS) break;
+    const int r = i / CPR, c0 = (i % CPR) * 8;
+    unsigned short v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = 0;
+    if (r < rows_valid) {
+      const T *row = g + (long long)r * g_row_stride;
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (c0 + e < cols_valid) v[e] = (unsigned short)row[c0 + e];
+    }
+    tc_u32x4 w;
+    w.x = tc_pack2(v[0], v[1]);
+    w.y = tc_pack2(v[2], v[3]);
+    w.z = tc_pack2(v[4], v[5]);
+    w.w = tc_pack2(v[6], v[7]);
+    tc_st_shared_16(tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, r, c0), w);
+  }
+}
+
+template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
 TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows_valid,
                            int cols_valid, int tid) {
   static_assert(sizeof(T) == 2, "tc_copy_g2s: 16-bit elements only");
@@ -131,6 +173,7 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
    * threads cover whole rows) and the swizzle pattern repeats every RS rows,
    * the per-chunk work is one pointer step and one shared-address step. */
   constexpr int RS = THREADS % CPR == 0 ? THREADS / CPR : 0;
+  constexpr int PITCH = SWZ == 2 && COLS > 64 ? 64 : COLS; /* elements between rows */
   constexpr bool REGULAR = CHUNKS % THREADS == 0 && RS > 0 && RS % 8 == 0 && (CPR >= 8 || (THREADS / 8) % CPR == 0);
   if constexpr (REGULAR) {
     if (vec) {
@@ -143,7 +186,7 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
       for (int j = 0; j < ITERS; ++j) {
         const bool in = r0 + j * RS < rows_valid && full > 0;
         /* Out-of-range chunks read 0 bytes from g itself. */
-        tc_cp_async_16_bytes(s0 + 2u * (unsigned)(j * RS * COLS), in ? gp + j * gstep : g, in ? full : 0u);
+        tc_cp_async_16_bytes(s0 + 2u * (unsigned)(j * RS * PITCH), in ? gp + j * gstep : g, in ? full : 0u);
       }
       return;
     }
@@ -164,28 +207,7 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
       }
     }
   } else {
-#pragma unroll
-    for (int j = 0; j < ITERS; ++j) {
-      const int i = tid + j * THREADS;
-      if (CHUNKS % THREADS == 0 || i < CHUNKS) {
-        const int r = i / CPR, c0 = (i % CPR) * 8;
-        unsigned short v[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) v[e] = 0;
-        if (r < rows_valid) {
-          const T *row = g + (long long)r * g_row_stride;
-#pragma unroll
-          for (int e = 0; e < 8; ++e)
-            if (c0 + e < cols_valid) v[e] = (unsigned short)row[c0 + e];
-        }
-        tc_u32x4 w;
-        w.x = tc_pack2(v[0], v[1]);
-        w.y = tc_pack2(v[2], v[3]);
-        w.z = tc_pack2(v[4], v[5]);
-        w.w = tc_pack2(v[6], v[7]);
-        tc_st_shared_16(tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, r, c0), w);
-      }
-    }
+    tc_copy_g2s_scalar<ROWS, COLS, THREADS, SWZ, T>(base, g, g_row_stride, rows_valid, cols_valid, tid);
   }
 }
 
@@ -195,7 +217,7 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
  * g_row_stride % 8 == 0; rows >= rows_valid and columns >= cols_valid are
  * not written. The caller puts a barrier between the writes of the tile and
  * this call. */
-template <int ROWS, int COLS, int THREADS, bool SWZ, typename T>
+template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
 TC_DEVICE void tc_copy_s2g(T *g, long long g_row_stride, int rows_valid, int cols_valid, const T *smem, int tid) {
   static_assert(sizeof(T) == 2 && COLS % 8 == 0, "tc_copy_s2g: 16-bit elements, COLS a multiple of 8");
   constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR, ITERS = (CHUNKS + THREADS - 1) / THREADS;

@@ -1,0 +1,140 @@
+/* tilec_wgmma.cuh - the Hopper (sm_90a) gemm: wgmma.mma_async from shared memory.
+ *
+ * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK>(As, Bs, acc, warp)
+ *   acc += A @ B, the same contract as tc_gemm_ss with WM = WARPS, WN = 1 and
+ *   M = 16 * WARPS, WARPS a multiple of 4: warpgroup g (warps 4g .. 4g+3)
+ *   issues m64nNk16 for rows [64g, 64g + 64). The accumulator is then
+ *   exactly tilec's MMA_C fragment (warp w owns rows 16w .. 16w+15, all N
+ *   columns), so the code around the gemm does not change.
+ *   A is the shared tile [M][K] (K-major); B is [N][K] (K-major) when B_NK,
+ *   else [K][N] (N-major, read with wgmma's transpose bit).
+ *   Every operand must be swizzled (A_SWZ / B_SWZ != 0) with rows of at most
+ *   128 bytes (SWZ 1) or stored as 64-column panels (SWZ 2, rows over 128
+ *   bytes): then its chunks sit exactly where wgmma's 32/64/128-byte swizzle
+ *   modes expect them (tc_swizzle_offset is that swizzle), and each tile
+ *   must start at a 1024-byte aligned shared address.
+ *   Waits for its own wgmmas before returning (the tiles may be overwritten
+ *   afterwards). Before the call, shared-memory writes by the threads (plain
+ *   or cp.async) must be published to the async proxy:
+ *   tc_fence_proxy_async() by the writers, then the block barrier.
+ *
+ * How a descriptor walks a tile (docs/gpu-codegen.md, "wgmma"):
+ *   K-major operand, rows of P = min(K, 64) elements: the start address is
+ *   the row block's first row plus (k0 % 64) * 2 bytes inside the swizzled
+ *   row (plus the panel for k0 >= 64); SBO = 8 rows = 8 * 2P bytes.
+ *   N-major B, rows of P = min(N, 64) elements: start = row k0; SBO = 8 rows
+ *   (8 * 2P bytes, the next 8 k); LBO = one panel (K * 128 bytes, the next 64
+ *   columns).
+ */
+#ifndef TILEC_WGMMA_CUH
+#define TILEC_WGMMA_CUH
+
+#include "tilec_tile.cuh"
+#include "tilec_wgmma_ops.cuh"
+
+/* Shared-memory matrix descriptor: address, LBO and SBO in 16-byte units,
+ * swizzle mode 1/2/3 for 128/64/32-byte rows. */
+TC_DEVICE unsigned long long tc_wgmma_desc(unsigned addr, unsigned lbo_bytes, unsigned sbo_bytes, int row_bytes) {
+  const unsigned long long mode = row_bytes == 128 ? 1ull : row_bytes == 64 ? 2ull : 3ull;
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo_bytes >> 4) & 0x3FFFu) << 16) |
+         ((unsigned long long)((sbo_bytes >> 4) & 0x3FFFu) << 32) | (mode << 62);
+}
+
+/* Makes this thread's earlier shared-memory writes visible to wgmma (the
+ * async proxy); a block barrier must follow before the gemm. */
+TC_DEVICE void tc_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+TC_DEVICE void tc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+TC_DEVICE void tc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+TC_DEVICE void tc_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+template <typename TAG>
+struct tc_wgmma_is_bf16 {
+  static constexpr bool value = false;
+};
+template <>
+struct tc_wgmma_is_bf16<tc_bf16_t> {
+  static constexpr bool value = true;
+};
+
+/* One m64nNk16 into acc (N / 2 floats); TB is "1" for an N-major B. */
+#define TC_WGMMA_DISPATCH(NN, TY, TB)                                      \
+  if constexpr (N == NN) {                                                  \
+    TC_WGMMA_M64N##NN##K16(TY, TB, acc, da, db);                            \
+  }
+template <typename TAG, int N, bool B_NK>
+TC_DEVICE void tc_wgmma_m64k16(float *acc, unsigned long long da, unsigned long long db) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256,
+                "tc_gemm_wgmma_ss: N must be 16, 32, 64, 128 or 256");
+  if constexpr (!tc_wgmma_is_bf16<TAG>::value) {
+    if constexpr (B_NK) {
+      TC_WGMMA_DISPATCH(16, "f16", "0") TC_WGMMA_DISPATCH(32, "f16", "0") TC_WGMMA_DISPATCH(64, "f16", "0")
+      TC_WGMMA_DISPATCH(128, "f16", "0") TC_WGMMA_DISPATCH(256, "f16", "0")
+    } else {
+      TC_WGMMA_DISPATCH(16, "f16", "1") TC_WGMMA_DISPATCH(32, "f16", "1") TC_WGMMA_DISPATCH(64, "f16", "1")
+      TC_WGMMA_DISPATCH(128, "f16", "1") TC_WGMMA_DISPATCH(256, "f16", "1")
+    }
+  } else {
+    if constexpr (B_NK) {
+      TC_WGMMA_DISPATCH(16, "bf16", "0") TC_WGMMA_DISPATCH(32, "bf16", "0") TC_WGMMA_DISPATCH(64, "bf16", "0")
+      TC_WGMMA_DISPATCH(128, "bf16", "0") TC_WGMMA_DISPATCH(256, "bf16", "0")
+    } else {
+      TC_WGMMA_DISPATCH(16, "bf16", "1") TC_WGMMA_DISPATCH(32, "bf16", "1") TC_WGMMA_DISPATCH(64, "bf16", "1")
+      TC_WGMMA_DISPATCH(128, "bf16", "1") TC_WGMMA_DISPATCH(256, "bf16", "1")
+    }
+  }
+}
+#undef TC_WGMMA_DISPATCH
+
+template <int N>
+TC_DEVICE void tc_wgmma_fence_acc(float *acc) {
+  if constexpr (N == 16) TC_WGMMA_FENCE_N16(acc);
+  if constexpr (N == 32) TC_WGMMA_FENCE_N32(acc);
+  if constexpr (N == 64) TC_WGMMA_FENCE_N64(acc);
+  if constexpr (N == 128) TC_WGMMA_FENCE_N128(acc);
+  if constexpr (N == 256) TC_WGMMA_FENCE_N256(acc);
+}
+
+/* Byte offset of element (r, c0) of a K-major [ROWS][COLS] operand, c0 a
+ * multiple of 16, in the layout SWZ (1: swizzled rows, 2: 64-column panels). */
+template <int ROWS, int COLS, int SWZ>
+TC_DEVICE constexpr unsigned tc_wgmma_kmajor_offset(int r, int c0) {
+  return SWZ == 2 ? (unsigned)((c0 / 64) * ROWS * 128 + r * 128 + (c0 % 64) * 2) : (unsigned)(r * COLS * 2 + c0 * 2);
+}
+
+template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK>
+TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
+  TC_TILE_TAG_CHECK(TAG);
+  static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_ss: M must be 64 per warpgroup");
+  static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
+  static_assert(A_SWZ != 0 && B_SWZ != 0, "tc_gemm_wgmma_ss: both operands must be swizzled");
+  static_assert(A_SWZ == 2 ? K % 64 == 0 : (K == 16 || K == 32 || K == 64),
+                "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or 64-column panels");
+  constexpr int BC = B_NK ? K : N; /* B's contiguous extent */
+  static_assert(B_SWZ == 2 ? BC % 64 == 0 : (BC == 16 || BC == 32 || BC == 64),
+                "tc_gemm_wgmma_ss: B's rows must be 32, 64 or 128 bytes, or 64-column panels");
+  constexpr int A_ROW = (K < 64 ? K : 64) * 2, B_ROW = (BC < 64 ? BC : 64) * 2;
+  const unsigned a_base = tc_smem_addr(As) + tc_wgmma_kmajor_offset<M, K, A_SWZ>((warp / 4) * 64, 0);
+  const unsigned b_base = tc_smem_addr(Bs);
+  tc_wgmma_fence_acc<N>(acc);
+  tc_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    const unsigned long long da =
+        tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
+    unsigned long long db;
+    if constexpr (B_NK)
+      db = tc_wgmma_desc(b_base + tc_wgmma_kmajor_offset<N, K, B_SWZ>(0, 16 * kk), 16u, 8u * B_ROW, B_ROW);
+    else
+      db = tc_wgmma_desc(b_base + 16u * kk * B_ROW, (unsigned)K * 128u, 8u * B_ROW, B_ROW);
+    tc_wgmma_m64k16<TAG, N, B_NK>(acc, da, db);
+  }
+  tc_wgmma_commit();
+  tc_wgmma_wait<0>();
+  tc_wgmma_fence_acc<N>(acc);
+}
+
+#endif

@@ -1,0 +1,46 @@
+// wgmma_kernels.cu - test kernels for tc_gemm_wgmma_ss (tilec_wgmma.cuh).
+//
+// One block of M / 16 warps. A [M][K] and B ([K][N], or [N][K] when B_NK)
+// come from global memory in row-major order and are stored element by
+// element at tc_smem_index<rows, cols, SWZ> (SWZ 2, 64-column panels, for
+// rows over 128 bytes, else 1): the layouts the compiler gives wgmma
+// operands. The accumulator starts at wg_acc_init(r, c) and is written back
+// at the logical (row, column) of the MMA_C formula of docs/gpu-codegen.md,
+// computed here independently of the template.
+#include "tilec_wgmma.cuh"
+
+extern __shared__ __align__(1024) unsigned char wg_smem[];
+
+__device__ __forceinline__ float wg_acc_init(int r, int c) { return (float)((r * 3 + c * 5) % 11 - 5) * 0.125f; }
+
+template <typename TAG, int M, int N, int K, bool B_NK>
+__device__ void wg_body(const unsigned short *A, const unsigned short *B, float *C) {
+  constexpr int WARPS = M / 16, THREADS = WARPS * 32;
+  constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N;
+  constexpr int A_SWZ = K > 64 ? 2 : 1, B_SWZ = BC > 64 ? 2 : 1;
+  unsigned short *As = (unsigned short *)wg_smem;
+  unsigned short *Bs = As + M * K; // M * K * 2 bytes is a multiple of 1024
+  for (int i = threadIdx.x; i < M * K; i += THREADS) As[tc_smem_index<M, K, A_SWZ>(i / K, i % K)] = A[i];
+  for (int i = threadIdx.x; i < BR * BC; i += THREADS) Bs[tc_smem_index<BR, BC, B_SWZ>(i / BC, i % BC)] = B[i];
+  tc_fence_proxy_async();
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float acc[N / 2];
+#pragma unroll
+  for (int s = 0; s < N / 2; ++s) {
+    const int h = s / (N / 4), cs = s % (N / 4);
+    acc[s] = wg_acc_init(warp * 16 + 8 * h + lane / 4, 8 * (cs / 2) + 2 * (lane % 4) + cs % 2);
+  }
+  tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK>(As, Bs, acc, warp);
+#pragma unroll
+  for (int s = 0; s < N / 2; ++s) {
+    const int h = s / (N / 4), cs = s % (N / 4);
+    C[(warp * 16 + 8 * h + lane / 4) * N + 8 * (cs / 2) + 2 * (lane % 4) + cs % 2] = acc[s];
+  }
+}
+
+#define WG_KERNEL(name, TAG, M, N, K, B_NK)                                                              \
+  extern "C" __global__ void __launch_bounds__(M * 2) name(const unsigned short *A, const unsigned short *B, \
+                                                          float *C) {                                    \
+    wg_body<TAG, M, N, K, B_NK>(A, B, C);                                                                \
+  }

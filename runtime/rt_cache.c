@@ -5,9 +5,13 @@
  *     <key>.so     the shared object the C compiler produced (CPU), or
  *     <key>.cubin  the cubin NVRTC produced (CUDA; the key differs)
  *     <key>.sum    "tilert-sum 1\nsize <bytes>\nsha256 <hex>\n" of the binary
- * Both are written to a temp file in the same directory and rename()d, so a
- * reader sees a whole file or none. The .so is trusted only when the .sum
- * names its exact size and hash; anything else is a miss and gets rebuilt. */
+ * Both are written in full to temp files in the same directory and only then
+ * rename()d, binary first, so a reader sees a whole file or none, and a write
+ * that fails (a full disk: ENOSPC) leaves nothing behind. The binary is
+ * trusted only when the .sum names its exact size and hash; anything else is
+ * a miss and gets rebuilt. Every byte written into the cache directory goes
+ * through rt_cache_write_fd, where the tests inject write failures
+ * (rt_cache_fault_errno). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -190,60 +194,104 @@ bool rt_cache_read_entry(const char *dir, const char *key, const char *ext, void
   return false;
 }
 
-/* Writes `text` to a fresh temp file beside `final` and renames it there. */
-static int write_atomic(const char *dir, const char *final, const char *text) {
-  size_t n = strlen(dir) + 32;
+int rt_cache_fault_errno;
+
+int rt_cache_write_fd(int fd, const void *data, size_t len) {
+  /* The test seam: store half, then fail the way a full disk does. */
+  size_t limit = rt_cache_fault_errno ? len / 2 : len;
+  for (size_t done = 0; done < limit;) {
+    ssize_t w = write(fd, (const char *)data + done, limit - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EIO;
+    done += (size_t)w;
+  }
+  return rt_cache_fault_errno;
+}
+
+/* A fresh temp file <dir>/.tmp-<tag>-XXXXXX holding `data`, mode `mode`.
+ * On success *out is its malloc'd path; on failure nothing is left. */
+static int stage(const char *dir, const char *tag, const void *data, size_t len, unsigned mode,
+                 char **out) {
+  *out = NULL;
+  size_t n = strlen(dir) + strlen(tag) + 16;
   char *tmp = malloc(n);
   if (!tmp) return ENOMEM;
-  snprintf(tmp, n, "%s/.tmp-sum-XXXXXX", dir);
+  snprintf(tmp, n, "%s/.tmp-%s-XXXXXX", dir, tag);
   int fd = mkstemp(tmp);
   if (fd < 0) {
     int err = errno;
     free(tmp);
     return err;
   }
-  size_t len = strlen(text), done = 0;
-  int err = 0;
-  while (done < len) {
-    ssize_t w = write(fd, text + done, len - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      err = w < 0 ? errno : EIO;
-      break;
-    }
-    done += (size_t)w;
+  int err = rt_cache_write_fd(fd, data, len);
+  if (!err && fchmod(fd, (mode_t)mode) != 0) err = errno;
+  if (close(fd) != 0 && !err) err = errno; /* NFS reports ENOSPC here */
+  if (err) {
+    unlink(tmp);
+    free(tmp);
+    return err;
   }
-  if (close(fd) != 0 && !err) err = errno;
-  if (!err && chmod(tmp, 0644) != 0) err = errno;
-  if (!err && rename(tmp, final) != 0) err = errno;
-  if (err) unlink(tmp);
-  free(tmp);
-  return err;
+  *out = tmp;
+  return 0;
 }
 
-int rt_cache_publish(const char *dir, const char *key, const char *so_tmp) {
-  return rt_cache_publish_ext(dir, key, "so", so_tmp, 0755);
-}
-
-int rt_cache_publish_ext(const char *dir, const char *key, const char *ext, const char *tmp,
-                         unsigned mode) {
-  uint64_t size;
-  char hex[65];
-  int err = rt_file_digest(tmp, &size, hex);
-  if (err) return err;
-  char *so = entry_path(dir, key, ext), *sum = entry_path(dir, key, "sum");
-  if (!so || !sum) err = ENOMEM;
+int rt_cache_publish_bytes(const char *dir, const char *key, const char *ext, const void *data,
+                           size_t size, unsigned mode) {
+  char hex[65], text[128];
+  rt_sha256_hex(data, size, hex);
+  snprintf(text, sizeof text, "tilert-sum 1\nsize %llu\nsha256 %s\n", (unsigned long long)size,
+           hex);
+  char *bin = entry_path(dir, key, ext), *sum = entry_path(dir, key, "sum");
+  char *bin_tmp = NULL, *sum_tmp = NULL;
+  int err = bin && sum ? 0 : ENOMEM;
+  /* Both files are written in full before either is renamed: a full disk
+   * or an I/O error fails here and leaves nothing behind. */
+  if (!err) err = stage(dir, key, data, size, mode, &bin_tmp);
+  if (!err) err = stage(dir, "sum", text, strlen(text), 0644, &sum_tmp);
   /* The binary first: a reader between the two renames sees a new binary
    * with an old (or no) .sum, which is a miss, never a wrong hit. */
-  if (!err && chmod(tmp, (mode_t)mode) != 0) err = errno;
-  if (!err && rename(tmp, so) != 0) err = errno;
-  if (!err) {
-    char text[128];
-    snprintf(text, sizeof text, "tilert-sum 1\nsize %llu\nsha256 %s\n", (unsigned long long)size,
-             hex);
-    err = write_atomic(dir, sum, text);
+  if (!err && rename(bin_tmp, bin) != 0) err = errno;
+  if (!err && rename(sum_tmp, sum) != 0) err = errno;
+  if (err) {
+    if (bin_tmp) unlink(bin_tmp); /* already gone when renamed */
+    if (sum_tmp) unlink(sum_tmp);
   }
-  free(so);
+  free(bin_tmp);
+  free(sum_tmp);
+  free(bin);
   free(sum);
   return err;
+}
+
+int rt_read_file(const char *path, void **data, size_t *size) {
+  *data = NULL;
+  *size = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  size_t len = 0, cap = 65536;
+  unsigned char *buf = malloc(cap);
+  int err = buf ? 0 : ENOMEM;
+  while (!err) {
+    if (len == cap) {
+      unsigned char *grown = realloc(buf, cap * 2);
+      if (!grown) {
+        err = ENOMEM;
+        break;
+      }
+      buf = grown, cap *= 2;
+    }
+    ssize_t r = read(fd, buf + len, cap - len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) err = errno;
+    if (r <= 0) break;
+    len += (size_t)r;
+  }
+  close(fd);
+  if (err) {
+    free(buf);
+    return err;
+  }
+  *data = buf;
+  *size = len;
+  return 0;
 }

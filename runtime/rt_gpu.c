@@ -10,8 +10,9 @@
  *         -> cubin: <key>.cubin from the cache (verified against <key>.sum,
  *            NVRTC does not run), or NVRTC for the device's arch
  *            (rt_cuda_target: "sm_90a", "sm_86", ...) and the entry
- *            published atomically (temp file + rename, as rt_cache.c does
- *            for the CPU's .so)
+ *            published atomically (rt_cache_publish_bytes: complete temp
+ *            files, then rename; a read-only or full cache directory only
+ *            costs a warning, once per context, as the cubin is in memory)
  *         -> cuModuleLoadData, cuModuleGetFunction(tilec_<kernel>) for every
  *            kernel, the >48 KB dynamic shared memory attribute when needed.
  *         A cached cubin that the driver refuses is rebuilt once.
@@ -27,11 +28,9 @@
  * A context, its modules and its launches belong to the thread that created
  * the context (the driver layer makes device 0's primary context current on
  * that thread). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rt_internal.h"
 
@@ -78,36 +77,6 @@ void rt_gpu_source_name(const char *tile_name, char *out, size_t cap) {
   snprintf(out, cap, "%.*s.cu", (int)n, base);
 }
 
-/* Writes the cubin to a temp file in dir and publishes it as <key>.cubin.
- * Returns 0 or an errno. */
-static int publish_cubin(const char *dir, const char *key, const void *cubin, size_t size) {
-  size_t n = strlen(dir) + strlen(key) + 32;
-  char *tmp = malloc(n);
-  if (!tmp) return ENOMEM;
-  snprintf(tmp, n, "%s/.tmp-%s-XXXXXX", dir, key);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    int err = errno;
-    free(tmp);
-    return err;
-  }
-  int err = 0;
-  for (size_t done = 0; done < size;) {
-    ssize_t w = write(fd, (const char *)cubin + done, size - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      err = w < 0 ? errno : EIO;
-      break;
-    }
-    done += (size_t)w;
-  }
-  if (close(fd) != 0 && !err) err = errno;
-  if (!err) err = rt_cache_publish_ext(dir, key, "cubin", tmp, 0644);
-  unlink(tmp); /* gone already when published */
-  free(tmp);
-  return err;
-}
-
 TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
                           const char *ir, const char *arch, bool force_build, void **cubin,
                           size_t *size, bool *from_cache) {
@@ -141,7 +110,7 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
   if (!ok) return rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
 
   if (dir) {
-    int err = publish_cubin(dir, key, *cubin, *size);
+    int err = rt_cache_publish_bytes(dir, key, "cubin", *cubin, *size, 0644);
     /* The cubin is in memory: an unwritable cache only costs the next load. */
     if (err) rt_cache_warn(ctx, dir, strerror(err));
   }

@@ -117,12 +117,22 @@ void rt_cache_key(const char *cc, const char *ir, const char *c_src, size_t c_le
 int rt_mkdir_p(const char *path);
 /* True when <dir>/<key>.so exists and <dir>/<key>.sum matches its bytes. */
 bool rt_cache_entry_valid(const char *dir, const char *key);
-/* Writes <dir>/<key>.sum for the file at `so_tmp`, then renames `so_tmp` to
- * <dir>/<key>.so; both by temp file + rename. Returns 0 or an errno. */
-int rt_cache_publish(const char *dir, const char *key, const char *so_tmp);
-/* The same for an entry <key>.<ext> ("cubin") with file mode `mode`. */
-int rt_cache_publish_ext(const char *dir, const char *key, const char *ext, const char *tmp,
-                         unsigned mode);
+/* Publishes <dir>/<key>.<ext> ("so", "cubin") holding `data` (file mode
+ * `mode`) and its <key>.sum: both are written to temp files in dir first,
+ * then renamed, the binary first. A failed write (ENOSPC, EROFS, EACCES)
+ * leaves no file behind. Returns 0 or an errno. */
+int rt_cache_publish_bytes(const char *dir, const char *key, const char *ext, const void *data,
+                           size_t size, unsigned mode);
+/* Writes all of `data` to fd, a temp file in the cache directory; every
+ * byte the cache writes goes through here. Returns 0 or an errno. */
+int rt_cache_write_fd(int fd, const void *data, size_t len);
+/* Test seam, for tests/runtime only (never set by the library, and not
+ * exported from libtilert.so): when nonzero, rt_cache_write_fd writes half
+ * of its bytes and then fails with this errno, as a disk that fills up
+ * mid-write does (ENOSPC). */
+extern int rt_cache_fault_errno;
+/* Reads a whole file into a malloc'd buffer. Returns 0 or an errno. */
+int rt_read_file(const char *path, void **data, size_t *size);
 /* Reads <dir>/<key>.<ext> into a malloc'd buffer and checks its bytes (not
  * the file's, so nothing can change between check and use) against
  * <key>.sum. False on a miss or a mismatch. */

@@ -2,12 +2,15 @@
  *
  * With a usable cache directory: look up <key>.so (verified against
  * <key>.sum); on a hit dlopen it and run no compiler. On a miss, or a corrupt
- * entry, compile into a temp file in the cache directory, publish it
- * (rename) and dlopen the published file. Without a cache (disabled, or the
- * directory cannot be created or written: one warning per context), compile
- * into a private temp directory, dlopen, and delete the files at once (the
- * mapping stays valid). The .c file always goes to a private temp directory
- * that is removed after the compiler ran. */
+ * entry, compile into a private temp directory, publish a copy into the
+ * cache (complete temp files, then rename) and dlopen the published file.
+ * When the copy cannot be written (read-only, full: one warning per
+ * context) the private .so is loaded instead. Without a cache (disabled, or
+ * the directory cannot be created: one warning), compile into a private
+ * temp directory, dlopen, and delete the files at once (the mapping stays
+ * valid). The .c file and the freshly built .so always live in a private
+ * temp directory that is removed before the load returns, so the C
+ * compiler never writes into the cache directory. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -140,49 +143,50 @@ void rt_cache_warn(TilertContext *ctx, const char *dir, const char *why) {
           dir, why);
 }
 
-/* Cache path. Returns TILERT_OK with mod loaded, an error, or sets
- * *unusable when the directory cannot be written (the caller falls back). */
+/* Cache path: a verified <key>.so is dlopened (a hit). Otherwise the .so is
+ * compiled in a private directory, so that a cache directory that cannot be
+ * written (read-only, full) never fails the compiler, and then published
+ * into the cache (rt_cache_publish_bytes: complete temp files, then rename)
+ * and loaded from there. If publishing fails the module is loaded from the
+ * private copy and the context warns once; nothing is left in the cache. */
 static TilertStatus load_cached(TilertContext *ctx, TilertModule *mod, const char *name,
                                 const char *dir, const char *key, const char *c_src, size_t c_len,
-                                const TilecKernelInfo *const *kernels, bool *unusable) {
+                                const TilecKernelInfo *const *kernels) {
   char *so = str_printf("%s/%s.so", dir, key);
-  char *tmp = str_printf("%s/.tmp-%s-XXXXXX", dir, key);
-  TilertStatus st = TILERT_OK;
-  if (!so || !tmp) {
-    st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
-    goto done;
-  }
+  if (!so) return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
   if (rt_cache_entry_valid(dir, key)) {
     if (open_so(ctx, mod, so, kernels) == TILERT_OK) {
       mod->from_cache = true;
-      goto done;
+      free(so);
+      return TILERT_OK;
     }
     /* Verified bytes that do not load (another machine's entry?): rebuild. */
     if (mod->dl) dlclose(mod->dl);
     mod->dl = NULL;
   }
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    rt_cache_warn(ctx, dir, strerror(errno));
-    *unusable = true;
-    goto done;
-  }
-  close(fd);
-  st = compile_c(ctx, name, c_src, c_len, tmp);
+  char *work = NULL, *built = NULL;
+  TilertStatus st = make_workdir(ctx, &work);
+  if (st == TILERT_OK && !(built = str_printf("%s/kernel.so", work)))
+    st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+  if (st == TILERT_OK) st = compile_c(ctx, name, c_src, c_len, built);
   if (st == TILERT_OK) {
-    int err = rt_cache_publish(dir, key, tmp);
+    void *bytes = NULL;
+    size_t size = 0;
+    int err = rt_read_file(built, &bytes, &size);
+    if (!err) err = rt_cache_publish_bytes(dir, key, "so", bytes, size, 0755);
+    free(bytes);
     if (err) {
       rt_cache_warn(ctx, dir, strerror(err));
-      *unusable = true;
+      st = open_so(ctx, mod, built, kernels);
     } else {
       st = open_so(ctx, mod, so, kernels);
     }
   }
-  unlink(tmp); /* gone already when published */
-
-done:
+  if (built) unlink(built);
+  if (work) rmdir(work);
+  free(built);
+  free(work);
   free(so);
-  free(tmp);
   return st;
 }
 
@@ -213,9 +217,10 @@ TilertStatus rt_module_from_c(TilertContext *ctx, const char *name, const char *
   if (!private_build) {
     char key[65];
     rt_cache_key(ctx->cc, ir, c_src, c_len, key);
-    st = load_cached(ctx, mod, name, ctx->cache_dir, key, c_src, c_len, kernels, &private_build);
+    st = load_cached(ctx, mod, name, ctx->cache_dir, key, c_src, c_len, kernels);
+  } else {
+    st = load_private(ctx, mod, name, c_src, c_len, kernels);
   }
-  if (st == TILERT_OK && private_build) st = load_private(ctx, mod, name, c_src, c_len, kernels);
   if (st != TILERT_OK) {
     tilert_module_destroy(mod);
     return st;

@@ -6,8 +6,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,6 +72,94 @@ int rt_test_count(const char *dir, const char *suffix) {
 }
 
 bool rt_test_no_stray_temp(void) { return rt_test_count(runtime_tmp, "") == 0; }
+
+static int saved_stderr = -1;
+static char stderr_path[1100];
+
+void rt_test_stderr_begin(void) {
+  snprintf(stderr_path, sizeof stderr_path, "%s/stderr-XXXXXX", test_base);
+  int fd = mkstemp(stderr_path);
+  fflush(stderr);
+  saved_stderr = dup(2);
+  dup2(fd, 2);
+  close(fd);
+}
+
+char *rt_test_stderr_end(void) {
+  fflush(stderr);
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  saved_stderr = -1;
+  FILE *f = fopen(stderr_path, "r");
+  char *text = calloc(1, 65536);
+  if (f) {
+    fread(text, 1, 65535, f);
+    fclose(f);
+  }
+  unlink(stderr_path);
+  /* Echo it, so a failing test's log still shows it. */
+  fputs(text, stderr);
+  return text;
+}
+
+int rt_test_occurrences(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+static int write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) return errno;
+  fputs(text, f);
+  return fclose(f) == 0 ? 0 : errno;
+}
+
+int rt_test_private_tmpfs(const char *dir, const char *opts) {
+  uid_t uid = geteuid();
+  gid_t gid = getegid();
+  if (uid != 0) {
+    /* An unprivileged user namespace in which we are root. */
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return errno;
+    char map[64];
+    write_text("/proc/self/setgroups", "deny");
+    snprintf(map, sizeof map, "0 %u 1\n", (unsigned)uid);
+    if (write_text("/proc/self/uid_map", map)) return errno ? errno : EPERM;
+    snprintf(map, sizeof map, "0 %u 1\n", (unsigned)gid);
+    if (write_text("/proc/self/gid_map", map)) return errno ? errno : EPERM;
+  } else if (unshare(CLONE_NEWNS) != 0) {
+    return errno;
+  }
+  /* Nothing mounted here may leak to the rest of the system. */
+  if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return errno;
+  unsigned long flags = 0;
+  char data[128];
+  snprintf(data, sizeof data, "%s", opts);
+  if (!strcmp(opts, "ro")) flags = MS_RDONLY, data[0] = '\0';
+  if (mount("tmpfs", dir, "tmpfs", flags, data) != 0) return errno;
+  return 0;
+}
+
+long rt_test_fill_fs(const char *dir, long leave) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/filler", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return -1;
+  static char block[4096];
+  long total = 0;
+  for (;;) {
+    ssize_t w = write(fd, block, sizeof block);
+    if (w <= 0) break;
+    total += w;
+  }
+  /* Full now; give back `leave` bytes (whole pages on tmpfs). */
+  if (leave > 0 && total > leave) {
+    total -= leave;
+    if (ftruncate(fd, total) != 0) total = -1;
+  }
+  close(fd);
+  return total;
+}
 
 /* The one file in dir ending in suffix. Caller frees. */
 static char *only_file(const char *dir, const char *suffix) {
@@ -314,6 +405,100 @@ void rt_scenario_unusable_dir(RtLoader load) {
   free(base);
 }
 
+/* Entries of dir whose name starts with prefix. */
+static int count_prefix(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (!strncmp(e->d_name, prefix, strlen(prefix)) && strcmp(e->d_name, ".") &&
+        strcmp(e->d_name, ".."))
+      n++;
+  closedir(d);
+  return n;
+}
+
+void rt_scenario_unwritable_dir(RtLoader load, const char *dir, const char *what) {
+  int before = rt_test_count(dir, "");
+  rt_test_stderr_begin();
+  TilertContext *ctx = make_ctx(dir, NULL, false);
+  for (int round = 0; round < 2; round++) {
+    TilertModule *mod = NULL;
+    TilertStatus st = load(ctx, &mod);
+    CHECK_STATUS(st, TILERT_OK, ctx);
+    CHECK(!tilert_module_from_cache(mod), "%s: from_cache with an unwritable cache", what);
+    if (mod) run_scale_add(mod, ctx, what);
+    tilert_module_destroy(mod);
+  }
+  tilert_context_destroy(ctx);
+  char *text = rt_test_stderr_end();
+  char want[1200];
+  snprintf(want, sizeof want, "warning: cache directory '%s' is not usable", dir);
+  CHECK(rt_test_occurrences(text, "warning") == 1 && rt_test_occurrences(text, want) == 1,
+        "%s: expected exactly one warning containing \"%s\", got:\n%s", what, want, text);
+  CHECK(rt_test_count(dir, "") == before, "%s: the cache dir had %d entries, now %d", what, before,
+        rt_test_count(dir, ""));
+  CHECK(rt_test_count(dir, ".so") == 0 && rt_test_count(dir, ".sum") == 0 &&
+            count_prefix(dir, ".tmp") == 0,
+        "%s: a partial entry or temp file was left in %s", what, dir);
+  CHECK(rt_test_no_stray_temp(), "%s: temp files left in $TMPDIR", what);
+  free(text);
+}
+
+void rt_scenario_null_handles(RtLoader load) {
+  TilertContext *ctx = make_ctx(NULL, NULL, true);
+  TilertModule *mod = NULL;
+  TilertKernel *k = NULL;
+  /* Every destroy accepts NULL. */
+  tilert_context_destroy(NULL);
+  tilert_module_destroy(NULL);
+  CHECK(tilert_device_free(ctx, NULL) == TILERT_OK, "device_free(ctx, NULL)");
+  /* NULL handles: INVALID_ARGUMENT (there is no context to hold a message). */
+  CHECK(tilert_context_create(NULL, NULL) == TILERT_INVALID_ARGUMENT, "context_create(NULL out)");
+  CHECK(tilert_module_load_string(NULL, "x", "", 0, NULL, 0, &mod) == TILERT_INVALID_ARGUMENT &&
+            mod == NULL,
+        "load_string(NULL ctx)");
+  CHECK(tilert_module_load_file(NULL, "x.tile", NULL, 0, &mod) == TILERT_INVALID_ARGUMENT,
+        "load_file(NULL ctx)");
+  CHECK(tilert_module_get_kernel(NULL, "scale_add", &k) == TILERT_INVALID_ARGUMENT && k == NULL,
+        "get_kernel(NULL module)");
+  CHECK(tilert_launch(NULL, NULL, 0, NULL) == TILERT_INVALID_ARGUMENT, "launch(NULL kernel)");
+  CHECK(tilert_device_alloc(NULL, 16, (void **)&k) == TILERT_INVALID_ARGUMENT, "device_alloc(NULL)");
+  CHECK(tilert_device_free(NULL, NULL) == TILERT_INVALID_ARGUMENT, "device_free(NULL ctx)");
+  CHECK(tilert_copy_to_device(NULL, NULL, NULL, 0) == TILERT_INVALID_ARGUMENT, "copy_to_device(NULL)");
+  CHECK(tilert_copy_to_host(NULL, NULL, NULL, 0) == TILERT_INVALID_ARGUMENT, "copy_to_host(NULL)");
+  CHECK(!strcmp(tilert_last_error(NULL), "no context"), "last_error(NULL)");
+  CHECK(!strcmp(tilert_context_device_note(NULL), ""), "device_note(NULL)");
+  CHECK(tilert_kernel_info(NULL) == NULL, "kernel_info(NULL)");
+  CHECK(!tilert_module_from_cache(NULL), "from_cache(NULL)");
+  /* NULL out-pointers and names: INVALID_ARGUMENT with the call named. */
+  CHECK_STATUS(tilert_module_load_string(ctx, "x", "", 0, NULL, 0, NULL), TILERT_INVALID_ARGUMENT, ctx);
+  CHECK_CONTAINS(tilert_last_error(ctx), "tilert_module_load_string: out is NULL");
+  CHECK_STATUS(tilert_module_load_string(ctx, "x", NULL, 5, NULL, 0, &mod), TILERT_INVALID_ARGUMENT, ctx);
+  CHECK_CONTAINS(tilert_last_error(ctx), "tilert_module_load_string: text is NULL");
+  CHECK_STATUS(tilert_module_load_string(ctx, "x", "", 0, NULL, 2, &mod), TILERT_INVALID_ARGUMENT, ctx);
+  CHECK_CONTAINS(tilert_last_error(ctx), "tilert_module_load_string: bad defines");
+  CHECK_STATUS(tilert_module_load_file(ctx, NULL, NULL, 0, &mod), TILERT_INVALID_ARGUMENT, ctx);
+  CHECK_CONTAINS(tilert_last_error(ctx), "tilert_module_load_file: NULL argument");
+  CHECK(mod == NULL, "a module handed out on a bad call");
+  CHECK_STATUS(load(ctx, &mod), TILERT_OK, ctx);
+  if (mod) {
+    CHECK_STATUS(tilert_module_get_kernel(mod, NULL, &k), TILERT_INVALID_ARGUMENT, ctx);
+    CHECK_CONTAINS(tilert_last_error(ctx), "tilert_module_get_kernel: NULL argument");
+    CHECK_STATUS(tilert_module_get_kernel(mod, "scale_add", NULL), TILERT_INVALID_ARGUMENT, ctx);
+    CHECK_STATUS(tilert_module_get_kernel(mod, "scale_add", &k), TILERT_OK, ctx);
+  }
+  if (k) {
+    /* nargs says 4, args is NULL. */
+    CHECK_STATUS(tilert_launch(k, NULL, 4, NULL), TILERT_LAUNCH_MISMATCH, ctx);
+    CHECK_CONTAINS(tilert_last_error(ctx), "scale_add: args is NULL");
+    CHECK_STATUS(tilert_launch(k, NULL, -1, NULL), TILERT_LAUNCH_MISMATCH, ctx);
+    CHECK_CONTAINS(tilert_last_error(ctx), "scale_add: expected 4 arguments, got -1");
+  }
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+}
+
 void rt_scenario_cache_disabled(RtLoader load) {
   char *dir = rt_test_mkdtemp("disabled");
   CHECK(!load_and_run(load, dir, NULL, true, "disabled 1"), "hit with the cache disabled");
@@ -421,6 +606,24 @@ void rt_scenario_validation(RtLoader load, bool exact) {
   expect_mismatch(ctx, k, args, 4, C, N, "argument 4 'alpha': expected a scalar f32, got a tensor");
   args[2] = tilert_arg_tensor(NULL), args[3] = tilert_arg_f32(alpha);
   expect_mismatch(ctx, k, args, 4, C, N, "argument 3 'C': the DLTensor pointer is NULL");
+
+  /* A NULL shape, a negative dim, misaligned data. */
+  make_tensor(&bad, B, 1, &n);
+  bad.t.shape = NULL;
+  args[1] = tilert_arg_tensor(&bad.t), args[2] = tilert_arg_tensor(&tc.t), args[3] = tilert_arg_f32(alpha);
+  expect_mismatch(ctx, k, args, 4, C, N, "scale_add: argument 2 'B': shape is NULL");
+  int64_t minus = -3;
+  make_tensor(&bad, B, 1, &minus);
+  expect_mismatch(ctx, k, args, 4, C, N, "scale_add: argument 2 'B': dim 0 is -3 (negative)");
+  make_tensor(&bad, B, 1, &n);
+  bad.t.byte_offset = 2; /* half a float in */
+  expect_mismatch(ctx, k, args, 4, C, N, "scale_add: argument 2 'B': data + byte_offset");
+  CHECK_CONTAINS(tilert_last_error(ctx), "is not aligned to 4 bytes");
+  /* An unknown argument kind for the scalar. */
+  args[1] = tilert_arg_tensor(&tb.t);
+  args[3].kind = (TilertArgKind)42;
+  expect_mismatch(ctx, k, args, 4, C, N, "scale_add: argument 4 'alpha': unknown argument kind 42");
+  args[3] = tilert_arg_f32(alpha);
 
   /* Accepted: explicit compact strides, an int for a float scalar, byte_offset. */
   make_tensor(&bad, C, 1, &n);

@@ -51,11 +51,35 @@ int rt_test_count(const char *dir, const char *suffix);
 /* True when the private $TMPDIR holds only the directories we made. */
 bool rt_test_no_stray_temp(void);
 
+/* stderr into a file between begin and end; end returns what was written
+ * (malloc'd, caller frees). Used to count the runtime's warnings. */
+void rt_test_stderr_begin(void);
+char *rt_test_stderr_end(void);
+/* Occurrences of needle in text. */
+int rt_test_occurrences(const char *text, const char *needle);
+/* In the calling process: a private mount namespace (a user namespace too
+ * when not root) and a tmpfs with mount options `opts` ("size=64k", "ro")
+ * on dir. Returns 0, or an errno (the caller skips). Call it in a forked
+ * child that has not opened CUDA: a multithreaded process cannot enter a
+ * user namespace, and the mount stays private to the child. */
+int rt_test_private_tmpfs(const char *dir, const char *opts);
+/* Fills the filesystem holding dir (a file "filler" in it) until at most
+ * `leave` bytes are free. Returns the bytes written. */
+long rt_test_fill_fs(const char *dir, long leave);
+
 /* Scenarios; `exact` says the loader's kernel info names constants (TilecDim.name). */
 void rt_scenario_cache_hit(RtLoader load);
 void rt_scenario_corrupt_entry(RtLoader load);
 void rt_scenario_unusable_dir(RtLoader load);
 void rt_scenario_cache_disabled(RtLoader load);
 void rt_scenario_validation(RtLoader load, bool exact);
+/* dir exists but no entry can be written into it (full, read-only, or a
+ * fault injected by the caller): two loads in one context succeed with
+ * correct results, the runtime warns exactly once naming dir, and dir holds
+ * the same entries afterwards as before (no partial entry, no temp file). */
+void rt_scenario_unwritable_dir(RtLoader load, const char *dir, const char *what);
+/* Null handles and NULL out-pointers of every public call: a status, no
+ * crash; every destroy accepts NULL. */
+void rt_scenario_null_handles(RtLoader load);
 
 #endif

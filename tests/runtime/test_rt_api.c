@@ -126,6 +126,7 @@ int main(void) {
   rt_scenario_unusable_dir(load_tile);
   rt_scenario_cache_disabled(load_tile);
   rt_scenario_validation(load_tile, false);
+  rt_scenario_null_handles(load_tile);
   if (rt_test_failures) fprintf(stderr, "test_rt_api: %d failure(s)\n", rt_test_failures);
   else printf("test_rt_api: all passed\n");
   return rt_test_failures != 0;

@@ -3,6 +3,7 @@
  * and hand-written kernel signatures through rt_module_from_c, so these
  * parts are tested without the compiler. Also: CC_FAILED carries the C
  * compiler's output, the cache key's ingredients, device selection. */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "rt_internal.h"
@@ -146,6 +147,122 @@ static void test_context(void) {
   CHECK(!tilert_module_from_cache(NULL), "from_cache(NULL)");
 }
 
+/* A full disk, through the test seam: every write into the cache fails
+ * with ENOSPC after half its bytes (runtime_cache_fs does it on a real full
+ * tmpfs where a mount namespace can be made). */
+static void test_full_cache(void) {
+  char *dir = rt_test_mkdtemp("full");
+  rt_cache_fault_errno = ENOSPC;
+  rt_scenario_unwritable_dir(load_hand, dir, "injected ENOSPC");
+  rt_cache_fault_errno = 0;
+  /* The same directory works again once there is space. */
+  TilertConfig cfg = {TILERT_DEVICE_CPU, dir, false, NULL};
+  TilertContext *ctx = NULL;
+  TilertModule *mod = NULL;
+  tilert_context_create(&cfg, &ctx);
+  CHECK_STATUS(load_hand(ctx, &mod), TILERT_OK, ctx);
+  CHECK(rt_test_count(dir, ".so") == 1 && rt_test_count(dir, ".sum") == 1,
+        "no entry written after the fault was lifted");
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+
+  /* rt_cache_publish_bytes itself: a failure leaves no file at all. */
+  static const char bytes[] = "0123456789abcdef";
+  rt_cache_fault_errno = EIO;
+  CHECK(rt_cache_publish_bytes(dir, "k1", "bin", bytes, sizeof bytes, 0644) == EIO,
+        "the injected EIO was not reported");
+  rt_cache_fault_errno = 0;
+  CHECK(rt_test_count(dir, "") == 2, "a failed publish left files: %d entries", rt_test_count(dir, ""));
+  CHECK(rt_cache_publish_bytes(dir, "k1", "bin", bytes, sizeof bytes, 0644) == 0, "publish");
+  void *back = NULL;
+  size_t n = 0;
+  CHECK(rt_cache_read_entry(dir, "k1", "bin", &back, &n) && n == sizeof bytes &&
+            memcmp(back, bytes, n) == 0,
+        "published entry does not read back");
+  free(back);
+  free(dir);
+}
+
+/* rt_validate on signatures the two test kernels do not have: symbols shared
+ * by rank-4 tensors (attention's Q, K, V: [batch, seq_len, heads, dim]) and
+ * integer / bool scalars. */
+static void test_validate_signatures(void) {
+  static const char *const syms[] = {"batch", "seq_len", "heads"};
+  const TilecDim bshd[4] = {{true, 0, 0, NULL}, {true, 0, 1, NULL}, {true, 0, 2, NULL},
+                            {false, 64, 0, "dim"}};
+  TilecParamInfo params[6] = {
+      {"Q", true, TILEC_DTYPE_F16, 4, {{0}}},   {"K", true, TILEC_DTYPE_F16, 4, {{0}}},
+      {"V", true, TILEC_DTYPE_F16, 4, {{0}}},   {"causal", false, TILEC_DTYPE_BOOL, 0, {{0}}},
+      {"steps", false, TILEC_DTYPE_I32, 0, {{0}}}, {"scale", false, TILEC_DTYPE_F32, 0, {{0}}},
+  };
+  for (int p = 0; p < 3; p++) memcpy(params[p].dims, bshd, sizeof bshd);
+  TilecKernelInfo info = {"attn", "tilec_attn", 6, params, 3, syms, 128, 0};
+
+  uint16_t buf[4];
+  int64_t shape[3][4] = {{2, 100, 4, 64}, {2, 100, 4, 64}, {2, 100, 4, 64}}, dyn[3];
+  DLTensor t[3];
+  for (int i = 0; i < 3; i++) {
+    memset(&t[i], 0, sizeof t[i]);
+    t[i].data = buf, t[i].device.device_type = kDLCPU, t[i].ndim = 4, t[i].shape = shape[i];
+    t[i].dtype.code = kDLFloat, t[i].dtype.bits = 16, t[i].dtype.lanes = 1;
+  }
+  TilertArg args[6] = {tilert_arg_tensor(&t[0]), tilert_arg_tensor(&t[1]), tilert_arg_tensor(&t[2]),
+                       tilert_arg_int(1), tilert_arg_int(7), tilert_arg_f32(0.125)};
+  char msg[512];
+  CHECK(rt_validate(&info, args, 6, kDLCPU, -1, dyn, msg, sizeof msg) && dyn[0] == 2 &&
+            dyn[1] == 100 && dyn[2] == 4,
+        "a good attention launch was refused: %s", msg);
+  struct {
+    int arg, dim;
+    int64_t value;
+    const char *want;
+  } shapes[] = {
+      {1, 1, 99, "attn: argument 2 'K': dim 1 is 99 but seq_len = 100 from argument 1 'Q'"},
+      {2, 0, 3, "attn: argument 3 'V': dim 0 is 3 but batch = 2 from argument 1 'Q'"},
+      {2, 2, 8, "attn: argument 3 'V': dim 2 is 8 but heads = 4 from argument 1 'Q'"},
+      {1, 3, 128, "attn: argument 2 'K': dim 3 is 128, expected 64 (dim)"},
+  };
+  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+    int64_t saved = shape[shapes[c].arg][shapes[c].dim];
+    shape[shapes[c].arg][shapes[c].dim] = shapes[c].value;
+    CHECK(!rt_validate(&info, args, 6, kDLCPU, -1, dyn, msg, sizeof msg), "accepted: %s",
+          shapes[c].want);
+    CHECK_CONTAINS(msg, shapes[c].want);
+    shape[shapes[c].arg][shapes[c].dim] = saved;
+  }
+  /* bf16 for f16 is a dtype mismatch, not a silent reinterpretation. */
+  t[2].dtype.code = kDLBfloat;
+  CHECK(!rt_validate(&info, args, 6, kDLCPU, -1, dyn, msg, sizeof msg), "bf16 accepted");
+  CHECK_CONTAINS(msg, "attn: argument 3 'V': dtype is bfloat16, expected f16");
+  t[2].dtype.code = kDLFloat;
+
+  struct {
+    int arg;
+    TilertArg value;
+    const char *want;
+  } scalars[] = {
+      {3, tilert_arg_int(2), "argument 4 'causal': value 2 is not a bool (0 or 1)"},
+      {3, tilert_arg_f32(1.0), "argument 4 'causal': expected an integer scalar (bool), got a float"},
+      {4, tilert_arg_int(1LL << 40), "argument 5 'steps': value 1099511627776 does not fit in i32"},
+      {4, tilert_arg_f32(7.0), "argument 5 'steps': expected an integer scalar (i32), got a float (7); use tilert_arg_int"},
+  };
+  for (size_t c = 0; c < sizeof scalars / sizeof scalars[0]; c++) {
+    TilertArg saved = args[scalars[c].arg];
+    args[scalars[c].arg] = scalars[c].value;
+    CHECK(!rt_validate(&info, args, 6, kDLCPU, -1, dyn, msg, sizeof msg), "accepted: %s",
+          scalars[c].want);
+    CHECK_CONTAINS(msg, scalars[c].want);
+    args[scalars[c].arg] = saved;
+  }
+  /* A symbol that no tensor binds (a broken signature) is reported, not read
+   * uninitialized. */
+  TilecParamInfo only_scalar[1] = {{"s", false, TILEC_DTYPE_F32, 0, {{0}}}};
+  TilecKernelInfo unbound = {"unbound", "tilec_unbound", 1, only_scalar, 1, syms, 32, 0};
+  TilertArg one = tilert_arg_f32(1.0);
+  CHECK(!rt_validate(&unbound, &one, 1, kDLCPU, -1, dyn, msg, sizeof msg), "unbound symbol accepted");
+  CHECK_CONTAINS(msg, "unbound: dynamic symbol 'batch' is not a dim of any tensor argument");
+}
+
 int main(void) {
   rt_test_init();
   test_key();
@@ -156,6 +273,9 @@ int main(void) {
   rt_scenario_unusable_dir(load_hand);
   rt_scenario_cache_disabled(load_hand);
   rt_scenario_validation(load_hand, true);
+  rt_scenario_null_handles(load_hand);
+  test_validate_signatures();
+  test_full_cache();
   if (rt_test_failures) fprintf(stderr, "test_rt_hand: %d failure(s)\n", rt_test_failures);
   else printf("test_rt_hand: all passed\n");
   return rt_test_failures != 0;

@@ -94,7 +94,11 @@ int main(void) {
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
-    if (pid == 0) _exit(run_case(which, dir));
+    if (pid == 0) {
+      int rc = run_case(which, dir);
+      fflush(stdout), fflush(stderr);
+      _exit(rc);
+    }
     int status = 0;
     waitpid(pid, &status, 0);
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -9,14 +9,27 @@
  *     (the context's counter), and the hit's load time printed;
  *   - scale2d (two dynamic symbols, 2-D grid), scale_big (64 KB of dynamic
  *     shared memory), mixed (f16 tensor and f16 / i32 / f64 scalars);
- *   - a host tensor to a GPU kernel, a tensor on CUDA:1: LAUNCH_MISMATCH
- *     naming the argument, nothing written;
+ *   - a host tensor to a GPU kernel, a tensor on CUDA:1, a wrong dtype,
+ *     rank, shape (a symbol two tensors disagree on), argument count, NULL
+ *     data, non-compact strides: LAUNCH_MISMATCH naming the argument,
+ *     nothing launched (the poisoned output stays NaN);
+ *   - device memory: an impossible allocation is OUT_OF_MEMORY;
+ *   - the cubin cache: a tampered and a truncated <key>.cubin are rebuilt
+ *     (NVRTC runs again, results right); a full cache directory (injected
+ *     ENOSPC) and a real read-only / full tmpfs (a private mount namespace
+ *     in a forked child, before this process opens CUDA; skipped where none
+ *     can be made): the load succeeds, results right, exactly one warning
+ *     naming the directory, nothing left in it;
  *   - a kernel that faults (a wild device pointer) comes back as CUDA_ERROR
- *     naming the kernel, without aborting (last: it poisons the context).
+ *     naming the kernel, without aborting, and so does the next launch on
+ *     the poisoned context (last: it poisons the context).
  * Every failure prints what was expected and what came back. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rt_gpu_kernels.h"
 #include "rt_internal.h"
@@ -159,6 +172,144 @@ static void test_scale_add_and_cache(void) {
   free(dir);
 }
 
+/* Flips the byte in the middle of the file. */
+static void flip_byte(const char *path) {
+  FILE *f = fopen(path, "r+b");
+  CHECK(f != NULL, "cannot open %s", path);
+  if (!f) return;
+  fseek(f, 0, SEEK_END);
+  long at = ftell(f) / 2;
+  fseek(f, at, SEEK_SET);
+  int c = fgetc(f);
+  fseek(f, at, SEEK_SET);
+  fputc(c ^ 0x5a, f);
+  fclose(f);
+}
+
+/* The path of the one <key>.cubin in dir (static buffer). */
+static const char *cubin_path(const char *dir) {
+  static char path[1200];
+  path[0] = '\0';
+  char cmd[1100];
+  snprintf(cmd, sizeof cmd, "ls %s/*.cubin 2>/dev/null", dir);
+  FILE *p = popen(cmd, "r");
+  if (p) {
+    if (!fgets(path, sizeof path, p)) path[0] = '\0';
+    pclose(p);
+  }
+  path[strcspn(path, "\n")] = '\0';
+  return path;
+}
+
+/* A tampered, then a truncated cubin entry: each load in a fresh context
+ * misses, runs NVRTC once, and the kernel computes the right thing. */
+static void test_tampered_cubin(void) {
+  char *dir = rt_test_mkdtemp("gpu-tamper");
+  TilertContext *ctx = gpu_ctx(dir, false);
+  if (!ctx) return;
+  TilertModule *mod = load(ctx, "gpu.tile", rt_gpu_tile_src, NULL);
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+  const char *cub = cubin_path(dir);
+  CHECK(cub[0], "no cubin in %s", dir);
+  for (int round = 0; round < 3 && cub[0]; round++) {
+    if (round == 0) flip_byte(cub);
+    if (round == 1) CHECK(truncate(cub, 1000) == 0, "truncate %s", cub);
+    ctx = gpu_ctx(dir, false);
+    if (!ctx) break;
+    mod = load(ctx, "gpu.tile", rt_gpu_tile_src, NULL);
+    const char *what = round == 0 ? "a tampered cubin" : round == 1 ? "a truncated cubin" : "the rebuilt entry";
+    if (round < 2)
+      CHECK(mod && !tilert_module_from_cache(mod) && ctx->nvrtc_runs == 1,
+            "%s was trusted (from_cache %d, %u NVRTC runs)", what, tilert_module_from_cache(mod),
+            ctx->nvrtc_runs);
+    else
+      CHECK(mod && tilert_module_from_cache(mod) && ctx->nvrtc_runs == 0, "%s missed", what);
+    TilertKernel *k = kernel(mod, "scale_add");
+    if (k) CHECK(run_scale_add(ctx, k, 100, 2.5f) == 0, "scale_add after %s", what);
+    tilert_module_destroy(mod);
+    tilert_context_destroy(ctx);
+  }
+  CHECK(rt_test_count(dir, "") == 2, "cache dir holds %d entries, expected 2", rt_test_count(dir, ""));
+  free(dir);
+}
+
+/* Loads gpu.tile twice in one CUDA context on a cache dir that cannot be
+ * written; each time scale_add must compute the right thing. Exactly one
+ * warning names dir; dir's entries are unchanged. */
+static void unwritable_gpu_dir(const char *dir, const char *what) {
+  int before = rt_test_count(dir, "");
+  rt_test_stderr_begin();
+  TilertContext *ctx = gpu_ctx(dir, false);
+  for (int round = 0; ctx && round < 2; round++) {
+    TilertModule *mod = load(ctx, "gpu.tile", rt_gpu_tile_src, NULL);
+    CHECK(mod && !tilert_module_from_cache(mod), "%s: from_cache", what);
+    TilertKernel *k = kernel(mod, "scale_add");
+    if (k) CHECK(run_scale_add(ctx, k, 100, 2.5f) == 0, "scale_add with %s", what);
+    tilert_module_destroy(mod);
+  }
+  tilert_context_destroy(ctx);
+  char *text = rt_test_stderr_end();
+  char want[1200];
+  snprintf(want, sizeof want, "warning: cache directory '%s' is not usable", dir);
+  CHECK(rt_test_occurrences(text, "warning") == 1 && rt_test_occurrences(text, want) == 1,
+        "%s: expected exactly one warning containing \"%s\", got:\n%s", what, want, text);
+  CHECK(rt_test_count(dir, "") == before && rt_test_count(dir, ".cubin") == 0 &&
+            rt_test_count(dir, ".sum") == 0,
+        "%s: the cache dir had %d entries, now %d", what, before, rt_test_count(dir, ""));
+  free(text);
+}
+
+static void test_full_cache_injected(void) {
+  char *dir = rt_test_mkdtemp("gpu-full");
+  rt_cache_fault_errno = ENOSPC;
+  unwritable_gpu_dir(dir, "an injected ENOSPC");
+  rt_cache_fault_errno = 0;
+  free(dir);
+}
+
+/* Forked before this process touches CUDA: each child mounts a private
+ * read-only or full tmpfs, then opens the GPU itself. Returns false when
+ * a child failed. */
+static bool test_real_fs_cache(void) {
+  const char *const opts[] = {"ro", "size=64k"};
+  bool ok = true;
+  for (int c = 0; c < 2; c++) {
+    char *dir = rt_test_mkdtemp("gpu-fs");
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      int err = rt_test_private_tmpfs(dir, opts[c]);
+      if (err) {
+        printf("skipped: the %s tmpfs cache (%s)\n", c ? "full" : "read-only", strerror(err));
+        fflush(stdout);
+        _exit(77);
+      }
+      TilertConfig cfg = {TILERT_DEVICE_CUDA, NULL, true, NULL};
+      TilertContext *probe = NULL;
+      if (tilert_context_create(&cfg, &probe) != TILERT_OK) {
+        printf("skipped: the %s tmpfs cache: %s\n", c ? "full" : "read-only",
+               tilert_last_error(probe));
+        fflush(stdout);
+        _exit(77);
+      }
+      tilert_context_destroy(probe);
+      if (c == 1) CHECK(rt_test_fill_fs(dir, 0) > 0, "cannot fill %s", dir);
+      unwritable_gpu_dir(dir, c ? "a full tmpfs" : "a read-only tmpfs");
+      fflush(stdout), fflush(stderr);
+      _exit(rt_test_failures != 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (rc != 0 && rc != 77) ok = false;
+    printf("%s tmpfs cache: %s\n", c ? "full" : "read-only",
+           rc == 0 ? "ok" : rc == 77 ? "skipped" : "FAILED");
+    free(dir);
+  }
+  return ok;
+}
+
 static void test_other_kernels(void) {
   TilertContext *ctx = gpu_ctx(NULL, true);
   if (!ctx) return;
@@ -283,9 +434,45 @@ static void test_mismatch_and_fault(void) {
   CHECK_STATUS(tilert_launch(k, args, 4, NULL), TILERT_LAUNCH_MISMATCH, ctx);
   CHECK_CONTAINS(tilert_last_error(ctx),
                  "scale_add: argument 3 'C': device is CUDA:1, expected CUDA:0");
+  /* The other checks, on device tensors; each must leave C untouched. */
+  int64_t n99 = N - 1, shape2[2] = {N, 1}, stride2 = 2;
+  DLTensor tf64 = tensor(dA, kDLCUDA, 1, &n, kDLFloat, 64);
+  DLTensor tshort = tensor(dA, kDLCUDA, 1, &n99, kDLFloat, 32);
+  DLTensor trank = tensor(dA, kDLCUDA, 2, shape2, kDLFloat, 32);
+  DLTensor tnull = tensor(NULL, kDLCUDA, 1, &n, kDLFloat, 32);
+  DLTensor tstrided = tensor(dC, kDLCUDA, 1, &n, kDLFloat, 32);
+  tstrided.strides = &stride2;
+  struct {
+    int arg;
+    const DLTensor *t;
+    int nargs;
+    const char *want;
+  } cases[] = {
+      {1, &tf64, 4, "scale_add: argument 2 'B': dtype is float64, expected f32"},
+      {1, &tshort, 4, "scale_add: argument 2 'B': dim 0 is 99 but n = 100 from argument 1 'A'"},
+      {0, &trank, 4, "scale_add: argument 1 'A': rank is 2, expected 1"},
+      {1, &tnull, 4, "scale_add: argument 2 'B': data is NULL"},
+      {2, &tstrided, 4, "scale_add: argument 3 'C': strides are not compact row-major"},
+      {1, &tdev, 3, "scale_add: expected 4 arguments, got 3"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    args[0] = tilert_arg_tensor(&tdev), args[1] = tilert_arg_tensor(&tdev),
+    args[2] = tilert_arg_tensor(&tout);
+    args[cases[c].arg] = tilert_arg_tensor(cases[c].t);
+    CHECK_STATUS(tilert_launch(k, args, cases[c].nargs, NULL), TILERT_LAUNCH_MISMATCH, ctx);
+    CHECK_CONTAINS(tilert_last_error(ctx), cases[c].want);
+  }
   float back[N];
   tilert_copy_to_host(ctx, back, dC, sizeof back);
-  CHECK(isnan(back[0]) && isnan(back[N - 1]), "a rejected launch wrote C (C[0] = %g)", back[0]);
+  int written = 0;
+  for (int i = 0; i < N; i++) written += !isnan(back[i]);
+  CHECK(written == 0, "rejected launches wrote %d elements of C (C[0] = %g)", written, back[0]);
+
+  /* Device memory that cannot exist. */
+  void *huge = (void *)1;
+  CHECK_STATUS(tilert_device_alloc(ctx, (size_t)1 << 50, &huge), TILERT_OUT_OF_MEMORY, ctx);
+  CHECK_CONTAINS(tilert_last_error(ctx), "tilert_device_alloc(1125899906842624 bytes)");
+  CHECK(huge == NULL, "a failed allocation left *dptr set");
 
   /* The other way: a device tensor to a CPU kernel. */
   TilertConfig cpu_cfg = {TILERT_DEVICE_CPU, NULL, true, NULL};
@@ -310,9 +497,23 @@ static void test_mismatch_and_fault(void) {
   args[2] = tilert_arg_tensor(&twild);
   TilertStatus st = tilert_launch(k, args, 4, NULL);
   CHECK_STATUS(st, TILERT_CUDA_ERROR, ctx);
+  /* The fault shows at the synchronization after the launch ("kernel
+   * 'scale_add' failed on the GPU: ..."), or, should the driver already
+   * refuse the launch, at the launch ("scale_add: launch failed ..."). */
+  const char *e = tilert_last_error(ctx);
+  CHECK(!strncmp(e, "kernel 'scale_add' failed on the GPU: ", 38) ||
+            !strncmp(e, "scale_add: launch failed", 24),
+        "the fault's message does not start with the kernel's name: %s", e);
+  CHECK_CONTAINS(e, "CUDA_ERROR_");
+  printf("fault reported as: %s\n", e);
+  /* The context is poisoned now: the next launch fails too, as an error
+   * naming the kernel, not an abort. */
+  args[2] = tilert_arg_tensor(&tout);
+  st = tilert_launch(k, args, 4, NULL);
+  CHECK_STATUS(st, TILERT_CUDA_ERROR, ctx);
   CHECK_CONTAINS(tilert_last_error(ctx), "scale_add");
   CHECK_CONTAINS(tilert_last_error(ctx), "CUDA_ERROR_");
-  printf("fault reported as: %s\n", tilert_last_error(ctx));
+  printf("next launch reported as: %s\n", tilert_last_error(ctx));
   tilert_device_free(ctx, dA), tilert_device_free(ctx, dC);
   tilert_module_destroy(mod);
   tilert_context_destroy(ctx);
@@ -320,6 +521,9 @@ static void test_mismatch_and_fault(void) {
 
 int main(void) {
   rt_test_init();
+  /* First, before this process opens CUDA: the children need a fresh
+   * process to enter their mount namespaces and open the GPU. */
+  bool fs_ok = test_real_fs_cache();
   TilertConfig cfg = {TILERT_DEVICE_CUDA, NULL, true, NULL};
   TilertContext *ctx = NULL;
   if (tilert_context_create(&cfg, &ctx) != TILERT_OK) {
@@ -328,7 +532,10 @@ int main(void) {
     return 77;
   }
   tilert_context_destroy(ctx);
+  CHECK(fs_ok, "a read-only / full tmpfs cache case failed (its output is above)");
   test_scale_add_and_cache();
+  test_tampered_cubin();
+  test_full_cache_injected();
   test_other_kernels();
   test_mismatch_and_fault();
   if (rt_test_failures) fprintf(stderr, "test_rt_gpu: %d failure(s)\n", rt_test_failures);

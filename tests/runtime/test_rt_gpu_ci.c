@@ -13,11 +13,19 @@
  *     key, a corrupted entry or .sum is rebuilt, disabled and unusable
  *     caches; an NVRTC failure is NVRTC_FAILED with the log naming the
  *     generated file and line; the tests' .tile emitted for sm_80 and
- *     sm_90a builds through the same path.
+ *     sm_90a builds through the same path;
+ *   - a cubin cache that cannot be written: a full disk (injected ENOSPC,
+ *     rt_cache_fault_errno) and a real read-only or full tmpfs (a private
+ *     mount namespace, in a forked child; skipped where none can be made):
+ *     the cubin still comes back, exactly one warning names the directory,
+ *     nothing is left in it; a truncated, lengthened or .sum-less cubin
+ *     entry is rebuilt.
  * The NVRTC part prints "skipped" (and the test still runs the rest) when
  * libnvrtc cannot be opened. */
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rt_gpu_kernels.h"
@@ -280,6 +288,28 @@ static void test_cubin_cache(void) {
   CHECK_STATUS(cubin(ctx, good_cu, "sm_80", false, &b2, &n2, &hit), TILERT_OK, ctx);
   CHECK(!hit && ctx->nvrtc_runs == 6, "garbled .sum: hit %d, %u runs", hit, ctx->nvrtc_runs);
   free(b2);
+  /* Truncated, lengthened, and without its .sum: each a miss, rebuilt. */
+  char cub[1024];
+  snprintf(cub, sizeof cub, "%s/%s.cubin", dir, key);
+  CHECK(truncate(cub, (off_t)n1 / 2) == 0, "truncate %s", cub);
+  unsigned runs = ctx->nvrtc_runs;
+  CHECK_STATUS(cubin(ctx, good_cu, "sm_80", false, &b2, &n2, &hit), TILERT_OK, ctx);
+  CHECK(!hit && ctx->nvrtc_runs == runs + 1 && n2 == n1 && memcmp(b1, b2, n1) == 0,
+        "truncated cubin: hit %d, %u runs", hit, ctx->nvrtc_runs - runs);
+  free(b2);
+  f = fopen(cub, "ab");
+  if (f) fputs("trailing bytes", f), fclose(f);
+  CHECK_STATUS(cubin(ctx, good_cu, "sm_80", false, &b2, &n2, &hit), TILERT_OK, ctx);
+  CHECK(!hit && ctx->nvrtc_runs == runs + 2 && n2 == n1, "lengthened cubin: hit %d, %zu bytes", hit,
+        n2);
+  free(b2);
+  unlink(path); /* the .sum */
+  CHECK_STATUS(cubin(ctx, good_cu, "sm_80", false, &b2, &n2, &hit), TILERT_OK, ctx);
+  CHECK(!hit && ctx->nvrtc_runs == runs + 3, "cubin without .sum: hit %d", hit);
+  free(b2);
+  CHECK_STATUS(cubin(ctx, good_cu, "sm_80", false, &b2, &n2, &hit), TILERT_OK, ctx);
+  CHECK(hit && ctx->nvrtc_runs == runs + 3, "the rebuilt entry is not a hit");
+  free(b2);
   CHECK(rt_test_count(dir, "") == 4, "stray files in the cache dir: %d", rt_test_count(dir, ""));
   tilert_context_destroy(ctx);
 
@@ -316,6 +346,101 @@ static void test_cubin_cache(void) {
   free(dir);
   free(dir2);
   CHECK(rt_test_no_stray_temp(), "temp files left in $TMPDIR");
+}
+
+/* Two NVRTC builds in one context on a cache dir that cannot be written:
+ * both succeed with the same bytes as `want`, no hit, exactly one warning
+ * naming dir, and dir's entry count unchanged with no temp file. */
+static void unwritable_cubin_dir(const char *dir, const void *want, size_t want_size,
+                                 const char *what) {
+  int before = rt_test_count(dir, "");
+  RtCuda *cu;
+  rt_test_stderr_begin();
+  TilertContext *ctx = nvrtc_ctx(dir, false, &cu);
+  if (ctx) {
+    for (int i = 0; i < 2; i++) {
+      void *bin = NULL;
+      size_t size = 0;
+      bool hit = true;
+      CHECK_STATUS(cubin(ctx, good_cu, "sm_80", false, &bin, &size, &hit), TILERT_OK, ctx);
+      CHECK(!hit && size == want_size && bin && memcmp(bin, want, size) == 0,
+            "%s: build %d: hit %d, %zu bytes (want %zu)", what, i, hit, size, want_size);
+      free(bin);
+    }
+    tilert_context_destroy(ctx);
+  }
+  char *text = rt_test_stderr_end();
+  if (ctx) {
+    char expect[1200];
+    snprintf(expect, sizeof expect, "warning: cache directory '%s' is not usable", dir);
+    CHECK(rt_test_occurrences(text, "warning") == 1 && rt_test_occurrences(text, expect) == 1,
+          "%s: expected exactly one warning containing \"%s\", got:\n%s", what, expect, text);
+    CHECK(rt_test_count(dir, "") == before && rt_test_count(dir, ".cubin") == 0 &&
+              rt_test_count(dir, ".sum") == 0,
+          "%s: the cache dir had %d entries, now %d", what, before, rt_test_count(dir, ""));
+  }
+  free(text);
+}
+
+/* The reference cubin of good_cu for sm_80, built without a cache. */
+static void *reference_cubin(size_t *size) {
+  RtCuda *cu;
+  TilertContext *ctx = nvrtc_ctx(NULL, true, &cu);
+  void *bin = NULL;
+  bool hit;
+  *size = 0;
+  if (ctx) {
+    CHECK_STATUS(cubin(ctx, good_cu, "sm_80", false, &bin, size, &hit), TILERT_OK, ctx);
+    tilert_context_destroy(ctx);
+  }
+  return bin;
+}
+
+/* A full disk, injected: every cache write fails with ENOSPC half-way. */
+static void test_cubin_full_injected(void) {
+  size_t size;
+  void *want = reference_cubin(&size);
+  if (!want) return;
+  char *dir = rt_test_mkdtemp("cubins-full");
+  rt_cache_fault_errno = ENOSPC;
+  unwritable_cubin_dir(dir, want, size, "injected ENOSPC");
+  rt_cache_fault_errno = 0;
+  free(want);
+  free(dir);
+}
+
+/* A real read-only and a real full tmpfs, each in a forked child with its
+ * own mount namespace. Run before anything else opens CUDA in this
+ * process (the child must be able to enter a user namespace). */
+static void test_cubin_real_fs(void) {
+  const char *const opts[] = {"ro", "size=64k"};
+  for (int c = 0; c < 2; c++) {
+    char *dir = rt_test_mkdtemp("cubins-fs");
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      int err = rt_test_private_tmpfs(dir, opts[c]);
+      if (err) {
+        printf("skipped: the %s tmpfs cubin cache (%s)\n", c ? "full" : "read-only", strerror(err));
+        fflush(stdout);
+        _exit(77);
+      }
+      if (c == 1) CHECK(rt_test_fill_fs(dir, 0) > 0, "cannot fill %s", dir);
+      size_t size;
+      void *want = reference_cubin(&size);
+      if (want) unwritable_cubin_dir(dir, want, size, c ? "full tmpfs" : "read-only tmpfs");
+      free(want);
+      fflush(stdout), fflush(stderr);
+      _exit(rt_test_failures != 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    CHECK(rc == 0 || rc == 77, "the %s tmpfs cubin cache case failed (status %d)",
+          c ? "full" : "read-only", rc);
+    if (rc == 0) printf("%s tmpfs cubin cache: ok\n", c ? "full" : "read-only");
+    free(dir);
+  }
 }
 
 /* The tests' .tile through the compiler and NVRTC, for both targets. */
@@ -367,10 +492,12 @@ static void test_tile_through_nvrtc(void) {
 
 int main(void) {
   rt_test_init();
+  test_cubin_real_fs();
   test_context();
   test_validate_devices();
   test_names_and_keys();
   test_cubin_cache();
+  test_cubin_full_injected();
   test_tile_through_nvrtc();
   if (rt_test_failures) fprintf(stderr, "test_rt_gpu_ci: %d failure(s)\n", rt_test_failures);
   else printf("test_rt_gpu_ci: all passed\n");

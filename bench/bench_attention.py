@@ -675,6 +675,8 @@ def main():
     ap.add_argument("--no-compile-times", action="store_true")
     ap.add_argument("--tilec-define", action="append", default=[], metavar="NAME=VALUE",
                     help="extra define for tilec's attention kernel (e.g. block_M=128)")
+    ap.add_argument("--gemm-define", action="append", default=[], metavar="NAME=VALUE",
+                    help="-D for tilec's gemm rows (e.g. threads=256, block_N=256)")
     ap.add_argument("--autotune", action="store_true",
                     help="autotune tilec's attention per (dtype, dim, causal) over %s at seq_len "
                          "4096 (--quick: the smallest seq_len) before timing" % AUTOTUNE_SPACE)
@@ -714,8 +716,8 @@ def main():
     log("GPU %s, torch %s, seed %d" % (gpu, torch.__version__, args.seed))
 
     attn_rows = []
-    for dt in args.dtypes.split(","):
-        for dim in (int(x) for x in args.dims.split(",")):
+    for dt in (x for x in args.dtypes.split(",") if x):
+        for dim in (int(x) for x in args.dims.split(",") if x):
             for causal in {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]:
                 for seq in (int(x) for x in args.seqlens.split(",")):
                     b, s, h, d = attn_shape(seq, dim)
@@ -728,7 +730,9 @@ def main():
                 "cache_file": os.path.abspath(args.autotune_cache) if args.autotune_cache else None}
         for r in attn_rows:
             r["autotune"] = tune
-    gemm_rows = [{"id": "gemm-%s-%s" % (dt, n), "kind": "gemm", "dtype": dt, "n": int(n), "res": {}}
+    gemm_extra = dict(d.split("=", 1) for d in args.gemm_define)
+    gemm_rows = [{"id": "gemm-%s-%s" % (dt, n), "kind": "gemm", "dtype": dt, "n": int(n), "defines": gemm_extra,
+                  "res": {}}
                  for dt in args.gemm_dtypes.split(",") for n in args.gemm_sizes.split(",") if n]
 
     # 1. compile times (Triton first: its cache is still empty).

@@ -189,6 +189,10 @@ typedef struct IrLayout {
   /* SWIZZLED: XOR swizzle of 16-byte chunks within rows of `swizzle_bytes`
    * (e.g. 128). Set by the swizzle-layout pass; 0 until then. */
   int swizzle_bytes;
+  /* SWIZZLED, sm_90a wgmma operands whose rows exceed 128 bytes: the tile is
+   * stored as [cols / panel_cols] panels of [rows][panel_cols], each one
+   * swizzled with 128-byte rows (the layout wgmma reads). 0: plain rows. */
+  int panel_cols;
   /* FRAGMENT (set by infer-layout; formulas in docs/gpu-codegen.md). A 2-D
    * fragment [rows, cols] spreads over threads by `frag`; a 1-D fragment is a
    * row vector (cols == 0) that follows the row mapping of a 2-D layout with
@@ -210,6 +214,7 @@ struct IrBuffer {
   IrLayout layout;
   int param_index;           /* GLOBAL params: position in the parameter list; else -1 */
   struct IrBuffer *alias_of; /* SHARED: lives in the storage of this (dead) buffer; set by stage-stores */
+  int smem_align;            /* SHARED: byte alignment of its offset, 0 = 128 (1024 in kernels with wgmma) */
   int id;
   SrcLoc loc;
 };
@@ -277,6 +282,7 @@ struct IrStmt {
       IrRegion a, b, c;
       bool trans_a, trans_b;
       IrGemmPolicy policy;
+      bool wgmma;        /* sm_90a: issued as wgmma (set by infer-layout) */
     } gemm;
     struct {             /* REDUCE src along dim into dst */
       IrReduceKind kind;
@@ -323,6 +329,7 @@ typedef struct IrKernel {
   IrStmt *body;         /* a SEQ */
   /* Set by passes. */
   int raster_panel;     /* use_swizzle panel size; 0 = no rasterization */
+  bool wgmma;           /* some gemm runs as wgmma (set by swizzle-layout) */
   bool raster_column_major;
 } IrKernel;
 
@@ -371,8 +378,9 @@ IrStmt *ir_stmt_new(IrModule *m, IrStmtKind kind, SrcLoc loc);
  * map rows to threads the same way (row vectors may then be shared). */
 const char *ir_layout_str(Arena *arena, const IrLayout *l);
 bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b);
-/* Bytes of a buffer with constant shape, rounded up to 128 (the alignment
- * emit_cuda gives shared buffers); saturates instead of overflowing, and
+/* Bytes of a buffer with constant shape, rounded up to its shared-memory
+ * alignment (128, or smem_align: emit_cuda places shared buffers one after
+ * the other, so sizes keep every offset aligned); saturates instead of overflowing, and
  * counts a non-constant dimension as 0. 0 for a buffer that aliases another. */
 int64_t ir_buffer_bytes_aligned(const IrBuffer *b);
 IrStmt *ir_seq_new(IrModule *m, SrcLoc loc);

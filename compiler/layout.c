@@ -5,6 +5,7 @@
 const char *ir_layout_str(Arena *arena, const IrLayout *l) {
   switch (l->kind) {
   case IR_LAYOUT_SWIZZLED:
+    if (l->panel_cols) return arena_printf(arena, "swizzled(%d, panels %d)", l->swizzle_bytes, l->panel_cols);
     return l->swizzle_bytes ? arena_printf(arena, "swizzled(%d)", l->swizzle_bytes) : "swizzled";
   case IR_LAYOUT_FRAGMENT:
     switch (l->frag) {
@@ -42,5 +43,6 @@ int64_t ir_buffer_bytes_aligned(const IrBuffer *b) {
     ir_expr_is_int_const(b->shape[i], &d);
     bytes = d <= 0 ? 0 : bytes > INT64_MAX / 4 / d ? INT64_MAX / 4 : bytes * d;
   }
-  return (bytes + 127) / 128 * 128;
+  const int64_t align = b->smem_align > 128 ? b->smem_align : 128;
+  return (bytes + align - 1) / align * align;
 }

@@ -141,6 +141,13 @@ static void linear_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *
   sb_puts(sb, ")");
 }
 
+/* The SWZ template argument of a shared tile: false (row-major), true
+ * (swizzled rows) or 2 (64-column panels, wgmma operands). */
+static const char *swz_arg(const IrBuffer *b) {
+  if (b->layout.kind != IR_LAYOUT_SWIZZLED) return "false";
+  return b->layout.panel_cols ? "2" : "true";
+}
+
 /* Element index of a 2-D (or staged 3-D) shared tile, swizzle applied. */
 static void smem_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *idx) {
   int r = b->rank;
@@ -155,7 +162,7 @@ static void smem_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *id
     emit_expr(C, sb, idx[0]);
     sb_printf(sb, ") * %lld + ", (long long)(rows * cols));
   }
-  sb_printf(sb, "tc_smem_index<%lld, %lld, true>((int)(", (long long)rows, (long long)cols);
+  sb_printf(sb, "tc_smem_index<%lld, %lld, %s>((int)(", (long long)rows, (long long)cols, swz_arg(b));
   emit_expr(C, sb, idx[r - 2]);
   sb_puts(sb, "), (int)(");
   emit_expr(C, sb, idx[r - 1]);
@@ -339,7 +346,6 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
   const char *t = storage_type(b->dtype);
   switch (b->scope) {
   case IR_SCOPE_SHARED: {
-    int bytes = elems_of(b) * dtype_size(b->dtype);
     if (b->alias_of) {
       ind(C, depth);
       sb_printf(C->out, "%s *const %s = (%s *)%s;  // reuses %s (dead by now)\n", t, b->name, t, b->alias_of->name,
@@ -349,8 +355,9 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
     ind(C, depth);
     sb_printf(C->out, "%s *const %s = (%s *)(tc_smem + %d);  // [", t, b->name, t, C->smem_offset);
     for (int d = 0; d < b->rank; d++) sb_printf(C->out, "%s%lld", d ? ", " : "", (long long)const_of(b->shape[d]));
-    sb_printf(C->out, "] %s\n", b->layout.kind == IR_LAYOUT_SWIZZLED ? "swizzled" : "row-major");
-    C->smem_offset += (bytes + 127) / 128 * 128;
+    sb_printf(C->out, "] %s\n",
+              b->layout.panel_cols ? "64-column panels" : b->layout.kind == IR_LAYOUT_SWIZZLED ? "swizzled" : "row-major");
+    C->smem_offset += (int)ir_buffer_bytes_aligned(b);
     return;
   }
   case IR_SCOPE_FRAGMENT: {
@@ -588,7 +595,7 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(o, ";\n");
   ind(C, depth + 1);
   sb_printf(o, "%s<%lld, %lld, %d, %s>(", to_shared ? "tc_copy_g2s" : "tc_copy_s2g", (long long)rows,
-            (long long)cols, C->threads, sh->layout.kind == IR_LAYOUT_SWIZZLED ? "true" : "false");
+            (long long)cols, C->threads, swz_arg(sh));
   if (to_shared) {
     tile_base(C, o, shr);
     sb_printf(o, ", %s + ", g->name);
@@ -843,21 +850,26 @@ static void emit_gemm(Cuda *C, const IrStmt *s, int depth) {
   ind(C, depth);
   if (a->buf->scope == IR_SCOPE_FRAGMENT) {
     sb_printf(o, "tc_gemm_rs<%s, %d, %d, %lld, %d, %s, %s>(%s, ", T, lc->rows, lc->cols, (long long)K, lc->warps_m,
-              b->buf->layout.kind == IR_LAYOUT_SWIZZLED ? "true" : "false", s->u.gemm.trans_b ? "true" : "false",
-              a->buf->name);
+              swz_arg(b->buf), s->u.gemm.trans_b ? "true" : "false", a->buf->name);
   } else {
     if (a->buf->dtype != b->buf->dtype || a->buf->scope != IR_SCOPE_SHARED) {
       fail(C, s->loc, "gemm: A '%s' must be a shared tile of B's dtype", a->buf->name);
       return;
     }
-    sb_printf(o, "tc_gemm_ss<%s, %d, %d, %lld, %d, %d, %s, %s, %s>(", T, lc->rows, lc->cols, (long long)K,
-              lc->warps_m, lc->warps_n, a->buf->layout.kind == IR_LAYOUT_SWIZZLED ? "true" : "false",
-              b->buf->layout.kind == IR_LAYOUT_SWIZZLED ? "true" : "false", s->u.gemm.trans_b ? "true" : "false");
+    if (s->u.gemm.wgmma) {
+      /* Same accumulator layout (one 16-row slice per warp), issued as
+       * wgmma by each warpgroup (tilec_wgmma.cuh). */
+      sb_printf(o, "tc_gemm_wgmma_ss<%s, %d, %d, %lld, %d, %s, %s, %s>(", T, lc->rows, lc->cols, (long long)K,
+                lc->warps_m, swz_arg(a->buf), swz_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
+    } else {
+      sb_printf(o, "tc_gemm_ss<%s, %d, %d, %lld, %d, %d, %s, %s, %s>(", T, lc->rows, lc->cols, (long long)K,
+                lc->warps_m, lc->warps_n, swz_arg(a->buf), swz_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
+    }
     tile_base(C, o, a);
     sb_puts(o, ", ");
   }
   tile_base(C, o, b);
-  sb_printf(o, ", %s, tc_warp, tc_lane);\n", c->buf->name);
+  sb_printf(o, s->u.gemm.wgmma ? ", %s, tc_warp);\n" : ", %s, tc_warp, tc_lane);\n", c->buf->name);
 }
 
 static void emit_reduce(Cuda *C, const IrStmt *s, int depth) {
@@ -1008,7 +1020,9 @@ static void emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     return;
   case IR_STMT_BARRIER:
     ind(C, depth);
-    sb_puts(o, "__syncthreads();\n");
+    /* wgmma reads shared memory through the async proxy: the threads'
+     * writes (cp.async or plain) must be fenced for it before the barrier. */
+    sb_puts(o, C->k->wgmma ? "tc_fence_proxy_async(); __syncthreads();\n" : "__syncthreads();\n");
     return;
   case IR_STMT_ASYNC_COMMIT:
     ind(C, depth);
@@ -1074,7 +1088,7 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
       first = false;
     }
   sb_puts(o, ") {\n");
-  sb_puts(o, "  extern __shared__ __align__(128) unsigned char tc_smem[];\n");
+  sb_printf(o, "  extern __shared__ __align__(%d) unsigned char tc_smem[];\n", k->wgmma ? 1024 : 128);
   sb_puts(o, "  const int tc_tid = threadIdx.x, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
   sb_puts(o, "  (void)tc_warp; (void)tc_lane; (void)tc_smem;\n");
   emit_block_indices(C, k);
@@ -1090,7 +1104,10 @@ bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag) {
   sb_puts(&body, "// Kernel parameters: tensors (device pointers), scalars, then the dynamic\n"
                  "// shape symbols as long long. Launch with the dynamic shared memory the\n"
                  "// runtime reports (tilert) or TilecKernelInfo.shared_bytes.\n");
-  sb_puts(&body, "#include \"tilec_tile.cuh\"\n\n");
+  bool wgmma = false;
+  for (int i = 0; i < m->nkernels; i++) wgmma |= m->kernels[i]->wgmma;
+  /* The wgmma header (a superset) only where needed: it is large for NVRTC. */
+  sb_puts(&body, wgmma ? "#include \"tilec_wgmma.cuh\"\n\n" : "#include \"tilec_tile.cuh\"\n\n");
   for (int i = 0; i < m->nkernels && !C.failed; i++) emit_kernel(&C, m->kernels[i]);
   if (!C.failed) sb_puts(out, body.data);
   sb_free(&body);

@@ -10,7 +10,9 @@
  *    fragments with the same [i, j], give both the same layout;
  *  - a 1-D fragment reduced into, or indexed [i] beside a 2-D fragment
  *    indexed [i, j], becomes a row vector of that fragment's row mapping;
- *  - any 2-D fragment still without a layout gets ROWGROUP.
+ *  - any 2-D fragment still without a layout gets ROWGROUP;
+ *  - on sm_90a, a gemm of two shared tiles that wgmma can read (wgmma_fits)
+ *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split.
  * Constraints are propagated to a fixpoint, so statement order does not
  * matter. The thread count must be a multiple of 32. */
 #include <string.h>
@@ -22,6 +24,7 @@ typedef struct Infer {
   IrKernel *k;
   Diag *diag;
   int threads, warps;
+  bool sm90a; /* target has wgmma */
   bool changed;
   bool failed;
 } Infer;
@@ -79,6 +82,26 @@ static IrLayout row_vector_of(const IrLayout *l) {
   return v;
 }
 
+/* A contiguous operand extent wgmma can read: rows of 32, 64 or 128 bytes,
+ * or 64-column panels (swizzle-layout stores wider rows that way). */
+static bool wgmma_row_ok(int cols) { return cols == 16 || cols == 32 || cols == 64 || (cols > 64 && cols % 64 == 0); }
+
+/* sm_90a: a gemm of two 16-bit shared tiles whose accumulator splits as one
+ * 16-row slice per warp (M = 16 * warps, warps a multiple of 4) runs as
+ * wgmma. That split is exactly wgmma's accumulator layout (warpgroup g owns
+ * rows 64g.., warp w of it 16 rows), so nothing else in the kernel changes. */
+static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
+  const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
+  if (!in->sm90a || s->u.gemm.trans_a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
+  if (a->scope != IR_SCOPE_SHARED || b->scope != IR_SCOPE_SHARED || a->dtype != b->dtype ||
+      (a->dtype != DTYPE_F16 && a->dtype != DTYPE_BF16) || a->rank != 2 || b->rank != 2)
+    return false;
+  if (in->warps % 4 || M != 16 * in->warps) return false;
+  if (N != 16 && N != 32 && N != 64 && N != 128 && N != 256) return false;
+  int K = dim_of(a, 1);
+  return wgmma_row_ok(K) && wgmma_row_ok(s->u.gemm.trans_b ? K : N);
+}
+
 static void gemm_constraints(Infer *in, IrStmt *s) {
   IrBuffer *a = s->u.gemm.a.buf, *c = s->u.gemm.c.buf;
   if (!is_fragment(c)) {
@@ -113,6 +136,8 @@ static void gemm_constraints(Infer *in, IrStmt *s) {
   /* With A in registers, warps may only split rows (A is read from the
    * accumulator layout of the previous gemm). */
   if (is_fragment(a)) wm = in->warps, wn = 1;
+  s->u.gemm.wgmma = wgmma_fits(in, s, M, N);
+  if (s->u.gemm.wgmma) wm = in->warps, wn = 1;
   IrLayout lc;
   if (!mma_layout(M, N, wm, wn, &lc)) {
     diag_error(in->diag, s->loc,
@@ -360,7 +385,7 @@ bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
                  (long long)threads);
       return false;
     }
-    Infer in = {m, k, diag, (int)threads, (int)threads / 32, true, false};
+    Infer in = {m, k, diag, (int)threads, (int)threads / 32, opts->target == TILEC_TARGET_SM90A, true, false};
     for (int round = 0; round < 2 && !in.failed; round++) {
       in.changed = true;
       for (int iter = 0; in.changed && !in.failed && iter < 64; iter++) {

@@ -8,7 +8,12 @@
  * an unannotated one stays row-major). ANNOTATE_LAYOUT statements are
  * consumed. The swizzle itself (tc_swizzle_offset in the device header)
  * permutes the 16-byte chunks of each row so the 8 rows one ldmatrix reads
- * land in 8 different bank groups. */
+ * land in 8 different bank groups. On sm_90a the operands of a wgmma gemm
+ * (infer-layout's gemm.wgmma) with rows over 128 bytes are stored as
+ * 64-column panels instead (panel_cols = 64), and every shared buffer of
+ * such a kernel gets smem_align = 1024; a gemm whose operands cannot be laid
+ * out for wgmma loses its wgmma mark (the MMA_C split it got still works
+ * for mma.sync). */
 #include "passes.h"
 
 static bool can_swizzle(const IrBuffer *b, int *row_bytes) {
@@ -26,15 +31,64 @@ static void swizzle(IrBuffer *b) {
   b->layout.swizzle_bytes = bytes;
 }
 
+/* A wgmma operand: swizzled rows up to 128 bytes are already what wgmma's
+ * 32/64/128-byte swizzle modes read; wider rows become 64-column panels. */
+static void swizzle_for_wgmma(IrBuffer *b) {
+  swizzle(b);
+  if (b->layout.kind == IR_LAYOUT_SWIZZLED && b->layout.swizzle_bytes > 128) {
+    b->layout.swizzle_bytes = 128;
+    b->layout.panel_cols = 64;
+  }
+}
+
 typedef struct Ctx {
   IrModule *m;
   Diag *diag;
   bool ok;
+  bool has_wgmma;  /* the kernel being visited asks for wgmma */
+  bool kept_wgmma; /* ... and some gemm still runs as wgmma after layouts */
 } Ctx;
+
+/* The ldmatrix gemm cannot read panels: a tile shared by a wgmma gemm and
+ * an mma.sync gemm keeps plain swizzled rows, so the wgmma one falls back. */
+static void unpanel_mma_sync_operands(IrStmt *s, void *vctx) {
+  (void)vctx;
+  if (s->kind != IR_STMT_GEMM || s->u.gemm.wgmma) return;
+  IrBuffer *ops[2] = {s->u.gemm.a.buf, s->u.gemm.b.buf};
+  for (int i = 0; i < 2; i++) {
+    IrLayout *l = &ops[i]->layout;
+    if (!l->panel_cols) continue;
+    l->panel_cols = 0;
+    l->kind = IR_LAYOUT_ROW_MAJOR;
+    swizzle(ops[i]); /* back to swizzled rows of the full width */
+  }
+}
+
+static void drop_wgmma_on_plain_rows(IrStmt *s, void *vctx) {
+  Ctx *c = vctx;
+  if (s->kind != IR_STMT_GEMM || !s->u.gemm.wgmma) return;
+  const IrLayout *la = &s->u.gemm.a.buf->layout, *lb = &s->u.gemm.b.buf->layout;
+  if (la->kind != IR_LAYOUT_SWIZZLED || lb->kind != IR_LAYOUT_SWIZZLED || (la->swizzle_bytes > 128 && !la->panel_cols) ||
+      (lb->swizzle_bytes > 128 && !lb->panel_cols))
+    s->u.gemm.wgmma = false;
+  else
+    c->kept_wgmma = true;
+}
+
+/* In a kernel with wgmma every shared buffer's size is a multiple of 1024
+ * bytes, so every tile starts where the hardware swizzle pattern starts. */
+static void align_shared(IrStmt *s, void *vctx) {
+  (void)vctx;
+  if (s->kind == IR_STMT_ALLOC && s->u.alloc->scope == IR_SCOPE_SHARED) s->u.alloc->smem_align = 1024;
+}
 
 static void visit(IrStmt *s, void *vctx) {
   Ctx *c = vctx;
-  if (s->kind == IR_STMT_GEMM) {
+  if (s->kind == IR_STMT_GEMM && s->u.gemm.wgmma) {
+    swizzle_for_wgmma(s->u.gemm.a.buf);
+    swizzle_for_wgmma(s->u.gemm.b.buf);
+    c->has_wgmma = true;
+  } else if (s->kind == IR_STMT_GEMM) {
     swizzle(s->u.gemm.a.buf);
     swizzle(s->u.gemm.b.buf);
   } else if (s->kind == IR_STMT_ANNOTATE_LAYOUT) {
@@ -72,10 +126,18 @@ static void drop_annotations(IrModule *m, IrStmt *s) {
 }
 
 bool pass_swizzle_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
-  Ctx c = {m, diag, true};
+  Ctx c = {m, diag, true, false, false};
   for (int i = 0; i < m->nkernels; i++) {
-    pass_visit_stmts(m->kernels[i]->body, visit, &c);
-    drop_annotations(m, m->kernels[i]->body);
+    IrStmt *body = m->kernels[i]->body;
+    c.has_wgmma = c.kept_wgmma = false;
+    pass_visit_stmts(body, visit, &c);
+    if (c.has_wgmma) {
+      pass_visit_stmts(body, unpanel_mma_sync_operands, &c);
+      pass_visit_stmts(body, drop_wgmma_on_plain_rows, &c);
+    }
+    if (c.kept_wgmma) pass_visit_stmts(body, align_shared, &c);
+    m->kernels[i]->wgmma = c.kept_wgmma;
+    drop_annotations(m, body);
   }
   return c.ok;
 }

@@ -1,6 +1,6 @@
 /* test_gemm.c - examples/gemm.tile against a double-precision reference.
  *
- *   test_gemm [--dtype f16|bf16] [--blocks BM,BN,BK] [--bind]
+ *   test_gemm [--dtype f16|bf16] [--blocks BM,BN,BK] [--threads T] [--bind]
  *             --shapes MxNxK,MxNxK,... [--device cpu|cuda]
  *
  * Without --bind, M, N and K stay dynamic and one load serves every shape;
@@ -61,7 +61,7 @@ static void run_shape(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s
 int main(int argc, char **argv) {
   DLDataType dtype = {kDLFloat, 16, 1};
   const char *dtype_name = "f16";
-  char blocks[3][16] = {"", "", ""};
+  char blocks[3][16] = {"", "", ""}, threads[16] = "";
   bool bind = false;
   Shape shapes[16];
   int nshapes = 0;
@@ -79,6 +79,11 @@ int main(int argc, char **argv) {
     } else if (host_opt(argc, argv, &i, "--blocks", &v)) {
       if (sscanf(v, "%15[0-9],%15[0-9],%15[0-9]", blocks[0], blocks[1], blocks[2]) != 3) {
         fprintf(stderr, "bad --blocks %s (want BM,BN,BK)\n", v);
+        return 2;
+      }
+    } else if (host_opt(argc, argv, &i, "--threads", &v)) {
+      if (sscanf(v, "%15[0-9]", threads) != 1) {
+        fprintf(stderr, "bad --threads %s\n", v);
         return 2;
       }
     } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
@@ -124,6 +129,7 @@ int main(int argc, char **argv) {
   static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
   for (int b = 0; b < 3; b++)
     if (blocks[b][0]) defs[nbase++] = (TilecDefine){block_names[b], blocks[b]};
+  if (threads[0]) defs[nbase++] = (TilecDefine){"threads", threads};
 
   TilertModule *mod = NULL;
   TilertKernel *kern = NULL;

@@ -114,7 +114,21 @@ static void test_compile_error(void) {
     CHECK(C[0] == -1.0f && C[98] == -1.0f, "rejected launch wrote C");
   }
   tilert_module_destroy(mod);
+  mod = NULL;
+
+  /* A -D name the source does not have: INVALID_ARGUMENT with the
+   * compiler's words; a device the enum does not have: no context. */
+  TilecDefine nope[] = {{"no_such", "1"}};
+  st = tilert_module_load_string(ctx, "scale.tile", tile_src, sizeof tile_src - 1, nope, 1, &mod);
+  CHECK_STATUS(st, TILERT_INVALID_ARGUMENT, ctx);
+  CHECK_CONTAINS(tilert_last_error(ctx), "scale.tile: bad compile options");
+  CHECK_CONTAINS(tilert_last_error(ctx), "no_such");
+  CHECK(mod == NULL, "module on bad defines");
   tilert_context_destroy(ctx);
+  TilertConfig weird = {(TilertDevice)7, NULL, true, NULL};
+  ctx = (TilertContext *)1;
+  CHECK(tilert_context_create(&weird, &ctx) == TILERT_INVALID_ARGUMENT && ctx == NULL,
+        "an unknown device was accepted");
   free(dir);
 }
 

@@ -283,6 +283,8 @@ struct IrStmt {
       bool trans_a, trans_b;
       IrGemmPolicy policy;
       bool wgmma;        /* sm_90a: issued as wgmma (set by infer-layout) */
+      bool wgmma_async;  /* returns with its wgmmas in flight; the pipelined
+                            loop around it waits at exit (software-pipeline) */
     } gemm;
     struct {             /* REDUCE src along dim into dst */
       IrReduceKind kind;

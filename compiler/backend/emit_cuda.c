@@ -859,8 +859,9 @@ static void emit_gemm(Cuda *C, const IrStmt *s, int depth) {
     if (s->u.gemm.wgmma) {
       /* Same accumulator layout (one 16-row slice per warp), issued as
        * wgmma by each warpgroup (tilec_wgmma.cuh). */
-      sb_printf(o, "tc_gemm_wgmma_ss<%s, %d, %d, %lld, %d, %s, %s, %s>(", T, lc->rows, lc->cols, (long long)K,
-                lc->warps_m, swz_arg(a->buf), swz_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
+      sb_printf(o, "tc_gemm_wgmma_ss<%s, %d, %d, %lld, %d, %s, %s, %s, %d>(", T, lc->rows, lc->cols, (long long)K,
+                lc->warps_m, swz_arg(a->buf), swz_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
+                s->u.gemm.wgmma_async ? 1 : 0);
     } else {
       sb_printf(o, "tc_gemm_ss<%s, %d, %d, %lld, %d, %d, %s, %s, %s>(", T, lc->rows, lc->cols, (long long)K,
                 lc->warps_m, lc->warps_n, swz_arg(a->buf), swz_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
@@ -947,6 +948,17 @@ static void emit_reduce(Cuda *C, const IrStmt *s, int depth) {
   }
 }
 
+/* After a pipelined loop whose gemm left its wgmmas in flight
+ * (software-pipeline's wgmma_async): wait for them before acc is read. */
+static void emit_wgmma_drain(Cuda *C, const IrStmt *body, int depth) {
+  for (int i = 0; i < body->u.seq.n; i++) {
+    const IrStmt *g = body->u.seq.items[i];
+    if (g->kind != IR_STMT_GEMM || !g->u.gemm.wgmma_async) continue;
+    ind(C, depth);
+    sb_printf(C->out, "tc_wgmma_drain<%d>(%s);\n", g->u.gemm.c.buf->layout.cols, g->u.gemm.c.buf->name);
+  }
+}
+
 static void emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
   switch (s->kind) {
@@ -991,6 +1003,7 @@ static void emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     emit_seq(C, s->u.for_.body, depth + 1);
     ind(C, depth);
     sb_puts(o, "}\n");
+    if (s->u.for_.kind == IR_FOR_PIPELINED) emit_wgmma_drain(C, s->u.for_.body, depth);
     return;
   case IR_STMT_IF:
     ind(C, depth);

@@ -7,7 +7,7 @@
  * only on k and values from outside the loop (the "producer" copies) are
  * issued S-1 iterations ahead as cp.async:
  *
- *     for s in serial(S-1) { if (s < n) copy.async ...[k := s] -> buf[s]; cp_async_commit }
+ *     for s in unrolled(S-1) { if (s < n) copy.async ...[k := s] -> buf[s]; cp_async_commit }
  *     for k in pipelined(n) {
  *       if (k + S-1 < n) copy.async ...[k := k+S-1] -> buf[(k+S-1) % S]
  *       cp_async_commit
@@ -21,7 +21,17 @@
  * (S * tile bytes of shared memory); every use of it inside the loop reads
  * stage k % S. With S == 1 the copies stay in place, as cp.async waited for
  * at once. A destination used outside its loop is not multi-buffered (S = 1
- * for that loop). */
+ * for that loop).
+ *
+ * wgmma (sm_90a) overlap: when S >= 3 and the loop body holds a wgmma gemm
+ * whose accumulator nothing else in the body touches, the gemm is marked
+ * wgmma_async: it returns with this iteration's wgmmas still running (it
+ * waits only for the previous iteration's), so the tensor cores stay busy
+ * through the barriers and the next fetch. The fetch then runs S-2 ahead
+ * (prologue S-2 stages, cp_async_wait(S-2)): the stage it refills was last
+ * read by the wgmmas of iteration k-2, which every warpgroup has waited for
+ * before the previous iteration's closing barrier. emit_cuda drains the
+ * last wgmmas right after the loop. */
 #include <string.h>
 
 #include "passes.h"
@@ -205,6 +215,19 @@ static IrStmt *producer_at(IrModule *m, const IrStmt *p, IrVar *k, const IrExpr 
 
 static IrStmt *marker(IrModule *m, IrStmtKind kind, SrcLoc loc) { return ir_stmt_new(m, kind, loc); }
 
+/* The one wgmma gemm of `rest` that may stay in flight across iterations:
+ * its accumulator is referenced by nothing else in the body. */
+static IrStmt *async_wgmma_candidate(IrStmt *rest) {
+  IrStmt *found = NULL;
+  for (int i = 0; i < rest->u.seq.n; i++) {
+    IrStmt *s = rest->u.seq.items[i];
+    if (s->kind != IR_STMT_GEMM || !s->u.gemm.wgmma) continue;
+    if (found || count_uses(rest, s->u.gemm.c.buf) != 1) return NULL;
+    found = s;
+  }
+  return found;
+}
+
 /* Rewrites one pipelined loop; returns the statements replacing it. */
 static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
   SrcLoc loc = loop->loc;
@@ -246,11 +269,15 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
     w->u.async_pending = 0;
     ir_seq_push(m, new_body, w);
   } else {
+    /* Fetch distance: S-1 stages ahead, S-2 when a wgmma stays in flight. */
+    IrStmt *async_gemm = stages >= 3 ? async_wgmma_candidate(rest) : NULL;
+    int ahead_by = async_gemm ? stages - 2 : stages - 1;
+    if (async_gemm) async_gemm->u.gemm.wgmma_async = true;
     /* Stage index of iteration k: k % S (leading dim of every producer buffer). */
     IrExpr *cur = ir_binary(m, IR_OP_MOD, ir_var_ref(m, kv, loc), ir_int(m, stages, loc), loc);
     for (int j = 0; j < np; j++) add_stage_dim(m, producers[j]->u.copy.dst.buf, stages, rest, cur);
 
-    /* Prologue: stages 0 .. S-2. */
+    /* Prologue: stages 0 .. ahead_by-1. */
     IrVar *s = ir_var_new(m, arena_printf(m->arena, "tc_prologue_%s", kv->name), IR_VAR_LOOP, DTYPE_I64, loc);
     IrStmt *pro_body = ir_seq_new(m, loc);
     IrStmt *pro_copies = ir_seq_new(m, loc);
@@ -265,10 +292,10 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
                 ir_if_new(m, ir_binary(m, IR_OP_LT, ir_var_ref(m, s, loc), ir_expr_clone(m, n), loc), pro_copies,
                           NULL, loc));
     ir_seq_push(m, pro_body, marker(m, IR_STMT_ASYNC_COMMIT, loc));
-    ir_seq_push(m, out, ir_for_new(m, IR_FOR_UNROLLED, s, ir_int(m, stages - 1, loc), pro_body, loc));
+    ir_seq_push(m, out, ir_for_new(m, IR_FOR_UNROLLED, s, ir_int(m, ahead_by, loc), pro_body, loc));
 
-    /* Steady state: fetch k + S-1 while computing k. */
-    IrExpr *ahead = ir_binary(m, IR_OP_ADD, ir_var_ref(m, kv, loc), ir_int(m, stages - 1, loc), loc);
+    /* Steady state: fetch k + ahead_by while computing k. */
+    IrExpr *ahead = ir_binary(m, IR_OP_ADD, ir_var_ref(m, kv, loc), ir_int(m, ahead_by, loc), loc);
     IrExpr *ahead_stage = ir_binary(m, IR_OP_MOD, ir_expr_clone(m, ahead), ir_int(m, stages, loc), loc);
     IrStmt *fetch = ir_seq_new(m, loc);
     for (int j = 0; j < np; j++) {
@@ -281,7 +308,7 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
                                        fetch, NULL, loc));
     ir_seq_push(m, new_body, marker(m, IR_STMT_ASYNC_COMMIT, loc));
     IrStmt *w = marker(m, IR_STMT_ASYNC_WAIT, loc);
-    w->u.async_pending = stages - 1;
+    w->u.async_pending = ahead_by;
     ir_seq_push(m, new_body, w);
   }
   ir_seq_push(m, new_body, marker(m, IR_STMT_BARRIER, loc));

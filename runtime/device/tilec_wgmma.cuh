@@ -13,8 +13,12 @@
  *   bytes): then its chunks sit exactly where wgmma's 32/64/128-byte swizzle
  *   modes expect them (tc_swizzle_offset is that swizzle), and each tile
  *   must start at a 1024-byte aligned shared address.
- *   Waits for its own wgmmas before returning (the tiles may be overwritten
- *   afterwards). Before the call, shared-memory writes by the threads (plain
+ *   With INFLIGHT = 0 it waits for its own wgmmas before returning (the
+ *   tiles may be overwritten afterwards). With INFLIGHT = 1 it returns with
+ *   them running and waits only for the warpgroup's earlier ones: acc must
+ *   not be touched, nor these tiles overwritten, until the next call has
+ *   returned (for the tiles: and a barrier has followed) or
+ *   tc_wgmma_drain<N>(acc) has run. Before the call, shared-memory writes by the threads (plain
  *   or cp.async) must be published to the async proxy:
  *   tc_fence_proxy_async() by the writers, then the block barrier.
  *
@@ -105,8 +109,9 @@ TC_DEVICE constexpr unsigned tc_wgmma_kmajor_offset(int r, int c0) {
   return SWZ == 2 ? (unsigned)((c0 / 64) * ROWS * 128 + r * 128 + (c0 % 64) * 2) : (unsigned)(r * COLS * 2 + c0 * 2);
 }
 
-template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK>
+template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0>
 TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
+  static_assert(INFLIGHT == 0 || INFLIGHT == 1, "tc_gemm_wgmma_ss: INFLIGHT is 0 or 1");
   TC_TILE_TAG_CHECK(TAG);
   static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_ss: M must be 64 per warpgroup");
   static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
@@ -133,6 +138,14 @@ TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *
     tc_wgmma_m64k16<TAG, N, B_NK>(acc, da, db);
   }
   tc_wgmma_commit();
+  tc_wgmma_wait<INFLIGHT>();
+  tc_wgmma_fence_acc<N>(acc);
+}
+
+/* Waits for every wgmma of this warpgroup; acc (N / 2 floats) may then be
+ * read. Ends a loop of tc_gemm_wgmma_ss<..., INFLIGHT = 1>. */
+template <int N>
+TC_DEVICE void tc_wgmma_drain(float *acc) {
   tc_wgmma_wait<0>();
   tc_wgmma_fence_acc<N>(acc);
 }

@@ -1,6 +1,6 @@
 /* test_gemm.c - examples/gemm.tile against a double-precision reference.
  *
- *   test_gemm [--dtype f16|bf16] [--blocks BM,BN,BK] [--threads T] [--bind]
+ *   test_gemm [--dtype f16|bf16] [--blocks BM,BN,BK] [--threads T] [--define N=V]... [--bind]
  *             --shapes MxNxK,MxNxK,... [--device cpu|cuda]
  *
  * Without --bind, M, N and K stay dynamic and one load serves every shape;
@@ -62,6 +62,9 @@ int main(int argc, char **argv) {
   DLDataType dtype = {kDLFloat, 16, 1};
   const char *dtype_name = "f16";
   char blocks[3][16] = {"", "", ""}, threads[16] = "";
+  char extra_name[4][32];
+  const char *extra_value[4];
+  int nextra = 0;
   bool bind = false;
   Shape shapes[16];
   int nshapes = 0;
@@ -86,6 +89,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bad --threads %s\n", v);
         return 2;
       }
+    } else if (host_opt(argc, argv, &i, "--define", &v)) {
+      char *eq = strchr(v, '=');
+      if (!eq || nextra == 4) {
+        fprintf(stderr, "bad --define %s (want NAME=VALUE, at most 4)\n", v);
+        return 2;
+      }
+      snprintf(extra_name[nextra], sizeof extra_name[0], "%.*s", (int)(eq - v), v);
+      extra_value[nextra++] = eq + 1;
     } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
       const char *p = v;
       int used = 0;
@@ -123,13 +134,14 @@ int main(int argc, char **argv) {
          blocks[1][0] ? blocks[1] : "default", blocks[2][0] ? blocks[2] : "default",
          bind ? "bound with -D" : "dynamic");
 
-  TilecDefine defs[7];
+  TilecDefine defs[12];
   int nbase = 0;
   defs[nbase++] = (TilecDefine){"dtype", dtype_name};
   static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
   for (int b = 0; b < 3; b++)
     if (blocks[b][0]) defs[nbase++] = (TilecDefine){block_names[b], blocks[b]};
   if (threads[0]) defs[nbase++] = (TilecDefine){"threads", threads};
+  for (int e = 0; e < nextra; e++) defs[nbase++] = (TilecDefine){extra_name[e], extra_value[e]};
 
   TilertModule *mod = NULL;
   TilertKernel *kern = NULL;

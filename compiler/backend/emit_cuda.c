@@ -849,8 +849,9 @@ static void emit_gemm(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
   ind(C, depth);
   if (a->buf->scope == IR_SCOPE_FRAGMENT) {
-    sb_printf(o, "tc_gemm_rs<%s, %d, %d, %lld, %d, %s, %s>(%s, ", T, lc->rows, lc->cols, (long long)K, lc->warps_m,
-              swz_arg(b->buf), s->u.gemm.trans_b ? "true" : "false", a->buf->name);
+    sb_printf(o, "%s<%s, %d, %d, %lld, %d, %s, %s>(%s, ", s->u.gemm.wgmma ? "tc_gemm_wgmma_rs" : "tc_gemm_rs", T,
+              lc->rows, lc->cols, (long long)K, lc->warps_m, swz_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
+              a->buf->name);
   } else {
     if (a->buf->dtype != b->buf->dtype || a->buf->scope != IR_SCOPE_SHARED) {
       fail(C, s->loc, "gemm: A '%s' must be a shared tile of B's dtype", a->buf->name);

@@ -11,7 +11,7 @@
  *  - a 1-D fragment reduced into, or indexed [i] beside a 2-D fragment
  *    indexed [i, j], becomes a row vector of that fragment's row mapping;
  *  - any 2-D fragment still without a layout gets ROWGROUP;
- *  - on sm_90a, a gemm of two shared tiles that wgmma can read (wgmma_fits)
+ *  - on sm_90a, a gemm whose operands wgmma can read (wgmma_fits)
  *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split.
  * Constraints are propagated to a fixpoint, so statement order does not
  * matter. The thread count must be a multiple of 32. */
@@ -86,20 +86,22 @@ static IrLayout row_vector_of(const IrLayout *l) {
  * or 64-column panels (swizzle-layout stores wider rows that way). */
 static bool wgmma_row_ok(int cols) { return cols == 16 || cols == 32 || cols == 64 || (cols > 64 && cols % 64 == 0); }
 
-/* sm_90a: a gemm of two 16-bit shared tiles whose accumulator splits as one
- * 16-row slice per warp (M = 16 * warps, warps a multiple of 4) runs as
- * wgmma. That split is exactly wgmma's accumulator layout (warpgroup g owns
+/* sm_90a: a gemm of 16-bit tiles (B shared, A shared or a fragment) whose
+ * accumulator splits as one 16-row slice per warp (M = 16 * warps, warps a
+ * multiple of 4) runs as wgmma. That split is exactly wgmma's accumulator layout (warpgroup g owns
  * rows 64g.., warp w of it 16 rows), so nothing else in the kernel changes. */
 static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
   const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
   if (!in->sm90a || s->u.gemm.trans_a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
-  if (a->scope != IR_SCOPE_SHARED || b->scope != IR_SCOPE_SHARED || a->dtype != b->dtype ||
+  bool a_regs = a->scope == IR_SCOPE_FRAGMENT; /* A from registers (wgmma's RS form) */
+  if ((!a_regs && a->scope != IR_SCOPE_SHARED) || b->scope != IR_SCOPE_SHARED || a->dtype != b->dtype ||
       (a->dtype != DTYPE_F16 && a->dtype != DTYPE_BF16) || a->rank != 2 || b->rank != 2)
     return false;
   if (in->warps % 4 || M != 16 * in->warps) return false;
   if (N != 16 && N != 32 && N != 64 && N != 128 && N != 256) return false;
   int K = dim_of(a, 1);
-  return wgmma_row_ok(K) && wgmma_row_ok(s->u.gemm.trans_b ? K : N);
+  if (K % 16) return false;
+  return (a_regs || wgmma_row_ok(K)) && wgmma_row_ok(s->u.gemm.trans_b ? K : N);
 }
 
 static void gemm_constraints(Infer *in, IrStmt *s) {

@@ -68,8 +68,9 @@ static void drop_wgmma_on_plain_rows(IrStmt *s, void *vctx) {
   Ctx *c = vctx;
   if (s->kind != IR_STMT_GEMM || !s->u.gemm.wgmma) return;
   const IrLayout *la = &s->u.gemm.a.buf->layout, *lb = &s->u.gemm.b.buf->layout;
-  if (la->kind != IR_LAYOUT_SWIZZLED || lb->kind != IR_LAYOUT_SWIZZLED || (la->swizzle_bytes > 128 && !la->panel_cols) ||
-      (lb->swizzle_bytes > 128 && !lb->panel_cols))
+  bool a_regs = s->u.gemm.a.buf->scope == IR_SCOPE_FRAGMENT;
+  if ((!a_regs && (la->kind != IR_LAYOUT_SWIZZLED || (la->swizzle_bytes > 128 && !la->panel_cols))) ||
+      lb->kind != IR_LAYOUT_SWIZZLED || (lb->swizzle_bytes > 128 && !lb->panel_cols))
     s->u.gemm.wgmma = false;
   else
     c->kept_wgmma = true;

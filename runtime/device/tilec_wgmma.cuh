@@ -1,6 +1,7 @@
 /* tilec_wgmma.cuh - the Hopper (sm_90a) gemm: wgmma.mma_async from shared memory.
  *
- * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK>(As, Bs, acc, warp)
+ * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT>(As, Bs, acc, warp)
+ * tc_gemm_wgmma_rs<TAG, M, N, K, WARPS, B_SWZ, B_NK>(a_frag, Bs, acc, warp)
  *   acc += A @ B, the same contract as tc_gemm_ss with WM = WARPS, WN = 1 and
  *   M = 16 * WARPS, WARPS a multiple of 4: warpgroup g (warps 4g .. 4g+3)
  *   issues m64nNk16 for rows [64g, 64g + 64). The accumulator is then
@@ -93,6 +94,36 @@ TC_DEVICE void tc_wgmma_m64k16(float *acc, unsigned long long da, unsigned long 
 }
 #undef TC_WGMMA_DISPATCH
 
+/* The same with A from registers (a[4]: mma.sync's m16n8k16 A fragment of
+ * the warp's 16 rows, which is wgmma's register-A layout). */
+#define TC_WGMMA_RS_DISPATCH(NN, TY, TB)                                   \
+  if constexpr (N == NN) {                                                  \
+    TC_WGMMA_RS_M64N##NN##K16(TY, TB, acc, a[0], a[1], a[2], a[3], db);     \
+  }
+template <typename TAG, int N, bool B_NK>
+TC_DEVICE void tc_wgmma_rs_m64k16(float *acc, const unsigned (&a)[4], unsigned long long db) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256,
+                "tc_gemm_wgmma_rs: N must be 16, 32, 64, 128 or 256");
+  if constexpr (!tc_wgmma_is_bf16<TAG>::value) {
+    if constexpr (B_NK) {
+      TC_WGMMA_RS_DISPATCH(16, "f16", "0") TC_WGMMA_RS_DISPATCH(32, "f16", "0") TC_WGMMA_RS_DISPATCH(64, "f16", "0")
+      TC_WGMMA_RS_DISPATCH(128, "f16", "0") TC_WGMMA_RS_DISPATCH(256, "f16", "0")
+    } else {
+      TC_WGMMA_RS_DISPATCH(16, "f16", "1") TC_WGMMA_RS_DISPATCH(32, "f16", "1") TC_WGMMA_RS_DISPATCH(64, "f16", "1")
+      TC_WGMMA_RS_DISPATCH(128, "f16", "1") TC_WGMMA_RS_DISPATCH(256, "f16", "1")
+    }
+  } else {
+    if constexpr (B_NK) {
+      TC_WGMMA_RS_DISPATCH(16, "bf16", "0") TC_WGMMA_RS_DISPATCH(32, "bf16", "0") TC_WGMMA_RS_DISPATCH(64, "bf16", "0")
+      TC_WGMMA_RS_DISPATCH(128, "bf16", "0") TC_WGMMA_RS_DISPATCH(256, "bf16", "0")
+    } else {
+      TC_WGMMA_RS_DISPATCH(16, "bf16", "1") TC_WGMMA_RS_DISPATCH(32, "bf16", "1") TC_WGMMA_RS_DISPATCH(64, "bf16", "1")
+      TC_WGMMA_RS_DISPATCH(128, "bf16", "1") TC_WGMMA_RS_DISPATCH(256, "bf16", "1")
+    }
+  }
+}
+#undef TC_WGMMA_RS_DISPATCH
+
 template <int N>
 TC_DEVICE void tc_wgmma_fence_acc(float *acc) {
   if constexpr (N == 16) TC_WGMMA_FENCE_N16(acc);
@@ -109,19 +140,31 @@ TC_DEVICE constexpr unsigned tc_wgmma_kmajor_offset(int r, int c0) {
   return SWZ == 2 ? (unsigned)((c0 / 64) * ROWS * 128 + r * 128 + (c0 % 64) * 2) : (unsigned)(r * COLS * 2 + c0 * 2);
 }
 
+/* Descriptor of B for the k16 step kk: [N][K] K-major when B_NK, else
+ * [K][N] N-major (LBO = one 64-column panel of K rows). */
+template <int N, int K, int B_SWZ, bool B_NK>
+TC_DEVICE unsigned long long tc_wgmma_b_desc(unsigned b_base, int kk) {
+  constexpr int BC = B_NK ? K : N; /* B's contiguous extent */
+  static_assert(B_SWZ != 0, "tc_gemm_wgmma_*: B must be swizzled");
+  static_assert(B_SWZ == 2 ? BC % 64 == 0 : (BC == 16 || BC == 32 || BC == 64),
+                "tc_gemm_wgmma_*: B's rows must be 32, 64 or 128 bytes, or 64-column panels");
+  constexpr int B_ROW = (BC < 64 ? BC : 64) * 2;
+  if constexpr (B_NK)
+    return tc_wgmma_desc(b_base + tc_wgmma_kmajor_offset<N, K, B_SWZ>(0, 16 * kk), 16u, 8u * B_ROW, B_ROW);
+  else
+    return tc_wgmma_desc(b_base + 16u * kk * B_ROW, (unsigned)K * 128u, 8u * B_ROW, B_ROW);
+}
+
 template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0>
 TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1, "tc_gemm_wgmma_ss: INFLIGHT is 0 or 1");
   TC_TILE_TAG_CHECK(TAG);
   static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_ss: M must be 64 per warpgroup");
   static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
-  static_assert(A_SWZ != 0 && B_SWZ != 0, "tc_gemm_wgmma_ss: both operands must be swizzled");
+  static_assert(A_SWZ != 0, "tc_gemm_wgmma_ss: A must be swizzled");
   static_assert(A_SWZ == 2 ? K % 64 == 0 : (K == 16 || K == 32 || K == 64),
                 "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or 64-column panels");
-  constexpr int BC = B_NK ? K : N; /* B's contiguous extent */
-  static_assert(B_SWZ == 2 ? BC % 64 == 0 : (BC == 16 || BC == 32 || BC == 64),
-                "tc_gemm_wgmma_ss: B's rows must be 32, 64 or 128 bytes, or 64-column panels");
-  constexpr int A_ROW = (K < 64 ? K : 64) * 2, B_ROW = (BC < 64 ? BC : 64) * 2;
+  constexpr int A_ROW = (K < 64 ? K : 64) * 2;
   const unsigned a_base = tc_smem_addr(As) + tc_wgmma_kmajor_offset<M, K, A_SWZ>((warp / 4) * 64, 0);
   const unsigned b_base = tc_smem_addr(Bs);
   tc_wgmma_fence_acc<N>(acc);
@@ -130,15 +173,41 @@ TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *
   for (int kk = 0; kk < K / 16; ++kk) {
     const unsigned long long da =
         tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
-    unsigned long long db;
-    if constexpr (B_NK)
-      db = tc_wgmma_desc(b_base + tc_wgmma_kmajor_offset<N, K, B_SWZ>(0, 16 * kk), 16u, 8u * B_ROW, B_ROW);
-    else
-      db = tc_wgmma_desc(b_base + 16u * kk * B_ROW, (unsigned)K * 128u, 8u * B_ROW, B_ROW);
-    tc_wgmma_m64k16<TAG, N, B_NK>(acc, da, db);
+    tc_wgmma_m64k16<TAG, N, B_NK>(acc, da, tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
   }
   tc_wgmma_commit();
   tc_wgmma_wait<INFLIGHT>();
+  tc_wgmma_fence_acc<N>(acc);
+}
+
+/* acc += A @ B with A from registers: a_frag is the 16-bit fragment of
+ * [M, K] in the MMA_C layout with one 16-row slice per warp (K / 4 values
+ * per row slot, as tc_gemm_rs takes it). B as in tc_gemm_wgmma_ss. Waits for
+ * its wgmmas before returning (they read a_frag's registers). */
+template <typename TAG, int M, int N, int K, int WARPS, int B_SWZ, bool B_NK>
+TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned short *Bs, float *acc, int warp) {
+  TC_TILE_TAG_CHECK(TAG);
+  static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_rs: M must be 64 per warpgroup");
+  static_assert(K % 16 == 0, "tc_gemm_wgmma_rs: K must be a multiple of 16");
+  constexpr int KC = K / 4; /* values per row slot of a_frag */
+  (void)warp;
+  const unsigned b_base = tc_smem_addr(Bs);
+  unsigned a[K / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    const unsigned short *top = a_frag + 4 * kk, *bot = a_frag + KC + 4 * kk;
+    a[kk][0] = tc_pack2(top[0], top[1]);
+    a[kk][1] = tc_pack2(bot[0], bot[1]);
+    a[kk][2] = tc_pack2(top[2], top[3]);
+    a[kk][3] = tc_pack2(bot[2], bot[3]);
+  }
+  tc_wgmma_fence_acc<N>(acc);
+  tc_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk)
+    tc_wgmma_rs_m64k16<TAG, N, B_NK>(acc, a[kk], tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
+  tc_wgmma_commit();
+  tc_wgmma_wait<0>();
   tc_wgmma_fence_acc<N>(acc);
 }
 

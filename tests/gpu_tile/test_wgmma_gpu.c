@@ -8,7 +8,7 @@
  * The cases cover every descriptor shape the compiler can ask for: A rows of
  * 32, 64, 128 bytes and 64-column panels; B K-major ([N][K]) and N-major
  * ([K][N]) with one and several panels; one and two warpgroups; N from 16 to
- * 256; f16 and bf16. Exit 77 (skip) without libnvrtc or an sm_90 GPU.
+ * 256; f16 and bf16; A from shared memory and (wg_rs_*) from registers. Exit 77 (skip) without libnvrtc or an sm_90 GPU.
  */
 #include <math.h>
 #include <stdint.h>
@@ -23,6 +23,7 @@ typedef struct WgCase {
   bool bf16;
   int m, n, k;
   bool b_nk;
+  bool a_regs; /* tc_gemm_wgmma_rs: A from registers */
 } WgCase;
 
 static const WgCase cases[] = {
@@ -36,11 +37,15 @@ static const WgCase cases[] = {
     {false, 128, 64, 128, true},  /* flash attention's S = Q K^T, d 128: A and B panels */
     {true, 64, 128, 64, true},    /* S = Q K^T, d 64 */
     {false, 128, 128, 32, true},  /* B K-major 64 B rows */
+    {false, 128, 128, 64, false, true}, /* flash attention's O = P V, d 128: V in panels */
+    {true, 64, 64, 128, false, true},   /* O = P V, d 64, a 128-key block */
+    {false, 64, 32, 32, true, true},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
 static void case_name(const WgCase *c, char *buf, size_t cap) {
-  snprintf(buf, cap, "wg_%s_%dx%dx%d_%s", c->bf16 ? "bf16" : "f16", c->m, c->n, c->k, c->b_nk ? "nk" : "kn");
+  snprintf(buf, cap, "wg_%s%s_%dx%dx%d_%s", c->a_regs ? "rs_" : "", c->bf16 ? "bf16" : "f16", c->m, c->n, c->k,
+           c->b_nk ? "nk" : "kn");
 }
 
 static char *source(void) {
@@ -51,7 +56,8 @@ static char *source(void) {
   for (int i = 0; i < NCASES; i++) {
     const WgCase *c = &cases[i];
     case_name(c, name, sizeof name);
-    snprintf(line, sizeof line, "WG_KERNEL(%s, %s, %d, %d, %d, %s)\n", name, c->bf16 ? "tc_bf16_t" : "tc_f16_t",
+    snprintf(line, sizeof line, "%s(%s, %s, %d, %d, %d, %s)\n", c->a_regs ? "WG_RS_KERNEL" : "WG_KERNEL", name,
+             c->bf16 ? "tc_bf16_t" : "tc_f16_t",
              c->m, c->n, c->k, c->b_nk ? "true" : "false");
     tile_src_add(&s, line);
   }

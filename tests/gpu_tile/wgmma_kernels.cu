@@ -39,6 +39,44 @@ __device__ void wg_body(const unsigned short *A, const unsigned short *B, float 
   }
 }
 
+// A from registers: thread's a_frag holds A at the MMA_C positions of its
+// warp's 16 rows (K / 4 values per row slot); B in shared memory as above.
+template <typename TAG, int M, int N, int K, bool B_NK>
+__device__ void wg_rs_body(const unsigned short *A, const unsigned short *B, float *C) {
+  constexpr int WARPS = M / 16, THREADS = WARPS * 32;
+  constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N;
+  constexpr int B_SWZ = BC > 64 ? 2 : 1;
+  unsigned short *Bs = (unsigned short *)wg_smem;
+  for (int i = threadIdx.x; i < BR * BC; i += THREADS) Bs[tc_smem_index<BR, BC, B_SWZ>(i / BC, i % BC)] = B[i];
+  tc_fence_proxy_async();
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  unsigned short a_frag[K / 2];
+#pragma unroll
+  for (int s = 0; s < K / 2; ++s) {
+    const int h = s / (K / 4), cs = s % (K / 4);
+    a_frag[s] = A[(warp * 16 + 8 * h + lane / 4) * K + 8 * (cs / 2) + 2 * (lane % 4) + cs % 2];
+  }
+  float acc[N / 2];
+#pragma unroll
+  for (int s = 0; s < N / 2; ++s) {
+    const int h = s / (N / 4), cs = s % (N / 4);
+    acc[s] = wg_acc_init(warp * 16 + 8 * h + lane / 4, 8 * (cs / 2) + 2 * (lane % 4) + cs % 2);
+  }
+  tc_gemm_wgmma_rs<TAG, M, N, K, WARPS, B_SWZ, B_NK>(a_frag, Bs, acc, warp);
+#pragma unroll
+  for (int s = 0; s < N / 2; ++s) {
+    const int h = s / (N / 4), cs = s % (N / 4);
+    C[(warp * 16 + 8 * h + lane / 4) * N + 8 * (cs / 2) + 2 * (lane % 4) + cs % 2] = acc[s];
+  }
+}
+
+#define WG_RS_KERNEL(name, TAG, M, N, K, B_NK)                                                           \
+  extern "C" __global__ void __launch_bounds__(M * 2) name(const unsigned short *A, const unsigned short *B, \
+                                                          float *C) {                                    \
+    wg_rs_body<TAG, M, N, K, B_NK>(A, B, C);                                                             \
+  }
+
 #define WG_KERNEL(name, TAG, M, N, K, B_NK)                                                              \
   extern "C" __global__ void __launch_bounds__(M * 2) name(const unsigned short *A, const unsigned short *B, \
                                                           float *C) {                                    \

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ir.h"
+#include "name_table.h"
 #include "strbuf.h"
 
 /* ---- Naming ------------------------------------------------------------- */
@@ -27,38 +28,31 @@ typedef struct PrintName {
   bool is_buffer;
 } PrintName;
 
+/* Hash tables keep naming linear in the number of binders (finding F6). */
 typedef struct Printer {
   StrBuf *sb;
-  Arena *arena;       /* names made by the printer */
-  PrintName *names;   /* every binder seen in this kernel */
+  Arena *arena;         /* names made by the printer, and the tables */
+  PrintName *names;     /* every binder seen in this kernel */
   int nnames, cap;
-  int *visible;       /* indices into names: the variables in scope, a stack */
-  int nvisible, vcap;
+  NameTable keys;       /* entry i: names[i].key */
+  NameTable buf_names;  /* the print names of the buffers in names */
+  NameTable visible;    /* the print names of the variables in scope, a stack */
 } Printer;
 
 static const char *lookup_name(const Printer *p, const void *key) {
   if (!p) return NULL;
-  for (int i = p->nnames - 1; i >= 0; i--)
-    if (p->names[i].key == key) return p->names[i].name;
-  return NULL;
+  int i = name_table_find(&p->keys, key);
+  return i >= 0 ? p->names[i].name : NULL;
 }
 
 static bool name_taken(const Printer *p, const char *name, bool is_buffer) {
-  if (is_buffer) { /* buffers: one flat namespace per kernel */
-    for (int i = 0; i < p->nnames; i++)
-      if (p->names[i].is_buffer && strcmp(p->names[i].name, name) == 0) return true;
-    return false;
-  }
-  for (int i = 0; i < p->nvisible; i++)
-    if (strcmp(p->names[p->visible[i]].name, name) == 0) return true;
-  return false;
+  /* buffers: one flat namespace per kernel */
+  return name_table_find(is_buffer ? &p->buf_names : &p->visible, name) >= 0;
 }
 
 /* Gives key a print name (once) and, for variables, puts it in scope. */
 static void bind(Printer *p, const void *key, const char *base, bool is_buffer) {
-  int idx = -1;
-  for (int i = 0; i < p->nnames; i++)
-    if (p->names[i].key == key) idx = i;
+  int idx = name_table_find(&p->keys, key);
   if (idx < 0) {
     const char *name = base && *base ? base : "_";
     for (int k = 1; name_taken(p, name, is_buffer); k++)
@@ -66,11 +60,10 @@ static void bind(Printer *p, const void *key, const char *base, bool is_buffer) 
     p->names = arena_grow(p->arena, p->names, &p->cap, p->nnames + 1, sizeof(PrintName));
     p->names[p->nnames] = (PrintName){key, name, is_buffer};
     idx = p->nnames++;
+    name_table_push(&p->keys, key);
+    if (is_buffer) name_table_push(&p->buf_names, name);
   }
-  if (!is_buffer) {
-    p->visible = arena_grow(p->arena, p->visible, &p->vcap, p->nvisible + 1, sizeof(int));
-    p->visible[p->nvisible++] = idx;
-  }
+  if (!is_buffer) name_table_push(&p->visible, p->names[idx].name);
 }
 
 static const char *var_name(const Printer *p, const IrVar *v) {
@@ -281,13 +274,13 @@ static void print_items(Printer *p, const IrStmt *s, int depth) {
     sb_puts(p->sb, "<null>\n");
     return;
   }
-  int saved = p->nvisible;
+  int saved = p->visible.n;
   if (s->kind == IR_STMT_SEQ) {
     for (int i = 0; i < s->u.seq.n; i++) print_stmt(p, s->u.seq.items[i], depth);
   } else {
     print_stmt(p, s, depth); /* a lone statement where a SEQ belongs */
   }
-  p->nvisible = saved;
+  name_table_truncate(&p->visible, saved);
 }
 
 static void print_stmt(Printer *p, const IrStmt *s, int depth) {
@@ -341,7 +334,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     print_expr(p, sb, s->u.store.value);
     break;
   case IR_STMT_FOR: {
-    int saved = p->nvisible;
+    int saved = p->visible.n;
     StrBuf extent;
     sb_init(&extent);
     print_expr(p, &extent, s->u.for_.extent);
@@ -354,7 +347,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_puts(sb, ") {");
     print_loc(sb, s->loc);
     print_items(p, s->u.for_.body, depth + 1);
-    p->nvisible = saved;
+    name_table_truncate(&p->visible, saved);
     sb_indent(sb, depth);
     sb_puts(sb, "}\n");
     return;
@@ -447,6 +440,9 @@ static void print_kernel(StrBuf *sb, const IrKernel *k) {
   Printer *p = &pr;
   p->sb = sb;
   p->arena = arena_create();
+  name_table_init(&p->keys, p->arena, NAME_KEY_POINTER);
+  name_table_init(&p->buf_names, p->arena, NAME_KEY_STRING);
+  name_table_init(&p->visible, p->arena, NAME_KEY_STRING);
 
   /* Kernel-level names first: symbols, params, block variables. */
   for (int i = 0; i < k->nsymbols; i++)

@@ -15,14 +15,14 @@
 #include <stdlib.h>
 
 #include "ir.h"
+#include "name_table.h"
 
 typedef struct Verifier {
   const char *pass;
   Diag *diag;
   bool failed;
   SrcLoc stmt_loc;       /* fallback location for nodes without one */
-  const void **scope;    /* visible IrVar* and IrBuffer*, a stack */
-  int nscope, cap;
+  NameTable scope;       /* visible IrVar* and IrBuffer*, a stack (hashed) */
 } Verifier;
 
 static void fail(Verifier *v, SrcLoc loc, const char *fmt, ...)
@@ -40,20 +40,10 @@ static void fail(Verifier *v, SrcLoc loc, const char *fmt, ...) {
   diag_error(v->diag, loc, "internal error: IR invalid after pass '%s': %s", v->pass, msg);
 }
 
-static void push(Verifier *v, const void *item) {
-  if (v->nscope == v->cap) {
-    v->cap = v->cap ? v->cap * 2 : 32;
-    const void **n = realloc(v->scope, sizeof(void *) * (size_t)v->cap);
-    if (!n) abort();
-    v->scope = n;
-  }
-  v->scope[v->nscope++] = item;
-}
+static void push(Verifier *v, const void *item) { name_table_push(&v->scope, item); }
 
 static bool in_scope(const Verifier *v, const void *item) {
-  for (int i = v->nscope - 1; i >= 0; i--)
-    if (v->scope[i] == item) return true;
-  return false;
+  return name_table_find(&v->scope, item) >= 0;
 }
 
 static const char *expr_kind_name(IrExprKind k) {
@@ -244,13 +234,13 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
   if (s->loc.line > 0) v->stmt_loc = s->loc;
   switch (s->kind) {
   case IR_STMT_SEQ: {
-    int saved = v->nscope;
+    int saved = v->scope.n;
     if (s->u.seq.n > 0 && !s->u.seq.items) {
       fail(v, s->loc, "seq with %d items and no item array", s->u.seq.n);
       return;
     }
     for (int i = 0; i < s->u.seq.n && !v->failed; i++) check_stmt(v, s->u.seq.items[i]);
-    v->nscope = saved; /* LETs and ALLOCs end with their SEQ */
+    name_table_truncate(&v->scope, saved); /* LETs and ALLOCs end with their SEQ */
     return;
   }
   case IR_STMT_ALLOC: {
@@ -300,10 +290,10 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     check_int_expr(v, s->u.for_.extent, "for extent");
     if (s->u.for_.kind == IR_FOR_PIPELINED && s->u.for_.num_stages < 1)
       fail(v, s->loc, "pipelined loop with num_stages = %d", s->u.for_.num_stages);
-    int saved = v->nscope;
+    int saved = v->scope.n;
     push(v, s->u.for_.var);
     check_block(v, s->u.for_.body, "for body");
-    v->nscope = saved;
+    name_table_truncate(&v->scope, saved);
     return;
   }
   case IR_STMT_IF: {
@@ -364,7 +354,7 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
 }
 
 static void check_kernel(Verifier *v, const IrKernel *k) {
-  v->nscope = 0;
+  name_table_truncate(&v->scope, 0);
   v->stmt_loc = k->loc;
   /* Symbols first: shapes, the grid and const values may use any of them. */
   for (int i = 0; i < k->nsymbols; i++) {
@@ -420,6 +410,7 @@ static void check_kernel(Verifier *v, const IrKernel *k) {
 
 bool ir_verify_module(const IrModule *m, const char *after_pass, Diag *diag) {
   Verifier v = {0};
+  name_table_init(&v.scope, NULL, NAME_KEY_POINTER);
   v.pass = after_pass ? after_pass : "?";
   v.diag = diag;
   for (int i = 0; m && i < m->nkernels && !v.failed; i++) {
@@ -429,6 +420,6 @@ bool ir_verify_module(const IrModule *m, const char *after_pass, Diag *diag) {
     }
     check_kernel(&v, m->kernels[i]);
   }
-  free(v.scope);
+  name_table_free(&v.scope);
   return !v.failed;
 }

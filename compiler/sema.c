@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "name_table.h"
+
 typedef enum EntityKind {
   ENTITY_VAR,    /* symbol, scalar param, block index, loop var, let */
   ENTITY_BUFFER, /* tensor parameter or allocated buffer */
@@ -23,15 +25,12 @@ typedef enum EntityKind {
 
 typedef struct Entity {
   const char *name;
-  int next_in_bucket; /* older entity in the same hash bucket, or -1 */
   EntityKind kind;
   IrVar *var;
   IrBuffer *buf;
   DType dtype;
   SrcLoc loc;
 } Entity;
-
-enum { SEMA_BUCKETS = 1024 };
 
 typedef struct Sema {
   Arena *arena;
@@ -42,9 +41,10 @@ typedef struct Sema {
   int ndefines;
   Entity *scope;
   int nscope, capscope;
-  /* Hash index over scope: bucket -> newest entity, chained through
-   * next_in_bucket, so a name lookup does not scan every name in scope. */
-  int buckets[SEMA_BUCKETS];
+  /* Hash index over scope, entry i naming scope[i], so a name lookup does
+   * not scan every name in scope. */
+  NameTable names;
+  int capsymbols; /* of k->symbols, grown by doubling */
   int depth; /* expression nesting, bounded so later recursive walks are too */
 } Sema;
 
@@ -55,24 +55,15 @@ enum { SEMA_MAX_EXPR_DEPTH = 256 };
 
 /* ---- scopes ------------------------------------------------------------- */
 
-static unsigned name_bucket(const char *name) {
-  unsigned h = 2166136261u; /* FNV-1a */
-  for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 16777619u;
-  return h % SEMA_BUCKETS;
-}
-
 static Entity *lookup(Sema *s, const char *name) {
-  for (int i = s->buckets[name_bucket(name)]; i >= 0; i = s->scope[i].next_in_bucket)
-    if (strcmp(s->scope[i].name, name) == 0) return &s->scope[i];
-  return NULL;
+  int i = name_table_find(&s->names, name);
+  return i >= 0 ? &s->scope[i] : NULL;
 }
 
 /* Leaves a block: forgets every name declared since `mark`. */
 static void scope_pop(Sema *s, int mark) {
-  while (s->nscope > mark) {
-    Entity *e = &s->scope[--s->nscope];
-    s->buckets[name_bucket(e->name)] = e->next_in_bucket;
-  }
+  if (s->nscope > mark) s->nscope = mark;
+  name_table_truncate(&s->names, s->nscope);
 }
 
 /* Names a user may not take: they would collide with generated code. */
@@ -108,13 +99,10 @@ static Entity *declare(Sema *s, const char *name, EntityKind kind, SrcLoc loc) {
     diag_error(s->diag, loc, "'%s' is a builtin name and cannot be redefined", name);
   }
   s->scope = arena_grow(s->arena, s->scope, &s->capscope, s->nscope + 1, sizeof(Entity));
-  int index = s->nscope++;
-  Entity *e = &s->scope[index];
+  Entity *e = &s->scope[s->nscope++];
   memset(e, 0, sizeof *e);
   e->name = name;
-  unsigned b = name_bucket(name);
-  e->next_in_bucket = s->buckets[b];
-  s->buckets[b] = index;
+  name_table_push(&s->names, name);
   e->kind = kind;
   e->loc = loc;
   return e;
@@ -873,10 +861,9 @@ static void stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
 
 static void add_symbol(Sema *s, IrVar *v) {
   IrKernel *k = s->k;
-  IrVar **syms = ARENA_NEW_ARRAY(s->arena, IrVar *, k->nsymbols + 1);
-  if (k->nsymbols) memcpy(syms, k->symbols, sizeof(IrVar *) * (size_t)k->nsymbols);
-  syms[k->nsymbols++] = v;
-  k->symbols = syms;
+  /* Doubling: a copy per symbol was quadratic memory (finding F6). */
+  k->symbols = arena_grow(s->arena, k->symbols, &s->capsymbols, k->nsymbols + 1, sizeof(IrVar *));
+  k->symbols[k->nsymbols++] = v;
 }
 
 static void const_decl(Sema *s, const AstConst *c) {
@@ -962,6 +949,7 @@ static void param_decl(Sema *s, const AstParam *p, IrParam *out, int index) {
 static IrKernel *kernel(Sema *s, const AstKernel *ak) {
   IrKernel *k = ARENA_NEW(s->arena, IrKernel);
   s->k = k;
+  s->capsymbols = 0;
   scope_pop(s, 0);
   k->name = ak->name;
   k->loc = ak->loc;
@@ -998,14 +986,17 @@ static IrKernel *kernel(Sema *s, const AstKernel *ak) {
 IrModule *sema_build(Arena *arena, Diag *diag, const AstModule *ast, const TilecDefine *defines,
                      int ndefines) {
   Sema s = {.arena = arena, .diag = diag, .defines = defines, .ndefines = ndefines};
-  for (int i = 0; i < SEMA_BUCKETS; i++) s.buckets[i] = -1;
+  name_table_init(&s.names, arena, NAME_KEY_STRING);
   s.m = ir_module_new(arena, ast->file);
   int errors = diag_error_count(diag);
   s.m->kernels = ARENA_NEW_ARRAY(arena, IrKernel *, ast->nkernels ? ast->nkernels : 1);
+  NameTable kernel_names;
+  name_table_init(&kernel_names, arena, NAME_KEY_STRING);
   for (const AstKernel *ak = ast->kernels; ak; ak = ak->next) {
-    for (int i = 0; i < s.m->nkernels; i++)
-      if (strcmp(s.m->kernels[i]->name, ak->name) == 0)
-        diag_error(diag, ak->loc, "redefinition of kernel '%s'", ak->name);
+    /* One error per earlier kernel of the name, as a scan of them gave. */
+    int i = name_table_push(&kernel_names, ak->name);
+    while ((i = name_table_find_older(&kernel_names, i)) >= 0)
+      diag_error(diag, ak->loc, "redefinition of kernel '%s'", ak->name);
     s.m->kernels[s.m->nkernels++] = kernel(&s, ak);
   }
   if (ast->nkernels == 0) diag_error(diag, (SrcLoc){ast->file, 0, 0}, "no kernel in the input");

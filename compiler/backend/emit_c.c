@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "name_table.h"
 #include "tilec.h"
 
 typedef struct CName {
@@ -46,6 +47,7 @@ typedef struct Emitter {
   Arena *arena;  /* names made by the emitter */
   CName *scope;  /* visible C names, a stack */
   int nscope, cap;
+  NameTable by_key, by_name; /* hashed over scope, entry i = scope[i] (F6) */
   int ntemps;    /* counter for tc_<k> temporaries */
   SrcLoc loc;    /* the statement being emitted, for diagnostics */
 } Emitter;
@@ -99,9 +101,14 @@ static bool is_reserved(const char *n) {
 }
 
 static bool visible(const Emitter *E, const char *name) {
-  for (int i = 0; i < E->nscope; i++)
-    if (strcmp(E->scope[i].name, name) == 0) return true;
-  return false;
+  return name_table_find(&E->by_name, name) >= 0;
+}
+
+/* Leaves a scope: forgets the names bound since the stack was `height`. */
+static void scope_pop(Emitter *E, int height) {
+  if (E->nscope > height) E->nscope = height;
+  name_table_truncate(&E->by_key, E->nscope);
+  name_table_truncate(&E->by_name, E->nscope);
 }
 
 /* Declares key's C name in the current scope and returns it. */
@@ -111,12 +118,14 @@ static const char *bind(Emitter *E, const void *key, const char *user, int id) {
   if (visible(E, name)) name = arena_printf(E->arena, "tc__v%d_%s", id, user ? user : "");
   E->scope = arena_grow(E->arena, E->scope, &E->cap, E->nscope + 1, sizeof(CName));
   E->scope[E->nscope++] = (CName){key, name};
+  name_table_push(&E->by_key, key);
+  name_table_push(&E->by_name, name);
   return name;
 }
 
 static const char *lookup(Emitter *E, const void *key, const char *user, SrcLoc loc) {
-  for (int i = E->nscope - 1; i >= 0; i--)
-    if (E->scope[i].key == key) return E->scope[i].name;
+  int i = name_table_find(&E->by_key, key);
+  if (i >= 0) return E->scope[i].name;
   fail(E, loc, "'%s' is used outside its scope", user ? user : "?");
   return "tc__undefined";
 }
@@ -459,7 +468,7 @@ static void emit_items(Emitter *E, const IrStmt *s, int depth) {
   } else {
     emit_stmt(E, s, depth);
   }
-  E->nscope = saved;
+  scope_pop(E, saved);
 }
 
 static void emit_alloc(Emitter *E, const IrBuffer *b, SrcLoc loc, int depth) {
@@ -590,7 +599,7 @@ static void emit_stmt(Emitter *E, const IrStmt *s, int depth) {
     sb_puts(o, " */\n");
     sb_free(&extent);
     emit_items(E, s->u.for_.body, depth + 1);
-    E->nscope = saved;
+    scope_pop(E, saved);
     line(E, depth);
     sb_puts(o, "}\n");
     return;
@@ -636,7 +645,7 @@ static void emit_stmt(Emitter *E, const IrStmt *s, int depth) {
 
 static void emit_kernel(Emitter *E, const IrKernel *k) {
   StrBuf *o = E->out;
-  E->nscope = 0;
+  scope_pop(E, 0);
   E->loc = k->loc;
   if (!k->name || !k->body) {
     fail(E, k->loc, "kernel without a name or a body");
@@ -839,6 +848,8 @@ bool emit_c_module(const IrModule *m, StrBuf *out, Diag *diag) {
   E.m = m;
   E.diag = diag;
   E.arena = arena_create();
+  name_table_init(&E.by_key, E.arena, NAME_KEY_POINTER);
+  name_table_init(&E.by_name, E.arena, NAME_KEY_STRING);
   StrBuf body; /* built aside, so a failure appends nothing to out */
   sb_init(&body);
   E.out = &body;

@@ -30,8 +30,11 @@
  * through the barriers and the next fetch. The fetch then runs S-2 ahead
  * (prologue S-2 stages, cp_async_wait(S-2)): the stage it refills was last
  * read by the wgmmas of iteration k-2, which every warpgroup has waited for
- * before the previous iteration's closing barrier. emit_cuda drains the
- * last wgmmas right after the loop. */
+ * before the previous iteration's closing barrier. When the gemm is the
+ * whole body, the loop is
+ *     cp_async_wait(S-3); barrier; fetch k+S-2; cp_async_commit; gemm(k)
+ * with one barrier per iteration. emit_cuda drains the last wgmmas right
+ * after the loop. */
 #include <string.h>
 
 #include "passes.h"
@@ -304,8 +307,25 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
       region_add_stage(&st, &c->u.copy.dst);
       ir_seq_push(m, fetch, c);
     }
-    ir_seq_push(m, new_body, ir_if_new(m, ir_binary(m, IR_OP_LT, ir_expr_clone(m, ahead), ir_expr_clone(m, n), loc),
-                                       fetch, NULL, loc));
+    IrStmt *guarded_fetch =
+        ir_if_new(m, ir_binary(m, IR_OP_LT, ir_expr_clone(m, ahead), ir_expr_clone(m, n), loc), fetch, NULL, loc);
+    if (async_gemm && rest->u.seq.n == 1) {
+      /* The body is just the in-flight gemm: wait for stage k, one barrier
+       * (after it every warpgroup has waited for the wgmmas of k-2, the
+       * readers of the stage fetched next), fetch, compute. No closing
+       * barrier is needed. */
+      IrStmt *w = marker(m, IR_STMT_ASYNC_WAIT, loc);
+      w->u.async_pending = ahead_by - 1;
+      ir_seq_push(m, new_body, w);
+      ir_seq_push(m, new_body, marker(m, IR_STMT_BARRIER, loc));
+      ir_seq_push(m, new_body, guarded_fetch);
+      ir_seq_push(m, new_body, marker(m, IR_STMT_ASYNC_COMMIT, loc));
+      ir_seq_push(m, new_body, async_gemm);
+      loop->u.for_.body = new_body;
+      ir_seq_push(m, out, loop);
+      return out;
+    }
+    ir_seq_push(m, new_body, guarded_fetch);
     ir_seq_push(m, new_body, marker(m, IR_STMT_ASYNC_COMMIT, loc));
     IrStmt *w = marker(m, IR_STMT_ASYNC_WAIT, loc);
     w->u.async_pending = ahead_by;

@@ -36,6 +36,23 @@ enum {
   RT_CUDA_DEFAULT_SMEM = 48 * 1024,
 };
 
+/* cuTensorMapEncodeTiled's enums (CUtensorMapDataType, ...), by value. */
+enum {
+  RT_CU_TMAP_UINT8 = 0,
+  RT_CU_TMAP_UINT16 = 1,
+  RT_CU_TMAP_UINT32 = 2,
+  RT_CU_TMAP_UINT64 = 4,
+  RT_CU_TMAP_INTERLEAVE_NONE = 0,
+  RT_CU_TMAP_SWIZZLE_NONE = 0, /* 32B = 1, 64B = 2, 128B = 3 */
+  RT_CU_TMAP_L2_PROMOTION_128B = 2,
+  RT_CU_TMAP_OOB_FILL_NONE = 0, /* out-of-bounds elements read as zero */
+};
+typedef CUresult (*RtCuTensorMapEncodeTiledFn)(void *map, int data_type, unsigned rank, void *base,
+                                               const uint64_t *dims, const uint64_t *strides,
+                                               const uint32_t *box, const uint32_t *elem_strides,
+                                               int interleave, int swizzle, int l2_promotion,
+                                               int oob_fill);
+
 /* X(return type, name as called here, symbol in the library, parameters) */
 #define RT_CUDA_DRIVER_FNS(X)                                                                    \
   X(CUresult, cuInit, "cuInit", (unsigned flags))                                                \
@@ -84,6 +101,8 @@ struct RtCuda {
   RT_CUDA_DRIVER_FNS(X)
   RT_NVRTC_FNS(X)
 #undef X
+  /* Optional (CUDA 12+ drivers): NULL when the driver lacks it. */
+  RtCuTensorMapEncodeTiledFn cuTensorMapEncodeTiled;
   bool has_device, ctx_retained;
   CUdevice dev;
   CUcontext ctx;
@@ -242,6 +261,8 @@ static bool rt_cuda_open_device(RtCuda *cu, int ordinal, char *why, size_t cap) 
   }
   RT_CUDA_DRIVER_FNS(X)
 #undef X
+  /* TMA only: an older driver still runs everything else. */
+  *(void **)&cu->cuTensorMapEncodeTiled = dlsym(cu->libcuda, "cuTensorMapEncodeTiled");
   CUresult r = cu->cuInit(0);
   int count = 0;
   if (r == RT_CUDA_ERROR_NO_DEVICE || (r == RT_CUDA_SUCCESS && cu->cuDeviceGetCount(&count) == 0 &&
@@ -614,4 +635,94 @@ bool rt_cuda_memcpy_dtoh(RtCuda *cu, void *dst, RtCuDevPtr src, size_t bytes) {
 bool rt_cuda_memset(RtCuda *cu, RtCuDevPtr dst, unsigned char byte, size_t bytes) {
   if (!rt_cuda_need_device(cu, "memset on the device")) return false;
   return CU_CHECK(cu, cuMemsetD8(dst, byte, bytes));
+}
+
+/* ------------------------------------------------------------------- TMA */
+
+bool rt_cuda_tensor_map_2d(RtCuda *cu, RtCuTensorMap *out, RtCuDevPtr base, int elem_bytes,
+                           unsigned long long inner_elems, unsigned long long outer_elems,
+                           unsigned long long outer_stride_bytes, unsigned box_inner,
+                           unsigned box_outer, int swizzle_bytes) {
+  const char *fn = "rt_cuda_tensor_map_2d";
+  if (!out || (uintptr_t)out % 64 != 0) {
+    rt_cuda_seterr(cu, "%s: the descriptor %p must be 64-byte aligned (and not NULL)", fn,
+                   (void *)out);
+    return false;
+  }
+  memset(out, 0, sizeof *out);
+  int type = elem_bytes == 1   ? RT_CU_TMAP_UINT8
+             : elem_bytes == 2 ? RT_CU_TMAP_UINT16
+             : elem_bytes == 4 ? RT_CU_TMAP_UINT32
+             : elem_bytes == 8 ? RT_CU_TMAP_UINT64
+                               : -1;
+  if (type < 0) {
+    rt_cuda_seterr(cu, "%s: element size %d bytes; TMA copies elements of 1, 2, 4 or 8 bytes", fn,
+                   elem_bytes);
+    return false;
+  }
+  const unsigned long long max_dim = 1ull << 32, row_bytes = inner_elems * (unsigned)elem_bytes;
+  if (base % 16 != 0) {
+    rt_cuda_seterr(cu, "%s: base address 0x%llx is not 16-byte aligned", fn,
+                   (unsigned long long)base);
+    return false;
+  }
+  if (inner_elems < 1 || inner_elems > max_dim || outer_elems < 1 || outer_elems > max_dim) {
+    rt_cuda_seterr(cu, "%s: tensor extents %llu x %llu (inner x outer) must each be in [1, 2^32]",
+                   fn, inner_elems, outer_elems);
+    return false;
+  }
+  if (outer_stride_bytes % 16 != 0) {
+    rt_cuda_seterr(cu, "%s: row stride %llu bytes is not a multiple of 16", fn, outer_stride_bytes);
+    return false;
+  }
+  if (outer_stride_bytes < row_bytes || outer_stride_bytes >= (1ull << 40)) {
+    rt_cuda_seterr(cu,
+                   "%s: row stride %llu bytes must be at least one row (%llu elements x %d bytes "
+                   "= %llu) and below 2^40",
+                   fn, outer_stride_bytes, inner_elems, elem_bytes, row_bytes);
+    return false;
+  }
+  if (box_inner < 1 || box_inner > 256 || box_outer < 1 || box_outer > 256) {
+    rt_cuda_seterr(cu, "%s: box %u x %u (inner x outer): each side must be in [1, 256]", fn,
+                   box_inner, box_outer);
+    return false;
+  }
+  const unsigned box_row = box_inner * (unsigned)elem_bytes;
+  if (box_row % 16 != 0) {
+    rt_cuda_seterr(cu, "%s: a box row is %u elements x %d bytes = %u bytes, not a multiple of 16",
+                   fn, box_inner, elem_bytes, box_row);
+    return false;
+  }
+  int swizzle = swizzle_bytes == 0    ? RT_CU_TMAP_SWIZZLE_NONE
+                : swizzle_bytes == 32  ? 1
+                : swizzle_bytes == 64  ? 2
+                : swizzle_bytes == 128 ? 3
+                                       : -1;
+  if (swizzle < 0) {
+    rt_cuda_seterr(cu, "%s: swizzle %d bytes; want 0, 32, 64 or 128", fn, swizzle_bytes);
+    return false;
+  }
+  if (swizzle_bytes > 0 && box_row > (unsigned)swizzle_bytes) {
+    rt_cuda_seterr(cu,
+                   "%s: a box row of %u bytes is wider than the %d-byte swizzle span (load it as "
+                   "several boxes of at most %d bytes)",
+                   fn, box_row, swizzle_bytes, swizzle_bytes);
+    return false;
+  }
+  if (!rt_cuda_need_device(cu, "encoding a tensor map")) return false;
+  if (!cu->cuTensorMapEncodeTiled) {
+    rt_cuda_seterr(cu, "%s: the NVIDIA driver is too old: libcuda.so.1 has no "
+                       "cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)", fn);
+    return false;
+  }
+  const uint64_t dims[2] = {inner_elems, outer_elems}, strides[1] = {outer_stride_bytes};
+  const uint32_t box[2] = {box_inner, box_outer}, elem_strides[2] = {1, 1};
+  if (!CU_CHECK(cu, cuTensorMapEncodeTiled(out, type, 2, (void *)(uintptr_t)base, dims, strides,
+                                           box, elem_strides, RT_CU_TMAP_INTERLEAVE_NONE, swizzle,
+                                           RT_CU_TMAP_L2_PROMOTION_128B,
+                                           RT_CU_TMAP_OOB_FILL_NONE))) {
+    memset(out, 0, sizeof *out);
+    return false;
+  }
+  return true;
 }

@@ -14,6 +14,8 @@
  *       in rt_cuda_last_error(cu)
  *   rt_cuda_module_load / rt_cuda_get_function / rt_cuda_set_max_dynamic_smem
  *   rt_cuda_launch_kernel(cu, fn, grid, block, smem, stream, params)
+ *   rt_cuda_tensor_map_2d(cu, &map, ptr, 2, cols, rows, pitch, 64, 64, 128)
+ *       a TMA descriptor for tilec_tma.cuh (sm_90)
  *
  * RT_CUDA_NVRTC_ONLY opens only libnvrtc: compile checks on machines with no
  * GPU or driver (CI). Every other call then fails with a clear message.
@@ -119,6 +121,43 @@ void rt_cuda_free(RtCuda *cu, RtCuDevPtr p); /* accepts 0 */
 bool rt_cuda_memcpy_htod(RtCuda *cu, RtCuDevPtr dst, const void *src, size_t bytes);
 bool rt_cuda_memcpy_dtoh(RtCuda *cu, void *dst, RtCuDevPtr src, size_t bytes);
 bool rt_cuda_memset(RtCuda *cu, RtCuDevPtr dst, unsigned char byte, size_t bytes);
+
+/* A TMA descriptor (the driver's CUtensorMap): 128 opaque bytes, 64-byte
+ * aligned, filled by rt_cuda_tensor_map_2d and passed BY VALUE to a kernel
+ * parameter `const __grid_constant__ tc_tensor_map map`
+ * (runtime/device/tilec_tma.cuh), i.e. params[i] = &map. A heap copy must
+ * keep the alignment (aligned_alloc(64, ...)). */
+#ifdef __cplusplus
+#define RT_CUDA_ALIGN64 alignas(64)
+#else
+#define RT_CUDA_ALIGN64 _Alignas(64)
+#endif
+typedef struct RtCuTensorMap {
+  RT_CUDA_ALIGN64 uint64_t opaque[16];
+} RtCuTensorMap;
+
+/* Describes a row-major 2-D tensor in global memory for TMA loads of boxes
+ * of box_outer rows x box_inner elements (cuTensorMapEncodeTiled, rank 2):
+ * row r, element c is at base + r * outer_stride_bytes + c * elem_bytes,
+ * for r < outer_elems and c < inner_elems. Elements are copied as raw bits
+ * (unsigned integer types of elem_bytes = 1, 2, 4 or 8: f16 and bf16 are
+ * 2); box elements outside the tensor, including at negative coordinates,
+ * land in shared memory as zeros. swizzle_bytes is 0 (rows as they are),
+ * 32, 64 or 128 (16-byte chunks of each box row XOR-permuted within
+ * 32/64/128 bytes: tilec's tc_swizzle_offset for rows of 2/4/8 chunks).
+ * L2 promotion 128 bytes, no interleave, element strides 1.
+ * Checked first, each failure naming the rule: out 64-byte aligned; base
+ * 16-byte aligned; both extents in [1, 2^32]; outer_stride_bytes a multiple
+ * of 16, at least one row (inner_elems * elem_bytes) and below 2^40; box
+ * sides in [1, 256]; box_inner * elem_bytes a multiple of 16 and, when
+ * swizzled, at most swizzle_bytes. Then it needs a device and a driver that
+ * has cuTensorMapEncodeTiled (CUDA 12+); the driver's own refusal comes
+ * through CU_CHECK. On failure *out (if usable) is zeroed. Pure host work: no GPU
+ * access, no synchronisation. */
+bool rt_cuda_tensor_map_2d(RtCuda *cu, RtCuTensorMap *out, RtCuDevPtr base, int elem_bytes,
+                           unsigned long long inner_elems, unsigned long long outer_elems,
+                           unsigned long long outer_stride_bytes, unsigned box_inner,
+                           unsigned box_outer, int swizzle_bytes);
 
 #ifdef __cplusplus
 }

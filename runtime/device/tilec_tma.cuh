@@ -1,0 +1,152 @@
+/* tilec_tma.cuh - Hopper (sm_90) bulk tensor copies: TMA loads and mbarriers.
+ *
+ * The Tensor Memory Accelerator copies a box of a 2-D global tensor into
+ * shared memory on its own, described by a tensor map the host encodes
+ * (rt_cuda_tensor_map_2d, runtime/cuda/cuda_driver.h) and passes by value as
+ * a kernel parameter `const __grid_constant__ tc_tensor_map map`. Completion
+ * is signalled on an mbarrier in shared memory by transaction bytes.
+ *
+ * Protocol (one mbarrier per shared buffer; S buffers make an S-stage ring):
+ *   setup     ONE thread: tc_mbar_init(bar, 1); tc_mbar_fence_init(); then a
+ *             block barrier, so no thread waits on an uninitialised barrier
+ *             (the fence publishes the init to the TMA unit, which is not an
+ *             ordinary thread: it acts in the "async proxy").
+ *   issue     ONE thread: tc_mbar_arrive_expect_tx(bar, bytes), bytes = the
+ *             sum of the whole boxes it loads (zero-filled parts count), then
+ *             tc_tma_load_2d(dst, &map, x, y, bar) per box. That arrive is the
+ *             barrier's single expected arrival; the phase completes once the
+ *             copies have delivered all `bytes`.
+ *   wait      EVERY thread that reads the buffer: tc_mbar_wait(bar, phase),
+ *             phase = number of phases this barrier has completed so far, mod
+ *             2: load n (n = 0, 1, ...) into a buffer waits on n & 1; in a
+ *             ring, iteration i uses buffer i % S and phase (i / S) & 1. The
+ *             wait acquires: the box's bytes are visible after it, no fence.
+ *   reuse     before the next load into a buffer, all its readers must be done:
+ *             a block barrier between their last read and the issuing
+ *             thread's next tc_tma_load_2d into it, or an "empty" mbarrier
+ *             (count = readers) each reader tc_mbar_arrive()s on and the
+ *             issuing thread tc_mbar_wait()s for. Where threads WROTE the
+ *             buffer with ordinary stores (or cp.async) and TMA writes it
+ *             next, the writers also run tc_tma_fence_proxy_async() before
+ *             that barrier (ordinary and async-proxy writes are not ordered
+ *             otherwise).
+ *   teardown  after a final block barrier, one thread may tc_mbar_inval(bar)
+ *             before its 8 bytes are reused as ordinary shared memory.
+ *
+ * Shared layout of a box (box_outer rows of box_inner 16-bit elements,
+ * row-major, 2 * box_inner bytes per row): without swizzle, element (r, c)
+ * is at r * box_inner + c. With the 128/64/32-byte swizzle (box rows of
+ * exactly 64/32/16 elements) the 16-byte chunk c / 8 of row r moves to
+ * chunk tc_swizzle_offset(r, c / 8, 8 / 4 / 2) (tilec_device.cuh), i.e.
+ * element (r, c) is at tc_swizzle_offset(r, c / 8, box_inner / 8) * 8 + c % 8:
+ * tilec's own swizzle, which is what wgmma's descriptors read. The hardware
+ * swizzles by shared-memory address bits, so the box's destination must be
+ * 1024-byte aligned (128 bytes without swizzle). Tiles wider than 64
+ * columns are stored as 64-column panels (tc_smem_index, SWZ 2): one box
+ * per panel, panel p at dst + p * rows * 128 bytes with column x + 64p.
+ *
+ * Coordinates are in elements, x along the row (inner), y the row index
+ * (outer); they may be negative or run past the tensor: those elements of
+ * the box are written as zeros. sm_90 and newer only: the helpers are
+ * absent below (__CUDA_ARCH__ < 900); tc_tensor_map exists everywhere so a
+ * kernel signature compiles for any target.
+ */
+#ifndef TILEC_TMA_CUH
+#define TILEC_TMA_CUH
+
+#include "tilec_device.cuh"
+
+/* The host's RtCuTensorMap (the driver's CUtensorMap), bit for bit. */
+struct alignas(64) tc_tensor_map {
+  unsigned long long opaque[16];
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+/* mbarrier at .shared address `mbar` (8 bytes, 8-byte aligned): a phase
+ * completes after `count` arrivals (and all expected transaction bytes). */
+TC_DEVICE void tc_mbar_init(unsigned mbar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mbar), "r"(count) : "memory");
+}
+
+/* After tc_mbar_init, by the initialising thread: makes the init visible to
+ * the async proxy (TMA's complete_tx) and the cluster. A block barrier must
+ * follow before anyone else uses the barrier. */
+TC_DEVICE void tc_mbar_fence_init() {
+  asm volatile(
+      "fence.mbarrier_init.release.cluster;\n\t"
+      "fence.proxy.async.shared::cta;" ::
+          : "memory");
+}
+
+/* One arrival that also expects `bytes` more transaction bytes this phase. */
+TC_DEVICE void tc_mbar_arrive_expect_tx(unsigned mbar, unsigned bytes) {
+  asm volatile(
+      "{ .reg .b64 tc_state;\n\t"
+      "  mbarrier.arrive.expect_tx.shared::cta.b64 tc_state, [%0], %1; }" ::"r"(mbar),
+      "r"(bytes)
+      : "memory");
+}
+
+/* A plain arrival (release): e.g. consumers announcing a buffer is free. */
+TC_DEVICE void tc_mbar_arrive(unsigned mbar) {
+  asm volatile(
+      "{ .reg .b64 tc_state;\n\t"
+      "  mbarrier.arrive.shared::cta.b64 tc_state, [%0]; }" ::"r"(mbar)
+      : "memory");
+}
+
+/* True once the phase with parity `phase` (0 or 1) has completed; may
+ * return false after a bounded hardware wait. Acquire semantics. */
+TC_DEVICE bool tc_mbar_try_wait(unsigned mbar, unsigned phase) {
+  unsigned done;
+  asm volatile(
+      "{ .reg .pred tc_p;\n\t"
+      "  mbarrier.try_wait.parity.shared::cta.b64 tc_p, [%1], %2;\n\t"
+      "  selp.u32 %0, 1, 0, tc_p; }"
+      : "=r"(done)
+      : "r"(mbar), "r"(phase)
+      : "memory");
+  return done != 0;
+}
+
+/* Blocks until the phase with parity `phase` has completed. */
+TC_DEVICE void tc_mbar_wait(unsigned mbar, unsigned phase) {
+  while (!tc_mbar_try_wait(mbar, phase)) {
+  }
+}
+
+/* Ends the barrier's life: its 8 bytes may then be ordinary shared memory. */
+TC_DEVICE void tc_mbar_inval(unsigned mbar) {
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(mbar) : "memory");
+}
+
+/* Orders this thread's earlier ordinary shared-memory writes before later
+ * async-proxy accesses (TMA, wgmma) that a block barrier makes them precede.
+ * The same instruction as tilec_wgmma.cuh's tc_fence_proxy_async. */
+TC_DEVICE void tc_tma_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/* Brings the tensor map into the descriptor cache ahead of the first load
+ * (optional; any thread, typically the issuing one). */
+TC_DEVICE void tc_tma_prefetch_desc(const tc_tensor_map *map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(map))
+               : "memory");
+}
+
+/* Starts the copy of the box whose first element is (x = c_inner, y =
+ * c_outer) to .shared address smem_dst; its bytes complete on mbar. One
+ * thread issues; see the protocol above. map must point at the kernel's
+ * __grid_constant__ parameter (or a tensor map in global memory). */
+TC_DEVICE void tc_tma_load_2d(unsigned smem_dst, const tc_tensor_map *map, int c_inner, int c_outer,
+                              unsigned mbar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c_inner), "r"(c_outer), "r"(mbar)
+      : "memory");
+}
+
+#endif /* __CUDA_ARCH__ >= 900 */
+#endif /* TILEC_TMA_CUH */

@@ -1,0 +1,127 @@
+// tma_kernels.cu - test kernels for tilec_tma.cuh (driven by test_tma_gpu.c).
+//
+// One block of TMA_THREADS threads. The shared tiles start at the first
+// 1024-byte aligned address of the dynamic buffer (the launch adds 1 KB of
+// slack, so this holds wherever the buffer lands); the mbarriers follow the
+// tiles. Every kernel writes the shared tiles out RAW, in shared-memory
+// order: the host decides where each element should have landed.
+//
+// TMA_COPY(name, ROWS, BOX_C, PANELS): PANELS boxes of ROWS x BOX_C 16-bit
+//   elements, box p at (x + p * BOX_C, y) into dst + p * ROWS * BOX_C
+//   elements (64-column panels when PANELS > 1). The tile is first filled
+//   with TMA_POISON, so zeros must have been written by the TMA unit.
+// TMA_RING(name, ROWS, BOX_C, STAGES, ITERS): an S-stage ring; iteration i
+//   loads rows [i * ROWS, i * ROWS + ROWS) of the tensor into stage i % S and
+//   every thread adds (i + 1) * element to its own 32-bit sums, kept per
+//   shared position. "full" barriers carry the TMA bytes (phase (i / S) & 1),
+//   "empty" barriers collect every thread's arrival before thread 0 reloads a
+//   stage, so a wrong phase reads a stale or half-written stage and shows.
+#include "tilec_tma.cuh"
+
+#define TMA_THREADS 128
+#define TMA_POISON 0xFFFEu
+
+extern __shared__ __align__(1024) unsigned char tma_smem[];
+
+// The 1024-byte aligned .shared address of the tiles, and a generic pointer
+// to it.
+__device__ __forceinline__ unsigned tma_base(unsigned short **tile) {
+  const unsigned raw = tc_smem_addr(tma_smem);
+  const unsigned base = (raw + 1023u) & ~1023u;
+  *tile = (unsigned short *)(tma_smem + (base - raw));
+  return base;
+}
+
+template <int ROWS, int BOX_C, int PANELS>
+__device__ void tma_copy_body(const tc_tensor_map *map, unsigned short *out, int x, int y) {
+  constexpr int BOX_ELEMS = ROWS * BOX_C, ELEMS = PANELS * BOX_ELEMS;
+  constexpr unsigned BOX_BYTES = 2u * BOX_ELEMS;
+  static_assert(PANELS == 1 || BOX_BYTES % 1024 == 0, "every box must start 1024-byte aligned");
+  unsigned short *tile;
+  const unsigned base = tma_base(&tile);
+  const unsigned bar = base + PANELS * BOX_BYTES;
+  for (int i = threadIdx.x; i < ELEMS; i += TMA_THREADS) tile[i] = (unsigned short)TMA_POISON;
+  tc_tma_fence_proxy_async(); // the poison stores come before the TMA writes
+  if (threadIdx.x == 0) {
+    tc_mbar_init(bar, 1);
+    tc_mbar_fence_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    tc_tma_prefetch_desc(map);
+    tc_mbar_arrive_expect_tx(bar, PANELS * BOX_BYTES);
+    for (int p = 0; p < PANELS; ++p) tc_tma_load_2d(base + p * BOX_BYTES, map, x + p * BOX_C, y, bar);
+  }
+  if ((threadIdx.x / 32) % 2 == 0) {
+    tc_mbar_wait(bar, 0);
+  } else {
+    while (!tc_mbar_try_wait(bar, 0)) { // the same, spelled out (odd warps)
+    }
+  }
+  for (int i = threadIdx.x; i < ELEMS; i += TMA_THREADS) out[i] = tile[i];
+  __syncthreads();
+  if (threadIdx.x == 0) tc_mbar_inval(bar);
+}
+
+template <int ROWS, int BOX_C, int STAGES, int ITERS>
+__device__ void tma_ring_body(const tc_tensor_map *map, unsigned *out) {
+  constexpr int ELEMS = ROWS * BOX_C, PER_THREAD = ELEMS / TMA_THREADS;
+  constexpr unsigned BYTES = 2u * ELEMS;
+  static_assert(BYTES % 1024 == 0 && ELEMS % TMA_THREADS == 0, "stage size");
+  unsigned short *tile;
+  const unsigned base = tma_base(&tile);
+  const unsigned full = base + STAGES * BYTES, empty = full + 8u * STAGES;
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      tc_mbar_init(full + 8u * s, 1);
+      tc_mbar_init(empty + 8u * s, TMA_THREADS);
+    }
+    tc_mbar_fence_init();
+  }
+  __syncthreads();
+  if (tid == 0) {
+    tc_tma_prefetch_desc(map);
+    for (int s = 0; s < STAGES && s < ITERS; ++s) {
+      tc_mbar_arrive_expect_tx(full + 8u * s, BYTES);
+      tc_tma_load_2d(base + s * BYTES, map, 0, s * ROWS, full + 8u * s);
+    }
+  }
+  unsigned acc[PER_THREAD];
+#pragma unroll
+  for (int k = 0; k < PER_THREAD; ++k) acc[k] = 0;
+  for (int i = 0; i < ITERS; ++i) {
+    const int s = i % STAGES;
+    const unsigned phase = (unsigned)(i / STAGES) & 1u;
+    tc_mbar_wait(full + 8u * s, phase);
+    const unsigned short *st = tile + s * ELEMS;
+#pragma unroll
+    for (int k = 0; k < PER_THREAD; ++k) acc[k] += (unsigned)(i + 1) * st[tid + k * TMA_THREADS];
+    tc_mbar_arrive(empty + 8u * s); // this thread is done reading stage s
+    if (tid == 0 && i + STAGES < ITERS) {
+      tc_mbar_wait(empty + 8u * s, phase); // ... and so is everyone else
+      tc_mbar_arrive_expect_tx(full + 8u * s, BYTES);
+      tc_tma_load_2d(base + s * BYTES, map, 0, (i + STAGES) * ROWS, full + 8u * s);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < PER_THREAD; ++k) out[tid + k * TMA_THREADS] = acc[k];
+  __syncthreads();
+  if (tid == 0)
+    for (int s = 0; s < STAGES; ++s) {
+      tc_mbar_inval(full + 8u * s);
+      tc_mbar_inval(empty + 8u * s);
+    }
+}
+
+#define TMA_COPY(name, ROWS, BOX_C, PANELS)                                                          \
+  extern "C" __global__ void __launch_bounds__(TMA_THREADS)                                          \
+      name(const __grid_constant__ tc_tensor_map map, unsigned short *out, int x, int y) {           \
+    tma_copy_body<ROWS, BOX_C, PANELS>(&map, out, x, y);                                             \
+  }
+
+#define TMA_RING(name, ROWS, BOX_C, STAGES, ITERS)                                                   \
+  extern "C" __global__ void __launch_bounds__(TMA_THREADS)                                          \
+      name(const __grid_constant__ tc_tensor_map map, unsigned *out) {                               \
+    tma_ring_body<ROWS, BOX_C, STAGES, ITERS>(&map, out);                                            \
+  }

@@ -57,6 +57,7 @@ typedef struct ParseState {
   Diag *diag;
   const char *file; /* arena copy, used in every SrcLoc */
   AstModule *module;
+  AstKernel **kernels_tail; /* where the next kernel is linked: appends in O(1) */
   ParseBracket *brackets; /* arena array, innermost last */
   int nbrackets, capbrackets;
   const char *tok_text;   /* text of the last token scanned (valid until the next) */
@@ -222,9 +223,8 @@ module:
     %empty
   | module kernel {
       if ($2) {
-        AstKernel **p = &ps->module->kernels;
-        while (*p) p = &(*p)->next;
-        *p = $2;
+        *ps->kernels_tail = $2;
+        ps->kernels_tail = &$2->next;
         ps->module->nkernels++;
       }
     }
@@ -640,6 +640,7 @@ AstModule *parse_tile(Arena *arena, Diag *diag, const char *file, const char *te
   ps.file = arena_strdup(arena, file);
   ps.module = ARENA_NEW(arena, AstModule);
   ps.module->file = ps.file;
+  ps.kernels_tail = &ps.module->kernels;
   ps.line = 1;
   ps.col = 1;
 

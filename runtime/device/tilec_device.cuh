@@ -233,6 +233,7 @@ TC_DEVICE void tc_ldmatrix_x1_trans(unsigned r[1], unsigned smem) {
  *
  * tc_cp_async_16_bytes(smem, gmem, n): reads only the first n (0..16) bytes
  * and zero-fills the rest (a chunk straddling the right edge).
+ * tc_cp_async_16_full(smem, gmem): all 16 bytes (no zero-fill operand).
  * The _ca variants cache in L1 too (.ca; data re-read by the block).
  *
  * Copies issued by a thread are grouped with tc_cp_async_commit(); then
@@ -250,6 +251,11 @@ TC_DEVICE void tc_cp_async_16(unsigned smem, const void *gmem, bool valid) {
 TC_DEVICE void tc_cp_async_16_bytes(unsigned smem, const void *gmem, unsigned nbytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(gmem), "r"(nbytes)
                : "memory");
+}
+
+/* All 16 bytes, no source-size operand: the common interior-tile case. */
+TC_DEVICE void tc_cp_async_16_full(unsigned smem, const void *gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(gmem) : "memory");
 }
 
 TC_DEVICE void tc_cp_async_16_ca(unsigned smem, const void *gmem, bool valid) {

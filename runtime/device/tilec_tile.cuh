@@ -176,6 +176,16 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
   constexpr int PITCH = SWZ == 2 && COLS > 64 ? 64 : COLS; /* elements between rows */
   constexpr bool REGULAR = CHUNKS % THREADS == 0 && RS > 0 && RS % 8 == 0 && (CPR >= 8 || (THREADS / 8) % CPR == 0);
   if constexpr (REGULAR) {
+    if (vec && rows_valid >= ROWS && cols_valid >= COLS) {
+      /* Interior tile (the steady state of a gemm): no predicates, one
+       * pointer step per chunk. */
+      const T *gp = g + (long long)(tid / CPR) * g_row_stride + (tid % CPR) * 8;
+      const long long gstep = (long long)RS * g_row_stride;
+      const unsigned s0 = tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, tid / CPR, (tid % CPR) * 8);
+#pragma unroll
+      for (int j = 0; j < ITERS; ++j, gp += gstep) tc_cp_async_16_full(s0 + 2u * (unsigned)(j * RS * PITCH), gp);
+      return;
+    }
     if (vec) {
       const int r0 = tid / CPR, c0 = (tid % CPR) * 8, left = cols_valid - c0;
       const unsigned full = left >= 8 ? 16u : left > 0 ? 2u * (unsigned)left : 0u;

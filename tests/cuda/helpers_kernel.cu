@@ -55,8 +55,7 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
     tc_cp_async_16_ca_bytes(bt_s + 16 * tc_swizzle_offset(row, chunk, 2), Bt + row * 16 + chunk * 8,
                             16);
   }
-  tc_cp_async_16(at_s + 16 * tc_swizzle_offset(lane / 2, lane % 2, 2),
-                 At + (lane / 2) * 16 + (lane % 2) * 8, true);
+  tc_cp_async_16_full(at_s + 16 * tc_swizzle_offset(lane / 2, lane % 2, 2), At + (lane / 2) * 16 + (lane % 2) * 8);
   tc_cp_async_commit();
   tc_cp_async_wait<1>(); // group 1 (A) has landed
   tc_cp_async_wait<0>(); // and group 2

@@ -184,6 +184,7 @@ TC_DEVICE void tc_cp_async_16_bytes(unsigned smem, const void *gmem, unsigned nb
   memcpy(dst, gmem, nbytes);
   memset(dst + nbytes, 0, 16 - nbytes);
 }
+TC_DEVICE void tc_cp_async_16_full(unsigned smem, const void *gmem) { tc_cp_async_16_bytes(smem, gmem, 16); }
 TC_DEVICE void tc_cp_async_commit() {}
 template <int N>
 TC_DEVICE void tc_cp_async_wait() {}

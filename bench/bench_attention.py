@@ -70,7 +70,7 @@ if "--tilec-worker" not in sys.argv and not os.environ.get("BENCH_KEEP_TRITON_CA
 ATTN_BOUND = {"f16": 1e-2, "bf16": 4e-2}     # of max|ref|; f16 kernels see ~1e-3, bf16 ~8e-3
 GEMM_BOUND = {"f16": 4 * 2.0 ** -10, "bf16": 4 * 2.0 ** -7}  # 4 ulps of the output type
 PEERS = ("sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "triton")
-AUTOTUNE_SPACE = {"block_M": [64, 128], "block_N": [32, 64], "threads": [128, 256],
+AUTOTUNE_SPACE = {"block_M": [64, 128], "block_N": [64, 128], "threads": [128, 256],
                   "num_stages": [1, 2]}
 IMPLS = ("tilec",) + PEERS
 

@@ -813,7 +813,7 @@ def main():
         f.write("# Benchmark %s, %s\n\n" % (date, gpu))
         f.write("torch %s, CUDA %s, seed %d, command: `%s`\n\n" % (
             torch.__version__, torch.version.cuda, args.seed, " ".join(sys.argv)))
-        f.write("Flash attention forward, TFLOP/s (FAIL: see below). batch*seq_len = 16384, "
+        f.write("Flash attention forward, TFLOP/s (a FAIL cell is explained below the table). batch*seq_len = 16384, "
                 "heads = 2048/dim, BSHD; median of >= %d runs.\n\n" % args.min_runs)
         f.write(md_table(attention_table(attn_rows)) + "\n\n")
         if gemm_rows:

@@ -388,6 +388,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     if (s->u.gemm.trans_a) sb_puts(sb, " transpose_A");
     if (s->u.gemm.trans_b) sb_puts(sb, " transpose_B");
     sb_printf(sb, " policy(%s)", ir_gemm_policy_name(s->u.gemm.policy));
+    if (s->u.gemm.wgmma) sb_puts(sb, s->u.gemm.wgmma_async ? " wgmma(in_flight)" : " wgmma");
     break;
   case IR_STMT_REDUCE:
     sb_printf(sb, "%s %s -> %s dim(%d) clear(%s)", ir_reduce_name(s->u.reduce.kind),

@@ -65,64 +65,47 @@ struct tc_wgmma_is_bf16<tc_bf16_t> {
   static constexpr bool value = true;
 };
 
-/* One m64nNk16 into acc (N / 2 floats); TB is "1" for an N-major B. */
-#define TC_WGMMA_DISPATCH(NN, TY, TB)                                      \
-  if constexpr (N == NN) {                                                  \
-    TC_WGMMA_M64N##NN##K16(TY, TB, acc, da, db);                            \
+/* The per-N instruction macros, picked by N, the element type and B's
+ * major-ness (TB "1": N-major B, wgmma's transpose bit). ONE(NN, TY, TB)
+ * expands to one guarded instruction. */
+#define TC_WGMMA_EACH_N(ONE, TY, TB) ONE(16, TY, TB) ONE(32, TY, TB) ONE(64, TY, TB) ONE(128, TY, TB) ONE(256, TY, TB)
+#define TC_WGMMA_SELECT(ONE)                                      \
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, \
+                "tc_gemm_wgmma_*: N must be 16, 32, 64, 128 or 256"); \
+  if constexpr (!tc_wgmma_is_bf16<TAG>::value) {                  \
+    if constexpr (B_NK) {                                         \
+      TC_WGMMA_EACH_N(ONE, "f16", "0")                            \
+    } else {                                                      \
+      TC_WGMMA_EACH_N(ONE, "f16", "1")                            \
+    }                                                             \
+  } else {                                                        \
+    if constexpr (B_NK) {                                         \
+      TC_WGMMA_EACH_N(ONE, "bf16", "0")                           \
+    } else {                                                      \
+      TC_WGMMA_EACH_N(ONE, "bf16", "1")                           \
+    }                                                             \
   }
+
+/* One m64nNk16 into acc (N / 2 floats), A and B from descriptors. */
+#define TC_WGMMA_SS_ONE(NN, TY, TB) \
+  if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, TB, acc, da, db);
 template <typename TAG, int N, bool B_NK>
 TC_DEVICE void tc_wgmma_m64k16(float *acc, unsigned long long da, unsigned long long db) {
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256,
-                "tc_gemm_wgmma_ss: N must be 16, 32, 64, 128 or 256");
-  if constexpr (!tc_wgmma_is_bf16<TAG>::value) {
-    if constexpr (B_NK) {
-      TC_WGMMA_DISPATCH(16, "f16", "0") TC_WGMMA_DISPATCH(32, "f16", "0") TC_WGMMA_DISPATCH(64, "f16", "0")
-      TC_WGMMA_DISPATCH(128, "f16", "0") TC_WGMMA_DISPATCH(256, "f16", "0")
-    } else {
-      TC_WGMMA_DISPATCH(16, "f16", "1") TC_WGMMA_DISPATCH(32, "f16", "1") TC_WGMMA_DISPATCH(64, "f16", "1")
-      TC_WGMMA_DISPATCH(128, "f16", "1") TC_WGMMA_DISPATCH(256, "f16", "1")
-    }
-  } else {
-    if constexpr (B_NK) {
-      TC_WGMMA_DISPATCH(16, "bf16", "0") TC_WGMMA_DISPATCH(32, "bf16", "0") TC_WGMMA_DISPATCH(64, "bf16", "0")
-      TC_WGMMA_DISPATCH(128, "bf16", "0") TC_WGMMA_DISPATCH(256, "bf16", "0")
-    } else {
-      TC_WGMMA_DISPATCH(16, "bf16", "1") TC_WGMMA_DISPATCH(32, "bf16", "1") TC_WGMMA_DISPATCH(64, "bf16", "1")
-      TC_WGMMA_DISPATCH(128, "bf16", "1") TC_WGMMA_DISPATCH(256, "bf16", "1")
-    }
-  }
+  TC_WGMMA_SELECT(TC_WGMMA_SS_ONE)
 }
-#undef TC_WGMMA_DISPATCH
 
 /* The same with A from registers (a[4]: mma.sync's m16n8k16 A fragment of
  * the warp's 16 rows, which is wgmma's register-A layout). */
-#define TC_WGMMA_RS_DISPATCH(NN, TY, TB)                                   \
-  if constexpr (N == NN) {                                                  \
-    TC_WGMMA_RS_M64N##NN##K16(TY, TB, acc, a[0], a[1], a[2], a[3], db);     \
-  }
+#define TC_WGMMA_RS_ONE(NN, TY, TB) \
+  if constexpr (N == NN) TC_WGMMA_RS_M64N##NN##K16(TY, TB, acc, a[0], a[1], a[2], a[3], db);
 template <typename TAG, int N, bool B_NK>
 TC_DEVICE void tc_wgmma_rs_m64k16(float *acc, const unsigned (&a)[4], unsigned long long db) {
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256,
-                "tc_gemm_wgmma_rs: N must be 16, 32, 64, 128 or 256");
-  if constexpr (!tc_wgmma_is_bf16<TAG>::value) {
-    if constexpr (B_NK) {
-      TC_WGMMA_RS_DISPATCH(16, "f16", "0") TC_WGMMA_RS_DISPATCH(32, "f16", "0") TC_WGMMA_RS_DISPATCH(64, "f16", "0")
-      TC_WGMMA_RS_DISPATCH(128, "f16", "0") TC_WGMMA_RS_DISPATCH(256, "f16", "0")
-    } else {
-      TC_WGMMA_RS_DISPATCH(16, "f16", "1") TC_WGMMA_RS_DISPATCH(32, "f16", "1") TC_WGMMA_RS_DISPATCH(64, "f16", "1")
-      TC_WGMMA_RS_DISPATCH(128, "f16", "1") TC_WGMMA_RS_DISPATCH(256, "f16", "1")
-    }
-  } else {
-    if constexpr (B_NK) {
-      TC_WGMMA_RS_DISPATCH(16, "bf16", "0") TC_WGMMA_RS_DISPATCH(32, "bf16", "0") TC_WGMMA_RS_DISPATCH(64, "bf16", "0")
-      TC_WGMMA_RS_DISPATCH(128, "bf16", "0") TC_WGMMA_RS_DISPATCH(256, "bf16", "0")
-    } else {
-      TC_WGMMA_RS_DISPATCH(16, "bf16", "1") TC_WGMMA_RS_DISPATCH(32, "bf16", "1") TC_WGMMA_RS_DISPATCH(64, "bf16", "1")
-      TC_WGMMA_RS_DISPATCH(128, "bf16", "1") TC_WGMMA_RS_DISPATCH(256, "bf16", "1")
-    }
-  }
+  TC_WGMMA_SELECT(TC_WGMMA_RS_ONE)
 }
-#undef TC_WGMMA_RS_DISPATCH
+#undef TC_WGMMA_SS_ONE
+#undef TC_WGMMA_RS_ONE
+#undef TC_WGMMA_SELECT
+#undef TC_WGMMA_EACH_N
 
 template <int N>
 TC_DEVICE void tc_wgmma_fence_acc(float *acc) {

@@ -160,8 +160,9 @@ int main(int argc, char **argv) {
 
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) {
+  if (rc != 0) { /* skipped (no GPU) or failed */
     num_close(&env);
+    for (int i = 0; i < c.nextra; i++) free((char *)c.extra[i].name);
     return rc;
   }
   printf("flash_attention: dim %ld, %s, %s, seq_len %s", c.dim, c.causal ? "causal" : "non-causal",

@@ -11,7 +11,11 @@
  * The test depends only on values outside the nest (k, bx, seq_len), so the
  * branch is uniform over the block. For flash attention this leaves the
  * causal mask to the diagonal blocks and the length mask to the last key
- * block; every other block runs the plain fill. */
+ * block; every other block runs the plain fill.
+ * A gemm right after the nest that accumulates into x moves into both
+ * branches (each gets its own copy): the unmasked branch then holds
+ * `x = 0; x += A @ B`, which the CUDA compiler turns into a gemm that starts
+ * from zero instead of zeroing the accumulator registers every iteration. */
 #include "../simplify.h"
 #include "passes.h"
 
@@ -94,6 +98,19 @@ static IrStmt *unmasked_copy(IrModule *m, IrStmt *s, const Nest *n) {
   return inner;
 }
 
+/* A gemm statement of its own (regions' expressions cloned). */
+static IrStmt *gemm_copy(IrModule *m, const IrStmt *g) {
+  IrStmt *c = ir_stmt_new(m, IR_STMT_GEMM, g->loc);
+  c->u.gemm = g->u.gemm;
+  IrRegion *regs[3] = {&c->u.gemm.a, &c->u.gemm.b, &c->u.gemm.c};
+  for (int r = 0; r < 3; r++)
+    for (int d = 0; d < regs[r]->rank; d++) {
+      regs[r]->start[d] = ir_expr_clone(m, regs[r]->start[d]);
+      regs[r]->extent[d] = ir_expr_clone(m, regs[r]->extent[d]);
+    }
+  return c;
+}
+
 static void version(IrModule *m, IrStmt *seq) {
   for (int i = 0; i < seq->u.seq.n; i++) {
     IrStmt *s = seq->u.seq.items[i];
@@ -114,6 +131,13 @@ static void version(IrModule *m, IrStmt *seq) {
         IrStmt *then_ = ir_seq_new(m, s->loc), *else_ = ir_seq_new(m, s->loc);
         ir_seq_push(m, then_, unmasked_copy(m, s, &n));
         ir_seq_push(m, else_, s);
+        IrStmt *next = i + 1 < seq->u.seq.n ? seq->u.seq.items[i + 1] : NULL;
+        if (next && next->kind == IR_STMT_GEMM && next->u.gemm.c.buf == n.store->u.store.buf) {
+          ir_seq_push(m, then_, next);
+          ir_seq_push(m, else_, gemm_copy(m, next));
+          for (int j = i + 1; j + 1 < seq->u.seq.n; j++) seq->u.seq.items[j] = seq->u.seq.items[j + 1];
+          seq->u.seq.n--;
+        }
         seq->u.seq.items[i] = ir_if_new(m, u, then_, else_, s->loc);
       }
       break;

@@ -34,7 +34,12 @@
  * whole body, the loop is
  *     cp_async_wait(S-3); barrier; fetch k+S-2; cp_async_commit; gemm(k)
  * with one barrier per iteration. emit_cuda drains the last wgmmas right
- * after the loop. */
+ * after the loop.
+ *
+ * When a fetch has guarded dimensions (dynamic shapes), it is versioned:
+ *     if (k+ahead < n && <the tiles lie wholly inside their tensors>)
+ *       <the copies without guards>   // no per-copy bounds arithmetic
+ *     else if (k+ahead < n) <the guarded copies> */
 #include <string.h>
 
 #include "passes.h"
@@ -218,6 +223,49 @@ static IrStmt *producer_at(IrModule *m, const IrStmt *p, IrVar *k, const IrExpr 
 
 static IrStmt *marker(IrModule *m, IrStmtKind kind, SrcLoc loc) { return ir_stmt_new(m, kind, loc); }
 
+/* The condition under which every guarded dimension of the copies in `seq`
+ * lies wholly inside its tensor (start + extent <= size), or NULL when no
+ * dimension is guarded. */
+static IrExpr *all_in_bounds(IrModule *m, const IrStmt *seq, SrcLoc loc) {
+  IrExpr *cond = NULL;
+  IrExpr *terms[32];
+  int nterms = 0;
+  for (int i = 0; i < seq->u.seq.n; i++) {
+    const IrRegion *r = &seq->u.seq.items[i]->u.copy.src;
+    for (int d = 0; d < r->rank; d++) {
+      if (!r->guard[d]) continue;
+      IrExpr *end = ir_binary(m, IR_OP_ADD, ir_expr_clone(m, r->start[d]), ir_expr_clone(m, r->extent[d]), loc);
+      IrExpr *t = ir_binary(m, IR_OP_LE, end, ir_expr_clone(m, r->buf->shape[d]), loc);
+      bool seen = false;
+      for (int j = 0; j < nterms && !seen; j++) seen = ir_expr_equal(terms[j], t);
+      if (seen) continue;
+      if (nterms == 32) return NULL;
+      terms[nterms++] = t;
+      cond = cond ? ir_binary(m, IR_OP_AND, cond, t, loc) : t;
+    }
+  }
+  return cond;
+}
+
+/* The copies of `seq` again, without guards (the caller tested the bounds). */
+static IrStmt *unguarded_copies(IrModule *m, const IrStmt *seq, SrcLoc loc) {
+  IrStmt *out = ir_seq_new(m, loc);
+  for (int i = 0; i < seq->u.seq.n; i++) {
+    const IrStmt *c = seq->u.seq.items[i];
+    IrStmt *u = ir_stmt_new(m, IR_STMT_COPY, c->loc);
+    u->u.copy = c->u.copy;
+    IrRegion *regs[2] = {&u->u.copy.src, &u->u.copy.dst};
+    for (int r = 0; r < 2; r++)
+      for (int d = 0; d < regs[r]->rank; d++) {
+        regs[r]->start[d] = ir_expr_clone(m, regs[r]->start[d]);
+        regs[r]->extent[d] = ir_expr_clone(m, regs[r]->extent[d]);
+        regs[r]->guard[d] = false;
+      }
+    ir_seq_push(m, out, u);
+  }
+  return out;
+}
+
 /* The one wgmma gemm of `rest` that may stay in flight across iterations:
  * its accumulator is referenced by nothing else in the body. */
 static IrStmt *async_wgmma_candidate(IrStmt *rest) {
@@ -309,6 +357,18 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
     }
     IrStmt *guarded_fetch =
         ir_if_new(m, ir_binary(m, IR_OP_LT, ir_expr_clone(m, ahead), ir_expr_clone(m, n), loc), fetch, NULL, loc);
+    /* Dynamic bounds: most fetches are whole tiles. Test that once and copy
+     * without per-copy bounds arithmetic; only the edge tiles take the
+     * guarded copies. */
+    IrExpr *in_bounds = all_in_bounds(m, fetch, loc);
+    if (in_bounds) {
+      IrExpr *whole = ir_binary(m, IR_OP_AND,
+                                ir_binary(m, IR_OP_LT, ir_expr_clone(m, ahead), ir_expr_clone(m, n), loc),
+                                in_bounds, loc);
+      IrStmt *edge = ir_seq_new(m, loc);
+      ir_seq_push(m, edge, guarded_fetch);
+      guarded_fetch = ir_if_new(m, whole, unguarded_copies(m, fetch, loc), edge, loc);
+    }
     if (async_gemm && rest->u.seq.n == 1) {
       /* The body is just the in-flight gemm: wait for stage k, one barrier
        * (after it every warpgroup has waited for the wgmmas of k-2, the

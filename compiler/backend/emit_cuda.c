@@ -5,13 +5,17 @@
  * file only translates:
  *   - a kernel becomes `extern "C" __global__ void tilec_<name>(tensors...,
  *     scalars..., dynamic symbols as long long)`; shared buffers are carved
- *     out of one dynamic shared-memory array (128-byte aligned offsets);
+ *     out of one dynamic shared-memory array (128-byte aligned offsets, 1 KB
+ *     in kernels with wgmma);
  *   - fragments become per-thread register arrays; a parallel loop over a
  *     fragment becomes fully unrolled loops over the thread's row and column
  *     slots (docs/gpu-codegen.md gives the formulas), a parallel loop that
  *     touches no fragment is strided over the block's threads;
  *   - tile ops become the templates of runtime/device/tilec_tile.cuh
- *     (tc_copy_g2s, tc_gemm_ss, tc_gemm_rs) or short per-thread loops
+ *     (tc_copy_g2s, tc_gemm_ss, tc_gemm_rs), of tilec_wgmma.cuh for gemms
+ *     marked wgmma (tc_gemm_wgmma_ss/_rs; barriers then fence the async
+ *     proxy, and a pipelined loop whose gemm stays in flight is followed by
+ *     tc_wgmma_drain), or short per-thread loops
  *     (fragment <-> global/shared copies, fills, row reductions with
  *     warp shuffles).
  * The output includes only our own device headers. Anything the GPU path

@@ -17,8 +17,10 @@
  *
  * tc_smem_index<ROWS, COLS, SWZ>(r, c)
  *   Element index of (r, c) in a row-major [ROWS][COLS] 16-bit shared tile;
- *   with SWZ the 16-byte chunks are permuted by tc_swizzle_offset(r, c / 8,
- *   COLS / 8) (COLS / 8 must then be a power of two).
+ *   with SWZ 1 the 16-byte chunks are permuted by tc_swizzle_offset(r, c / 8,
+ *   COLS / 8) (COLS / 8 must then be a power of two); with SWZ 2 and COLS >
+ *   64 the tile is COLS / 64 panels of [ROWS][64], each swizzled with 128-byte
+ *   rows (wgmma operands, tilec_wgmma.cuh). SWZ 0 (false): plain rows.
  *
  * tc_ceildiv(a, b)
  *   ceil(a / b) for b != 0, exact for negative operands too.
@@ -29,8 +31,9 @@
  *   (r, c) = g[r * g_row_stride + c] to smem[tc_smem_index<..>(r, c)] for
  *   r < rows_valid, c < cols_valid; the rest of the tile becomes +0 and its
  *   global memory is never read nor addressed (either count may be <= 0).
- *   Vector path: 16-byte cp.async per chunk (zero-fill form for the padding)
- *   when g is 16-byte aligned and g_row_stride % 8 == 0; then the caller must
+ *   Vector path: 16-byte cp.async per chunk (zero-fill form for the padding;
+ *   no predicates at all for a whole tile, rows_valid >= ROWS and cols_valid
+ *   >= COLS) when g is 16-byte aligned and g_row_stride % 8 == 0; then the caller must
  *   tc_cp_async_commit / tc_cp_async_wait, then __syncthreads. Otherwise a
  *   scalar path (plain loads, 16-byte shared stores) that only needs the
  *   __syncthreads. smem must be 16-byte aligned; COLS % 8 == 0.

@@ -224,7 +224,7 @@ static IrStmt *producer_at(IrModule *m, const IrStmt *p, IrVar *k, const IrExpr 
 static IrStmt *marker(IrModule *m, IrStmtKind kind, SrcLoc loc) { return ir_stmt_new(m, kind, loc); }
 
 /* The condition under which every guarded dimension of the copies in `seq`
- * lies wholly inside its tensor (start + extent <= size), or NULL when no
+ * lies wholly inside its tensor (start <= size - extent), or NULL when no
  * dimension is guarded. */
 static IrExpr *all_in_bounds(IrModule *m, const IrStmt *seq, SrcLoc loc) {
   IrExpr *cond = NULL;
@@ -234,8 +234,10 @@ static IrExpr *all_in_bounds(IrModule *m, const IrStmt *seq, SrcLoc loc) {
     const IrRegion *r = &seq->u.seq.items[i]->u.copy.src;
     for (int d = 0; d < r->rank; d++) {
       if (!r->guard[d]) continue;
-      IrExpr *end = ir_binary(m, IR_OP_ADD, ir_expr_clone(m, r->start[d]), ir_expr_clone(m, r->extent[d]), loc);
-      IrExpr *t = ir_binary(m, IR_OP_LE, end, ir_expr_clone(m, r->buf->shape[d]), loc);
+      /* start <= size - extent: no overflow for any start (size >= 1 and
+       * the extent is a tile size), unlike start + extent <= size. */
+      IrExpr *last = ir_binary(m, IR_OP_SUB, ir_expr_clone(m, r->buf->shape[d]), ir_expr_clone(m, r->extent[d]), loc);
+      IrExpr *t = ir_binary(m, IR_OP_LE, ir_expr_clone(m, r->start[d]), last, loc);
       bool seen = false;
       for (int j = 0; j < nterms && !seen; j++) seen = ir_expr_equal(terms[j], t);
       if (seen) continue;

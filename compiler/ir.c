@@ -310,6 +310,36 @@ IrStmt *ir_if_new(IrModule *m, IrExpr *cond, IrStmt *then_, IrStmt *else_, SrcLo
   return s;
 }
 
+static void region_clone_exprs(IrModule *m, IrRegion *r) {
+  for (int d = 0; d < r->rank; d++) {
+    r->start[d] = ir_expr_clone(m, r->start[d]);
+    r->extent[d] = ir_expr_clone(m, r->extent[d]);
+  }
+}
+
+IrStmt *ir_stmt_clone_tile_op(IrModule *m, const IrStmt *s) {
+  IrStmt *c = ir_stmt_new(m, s->kind, s->loc);
+  c->u = s->u;
+  switch (s->kind) {
+  case IR_STMT_COPY:
+    region_clone_exprs(m, &c->u.copy.src);
+    region_clone_exprs(m, &c->u.copy.dst);
+    break;
+  case IR_STMT_FILL:
+    region_clone_exprs(m, &c->u.fill.dst);
+    c->u.fill.value = ir_expr_clone(m, s->u.fill.value);
+    break;
+  case IR_STMT_GEMM:
+    region_clone_exprs(m, &c->u.gemm.a);
+    region_clone_exprs(m, &c->u.gemm.b);
+    region_clone_exprs(m, &c->u.gemm.c);
+    break;
+  default:
+    TILEC_ASSERT(!"ir_stmt_clone_tile_op: not a tile op");
+  }
+  return c;
+}
+
 IrRegion ir_region_whole(IrModule *m, IrBuffer *buf, SrcLoc loc) {
   IrRegion r;
   memset(&r, 0, sizeof r);

@@ -393,6 +393,9 @@ IrStmt *ir_if_new(IrModule *m, IrExpr *cond, IrStmt *then_, IrStmt *else_, SrcLo
 
 /* A region covering the whole buffer. */
 IrRegion ir_region_whole(IrModule *m, IrBuffer *buf, SrcLoc loc);
+/* A copy of a COPY, FILL or GEMM statement that shares no expression node
+ * with the original (its regions' starts and extents are cloned). */
+IrStmt *ir_stmt_clone_tile_op(IrModule *m, const IrStmt *s);
 /* The region's tile shape (non-index dims): returns the number of dims. */
 int ir_region_tile_shape(const IrRegion *r, IrExpr **out_extents);
 

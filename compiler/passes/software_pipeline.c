@@ -253,16 +253,8 @@ static IrExpr *all_in_bounds(IrModule *m, const IrStmt *seq, SrcLoc loc) {
 static IrStmt *unguarded_copies(IrModule *m, const IrStmt *seq, SrcLoc loc) {
   IrStmt *out = ir_seq_new(m, loc);
   for (int i = 0; i < seq->u.seq.n; i++) {
-    const IrStmt *c = seq->u.seq.items[i];
-    IrStmt *u = ir_stmt_new(m, IR_STMT_COPY, c->loc);
-    u->u.copy = c->u.copy;
-    IrRegion *regs[2] = {&u->u.copy.src, &u->u.copy.dst};
-    for (int r = 0; r < 2; r++)
-      for (int d = 0; d < regs[r]->rank; d++) {
-        regs[r]->start[d] = ir_expr_clone(m, regs[r]->start[d]);
-        regs[r]->extent[d] = ir_expr_clone(m, regs[r]->extent[d]);
-        regs[r]->guard[d] = false;
-      }
+    IrStmt *u = ir_stmt_clone_tile_op(m, seq->u.seq.items[i]);
+    for (int d = 0; d < u->u.copy.src.rank; d++) u->u.copy.src.guard[d] = false;
     ir_seq_push(m, out, u);
   }
   return out;

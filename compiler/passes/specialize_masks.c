@@ -98,19 +98,6 @@ static IrStmt *unmasked_copy(IrModule *m, IrStmt *s, const Nest *n) {
   return inner;
 }
 
-/* A gemm statement of its own (regions' expressions cloned). */
-static IrStmt *gemm_copy(IrModule *m, const IrStmt *g) {
-  IrStmt *c = ir_stmt_new(m, IR_STMT_GEMM, g->loc);
-  c->u.gemm = g->u.gemm;
-  IrRegion *regs[3] = {&c->u.gemm.a, &c->u.gemm.b, &c->u.gemm.c};
-  for (int r = 0; r < 3; r++)
-    for (int d = 0; d < regs[r]->rank; d++) {
-      regs[r]->start[d] = ir_expr_clone(m, regs[r]->start[d]);
-      regs[r]->extent[d] = ir_expr_clone(m, regs[r]->extent[d]);
-    }
-  return c;
-}
-
 static void version(IrModule *m, IrStmt *seq) {
   for (int i = 0; i < seq->u.seq.n; i++) {
     IrStmt *s = seq->u.seq.items[i];
@@ -134,7 +121,7 @@ static void version(IrModule *m, IrStmt *seq) {
         IrStmt *next = i + 1 < seq->u.seq.n ? seq->u.seq.items[i + 1] : NULL;
         if (next && next->kind == IR_STMT_GEMM && next->u.gemm.c.buf == n.store->u.store.buf) {
           ir_seq_push(m, then_, next);
-          ir_seq_push(m, else_, gemm_copy(m, next));
+          ir_seq_push(m, else_, ir_stmt_clone_tile_op(m, next));
           for (int j = i + 1; j + 1 < seq->u.seq.n; j++) seq->u.seq.items[j] = seq->u.seq.items[j + 1];
           seq->u.seq.n--;
         }

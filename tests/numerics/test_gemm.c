@@ -1,6 +1,6 @@
 /* test_gemm.c - examples/gemm.tile against a double-precision reference.
  *
- *   test_gemm [--dtype f16|bf16] [--blocks BM,BN,BK] [--threads T] [--define N=V]... [--bind]
+ *   test_gemm [--dtype f16|bf16] [--blocks BM,BN,BK] [--define N=V]... [--bind]
  *             --shapes MxNxK,MxNxK,... [--device cpu|cuda]
  *
  * Without --bind, M, N and K stay dynamic and one load serves every shape;
@@ -61,7 +61,7 @@ static void run_shape(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s
 int main(int argc, char **argv) {
   DLDataType dtype = {kDLFloat, 16, 1};
   const char *dtype_name = "f16";
-  char blocks[3][16] = {"", "", ""}, threads[16] = "";
+  char blocks[3][16] = {"", "", ""};
   char extra_name[4][32];
   const char *extra_value[4];
   int nextra = 0;
@@ -82,11 +82,6 @@ int main(int argc, char **argv) {
     } else if (host_opt(argc, argv, &i, "--blocks", &v)) {
       if (sscanf(v, "%15[0-9],%15[0-9],%15[0-9]", blocks[0], blocks[1], blocks[2]) != 3) {
         fprintf(stderr, "bad --blocks %s (want BM,BN,BK)\n", v);
-        return 2;
-      }
-    } else if (host_opt(argc, argv, &i, "--threads", &v)) {
-      if (sscanf(v, "%15[0-9]", threads) != 1) {
-        fprintf(stderr, "bad --threads %s\n", v);
         return 2;
       }
     } else if (host_opt(argc, argv, &i, "--define", &v)) {
@@ -134,13 +129,12 @@ int main(int argc, char **argv) {
          blocks[1][0] ? blocks[1] : "default", blocks[2][0] ? blocks[2] : "default",
          bind ? "bound with -D" : "dynamic");
 
-  TilecDefine defs[12];
+  TilecDefine defs[11];
   int nbase = 0;
   defs[nbase++] = (TilecDefine){"dtype", dtype_name};
   static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
   for (int b = 0; b < 3; b++)
     if (blocks[b][0]) defs[nbase++] = (TilecDefine){block_names[b], blocks[b]};
-  if (threads[0]) defs[nbase++] = (TilecDefine){"threads", threads};
   for (int e = 0; e < nextra; e++) defs[nbase++] = (TilecDefine){extra_name[e], extra_value[e]};
 
   TilertModule *mod = NULL;

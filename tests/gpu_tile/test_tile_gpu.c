@@ -31,18 +31,6 @@
 
 /* ---- host 16-bit formats ---- */
 
-/* Exact encodings of the (small, exactly representable) test values. */
-static uint16_t enc16(bool bf16, float x) {
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  if (bf16) return (uint16_t)(u >> 16); /* exact for our values */
-  uint16_t sign = (u >> 16) & 0x8000u;
-  if (x == 0.0f) return sign;
-  int e;
-  double f = frexp(fabs((double)x), &e); /* |x| = f * 2^e, f in [0.5, 1) */
-  return (uint16_t)(sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)((f * 2.0 - 1.0) * 1024.0));
-}
-
 /* Round to the nearest f16 / bf16 value, ties to even (normal range only,
  * which is all the test produces). */
 static double round16(bool bf16, double x) {
@@ -53,13 +41,6 @@ static double round16(bool bf16, double x) {
   return nearbyint(x * scale) / scale;
 }
 
-static float test_value(int i, int j, int salt) {
-  uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)j * 40503u ^ (uint32_t)salt * 97u;
-  h ^= h >> 13;
-  h *= 0x5bd1e995u;
-  h ^= h >> 15;
-  return (float)((int)(h % 17u) - 8) / 8.0f;
-}
 
 static float acc_init(int r, int c) { return (float)((r * 3 + c * 5) % 11 - 5) * 0.125f; }
 
@@ -81,8 +62,8 @@ static uint16_t *make_global_at(bool bf16, int off, int rows, int cols, long lon
   for (int r = 0; r < rows; r++)
     for (int c = 0; c < cols; c++) {
       bool in = r < rv && c < cv;
-      float v = test_value(r, c, salt);
-      if (in) g[off + r * stride + c] = enc16(bf16, v);
+      float v = tile_test_value(r, c, salt);
+      if (in) g[off + r * stride + c] = tile_enc16(bf16, v);
       if (val) val[r * cols + c] = in ? v : 0.0f;
     }
   return g;

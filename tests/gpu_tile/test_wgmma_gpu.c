@@ -64,26 +64,6 @@ static char *source(void) {
   return s.p;
 }
 
-/* Multiples of 1/8 in [-1, 1]: exact in f16 and bf16. */
-static float value(int i, int j, int salt) {
-  uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)j * 40503u ^ (uint32_t)salt * 97u;
-  h ^= h >> 13;
-  h *= 0x5bd1e995u;
-  h ^= h >> 15;
-  return (float)((int)(h % 17u) - 8) / 8.0f;
-}
-
-static uint16_t enc(bool bf16, float x) {
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  if (bf16) return (uint16_t)(u >> 16);
-  uint16_t sign = (u >> 16) & 0x8000u;
-  if (x == 0.0f) return sign;
-  int e;
-  double f = frexp(fabs((double)x), &e);
-  return (uint16_t)(sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)((f * 2.0 - 1.0) * 1024.0));
-}
-
 static void run_case(RtCuda *cu, RtCuModule mod, const WgCase *c) {
   char name[96];
   case_name(c, name, sizeof name);
@@ -91,12 +71,12 @@ static void run_case(RtCuda *cu, RtCuModule mod, const WgCase *c) {
   float *a = malloc(sizeof *a * M * K), *b = malloc(sizeof *b * K * N), *out = malloc(sizeof *out * M * N);
   uint16_t *ah = malloc(2u * M * K), *bh = malloc(2u * K * N);
   for (int r = 0; r < M; r++)
-    for (int k = 0; k < K; k++) a[r * K + k] = value(r, k, 1), ah[r * K + k] = enc(c->bf16, a[r * K + k]);
+    for (int k = 0; k < K; k++) a[r * K + k] = tile_test_value(r, k, 1), ah[r * K + k] = tile_enc16(c->bf16, a[r * K + k]);
   for (int k = 0; k < K; k++)
     for (int n = 0; n < N; n++) {
-      b[k * N + n] = value(k, n, 2);
+      b[k * N + n] = tile_test_value(k, n, 2);
       /* B as stored in global memory: [K][N], or [N][K] when b_nk. */
-      bh[c->b_nk ? n * K + k : k * N + n] = enc(c->bf16, b[k * N + n]);
+      bh[c->b_nk ? n * K + k : k * N + n] = tile_enc16(c->bf16, b[k * N + n]);
     }
   RtCuDevPtr da = 0, db = 0, dc = 0;
   RtCuFunction fn = NULL;

@@ -9,7 +9,9 @@
 #ifndef TILEC_TILE_TEST_H
 #define TILEC_TILE_TEST_H
 
+#include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,28 @@ static int test_failures;
     }                                                                               \
   } while (0)
 #define CHECK(cond) CHECK_MSG(cond, "%s", "")
+
+/* ---- test values: multiples of 1/8 in [-1, 1], exact in f16 and bf16 ---- */
+
+static inline float tile_test_value(int i, int j, int salt) {
+  uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)j * 40503u ^ (uint32_t)salt * 97u;
+  h ^= h >> 13;
+  h *= 0x5bd1e995u;
+  h ^= h >> 15;
+  return (float)((int)(h % 17u) - 8) / 8.0f;
+}
+
+/* Exact 16-bit encoding of such a value (normal range or zero only). */
+static inline uint16_t tile_enc16(bool bf16, float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  if (bf16) return (uint16_t)(u >> 16); /* exact for our values */
+  uint16_t sign = (u >> 16) & 0x8000u;
+  if (x == 0.0f) return sign;
+  int e;
+  double f = frexp(fabs((double)x), &e); /* |x| = f * 2^e, f in [0.5, 1) */
+  return (uint16_t)(sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)((f * 2.0 - 1.0) * 1024.0));
+}
 
 /* tile_kernels.cu, embedded by CMake (runtime/cuda/embed_header.cmake). */
 extern const char tile_kernels_name[];

@@ -21,13 +21,11 @@ static void compile_ok(RtCuda *cu, const char *what, const char *src) {
   for (int i = 0; i < 2; i++) {
     void *cubin = NULL;
     size_t size = 0;
-    bool ok = rt_cuda_compile(cu, src, "tile_kernels.cu", archs[i], NULL, 0, &cubin, &size);
-    CHECK_MSG(ok, "%s for %s:\n%s", what, archs[i], rt_cuda_last_error(cu));
-    if (ok) {
+    if (tile_compile_clean(cu, src, "tile_kernels.cu", archs[i], &cubin, &size)) {
       printf("%s, %s: cubin of %zu bytes\n", what, archs[i], size);
       CHECK(size >= 4 && memcmp(cubin, "\x7f" "ELF", 4) == 0);
-      CHECK_MSG(strstr(rt_cuda_compile_log(cu), "warning") == NULL, "%s for %s warns:\n%s", what,
-                archs[i], rt_cuda_compile_log(cu));
+    } else {
+      fprintf(stderr, "  (that was: %s)\n", what);
     }
     free(cubin);
   }

@@ -125,9 +125,7 @@ int main(int argc, char **argv) {
   void *cubin = NULL;
   size_t size = 0;
   RtCuModule mod = NULL;
-  bool ok = rt_cuda_compile(cu, src, "wgmma_kernels.cu", "sm_90a", NULL, 0, &cubin, &size);
-  CHECK_MSG(ok, "NVRTC: %s", rt_cuda_last_error(cu));
-  if (ok) CHECK_MSG(strstr(rt_cuda_compile_log(cu), "warning") == NULL, "NVRTC warns:\n%s", rt_cuda_compile_log(cu));
+  bool ok = tile_compile_clean(cu, src, "wgmma_kernels.cu", "sm_90a", &cubin, &size);
   if (ok && !nvrtc_only) {
     ok = rt_cuda_module_load(cu, cubin, size, &mod);
     CHECK_MSG(ok, "load: %s", rt_cuda_last_error(cu));

@@ -53,6 +53,20 @@ static inline uint16_t tile_enc16(bool bf16, float x) {
   return (uint16_t)(sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)((f * 2.0 - 1.0) * 1024.0));
 }
 
+#ifdef TILERT_CUDA_DRIVER_H /* the tests that include cuda_driver.h first */
+/* NVRTC-compiles src for arch; a failure or any warning is a test failure.
+ * On success *cubin (malloc'd, the caller frees it) and *size are set. */
+static inline bool tile_compile_clean(RtCuda *cu, const char *src, const char *name, const char *arch,
+                                      void **cubin, size_t *size) {
+  bool ok = rt_cuda_compile(cu, src, name, arch, NULL, 0, cubin, size);
+  CHECK_MSG(ok, "%s for %s: %s", name, arch, rt_cuda_last_error(cu));
+  if (ok)
+    CHECK_MSG(strstr(rt_cuda_compile_log(cu), "warning") == NULL, "%s for %s warns:\n%s", name, arch,
+              rt_cuda_compile_log(cu));
+  return ok;
+}
+#endif
+
 /* tile_kernels.cu, embedded by CMake (runtime/cuda/embed_header.cmake). */
 extern const char tile_kernels_name[];
 extern const char tile_kernels_text[];

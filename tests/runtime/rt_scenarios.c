@@ -418,6 +418,42 @@ static int count_prefix(const char *dir, const char *prefix) {
   return n;
 }
 
+/* The scale_add and scale2d kernels every RtLoader provides, as .tile text. */
+const char rt_test_tile_src[] =
+    "kernel scale_add(A: f32[n], B: f32[n], C: f32[n], alpha: f32)\n"
+    "  const (block = 64)\n"
+    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
+    "{\n"
+    "    a = alloc_fragment([block], f32);\n"
+    "    b = alloc_fragment([block], f32);\n"
+    "    copy(A[bx*block : (bx+1)*block], a);\n"
+    "    copy(B[bx*block : (bx+1)*block], b);\n"
+    "    for i in parallel(block) a[i] = a[i] * alpha + b[i];\n"
+    "    copy(a, C[bx*block : (bx+1)*block]);\n"
+    "}\n"
+    "\n"
+    "kernel scale2d(X: f32[m, k], Y: f32[m, k], s: f32)\n"
+    "  const (k = 8, block = 16)\n"
+    "  grid (ceildiv(m, block)) threads (block) as (bx)\n"
+    "{\n"
+    "    x = alloc_fragment([block, k], f32);\n"
+    "    copy(X[bx*block : (bx+1)*block, :], x);\n"
+    "    for i, j in parallel(block, k) x[i, j] = x[i, j] * s;\n"
+    "    copy(x, Y[bx*block : (bx+1)*block, :]);\n"
+    "}\n";
+
+
+TilertStatus rt_test_load_tile(TilertContext *ctx, TilertModule **out) {
+  return tilert_module_load_string(ctx, "scale.tile", rt_test_tile_src, strlen(rt_test_tile_src), NULL, 0, out);
+}
+
+void rt_test_check_one_cache_warning(const char *text, const char *dir, const char *what) {
+  char want[1200];
+  snprintf(want, sizeof want, "warning: cache directory '%s' is not usable", dir);
+  CHECK(rt_test_occurrences(text, "warning") == 1 && rt_test_occurrences(text, want) == 1,
+        "%s: expected exactly one warning containing \"%s\", got:\n%s", what, want, text);
+}
+
 void rt_scenario_unwritable_dir(RtLoader load, const char *dir, const char *what) {
   int before = rt_test_count(dir, "");
   rt_test_stderr_begin();
@@ -432,10 +468,7 @@ void rt_scenario_unwritable_dir(RtLoader load, const char *dir, const char *what
   }
   tilert_context_destroy(ctx);
   char *text = rt_test_stderr_end();
-  char want[1200];
-  snprintf(want, sizeof want, "warning: cache directory '%s' is not usable", dir);
-  CHECK(rt_test_occurrences(text, "warning") == 1 && rt_test_occurrences(text, want) == 1,
-        "%s: expected exactly one warning containing \"%s\", got:\n%s", what, want, text);
+  rt_test_check_one_cache_warning(text, dir, what);
   CHECK(rt_test_count(dir, "") == before, "%s: the cache dir had %d entries, now %d", what, before,
         rt_test_count(dir, ""));
   CHECK(rt_test_count(dir, ".so") == 0 && rt_test_count(dir, ".sum") == 0 &&

@@ -42,6 +42,12 @@ typedef TilertStatus (*RtLoader)(TilertContext *ctx, TilertModule **out);
  *   scale_add(A: f32[n], B: f32[n], C: f32[n], alpha: f32): C = A*alpha + B
  *   scale2d(X: f32[m, k], Y: f32[m, k], s: f32), k = 8:     Y = X*s        */
 
+/* The two kernels above as .tile text, and an RtLoader that compiles it. */
+extern const char rt_test_tile_src[];
+TilertStatus rt_test_load_tile(TilertContext *ctx, TilertModule **out);
+/* Exactly one runtime warning in text, and it names dir as an unusable cache. */
+void rt_test_check_one_cache_warning(const char *text, const char *dir, const char *what);
+
 /* Setup: a private $TMPDIR and no TILEC_* variables, so runs are hermetic. */
 void rt_test_init(void);
 /* A fresh directory under the private $TMPDIR. Caller frees. */

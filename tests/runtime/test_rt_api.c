@@ -8,33 +8,6 @@
 
 #include "rt_test.h"
 
-static const char tile_src[] =
-    "kernel scale_add(A: f32[n], B: f32[n], C: f32[n], alpha: f32)\n"
-    "  const (block = 64)\n"
-    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
-    "{\n"
-    "    a = alloc_fragment([block], f32);\n"
-    "    b = alloc_fragment([block], f32);\n"
-    "    copy(A[bx*block : (bx+1)*block], a);\n"
-    "    copy(B[bx*block : (bx+1)*block], b);\n"
-    "    for i in parallel(block) a[i] = a[i] * alpha + b[i];\n"
-    "    copy(a, C[bx*block : (bx+1)*block]);\n"
-    "}\n"
-    "\n"
-    "kernel scale2d(X: f32[m, k], Y: f32[m, k], s: f32)\n"
-    "  const (k = 8, block = 16)\n"
-    "  grid (ceildiv(m, block)) threads (block) as (bx)\n"
-    "{\n"
-    "    x = alloc_fragment([block, k], f32);\n"
-    "    copy(X[bx*block : (bx+1)*block, :], x);\n"
-    "    for i, j in parallel(block, k) x[i, j] = x[i, j] * s;\n"
-    "    copy(x, Y[bx*block : (bx+1)*block, :]);\n"
-    "}\n";
-
-static TilertStatus load_tile(TilertContext *ctx, TilertModule **out) {
-  return tilert_module_load_string(ctx, "scale.tile", tile_src, sizeof tile_src - 1, NULL, 0, out);
-}
-
 /* "name:LINE:COL: error" somewhere in text. */
 static bool has_location_error(const char *text, const char *name) {
   for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
@@ -82,7 +55,7 @@ static void test_compile_error(void) {
    * dynamic symbol left and the launch checks the constant. */
   snprintf(path, sizeof path, "%s/scale.tile", dir);
   f = fopen(path, "w");
-  fwrite(tile_src, 1, sizeof tile_src - 1, f);
+  fwrite(rt_test_tile_src, 1, strlen(rt_test_tile_src), f);
   fclose(f);
   TilecDefine defs[] = {{"n", "100"}};
   st = tilert_module_load_file(ctx, path, defs, 1, &mod);
@@ -119,7 +92,7 @@ static void test_compile_error(void) {
   /* A -D name the source does not have: INVALID_ARGUMENT with the
    * compiler's words; a device the enum does not have: no context. */
   TilecDefine nope[] = {{"no_such", "1"}};
-  st = tilert_module_load_string(ctx, "scale.tile", tile_src, sizeof tile_src - 1, nope, 1, &mod);
+  st = tilert_module_load_string(ctx, "scale.tile", rt_test_tile_src, strlen(rt_test_tile_src), nope, 1, &mod);
   CHECK_STATUS(st, TILERT_INVALID_ARGUMENT, ctx);
   CHECK_CONTAINS(tilert_last_error(ctx), "scale.tile: bad compile options");
   CHECK_CONTAINS(tilert_last_error(ctx), "no_such");
@@ -135,12 +108,12 @@ static void test_compile_error(void) {
 int main(void) {
   rt_test_init();
   test_compile_error();
-  rt_scenario_cache_hit(load_tile);
-  rt_scenario_corrupt_entry(load_tile);
-  rt_scenario_unusable_dir(load_tile);
-  rt_scenario_cache_disabled(load_tile);
-  rt_scenario_validation(load_tile, false);
-  rt_scenario_null_handles(load_tile);
+  rt_scenario_cache_hit(rt_test_load_tile);
+  rt_scenario_corrupt_entry(rt_test_load_tile);
+  rt_scenario_unusable_dir(rt_test_load_tile);
+  rt_scenario_cache_disabled(rt_test_load_tile);
+  rt_scenario_validation(rt_test_load_tile, false);
+  rt_scenario_null_handles(rt_test_load_tile);
   if (rt_test_failures) fprintf(stderr, "test_rt_api: %d failure(s)\n", rt_test_failures);
   else printf("test_rt_api: all passed\n");
   return rt_test_failures != 0;

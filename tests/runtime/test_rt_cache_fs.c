@@ -24,23 +24,6 @@
 
 #include "rt_test.h"
 
-static const char tile_src[] =
-    "kernel scale_add(A: f32[n], B: f32[n], C: f32[n], alpha: f32)\n"
-    "  const (block = 64)\n"
-    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
-    "{\n"
-    "    a = alloc_fragment([block], f32);\n"
-    "    b = alloc_fragment([block], f32);\n"
-    "    copy(A[bx*block : (bx+1)*block], a);\n"
-    "    copy(B[bx*block : (bx+1)*block], b);\n"
-    "    for i in parallel(block) a[i] = a[i] * alpha + b[i];\n"
-    "    copy(a, C[bx*block : (bx+1)*block]);\n"
-    "}\n";
-
-static TilertStatus load_tile(TilertContext *ctx, TilertModule **out) {
-  return tilert_module_load_string(ctx, "scale.tile", tile_src, sizeof tile_src - 1, NULL, 0, out);
-}
-
 enum { CASE_FULL, CASE_NEARLY_FULL, CASE_READ_ONLY, CASE_READ_ONLY_HIT };
 static const char *const case_name[] = {"full", "nearly full", "read-only", "read-only with an entry"};
 
@@ -55,16 +38,16 @@ static int run_case(int which, const char *dir) {
   if (which == CASE_FULL || which == CASE_NEARLY_FULL) {
     long filled = rt_test_fill_fs(dir, which == CASE_FULL ? 0 : 8192);
     CHECK(filled > 0, "could not fill %s", dir);
-    rt_scenario_unwritable_dir(load_tile, dir, case_name[which]);
+    rt_scenario_unwritable_dir(rt_test_load_tile, dir, case_name[which]);
   } else if (which == CASE_READ_ONLY) {
-    rt_scenario_unwritable_dir(load_tile, dir, case_name[which]);
+    rt_scenario_unwritable_dir(rt_test_load_tile, dir, case_name[which]);
   } else {
     /* Fill the cache, then make it read-only: a hit needs no write. */
     TilertConfig cfg = {TILERT_DEVICE_CPU, dir, false, NULL};
     TilertContext *ctx = NULL;
     TilertModule *mod = NULL;
     tilert_context_create(&cfg, &ctx);
-    CHECK_STATUS(load_tile(ctx, &mod), TILERT_OK, ctx);
+    CHECK_STATUS(rt_test_load_tile(ctx, &mod), TILERT_OK, ctx);
     tilert_module_destroy(mod);
     tilert_context_destroy(ctx);
     CHECK(rt_test_count(dir, ".so") == 1, "no entry to start from");
@@ -75,7 +58,7 @@ static int run_case(int which, const char *dir) {
     rt_test_stderr_begin();
     tilert_context_create(&cfg, &ctx);
     mod = NULL;
-    CHECK_STATUS(load_tile(ctx, &mod), TILERT_OK, ctx);
+    CHECK_STATUS(rt_test_load_tile(ctx, &mod), TILERT_OK, ctx);
     CHECK(tilert_module_from_cache(mod), "a read-only cache with a good entry missed");
     tilert_module_destroy(mod);
     tilert_context_destroy(ctx);

@@ -83,8 +83,9 @@ static IrLayout row_vector_of(const IrLayout *l) {
 }
 
 /* A contiguous operand extent wgmma can read: rows of 32, 64 or 128 bytes,
- * or 64-column panels (swizzle-layout stores wider rows that way). */
-static bool wgmma_row_ok(int cols) { return cols == 16 || cols == 32 || cols == 64 || (cols > 64 && cols % 64 == 0); }
+ * or 64-column panels (swizzle-layout stores wider rows that way). A power
+ * of two, as swizzle-layout's swizzle needs; anything else stays mma.sync. */
+static bool wgmma_row_ok(int cols) { return cols >= 16 && (cols & (cols - 1)) == 0; }
 
 /* sm_90a: a gemm of 16-bit tiles (B shared, A shared or a fragment) whose
  * accumulator splits as one 16-row slice per warp (M = 16 * warps, warps a

@@ -274,6 +274,8 @@ struct IrStmt {
                             loop's ASYNC_COMMIT/ASYNC_WAIT/BARRIER complete it */
     } copy;
     int async_pending;   /* ASYNC_WAIT: wait until at most this many groups are in flight */
+    IrBuffer *wgmma_acc; /* WGMMA_WAIT: wait for the wgmmas still writing this accumulator
+                            (after a loop whose gemm is wgmma_async) */
     struct {             /* FILL dst with value (clear(x) is fill(x, 0)) */
       IrRegion dst;
       IrExpr *value;

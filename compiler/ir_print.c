@@ -414,6 +414,9 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
   case IR_STMT_ASYNC_WAIT:
     sb_printf(sb, "cp_async_wait(%d)", s->u.async_pending);
     break;
+  case IR_STMT_WGMMA_WAIT:
+    sb_printf(sb, "wgmma_wait %s", buf_name(p, s->u.wgmma_acc));
+    break;
   default:
     sb_printf(sb, "<bad stmt kind %d>", (int)s->kind);
     break;

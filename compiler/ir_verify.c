@@ -347,6 +347,10 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
   case IR_STMT_ASYNC_WAIT:
     if (s->u.async_pending < 0) fail(v, s->loc, "cp_async_wait with %d pending groups", s->u.async_pending);
     return;
+  case IR_STMT_WGMMA_WAIT:
+    if (!s->u.wgmma_acc || s->u.wgmma_acc->scope != IR_SCOPE_FRAGMENT)
+      fail(v, s->loc, "wgmma_wait needs a fragment accumulator");
+    return;
   default:
     fail(v, s->loc, "bad statement kind %d", (int)s->kind);
     return;

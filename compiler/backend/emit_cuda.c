@@ -14,8 +14,7 @@
  *   - tile ops become the templates of runtime/device/tilec_tile.cuh
  *     (tc_copy_g2s, tc_gemm_ss, tc_gemm_rs), of tilec_wgmma.cuh for gemms
  *     marked wgmma (tc_gemm_wgmma_ss/_rs; barriers then fence the async
- *     proxy, and a pipelined loop whose gemm stays in flight is followed by
- *     tc_wgmma_drain), or short per-thread loops
+ *     proxy; WGMMA_WAIT becomes tc_wgmma_drain), or short per-thread loops
  *     (fragment <-> global/shared copies, fills, row reductions with
  *     warp shuffles).
  * The output includes only our own device headers. Anything the GPU path
@@ -953,17 +952,6 @@ static void emit_reduce(Cuda *C, const IrStmt *s, int depth) {
   }
 }
 
-/* After a pipelined loop whose gemm left its wgmmas in flight
- * (software-pipeline's wgmma_async): wait for them before acc is read. */
-static void emit_wgmma_drain(Cuda *C, const IrStmt *body, int depth) {
-  for (int i = 0; i < body->u.seq.n; i++) {
-    const IrStmt *g = body->u.seq.items[i];
-    if (g->kind != IR_STMT_GEMM || !g->u.gemm.wgmma_async) continue;
-    ind(C, depth);
-    sb_printf(C->out, "tc_wgmma_drain<%d>(%s);\n", g->u.gemm.c.buf->layout.cols, g->u.gemm.c.buf->name);
-  }
-}
-
 static void emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
   switch (s->kind) {
@@ -1008,7 +996,6 @@ static void emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     emit_seq(C, s->u.for_.body, depth + 1);
     ind(C, depth);
     sb_puts(o, "}\n");
-    if (s->u.for_.kind == IR_FOR_PIPELINED) emit_wgmma_drain(C, s->u.for_.body, depth);
     return;
   case IR_STMT_IF:
     ind(C, depth);
@@ -1049,6 +1036,10 @@ static void emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   case IR_STMT_ASYNC_WAIT:
     ind(C, depth);
     sb_printf(o, "tc_cp_async_wait<%d>();\n", s->u.async_pending);
+    return;
+  case IR_STMT_WGMMA_WAIT:
+    ind(C, depth);
+    sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_acc->layout.cols, s->u.wgmma_acc->name);
     return;
   case IR_STMT_ANNOTATE_LAYOUT:
   case IR_STMT_USE_SWIZZLE:

@@ -33,8 +33,8 @@
  * before the previous iteration's closing barrier. When the gemm is the
  * whole body, the loop is
  *     cp_async_wait(S-3); barrier; fetch k+S-2; cp_async_commit; gemm(k)
- * with one barrier per iteration. emit_cuda drains the last wgmmas right
- * after the loop.
+ * with one barrier per iteration. A `wgmma_wait acc` right after the loop
+ * waits for the last wgmmas before anything reads acc.
  *
  * When a fetch has guarded dimensions (dynamic shapes), it is versioned:
  *     if (k+ahead < n && <the tiles lie wholly inside their tensors>)
@@ -223,6 +223,13 @@ static IrStmt *producer_at(IrModule *m, const IrStmt *p, IrVar *k, const IrExpr 
 
 static IrStmt *marker(IrModule *m, IrStmtKind kind, SrcLoc loc) { return ir_stmt_new(m, kind, loc); }
 
+/* Waits for the wgmmas an in-flight gemm left running on acc. */
+static IrStmt *wgmma_wait(IrModule *m, IrBuffer *acc, SrcLoc loc) {
+  IrStmt *w = ir_stmt_new(m, IR_STMT_WGMMA_WAIT, loc);
+  w->u.wgmma_acc = acc;
+  return w;
+}
+
 /* The condition under which every guarded dimension of the copies in `seq`
  * lies wholly inside its tensor (start <= size - extent), or NULL when no
  * dimension is guarded. */
@@ -304,6 +311,7 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
   IrExpr *n = loop->u.for_.extent;
   IrStmt *out = ir_seq_new(m, loc);
   IrStmt *new_body = ir_seq_new(m, body->loc);
+  IrStmt *async_gemm = NULL; /* the gemm left in flight, if any: waited for after the loop */
   if (stages == 1) {
     for (int j = 0; j < np; j++) {
       producers[j]->u.copy.async = true;
@@ -315,7 +323,7 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
     ir_seq_push(m, new_body, w);
   } else {
     /* Fetch distance: S-1 stages ahead, S-2 when a wgmma stays in flight. */
-    IrStmt *async_gemm = stages >= 3 ? async_wgmma_candidate(rest) : NULL;
+    async_gemm = stages >= 3 ? async_wgmma_candidate(rest) : NULL;
     int ahead_by = async_gemm ? stages - 2 : stages - 1;
     if (async_gemm) async_gemm->u.gemm.wgmma_async = true;
     /* Stage index of iteration k: k % S (leading dim of every producer buffer). */
@@ -377,6 +385,7 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
       ir_seq_push(m, new_body, async_gemm);
       loop->u.for_.body = new_body;
       ir_seq_push(m, out, loop);
+      ir_seq_push(m, out, wgmma_wait(m, async_gemm->u.gemm.c.buf, loc));
       return out;
     }
     ir_seq_push(m, new_body, guarded_fetch);
@@ -390,6 +399,7 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
   ir_seq_push(m, new_body, marker(m, IR_STMT_BARRIER, loc));
   loop->u.for_.body = new_body;
   ir_seq_push(m, out, loop);
+  if (async_gemm) ir_seq_push(m, out, wgmma_wait(m, async_gemm->u.gemm.c.buf, loc));
   return out;
 }
 

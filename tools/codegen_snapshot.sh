@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# codegen_snapshot.sh TILEC OUTDIR - writes the generated CUDA (sm_80, sm_90a)
+# and C of every example and test kernel, under a spread of -D settings, into
+# OUTDIR (one file per case; a refused input keeps its diagnostics instead).
+# Refactors of the back ends must leave this output unchanged byte for byte:
+#   tools/codegen_snapshot.sh build/bin/tilec /tmp/before   # on the old commit
+#   tools/codegen_snapshot.sh build/bin/tilec /tmp/after    # on the new one
+#   diff -r /tmp/before /tmp/after
+set -u
+tilec=$1; out=$2
+top=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+
+emit() { # name file [-D ...]
+  local name=$1 file=$2; shift 2
+  for t in cuda:sm_80 cuda:sm_90a c:cpu; do
+    "$tilec" "$file" --emit=${t%%:*} --target=${t##*:} "$@" >"$out/$name.${t##*:}" 2>&1
+    echo "exit $?" >>"$out/$name.${t##*:}"
+  done
+}
+
+for dt in f16 bf16; do
+  for dim in 32 64 96 128; do
+    for causal in false true; do
+      emit "fa-$dt-$dim-$causal" "$top/examples/flash_attention.tile" \
+        -D dtype=$dt -D dim=$dim -D is_causal=$causal
+    done
+  done
+  emit "fa-$dt-bound" "$top/examples/flash_attention.tile" -D dtype=$dt -D seq_len=1000 -D block_M=64 -D block_N=64
+  emit "gemm-$dt" "$top/examples/gemm.tile" -D dtype=$dt
+  emit "gemm-$dt-big" "$top/examples/gemm.tile" -D dtype=$dt -D block_N=256 -D num_stages=4
+  emit "gemm-$dt-small" "$top/examples/gemm.tile" -D dtype=$dt -D block_M=32 -D block_N=32 -D block_K=16 -D M=100 -D N=70 -D K=45
+done
+emit softmax "$top/examples/softmax.tile"
+emit softmax-100 "$top/examples/softmax.tile" -D N=100 -D block_M=4
+
+for f in "$top"/tests/python/kernels/*.tile "$top"/tests/parser/*.tile "$top"/tests/diagnostics/*.tile; do
+  emit "$(basename "$(dirname "$f")")-$(basename "$f" .tile)" "$f"
+done
+for f in "$top"/tests/fuzz/corpus/* "$top"/tests/fuzz/regressions/*; do
+  emit "fuzz-$(basename "$f")" "$f"
+done
+# Kernels embedded in the C tests are written out by those tests themselves;
+# the golden IR dumps of tests/passes cover the passes.

@@ -175,6 +175,14 @@ static void build_infos(TilecResult *r) {
     ir_expr_is_int_const(k->threads, &threads);
     info->threads = (int)threads;
     info->shared_bytes = shared_bytes_of(k->body);
+    TilecTensorMapInfo *maps = ARENA_NEW_ARRAY(r->arena, TilecTensorMapInfo, k->ntma_maps ? k->ntma_maps : 1);
+    for (int i = 0; i < k->ntma_maps; i++) {
+      maps[i].param = k->tma_maps[i].param;
+      maps[i].swizzle_bytes = k->tma_maps[i].swizzle_bytes;
+      for (int d = 0; d < IR_MAX_RANK && d < TILEC_MAX_RANK; d++) maps[i].box[d] = k->tma_maps[i].box[d];
+    }
+    info->tensor_maps = maps;
+    info->ntensor_maps = k->ntma_maps;
   }
 }
 

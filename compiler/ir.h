@@ -215,6 +215,12 @@ struct IrBuffer {
   int param_index;           /* GLOBAL params: position in the parameter list; else -1 */
   struct IrBuffer *alias_of; /* SHARED: lives in the storage of this (dead) buffer; set by stage-stores */
   int smem_align;            /* SHARED: byte alignment of its offset, 0 = 128 (1024 in kernels with wgmma) */
+  /* SHARED, set by lower-tma. A TMA destination points at its mbarriers
+   * (`tma_bar`: one per pipeline stage, signalled when a stage's bytes have
+   * landed); the mbarrier buffer itself (i64, one element per barrier) has
+   * is_mbarrier set. */
+  struct IrBuffer *tma_bar;
+  bool is_mbarrier;
   int id;
   SrcLoc loc;
 };
@@ -272,7 +278,19 @@ struct IrStmt {
       IrRegion src, dst;
       bool async;        /* GPU: issued as cp.async by software-pipeline; the
                             loop's ASYNC_COMMIT/ASYNC_WAIT/BARRIER complete it */
+      bool tma;          /* a TMA bulk tensor copy (lower-tma, sm_90a) through the
+                            kernel's tma_maps[tma_map], issued by one thread and
+                            completing on dst.buf->tma_bar; a TMA_WAIT makes it
+                            visible. Also `async`: no thread waits in place. */
+      int tma_map;
     } copy;
+    struct {             /* TMA_WAIT: every thread waits until the TMA copies into
+                            stage `stage` of the buffer whose mbarriers are `bar`
+                            have landed; parity = how many times that stage was
+                            filled before, mod 2 */
+      IrBuffer *bar;
+      IrExpr *stage, *parity;
+    } tma_wait;
     int async_pending;   /* ASYNC_WAIT: wait until at most this many groups are in flight */
     IrBuffer *wgmma_acc; /* WGMMA_WAIT: wait for the wgmmas still writing this accumulator
                             (after a loop whose gemm is wgmma_async) */
@@ -319,6 +337,19 @@ typedef struct IrParam {
   SrcLoc loc;
 } IrParam;
 
+/* A TMA tensor map the runtime encodes at launch from tensor parameter
+ * `param` (set by lower-tma). box[d] is the box's extent along the tensor's
+ * dimension d (outermost first, 1 for an indexed dimension); swizzle_bytes
+ * 0 (rows as they are), 32, 64 or 128 (tilec's XOR swizzle of 16-byte
+ * chunks, which is the hardware's). */
+typedef struct IrTensorMap {
+  int param;
+  int box[IR_MAX_RANK];
+  int swizzle_bytes;
+} IrTensorMap;
+
+enum { IR_MAX_TENSOR_MAPS = 8 };
+
 typedef struct IrKernel {
   const char *name;
   SrcLoc loc;
@@ -335,6 +366,8 @@ typedef struct IrKernel {
   int raster_panel;     /* use_swizzle panel size; 0 = no rasterization */
   bool wgmma;           /* some gemm runs as wgmma (set by swizzle-layout) */
   bool raster_column_major;
+  IrTensorMap tma_maps[IR_MAX_TENSOR_MAPS]; /* lower-tma; kernel parameters after the dynamic symbols */
+  int ntma_maps;
 } IrKernel;
 
 typedef struct IrModule {

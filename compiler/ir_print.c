@@ -310,6 +310,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_printf(sb, " %s ", ir_scope_name(b->scope));
     print_layout(sb, &b->layout);
     if (b->alias_of) sb_printf(sb, " in(%s)", buf_name(p, b->alias_of));
+    if (b->is_mbarrier) sb_puts(sb, " mbarrier");
     break;
   }
   case IR_STMT_LET: {
@@ -367,10 +368,12 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_puts(sb, "}\n");
     return;
   case IR_STMT_COPY:
-    sb_puts(sb, s->u.copy.async ? "copy.async " : "copy ");
+    sb_puts(sb, s->u.copy.tma ? "copy.tma " : s->u.copy.async ? "copy.async " : "copy ");
     print_region(p, sb, &s->u.copy.src);
     sb_puts(sb, " -> ");
     print_region(p, sb, &s->u.copy.dst);
+    if (s->u.copy.tma)
+      sb_printf(sb, " map(%d) mbarrier(%s)", s->u.copy.tma_map, buf_name(p, s->u.copy.dst.buf->tma_bar));
     break;
   case IR_STMT_FILL:
     sb_puts(sb, "fill ");
@@ -416,6 +419,13 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     break;
   case IR_STMT_WGMMA_WAIT:
     sb_printf(sb, "wgmma_wait %s", buf_name(p, s->u.wgmma_acc));
+    break;
+  case IR_STMT_TMA_WAIT:
+    sb_printf(sb, "tma_wait %s[", buf_name(p, s->u.tma_wait.bar));
+    print_expr(p, sb, s->u.tma_wait.stage);
+    sb_puts(sb, "] parity(");
+    print_expr(p, sb, s->u.tma_wait.parity);
+    sb_puts(sb, ")");
     break;
   default:
     sb_printf(sb, "<bad stmt kind %d>", (int)s->kind);
@@ -506,6 +516,13 @@ static void print_kernel(StrBuf *sb, const IrKernel *k) {
   if (k->raster_panel != 0)
     sb_printf(sb, "  raster(panel = %d, order = %s)\n", k->raster_panel,
               k->raster_column_major ? "col" : "row");
+  for (int i = 0; i < k->ntma_maps; i++) {
+    const IrTensorMap *t = &k->tma_maps[i];
+    const IrParam *prm = &k->params[t->param];
+    sb_printf(sb, "  tensor_map(%d) %s box(", i, prm->name);
+    for (int d = 0; d < prm->buffer->rank; d++) sb_printf(sb, "%s%d", d ? ", " : "", t->box[d]);
+    sb_printf(sb, ") swizzle(%d)\n", t->swizzle_bytes);
+  }
 
   sb_puts(sb, "{\n");
   print_items(p, k->body, 1);

@@ -311,6 +311,8 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
   case IR_STMT_COPY:
     check_region(v, &s->u.copy.src, "copy source");
     check_region(v, &s->u.copy.dst, "copy destination");
+    if (!v->failed && s->u.copy.tma && (!s->u.copy.dst.buf->tma_bar || s->u.copy.tma_map < 0))
+      fail(v, s->loc, "TMA copy into '%s' without an mbarrier or a tensor map", s->u.copy.dst.buf->name);
     return;
   case IR_STMT_FILL:
     check_region(v, &s->u.fill.dst, "fill destination");
@@ -350,6 +352,12 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
   case IR_STMT_WGMMA_WAIT:
     if (!s->u.wgmma_acc || s->u.wgmma_acc->scope != IR_SCOPE_FRAGMENT)
       fail(v, s->loc, "wgmma_wait needs a fragment accumulator");
+    return;
+  case IR_STMT_TMA_WAIT:
+    if (!s->u.tma_wait.bar || !s->u.tma_wait.bar->is_mbarrier)
+      fail(v, s->loc, "tma_wait needs an mbarrier buffer");
+    check_int_expr(v, s->u.tma_wait.stage, "tma_wait stage");
+    check_int_expr(v, s->u.tma_wait.parity, "tma_wait parity");
     return;
   default:
     fail(v, s->loc, "bad statement kind %d", (int)s->kind);

@@ -20,7 +20,7 @@
  *         expressions (tilec_result_grid), parameters in the generated
  *         kernel's order (tilec.h / backend.h): each tensor's device pointer
  *         (data + byte_offset), each scalar by value in its dtype, then each
- *         dynamic symbol as a long long. block = (threads, 1, 1), dynamic
+ *         dynamic symbol as a long long, then the TMA descriptors (rt_tma.c). block = (threads, 1, 1), dynamic
  *         shared memory = shared_bytes. On the default stream (NULL) the
  *         launch is waited for, so a kernel fault comes back from this launch
  *         as CUDA_ERROR naming the kernel; on a caller's stream it is
@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "rt_internal.h"
+#include "rt_tma.h"
 
 /* -lineinfo: profilers and compute-sanitizer map SASS back to the generated
  * lines; it changes no code. No --use_fast_math: results must match the C
@@ -141,6 +142,10 @@ static TilertStatus load_cubin(TilertContext *ctx, TilertModule *mod, const char
 }
 
 void rt_gpu_module_unload(TilertModule *mod) {
+  for (int i = 0; i < mod->nkernels; i++) {
+    rt_tma_free(mod->kernels[i].tma_slots);
+    mod->kernels[i].tma_slots = NULL;
+  }
   if (mod->cumod && mod->ctx->cu) rt_cuda_module_unload(mod->ctx->cu, mod->cumod);
   mod->cumod = NULL;
 }
@@ -246,7 +251,7 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   if (!mod->result)
     return rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: the module has no grid expressions",
                     info->name);
-  int np = info->nparams, nd = info->ndynamic, total = np + nd;
+  int np = info->nparams, nd = info->ndynamic, total = np + nd + info->ntensor_maps;
   int64_t dyn_stack[RT_GPU_STACK_PARAMS];
   RtGpuParam val_stack[RT_GPU_STACK_PARAMS];
   void *ptr_stack[RT_GPU_STACK_PARAMS];
@@ -287,6 +292,11 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   for (int j = 0; j < nd; j++) {
     vals[np + j].dyn = (long long)dyn[j];
     params[np + j] = &vals[np + j];
+  }
+  /* TMA descriptors last (by value: params point at the cached maps). */
+  if (!rt_tma_params(ctx->cu, info, args, &k->tma_slots, params + np + nd, msg, sizeof msg)) {
+    st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
+    goto done;
   }
 
   unsigned g3[3] = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};

@@ -38,6 +38,7 @@ struct TilertKernel {
   int index;          /* in the module (and in its TilecResult) */
   RtEntry fn;         /* CPU */
   RtCuFunction cufn;  /* CUDA */
+  struct RtTmaSlot *tma_slots; /* CUDA: its TMA descriptors of the last launch (rt_tma.h) */
 };
 
 struct TilertModule {

@@ -345,6 +345,8 @@ static void emit_seq(Cuda *C, const IrStmt *seq, int depth) {
   for (int i = 0; i < seq->u.seq.n && !C->failed; i++) emit_stmt(C, seq->u.seq.items[i], depth);
 }
 
+static void emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth);
+
 static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
   const char *t = storage_type(b->dtype);
   switch (b->scope) {
@@ -359,8 +361,12 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
     sb_printf(C->out, "%s *const %s = (%s *)(tc_smem + %d);  // [", t, b->name, t, C->smem_offset);
     for (int d = 0; d < b->rank; d++) sb_printf(C->out, "%s%lld", d ? ", " : "", (long long)const_of(b->shape[d]));
     sb_printf(C->out, "] %s\n",
-              b->layout.panel_cols ? "64-column panels" : b->layout.kind == IR_LAYOUT_SWIZZLED ? "swizzled" : "row-major");
+              b->is_mbarrier               ? "mbarriers"
+              : b->layout.panel_cols       ? "64-column panels"
+              : b->layout.kind == IR_LAYOUT_SWIZZLED ? "swizzled"
+                                           : "row-major");
     C->smem_offset += (int)ir_buffer_bytes_aligned(b);
+    if (b->is_mbarrier) emit_mbarrier_init(C, b, depth);
     return;
   }
   case IR_SCOPE_FRAGMENT: {
@@ -795,9 +801,79 @@ static bool is_tile_transfer(const IrStmt *s) {
          const_of(shr->buf->shape[r - 1]) % 8 == 0;
 }
 
+/* ---- TMA (sm_90a, lower-tma): tensor-map copies and their mbarriers --------- */
+
+/* One thread creates the stage mbarriers of a TMA destination (one arrival:
+ * the issuing thread's arrive.expect_tx) and publishes them to the TMA unit;
+ * the block barrier keeps everyone from waiting on them earlier. */
+static void emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth) {
+  StrBuf *o = C->out;
+  ind(C, depth);
+  sb_puts(o, "if (tc_tid == 0) {\n");
+  ind(C, depth + 1);
+  sb_printf(o, "for (int tc_i = 0; tc_i < %lld; ++tc_i) tc_mbar_init(tc_smem_addr(%s + tc_i), 1);\n",
+            (long long)const_of(bar->shape[0]), bar->name);
+  ind(C, depth + 1);
+  sb_puts(o, "tc_mbar_fence_init();\n");
+  ind(C, depth);
+  sb_puts(o, "}\n");
+  ind(C, depth);
+  sb_puts(o, "__syncthreads();\n");
+}
+
+/* The stage's mbarrier of a TMA copy's destination, as a .shared address. */
+static void tma_barrier_addr(Cuda *C, StrBuf *sb, const IrRegion *dst) {
+  const IrBuffer *bar = dst->buf->tma_bar;
+  sb_printf(sb, "tc_smem_addr(%s + (", bar->name);
+  if (const_of(bar->shape[0]) > 1) emit_expr(C, sb, dst->start[0]);
+  else sb_puts(sb, "0");
+  sb_puts(sb, "))");
+}
+
+/* One thread expects the tile's bytes on the stage's mbarrier and issues one
+ * box per 64-column panel (or one box for the whole tile); coordinates are
+ * the slice's starts, innermost first. */
+static void emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
+  const IrBuffer *g = src->buf;
+  const int inner = g->rank - 1;
+  int gd[IR_MAX_RANK];
+  int n = tile_dims(src, gd);
+  int64_t rows = n == 2 ? const_of(src->extent[gd[0]]) : 1, cols = const_of(src->extent[inner]);
+  int64_t panels = cols / map->box[inner];
+  StrBuf *o = C->out;
+  ind(C, depth);
+  sb_printf(o, "if (tc_tid == 0) {  // copy.tma %s -> %s\n", g->name, dst->buf->name);
+  ind(C, depth + 1);
+  sb_puts(o, "const unsigned tc_bar = ");
+  tma_barrier_addr(C, o, dst);
+  sb_puts(o, ";\n");
+  ind(C, depth + 1);
+  sb_printf(o, "tc_mbar_arrive_expect_tx(tc_bar, %lld);\n", (long long)(rows * cols * dtype_size(g->dtype)));
+  for (int64_t p = 0; p < panels; p++) {
+    ind(C, depth + 1);
+    sb_puts(o, "tc_tma_load(tc_smem_addr(");
+    tile_base(C, o, dst);
+    if (p) sb_printf(o, " + %lld", (long long)(p * rows * map->box[inner]));
+    sb_printf(o, "), &tc_tmap_%d, {", s->u.copy.tma_map);
+    for (int d = inner; d >= 0; d--) {
+      sb_puts(o, d == inner ? "(int)(" : ", (int)(");
+      emit_expr(C, o, src->start[d]);
+      if (d == inner && p) sb_printf(o, " + %lld", (long long)(p * map->box[inner]));
+      sb_puts(o, ")");
+    }
+    sb_puts(o, "}, tc_bar);\n");
+  }
+  ind(C, depth);
+  sb_puts(o, "}\n");
+}
+
 static void emit_copy(Cuda *C, const IrStmt *s, int depth) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
-  if (src->buf->scope == IR_SCOPE_FRAGMENT || dst->buf->scope == IR_SCOPE_FRAGMENT) {
+  if (s->u.copy.tma) {
+    emit_tma_copy(C, s, depth);
+  } else if (src->buf->scope == IR_SCOPE_FRAGMENT || dst->buf->scope == IR_SCOPE_FRAGMENT) {
     emit_copy_fragment(C, s, depth);
   } else if (is_tile_transfer(s)) {
     emit_tile_transfer(C, s, depth);
@@ -1041,6 +1117,14 @@ static void emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     ind(C, depth);
     sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_acc->layout.cols, s->u.wgmma_acc->name);
     return;
+  case IR_STMT_TMA_WAIT:
+    ind(C, depth);
+    sb_printf(o, "tc_mbar_wait(tc_smem_addr(%s + (", s->u.tma_wait.bar->name);
+    emit_expr(C, o, s->u.tma_wait.stage);
+    sb_puts(o, ")), (unsigned)(");
+    emit_expr(C, o, s->u.tma_wait.parity);
+    sb_puts(o, "));\n");
+    return;
   case IR_STMT_ANNOTATE_LAYOUT:
   case IR_STMT_USE_SWIZZLE:
     return; /* consumed by swizzle-layout / rasterize */
@@ -1096,6 +1180,11 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
       sb_printf(o, "%slong long %s", first ? "" : ", ", k->symbols[i]->name);
       first = false;
     }
+  /* TMA descriptors (lower-tma), encoded by the runtime at launch. */
+  for (int i = 0; i < k->ntma_maps; i++) {
+    sb_printf(o, "%sconst __grid_constant__ tc_tensor_map tc_tmap_%d", first ? "" : ", ", i);
+    first = false;
+  }
   sb_puts(o, ") {\n");
   sb_printf(o, "  extern __shared__ __align__(%d) unsigned char tc_smem[];\n", k->wgmma ? 1024 : 128);
   sb_puts(o, "  const int tc_tid = threadIdx.x, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
@@ -1113,10 +1202,11 @@ bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag) {
   sb_puts(&body, "// Kernel parameters: tensors (device pointers), scalars, then the dynamic\n"
                  "// shape symbols as long long. Launch with the dynamic shared memory the\n"
                  "// runtime reports (tilert) or TilecKernelInfo.shared_bytes.\n");
-  bool wgmma = false;
-  for (int i = 0; i < m->nkernels; i++) wgmma |= m->kernels[i]->wgmma;
+  bool wgmma = false, tma = false;
+  for (int i = 0; i < m->nkernels; i++) wgmma |= m->kernels[i]->wgmma, tma |= m->kernels[i]->ntma_maps > 0;
   /* The wgmma header (a superset) only where needed: it is large for NVRTC. */
-  sb_puts(&body, wgmma ? "#include \"tilec_wgmma.cuh\"\n\n" : "#include \"tilec_tile.cuh\"\n\n");
+  sb_puts(&body, wgmma ? "#include \"tilec_wgmma.cuh\"\n" : "#include \"tilec_tile.cuh\"\n");
+  sb_puts(&body, tma ? "#include \"tilec_tma.cuh\"\n\n" : "\n");
   for (int i = 0; i < m->nkernels && !C.failed; i++) emit_kernel(&C, m->kernels[i]);
   if (!C.failed) sb_puts(out, body.data);
   sb_free(&body);

@@ -75,6 +75,16 @@ typedef struct TilecParamInfo {
   TilecDim dims[TILEC_MAX_RANK];
 } TilecParamInfo;
 
+/* A TMA tensor map the CUDA kernel takes (sm_90a, pass lower-tma): the
+ * launcher encodes it from tensor parameter `param` (a box of box[d]
+ * elements along dimension d, outermost first; swizzle_bytes 0, 32, 64 or
+ * 128) and passes it by value after the dynamic symbols, in this order. */
+typedef struct TilecTensorMapInfo {
+  int param;
+  int box[TILEC_MAX_RANK];
+  int swizzle_bytes;
+} TilecTensorMapInfo;
+
 typedef struct TilecKernelInfo {
   const char *name;
   const char *entry;              /* symbol in the generated code: tilec_<name> */
@@ -84,6 +94,8 @@ typedef struct TilecKernelInfo {
   const char *const *dynamic_symbols; /* names, in dyn[] order */
   int threads;                    /* threads per block (constant after specialization) */
   int shared_bytes;               /* static shared memory (CUDA), 0 for C */
+  int ntensor_maps;               /* CUDA sm_90a: TMA descriptors to pass, in order */
+  const TilecTensorMapInfo *tensor_maps;
 } TilecKernelInfo;
 
 typedef struct TilecResult TilecResult;

@@ -639,6 +639,45 @@ bool rt_cuda_memset(RtCuda *cu, RtCuDevPtr dst, unsigned char byte, size_t bytes
 
 /* ------------------------------------------------------------------- TMA */
 
+/* The driver's enums for an element size / a swizzle span, or -1. */
+static int tmap_type_of(int elem_bytes) {
+  return elem_bytes == 1   ? RT_CU_TMAP_UINT8
+         : elem_bytes == 2 ? RT_CU_TMAP_UINT16
+         : elem_bytes == 4 ? RT_CU_TMAP_UINT32
+         : elem_bytes == 8 ? RT_CU_TMAP_UINT64
+                           : -1;
+}
+
+static int tmap_swizzle_of(int swizzle_bytes) {
+  return swizzle_bytes == 0     ? RT_CU_TMAP_SWIZZLE_NONE
+         : swizzle_bytes == 32  ? 1
+         : swizzle_bytes == 64  ? 2
+         : swizzle_bytes == 128 ? 3
+                                : -1;
+}
+
+/* The checked descriptor, encoded by the driver (element strides 1, no
+ * interleave, 128-byte L2 promotion, zero fill outside the tensor). */
+static bool encode_tiled(RtCuda *cu, const char *fn, RtCuTensorMap *out, int type, int rank,
+                         RtCuDevPtr base, const uint64_t *dims, const uint64_t *strides,
+                         const uint32_t *box, int swizzle) {
+  if (!rt_cuda_need_device(cu, "encoding a tensor map")) return false;
+  if (!cu->cuTensorMapEncodeTiled) {
+    rt_cuda_seterr(cu, "%s: the NVIDIA driver is too old: libcuda.so.1 has no "
+                       "cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)", fn);
+    return false;
+  }
+  const uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+  if (!CU_CHECK(cu, cuTensorMapEncodeTiled(out, type, (unsigned)rank, (void *)(uintptr_t)base, dims,
+                                           strides, box, elem_strides, RT_CU_TMAP_INTERLEAVE_NONE,
+                                           swizzle, RT_CU_TMAP_L2_PROMOTION_128B,
+                                           RT_CU_TMAP_OOB_FILL_NONE))) {
+    memset(out, 0, sizeof *out);
+    return false;
+  }
+  return true;
+}
+
 bool rt_cuda_tensor_map_2d(RtCuda *cu, RtCuTensorMap *out, RtCuDevPtr base, int elem_bytes,
                            unsigned long long inner_elems, unsigned long long outer_elems,
                            unsigned long long outer_stride_bytes, unsigned box_inner,
@@ -650,11 +689,7 @@ bool rt_cuda_tensor_map_2d(RtCuda *cu, RtCuTensorMap *out, RtCuDevPtr base, int 
     return false;
   }
   memset(out, 0, sizeof *out);
-  int type = elem_bytes == 1   ? RT_CU_TMAP_UINT8
-             : elem_bytes == 2 ? RT_CU_TMAP_UINT16
-             : elem_bytes == 4 ? RT_CU_TMAP_UINT32
-             : elem_bytes == 8 ? RT_CU_TMAP_UINT64
-                               : -1;
+  const int type = tmap_type_of(elem_bytes);
   if (type < 0) {
     rt_cuda_seterr(cu, "%s: element size %d bytes; TMA copies elements of 1, 2, 4 or 8 bytes", fn,
                    elem_bytes);
@@ -693,11 +728,7 @@ bool rt_cuda_tensor_map_2d(RtCuda *cu, RtCuTensorMap *out, RtCuDevPtr base, int 
                    fn, box_inner, elem_bytes, box_row);
     return false;
   }
-  int swizzle = swizzle_bytes == 0    ? RT_CU_TMAP_SWIZZLE_NONE
-                : swizzle_bytes == 32  ? 1
-                : swizzle_bytes == 64  ? 2
-                : swizzle_bytes == 128 ? 3
-                                       : -1;
+  const int swizzle = tmap_swizzle_of(swizzle_bytes);
   if (swizzle < 0) {
     rt_cuda_seterr(cu, "%s: swizzle %d bytes; want 0, 32, 64 or 128", fn, swizzle_bytes);
     return false;
@@ -709,20 +740,49 @@ bool rt_cuda_tensor_map_2d(RtCuda *cu, RtCuTensorMap *out, RtCuDevPtr base, int 
                    fn, box_row, swizzle_bytes, swizzle_bytes);
     return false;
   }
-  if (!rt_cuda_need_device(cu, "encoding a tensor map")) return false;
-  if (!cu->cuTensorMapEncodeTiled) {
-    rt_cuda_seterr(cu, "%s: the NVIDIA driver is too old: libcuda.so.1 has no "
-                       "cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)", fn);
-    return false;
-  }
   const uint64_t dims[2] = {inner_elems, outer_elems}, strides[1] = {outer_stride_bytes};
-  const uint32_t box[2] = {box_inner, box_outer}, elem_strides[2] = {1, 1};
-  if (!CU_CHECK(cu, cuTensorMapEncodeTiled(out, type, 2, (void *)(uintptr_t)base, dims, strides,
-                                           box, elem_strides, RT_CU_TMAP_INTERLEAVE_NONE, swizzle,
-                                           RT_CU_TMAP_L2_PROMOTION_128B,
-                                           RT_CU_TMAP_OOB_FILL_NONE))) {
-    memset(out, 0, sizeof *out);
+  const uint32_t box[2] = {box_inner, box_outer};
+  return encode_tiled(cu, fn, out, type, 2, base, dims, strides, box, swizzle);
+}
+
+bool rt_cuda_tensor_map(RtCuda *cu, RtCuTensorMap *out, RtCuDevPtr base, int elem_bytes, int rank,
+                        const uint64_t *dims, const uint64_t *stride_bytes, const uint32_t *box,
+                        int swizzle_bytes) {
+  const char *fn = "rt_cuda_tensor_map";
+  if (!out || (uintptr_t)out % 64 != 0) {
+    rt_cuda_seterr(cu, "%s: the descriptor %p must be 64-byte aligned (and not NULL)", fn,
+                   (void *)out);
     return false;
   }
-  return true;
+  memset(out, 0, sizeof *out);
+  const int type = tmap_type_of(elem_bytes), swizzle = tmap_swizzle_of(swizzle_bytes);
+  if (type < 0 || swizzle < 0 || rank < 1 || rank > 5) {
+    rt_cuda_seterr(cu, "%s: rank %d (1 to 5), element size %d bytes (1, 2, 4 or 8), swizzle %d "
+                       "bytes (0, 32, 64 or 128)", fn, rank, elem_bytes, swizzle_bytes);
+    return false;
+  }
+  if (base % 16 != 0) {
+    rt_cuda_seterr(cu, "%s: base address 0x%llx is not 16-byte aligned (TMA needs it)", fn,
+                   (unsigned long long)base);
+    return false;
+  }
+  for (int d = 0; d < rank; d++) {
+    if (dims[d] < 1 || dims[d] > (1ull << 32) || box[d] < 1 || box[d] > 256) {
+      rt_cuda_seterr(cu, "%s: dimension %d has %llu elements (1 to 2^32) and a box of %u (1 to 256)",
+                     fn, d, (unsigned long long)dims[d], (unsigned)box[d]);
+      return false;
+    }
+    if (d > 0 && (stride_bytes[d - 1] % 16 != 0 || stride_bytes[d - 1] >= (1ull << 40))) {
+      rt_cuda_seterr(cu, "%s: the stride of dimension %d, %llu bytes, is not a multiple of 16 below 2^40",
+                     fn, d, (unsigned long long)stride_bytes[d - 1]);
+      return false;
+    }
+  }
+  const unsigned box_row = box[0] * (unsigned)elem_bytes;
+  if (box_row % 16 != 0 || (swizzle_bytes > 0 && box_row > (unsigned)swizzle_bytes)) {
+    rt_cuda_seterr(cu, "%s: a box row of %u bytes must be a multiple of 16 and, swizzled, at most %d",
+                   fn, box_row, swizzle_bytes);
+    return false;
+  }
+  return encode_tiled(cu, fn, out, type, rank, base, dims, stride_bytes, box, swizzle);
 }

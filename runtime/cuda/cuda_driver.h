@@ -159,6 +159,15 @@ bool rt_cuda_tensor_map_2d(RtCuda *cu, RtCuTensorMap *out, RtCuDevPtr base, int 
                            unsigned long long outer_stride_bytes, unsigned box_inner,
                            unsigned box_outer, int swizzle_bytes);
 
+/* The same for a row-major tensor of rank 1 to 5 (what lower-tma's copies
+ * need: a box with extent 1 along a head or batch index). dims[0] is the
+ * innermost (contiguous) extent, stride_bytes[d - 1] the stride of
+ * dimension d >= 1, box[d] the box's extent along d; the checks name the
+ * dimension they refuse. */
+bool rt_cuda_tensor_map(RtCuda *cu, RtCuTensorMap *out, RtCuDevPtr base, int elem_bytes, int rank,
+                        const uint64_t *dims, const uint64_t *stride_bytes, const uint32_t *box,
+                        int swizzle_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -148,5 +148,40 @@ TC_DEVICE void tc_tma_load_2d(unsigned smem_dst, const tc_tensor_map *map, int c
       : "memory");
 }
 
+/* The same for a tensor of rank RANK (1 to 5), coordinates c innermost
+ * first: what the compiler's TMA copies (lower-tma) call, e.g.
+ * tc_tma_load(dst, &map, {col, head, row, batch}, bar) for a tile of a
+ * [batch, seq, heads, dim] tensor (box extent 1 along head and batch). */
+template <int RANK>
+TC_DEVICE void tc_tma_load(unsigned smem_dst, const tc_tensor_map *map, const int (&c)[RANK],
+                           unsigned mbar) {
+  static_assert(RANK >= 1 && RANK <= 5, "TMA tensors have rank 1 to 5");
+  const unsigned long long m = reinterpret_cast<unsigned long long>(map);
+  if constexpr (RANK == 1)
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2}], [%3];" ::"r"(smem_dst), "l"(m), "r"(c[0]), "r"(mbar)
+                 : "memory");
+  else if constexpr (RANK == 2)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_dst), "l"(m), "r"(c[0]), "r"(c[1]),
+                 "r"(mbar)
+                 : "memory");
+  else if constexpr (RANK == 3)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_dst), "l"(m), "r"(c[0]), "r"(c[1]),
+                 "r"(c[2]), "r"(mbar)
+                 : "memory");
+  else if constexpr (RANK == 4)
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(smem_dst), "l"(m), "r"(c[0]),
+                 "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(mbar)
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(smem_dst), "l"(m), "r"(c[0]),
+                 "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "r"(mbar)
+                 : "memory");
+}
+
 #endif /* __CUDA_ARCH__ >= 900 */
 #endif /* TILEC_TMA_CUH */

@@ -50,7 +50,8 @@ __device__ void tma_copy_body(const tc_tensor_map *map, unsigned short *out, int
   if (threadIdx.x == 0) {
     tc_tma_prefetch_desc(map);
     tc_mbar_arrive_expect_tx(bar, PANELS * BOX_BYTES);
-    for (int p = 0; p < PANELS; ++p) tc_tma_load_2d(base + p * BOX_BYTES, map, x + p * BOX_C, y, bar);
+    /* the rank-generic form the compiler emits (coordinates innermost first) */
+    for (int p = 0; p < PANELS; ++p) tc_tma_load(base + p * BOX_BYTES, map, {x + p * BOX_C, y}, bar);
   }
   if ((threadIdx.x / 32) % 2 == 0) {
     tc_mbar_wait(bar, 0);

@@ -4,6 +4,7 @@
  *   test_flash_attention --dim 64|128 --dtype f16|bf16 [--causal]
  *                        --mode dynamic|bound --lengths 1,63,64,100,257
  *                        [--define NAME=VALUE]... [--device cpu|cuda]
+ *                        [--batch N] [--heads N]   (default 2 and 2)
  *
  * dynamic: seq_len stays a dynamic symbol; ONE load serves every length.
  * bound:   every length gets its own load with -D seq_len=L, and a launch
@@ -38,6 +39,7 @@ typedef struct Config {
   int nlengths;
   TilecDefine extra[8]; /* --define: block sizes etc. */
   int nextra;
+  long batch, heads;
 } Config;
 
 static TilertModule *load(NumEnv *env, const Config *c, long seq_len_or_0) {
@@ -54,7 +56,7 @@ static TilertModule *load(NumEnv *env, const Config *c, long seq_len_or_0) {
 
 /* Runs one length on a loaded kernel and checks it. */
 static void run_length(NumEnv *env, const Config *c, TilertKernel *k, long seq_len) {
-  const int64_t batch = 2, heads = 2;
+  const int64_t batch = c->batch, heads = c->heads;
   int64_t shape[4] = {batch, seq_len, heads, c->dim};
   HostTensor q, kt, v, o;
   bool ok = host_tensor_init(&q, c->dtype, 4, shape, env->ctx) &&
@@ -116,12 +118,16 @@ static void check_mismatch(NumEnv *env, const Config *c, TilertKernel *k, long b
 }
 
 int main(int argc, char **argv) {
-  Config c = {64, false, {kDLFloat, 16, 1}, "f16", false, {1, 63, 64, 100, 257}, 5};
+  Config c = {64, false, {kDLFloat, 16, 1}, "f16", false, {1, 63, 64, 100, 257}, 5, .batch = 2, .heads = 2};
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
     if (strcmp(argv[i], "--causal") == 0) {
       c.causal = true;
+    } else if (host_opt(argc, argv, &i, "--batch", &v)) {
+      c.batch = atol(v);
+    } else if (host_opt(argc, argv, &i, "--heads", &v)) {
+      c.heads = atol(v);
     } else if (host_opt(argc, argv, &i, "--dim", &v)) {
       c.dim = host_parse_long("--dim", v, 1, 1024);
     } else if (host_opt(argc, argv, &i, "--dtype", &v)) {

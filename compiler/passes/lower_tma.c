@@ -1,0 +1,331 @@
+/* lower_tma.c - pass "lower-tma" (GPU, sm_90a): global->shared tile copies as
+ * TMA bulk tensor copies completing on mbarriers.
+ *
+ * Needs: software-pipeline (its pipelined loops, in the shape its contract
+ * describes: a prologue `for tc_prologue_k in unrolled(..)` right before the
+ * pipelined loop, copy.async fetches, cp_async_commit/cp_async_wait) and
+ * swizzle-layout (the destination layouts; in kernels with wgmma every shared
+ * buffer is 1024-byte aligned, which the hardware swizzle needs).
+ * Guarantees, on sm_90a only (other targets: nothing changes):
+ *   - a copy whose tile is a TMA box (below) becomes `copy.tma ... map(i)
+ *     mbarrier(B_full)`: one thread issues it; its bytes complete on the
+ *     destination's mbarrier for that stage. The kernel gets tensor map i
+ *     (tensor parameter, box, swizzle), which the runtime encodes at launch
+ *     and passes as a __grid_constant__ parameter. Guards are dropped: TMA
+ *     fills the parts of a box outside the tensor with zeros.
+ *   - where the pipeline waited for its cp.async groups (cp_async_wait in
+ *     the body of a pipelined loop over k with S stages), every thread waits
+ *     on each TMA destination's mbarrier instead:
+ *         tma_wait B_full[k % S] parity((k / S) % 2)
+ *     (stage k % S has been filled k / S times before); with no cp.async
+ *     copy left in the kernel, the commits go and the waits are replaced.
+ *     The pipeline's versioned fetch (whole tiles vs. guarded edge tiles)
+ *     collapses to one version: TMA needs no guards.
+ *   - a copy at the kernel's top level that is the first reference to its
+ *     destination is followed by `tma_wait B_full[0] parity(0)`.
+ *   - each TMA destination B gets an mbarrier buffer B_full (i64[stages],
+ *     allocated right after B; the CUDA backend initialises it there).
+ * A box is: global source of rank <= 5 in 16-bit elements whose innermost
+ * dimension is the tile's columns and a constant whose bytes are a multiple
+ * of 16 (then every row stride is too); at most one other non-index
+ * dimension (the rows); extents <= 256; destination a whole shared tile of
+ * the same dtype laid out as TMA writes it: row-major rows of a multiple of
+ * 16 bytes, or swizzled rows of exactly 32/64/128 bytes, or 64-column panels
+ * of 128-byte swizzled rows (one box per panel). Pipelines inside another
+ * loop keep cp.async: the parity formula counts fills from the start of the
+ * kernel. */
+#include <string.h>
+
+#include "passes.h"
+
+/* ---- which copies are TMA boxes ------------------------------------------- */
+
+/* The tensor map a copy needs, or false when the copy is not a TMA box. */
+static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
+  if (s->kind != IR_STMT_COPY) return false;
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  const IrBuffer *g = src->buf, *sh = dst->buf;
+  if (g->scope != IR_SCOPE_GLOBAL || sh->scope != IR_SCOPE_SHARED || g->dtype != sh->dtype) return false;
+  if (dtype_size(g->dtype) != 2 || g->rank > 5 || g->param_index < 0 || sh->alias_of) return false;
+  int inner = g->rank - 1;
+  int64_t inner_size = 0;
+  if (src->is_index[inner] || !ir_expr_is_int_const(g->shape[inner], &inner_size) || inner_size * 2 % 16 != 0)
+    return false;
+  memset(map, 0, sizeof *map);
+  map->param = g->param_index;
+  int ranges = 0;
+  for (int d = 0; d < g->rank; d++) {
+    int64_t e = 1;
+    if (!src->is_index[d]) {
+      if (!ir_expr_is_int_const(src->extent[d], &e) || e < 1 || e > 256) return false;
+      ranges++;
+    }
+    map->box[d] = (int)e;
+  }
+  if (ranges > 2) return false;
+  /* The destination: a whole tile (a stage of a staged buffer, or the buffer). */
+  int tile_rank = ir_region_tile_shape(dst, NULL);
+  if (tile_rank != ranges) return false;
+  for (int d = 0; d < dst->rank; d++) {
+    int64_t zero = -1;
+    if (dst->is_index[d]) continue;
+    if (!ir_expr_is_int_const(dst->start[d], &zero) || zero != 0 || !ir_expr_equal(dst->extent[d], sh->shape[d]))
+      return false;
+  }
+  const int cols = map->box[inner], row_bytes = cols * 2;
+  const IrLayout *l = &sh->layout;
+  if (l->kind == IR_LAYOUT_ROW_MAJOR) {
+    if (row_bytes % 16 != 0) return false;
+  } else if (l->kind == IR_LAYOUT_SWIZZLED) {
+    if (!k->wgmma) return false; /* the hardware swizzle needs 1024-byte aligned tiles */
+    if (l->panel_cols) {
+      if (l->panel_cols * 2 != 128 || cols % l->panel_cols != 0) return false;
+      map->box[inner] = l->panel_cols;
+      map->swizzle_bytes = 128;
+    } else {
+      if (row_bytes != l->swizzle_bytes || (row_bytes != 32 && row_bytes != 64 && row_bytes != 128)) return false;
+      map->swizzle_bytes = row_bytes;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/* Index of `map` in the kernel's tensor maps (added if new), or -1 when
+ * the table is full. */
+static int tensor_map_index(IrKernel *k, const IrTensorMap *map) {
+  for (int i = 0; i < k->ntma_maps; i++)
+    if (memcmp(&k->tma_maps[i], map, sizeof *map) == 0) return i;
+  if (k->ntma_maps == IR_MAX_TENSOR_MAPS) return -1;
+  k->tma_maps[k->ntma_maps] = *map;
+  return k->ntma_maps++;
+}
+
+/* ---- the mbarriers of a destination -------------------------------------- */
+
+typedef struct Lower {
+  IrModule *m;
+  IrKernel *k;
+} Lower;
+
+/* Position of b's ALLOC in the kernel body's top level, or -1. */
+static int top_level_alloc(const IrKernel *k, const IrBuffer *b) {
+  const IrStmt *body = k->body;
+  for (int i = 0; i < body->u.seq.n; i++)
+    if (body->u.seq.items[i]->kind == IR_STMT_ALLOC && body->u.seq.items[i]->u.alloc == b) return i;
+  return -1;
+}
+
+static void seq_insert(IrModule *m, IrStmt *seq, int at, IrStmt *s) {
+  ir_seq_push(m, seq, s); /* grows the array; then shift into place */
+  for (int i = seq->u.seq.n - 1; i > at; i--) seq->u.seq.items[i] = seq->u.seq.items[i - 1];
+  seq->u.seq.items[at] = s;
+}
+
+/* The mbarriers of TMA destination b (created and allocated right after b
+ * on first use), or NULL when b is not allocated at the top level. */
+static IrBuffer *mbarriers_of(Lower *L, IrBuffer *b, int stages) {
+  if (b->tma_bar) return b->tma_bar;
+  int at = top_level_alloc(L->k, b);
+  if (at < 0) return NULL;
+  IrExpr *shape[1] = {ir_int(L->m, stages, b->loc)};
+  IrBuffer *bar = ir_buffer_new(L->m, arena_printf(L->m->arena, "%s_full", b->name), DTYPE_I64, IR_SCOPE_SHARED, 1,
+                                shape, b->loc);
+  bar->is_mbarrier = true;
+  bar->smem_align = L->k->wgmma ? 1024 : 128; /* keeps the buffers after it aligned */
+  IrStmt *alloc = ir_stmt_new(L->m, IR_STMT_ALLOC, b->loc);
+  alloc->u.alloc = bar;
+  seq_insert(L->m, L->k->body, at + 1, alloc);
+  b->tma_bar = bar;
+  return bar;
+}
+
+/* Turns copy s into a TMA copy if it is a box; false otherwise. */
+static bool make_tma(Lower *L, IrStmt *s, int stages) {
+  IrTensorMap map;
+  if (!tma_box_of(L->k, s, &map)) return false;
+  int index = tensor_map_index(L->k, &map);
+  if (index < 0 || !mbarriers_of(L, s->u.copy.dst.buf, stages)) return false;
+  s->u.copy.tma = true;
+  s->u.copy.async = true;
+  s->u.copy.tma_map = index;
+  for (int d = 0; d < s->u.copy.src.rank; d++) s->u.copy.src.guard[d] = false;
+  return true;
+}
+
+static IrStmt *tma_wait(IrModule *m, IrBuffer *bar, IrExpr *stage, IrExpr *parity, SrcLoc loc) {
+  IrStmt *w = ir_stmt_new(m, IR_STMT_TMA_WAIT, loc);
+  w->u.tma_wait.bar = bar;
+  w->u.tma_wait.stage = stage;
+  w->u.tma_wait.parity = parity;
+  return w;
+}
+
+/* ---- pipelines ------------------------------------------------------------ */
+
+typedef struct Fetches {
+  IrStmt *copies[32];
+  int n;
+} Fetches;
+
+static void collect_async(IrStmt *s, void *ctx) {
+  Fetches *f = ctx;
+  if (s->kind == IR_STMT_COPY && s->u.copy.async && f->n < 32) f->copies[f->n++] = s;
+}
+
+static bool all_tma(const IrStmt *seq) {
+  for (int i = 0; i < seq->u.seq.n; i++)
+    if (seq->u.seq.items[i]->kind != IR_STMT_COPY || !seq->u.seq.items[i]->u.copy.tma) return false;
+  return seq->u.seq.n > 0;
+}
+
+/* `if (whole) {copies} else {if (fetch) {copies}}` with TMA copies on both
+ * sides is `if (fetch) {copies}`: the box's zero fill is the edge path. */
+static IrStmt *collapse_versions(IrStmt *s) {
+  if (s->kind != IR_STMT_IF || !s->u.if_.else_ || s->u.if_.else_->u.seq.n != 1) return s;
+  IrStmt *edge = s->u.if_.else_->u.seq.items[0];
+  if (edge->kind != IR_STMT_IF || edge->u.if_.else_ || !all_tma(s->u.if_.then_) || !all_tma(edge->u.if_.then_))
+    return s;
+  return edge;
+}
+
+typedef struct Refs {
+  const IrBuffer *buf;
+  int count;
+} Refs;
+
+static void count_refs(IrStmt *s, void *ctx) {
+  Refs *r = ctx;
+  if (s->kind == IR_STMT_COPY && s->u.copy.tma) return; /* a fetch writes, it does not read */
+  r->count += ir_stmt_buffer_refs(s, r->buf);
+}
+
+/* References to b under s, not counting TMA copies into it. */
+static int refs_under(IrStmt *s, const IrBuffer *b) {
+  Refs r = {b, 0};
+  pass_visit_stmts(s, count_refs, &r);
+  return r.count;
+}
+
+/* The body of pipelined loop `loop` (S stages, variable k) after its fetches
+ * became TMA copies into the buffers `dsts`: where it waited for cp.async
+ * groups, each thread waits on every destination's mbarrier, each wait
+ * placed right before the first statement that reads that buffer (so the
+ * work on K runs while V still lands). */
+static void rewrite_waits(Lower *L, IrStmt *loop, IrBuffer **dsts, int ndsts, bool cp_async_left) {
+  IrModule *m = L->m;
+  IrStmt *body = loop->u.for_.body;
+  const int S = loop->u.for_.num_stages;
+  IrVar *kv = loop->u.for_.var;
+  bool closing = body->u.seq.n > 0 && body->u.seq.items[body->u.seq.n - 1]->kind == IR_STMT_BARRIER;
+  IrStmt *out = ir_seq_new(m, body->loc);
+  bool pending[32] = {false};
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *s = collapse_versions(body->u.seq.items[i]);
+    if (s->kind == IR_STMT_ASYNC_COMMIT && !cp_async_left) continue;
+    if (s->kind == IR_STMT_ASYNC_WAIT) {
+      if (cp_async_left) ir_seq_push(m, out, s);
+      for (int j = 0; j < ndsts; j++) pending[j] = true;
+      /* The barrier after the wait only published other threads' cp.async
+       * bytes; each thread now waits for the TMA bytes itself. Where the
+       * body ends in a barrier (readers done before a stage is refilled),
+       * that one stays and this one goes. */
+      if (!cp_async_left && closing && i + 1 < body->u.seq.n - 1 && body->u.seq.items[i + 1]->kind == IR_STMT_BARRIER)
+        i++;
+      continue;
+    }
+    for (int j = 0; j < ndsts; j++) {
+      if (!pending[j] || (refs_under(s, dsts[j]) == 0 && i + 1 < body->u.seq.n)) continue;
+      SrcLoc loc = s->loc;
+      IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
+      IrExpr *fills = ir_binary(m, IR_OP_DIV, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc);
+      IrExpr *parity = ir_binary(m, IR_OP_MOD, fills, ir_int(m, 2, loc), loc);
+      ir_seq_push(m, out, tma_wait(m, dsts[j]->tma_bar, stage, parity, loc));
+      pending[j] = false;
+    }
+    ir_seq_push(m, out, s);
+  }
+  loop->u.for_.body = out;
+}
+
+static void drop_commits(IrStmt *seq) {
+  int n = 0;
+  for (int i = 0; i < seq->u.seq.n; i++)
+    if (seq->u.seq.items[i]->kind != IR_STMT_ASYNC_COMMIT) seq->u.seq.items[n++] = seq->u.seq.items[i];
+  seq->u.seq.n = n;
+}
+
+/* Lowers the fetches of one pipeline (optional prologue + pipelined loop). */
+static void lower_pipeline(Lower *L, IrStmt *prologue, IrStmt *loop) {
+  Fetches f = {{0}, 0};
+  if (prologue) pass_visit_stmts(prologue, collect_async, &f);
+  pass_visit_stmts(loop, collect_async, &f);
+  IrBuffer *dsts[32];
+  int ndsts = 0;
+  bool cp_async_left = false;
+  for (int i = 0; i < f.n; i++) {
+    IrBuffer *dst = f.copies[i]->u.copy.dst.buf;
+    if (!make_tma(L, f.copies[i], loop->u.for_.num_stages)) {
+      cp_async_left = true;
+      continue;
+    }
+    bool seen = false;
+    for (int j = 0; j < ndsts; j++) seen |= dsts[j] == dst;
+    if (!seen) dsts[ndsts++] = dst;
+  }
+  if (ndsts == 0) return;
+  rewrite_waits(L, loop, dsts, ndsts, cp_async_left);
+  if (prologue && !cp_async_left) drop_commits(prologue->u.for_.body);
+}
+
+/* Does any statement of the kernel's top level before position `at`
+ * reference b? */
+static bool referenced_before(const IrKernel *k, const IrBuffer *b, int at) {
+  for (int i = 0; i < at; i++) {
+    const IrStmt *s = k->body->u.seq.items[i];
+    if (s->kind == IR_STMT_ALLOC) continue;
+    if (ir_stmt_buffer_refs((IrStmt *)s, b)) return true;
+  }
+  return false;
+}
+
+static void lower_kernel(Lower *L) {
+  IrStmt *body = L->k->body;
+  /* Pipelines at the top level (software-pipeline put each in a SEQ of its
+   * own: prologue, loop, then maybe a wgmma_wait). */
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    IrStmt *items1[1] = {s};
+    IrStmt **items = s->kind == IR_STMT_SEQ ? s->u.seq.items : items1;
+    int n = s->kind == IR_STMT_SEQ ? s->u.seq.n : 1;
+    for (int j = 0; j < n; j++) {
+      IrStmt *loop = items[j];
+      if (loop->kind != IR_STMT_FOR || loop->u.for_.kind != IR_FOR_PIPELINED) continue;
+      IrStmt *prev = j > 0 ? items[j - 1] : NULL;
+      IrStmt *prologue = prev && prev->kind == IR_STMT_FOR && prev->u.for_.kind == IR_FOR_UNROLLED ? prev : NULL;
+      lower_pipeline(L, prologue, loop);
+    }
+  }
+  /* Copies at the top level that first fill their destination. */
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    if (s->kind != IR_STMT_COPY || s->u.copy.async) continue;
+    if (referenced_before(L->k, s->u.copy.dst.buf, i) || !make_tma(L, s, 1)) continue;
+    /* make_tma may have inserted the mbarrier ALLOC before s: find s again. */
+    int at = i;
+    while (body->u.seq.items[at] != s) at++;
+    seq_insert(L->m, body, at + 1,
+               tma_wait(L->m, s->u.copy.dst.buf->tma_bar, ir_int(L->m, 0, s->loc), ir_int(L->m, 0, s->loc), s->loc));
+    i = at + 1;
+  }
+}
+
+bool pass_lower_tma(IrModule *m, const PassOptions *opts, Diag *diag) {
+  if (opts->target != TILEC_TARGET_SM90A) return true;
+  for (int i = 0; i < m->nkernels; i++) {
+    Lower L = {m, m->kernels[i]};
+    lower_kernel(&L);
+  }
+  return true;
+}

@@ -1,0 +1,33 @@
+/* rt_tma.h - the TMA tensor maps a kernel takes (GPU path, below rt_gpu.c).
+ * Floor: the GPU path; calls only runtime/cuda/ and libc. */
+#ifndef RT_TMA_H
+#define RT_TMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cuda_driver.h"
+#include "tilec.h"
+#include "tilert.h"
+
+/* One encoded descriptor and what it was encoded from. */
+typedef struct RtTmaSlot {
+  RtCuTensorMap map; /* first: 64-byte aligned in an aligned array */
+  bool valid;
+  RtCuDevPtr base;
+  int64_t shape[TILEC_MAX_RANK];
+} RtTmaSlot;
+
+/* Points params[i] at the descriptor of info->tensor_maps[i] for this
+ * launch's tensors (args, already validated: compact row-major). *slots is
+ * the kernel's cache (allocated on first use, one per map; free with
+ * rt_tma_free): a descriptor is encoded again only when its tensor's data
+ * pointer or shape changed since the kernel's last launch. False with a
+ * message naming the tensor when the driver cannot describe it (e.g. a
+ * base address not 16-byte aligned). */
+bool rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, RtTmaSlot **slots,
+                   void **params, char *msg, size_t cap);
+
+void rt_tma_free(RtTmaSlot *slots); /* accepts NULL */
+
+#endif

@@ -1,4 +1,8 @@
-/* rt_module.c - C text in, a loaded module out (the CPU path).
+/* rt_cpu.c - the CPU path (floor 2, rt_cpu.h): a .tile compiled to C, C
+ * text in, a loaded module out; launches call the kernel's entry.
+ *
+ * Load: rt_compile_tile (emit C, target CPU) gives the C text, the
+ * specialized IR (cache key) and the kernel signatures; then:
  *
  * With a usable cache directory: look up <key>.so (verified against
  * <key>.sum); on a hit dlopen it and run no compiler. On a miss, or a corrupt
@@ -10,16 +14,20 @@
  * temp directory, dlopen, and delete the files at once (the mapping stays
  * valid). The .c file and the freshly built .so always live in a private
  * temp directory that is removed before the load returns, so the C
- * compiler never writes into the cache directory. */
+ * compiler never writes into the cache directory.
+ * Launch: every argument checked by rt_validate (kDLCPU), scalars converted
+ * (rt_convert_scalar), then the kernel's entry
+ * `void entry(void **args, const int64_t *dyn)` (ABI in tilec.h). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "rt_internal.h"
+#include "rt_cpu.h"
 
 static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *str_printf(const char *fmt, ...) {
@@ -134,15 +142,6 @@ static TilertStatus load_private(TilertContext *ctx, TilertModule *mod, const ch
   return st;
 }
 
-void rt_cache_warn(TilertContext *ctx, const char *dir, const char *why) {
-  if (ctx->cache_warned) return;
-  ctx->cache_warned = true;
-  fprintf(stderr,
-          "tilert: warning: cache directory '%s' is not usable (%s); building without the "
-          "cache\n",
-          dir, why);
-}
-
 /* Cache path: a verified <key>.so is dlopened (a hit). Otherwise the .so is
  * compiled in a private directory, so that a cache directory that cannot be
  * written (read-only, full) never fails the compiler, and then published
@@ -190,20 +189,33 @@ static TilertStatus load_cached(TilertContext *ctx, TilertModule *mod, const cha
   return st;
 }
 
-TilertStatus rt_module_from_c(TilertContext *ctx, const char *name, const char *c_src,
-                              size_t c_len, const char *ir, const TilecKernelInfo *const *kernels,
-                              int nkernels, TilecResult *result, TilertModule **out) {
+void rt_cpu_cache_key(const char *cc, const char *ir, const char *c_src, size_t c_len,
+                      char out[65]) {
+  /* Changing what goes in here (or its order) calls for a new RT_CACHE_FORMAT. */
+  RtSha256 s;
+  const char *flags = RT_CC_FLAGS " " RT_CC_LIBS;
+  rt_cache_key_begin(&s, "cpu");
+  rt_cache_key_field(&s, "cc", cc, strlen(cc));
+  rt_cache_key_field(&s, "flags", flags, strlen(flags));
+  rt_cache_key_field(&s, "ir", ir ? ir : "", ir ? strlen(ir) : 0);
+  /* The C text too: a compiler change that keeps its version string but
+   * emits different code must not hit an old entry. */
+  rt_cache_key_field(&s, "c", c_src, c_len);
+  rt_cache_key_end(&s, out);
+}
+
+void rt_cpu_module_unload(TilertModule *mod) {
+  if (mod->dl) dlclose(mod->dl);
+  mod->dl = NULL;
+}
+
+TilertStatus rt_cpu_module_from_c(TilertContext *ctx, const char *name, const char *c_src,
+                                  size_t c_len, const char *ir,
+                                  const TilecKernelInfo *const *kernels, int nkernels,
+                                  TilecResult *result, TilertModule **out) {
   *out = NULL;
-  TilertModule *mod = calloc(1, sizeof *mod);
-  if (mod) mod->kernels = calloc(nkernels > 0 ? (size_t)nkernels : 1, sizeof *mod->kernels);
-  if (!mod || !mod->kernels) {
-    if (mod) free(mod);
-    tilec_result_destroy(result);
-    return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
-  }
-  mod->ctx = ctx;
-  mod->result = result;
-  mod->nkernels = nkernels;
+  TilertModule *mod = rt_module_new(ctx, result, nkernels);
+  if (!mod) return TILERT_OUT_OF_MEMORY;
 
   TilertStatus st = TILERT_OK;
   bool private_build = ctx->cache_disabled || !ctx->cache_dir;
@@ -216,15 +228,77 @@ TilertStatus rt_module_from_c(TilertContext *ctx, const char *name, const char *
   }
   if (!private_build) {
     char key[65];
-    rt_cache_key(ctx->cc, ir, c_src, c_len, key);
+    rt_cpu_cache_key(ctx->cc, ir, c_src, c_len, key);
     st = load_cached(ctx, mod, name, ctx->cache_dir, key, c_src, c_len, kernels);
   } else {
     st = load_private(ctx, mod, name, c_src, c_len, kernels);
   }
   if (st != TILERT_OK) {
-    tilert_module_destroy(mod);
+    rt_cpu_module_unload(mod);
+    rt_module_free(mod);
     return st;
   }
   *out = mod;
   return TILERT_OK;
+}
+
+TilertStatus rt_cpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
+                         const TilecDefine *defines, int ndefines, TilertModule **out) {
+  *out = NULL;
+  TilecResult *res = NULL;
+  TilertStatus cst = rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_C,
+                                     TILEC_TARGET_CPU, &res);
+  if (cst != TILERT_OK) return cst;
+
+  int n = tilec_result_num_kernels(res);
+  const TilecKernelInfo **kernels = calloc(n > 0 ? (size_t)n : 1, sizeof *kernels);
+  if (!kernels) {
+    tilec_result_destroy(res);
+    return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+  }
+  for (int i = 0; i < n; i++) kernels[i] = tilec_result_kernel(res, i);
+  /* The module owns res from here: the kernel infos live in it. */
+  TilertStatus st = rt_cpu_module_from_c(ctx, name, tilec_result_output(res),
+                                         tilec_result_output_size(res),
+                                         tilec_result_specialized_ir(res), kernels, n, res, out);
+  free(kernels);
+  return st;
+}
+
+/* ---- launch ---- */
+
+enum { RT_STACK_ARGS = 32 };
+
+TilertStatus rt_cpu_launch(TilertKernel *k, const TilertArg *args, int nargs) {
+  TilertContext *ctx = k->mod->ctx;
+  const TilecKernelInfo *info = k->info;
+  int np = info->nparams, nd = info->ndynamic;
+  int64_t dyn_stack[RT_STACK_ARGS];
+  void *argv_stack[RT_STACK_ARGS];
+  RtScalar scalar_stack[RT_STACK_ARGS];
+  int64_t *dyn = nd <= RT_STACK_ARGS ? dyn_stack : malloc((size_t)nd * sizeof *dyn);
+  void **argv = np <= RT_STACK_ARGS ? argv_stack : malloc((size_t)np * sizeof *argv);
+  RtScalar *scalars = np <= RT_STACK_ARGS ? scalar_stack : malloc((size_t)np * sizeof *scalars);
+  TilertStatus st = TILERT_OK;
+  char msg[1024];
+  if (!dyn || !argv || !scalars) {
+    st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+  } else if (!rt_validate(info, args, nargs, kDLCPU, -1, dyn, msg, sizeof msg)) {
+    st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
+  } else {
+    for (int i = 0; i < np; i++) {
+      if (info->params[i].is_tensor) {
+        const DLTensor *t = args[i].tensor;
+        argv[i] = t->data ? (char *)t->data + t->byte_offset : NULL;
+      } else {
+        rt_convert_scalar(&args[i], info->params[i].dtype, &scalars[i]);
+        argv[i] = &scalars[i];
+      }
+    }
+    k->fn(argv, dyn);
+  }
+  if (dyn != dyn_stack) free(dyn);
+  if (argv != argv_stack) free(argv);
+  if (scalars != scalar_stack) free(scalars);
+  return st;
 }

@@ -104,6 +104,11 @@ static TilertStatus compile_c(TilertContext *ctx, const char *name, const char *
   return st;
 }
 
+void rt_cpu_module_unload(TilertModule *mod) {
+  if (mod->dl) dlclose(mod->dl);
+  mod->dl = NULL;
+}
+
 static TilertStatus open_so(TilertContext *ctx, TilertModule *mod, const char *path,
                             const TilecKernelInfo *const *kernels) {
   dlerror();
@@ -160,8 +165,7 @@ static TilertStatus load_cached(TilertContext *ctx, TilertModule *mod, const cha
       return TILERT_OK;
     }
     /* Verified bytes that do not load (another machine's entry?): rebuild. */
-    if (mod->dl) dlclose(mod->dl);
-    mod->dl = NULL;
+    rt_cpu_module_unload(mod);
   }
   char *work = NULL, *built = NULL;
   TilertStatus st = make_workdir(ctx, &work);
@@ -202,11 +206,6 @@ void rt_cpu_cache_key(const char *cc, const char *ir, const char *c_src, size_t 
    * emits different code must not hit an old entry. */
   rt_cache_key_field(&s, "c", c_src, c_len);
   rt_cache_key_end(&s, out);
-}
-
-void rt_cpu_module_unload(TilertModule *mod) {
-  if (mod->dl) dlclose(mod->dl);
-  mod->dl = NULL;
 }
 
 TilertStatus rt_cpu_module_from_c(TilertContext *ctx, const char *name, const char *c_src,

@@ -11,7 +11,11 @@
  * trusted only when the .sum names its exact size and hash; anything else is
  * a miss and gets rebuilt. Every byte written into the cache directory goes
  * through rt_cache_write_fd, where the tests inject write failures
- * (rt_cache_fault_errno). */
+ * (rt_cache_fault_errno).
+ *
+ * Floor 1 (rt_base.h): the store and the key's framing. What goes into a
+ * key is each path's business (rt_cpu_cache_key, rt_gpu_cache_key); the
+ * format, tilec's version and the target start every key here. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,12 +24,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rt_internal.h"
+#include "rt_base.h"
 
 /* Bumped when the entry format or the key's ingredients change. */
 #define RT_CACHE_FORMAT "tilert-cache 1"
 
-static void key_field(RtSha256 *s, const char *tag, const void *data, size_t len) {
+void rt_cache_key_field(RtSha256 *s, const char *tag, const void *data, size_t len) {
   /* Tag and length before each field, so no two inputs hash the same stream. */
   char head[64];
   int n = snprintf(head, sizeof head, "%s %zu:", tag, len);
@@ -33,49 +37,27 @@ static void key_field(RtSha256 *s, const char *tag, const void *data, size_t len
   rt_sha256_update(s, data, len);
 }
 
-void rt_cache_key(const char *cc, const char *ir, const char *c_src, size_t c_len, char out[65]) {
-  RtSha256 s;
-  unsigned char d[32];
+void rt_cache_key_begin(RtSha256 *s, const char *target) {
   const char *version = tilec_version();
-  const char *flags = RT_CC_FLAGS " " RT_CC_LIBS;
-  rt_sha256_init(&s);
-  key_field(&s, "format", RT_CACHE_FORMAT, strlen(RT_CACHE_FORMAT));
-  key_field(&s, "version", version, strlen(version));
-  key_field(&s, "target", "cpu", 3);
-  key_field(&s, "cc", cc, strlen(cc));
-  key_field(&s, "flags", flags, strlen(flags));
-  key_field(&s, "ir", ir ? ir : "", ir ? strlen(ir) : 0);
-  /* The C text too: a compiler change that keeps its version string but
-   * emits different code must not hit an old entry. */
-  key_field(&s, "c", c_src, c_len);
-  rt_sha256_final(&s, d);
+  rt_sha256_init(s);
+  rt_cache_key_field(s, "format", RT_CACHE_FORMAT, strlen(RT_CACHE_FORMAT));
+  rt_cache_key_field(s, "version", version, strlen(version));
+  rt_cache_key_field(s, "target", target, strlen(target));
+}
+
+void rt_cache_key_end(RtSha256 *s, char out[65]) {
+  unsigned char d[32];
+  rt_sha256_final(s, d);
   rt_hex(d, 32, out);
 }
 
-void rt_cache_key_cuda(const char *arch, int nvrtc_version, const char *const *opts, int nopts,
-                       const char *ir, const char *src, size_t src_len, char out[65]) {
-  RtSha256 s;
-  unsigned char d[32];
-  const char *version = tilec_version();
-  char nvrtc[32];
-  int n = snprintf(nvrtc, sizeof nvrtc, "%d", nvrtc_version);
-  rt_sha256_init(&s);
-  key_field(&s, "format", RT_CACHE_FORMAT, strlen(RT_CACHE_FORMAT));
-  key_field(&s, "version", version, strlen(version));
-  key_field(&s, "target", "cuda", 4);
-  key_field(&s, "arch", arch, strlen(arch));
-  /* Another NVRTC may generate other code for the same text. */
-  key_field(&s, "nvrtc", nvrtc, (size_t)n);
-  for (int i = 0; i < nopts; i++) key_field(&s, "opt", opts[i], strlen(opts[i]));
-  /* The device headers are compiled into the cubin as much as the source. */
-  for (const RtCudaHeader *h = rt_cuda_device_headers; h->name; h++) {
-    key_field(&s, "header", h->name, strlen(h->name));
-    key_field(&s, "text", h->text, strlen(h->text));
-  }
-  key_field(&s, "ir", ir ? ir : "", ir ? strlen(ir) : 0);
-  key_field(&s, "cuda", src, src_len);
-  rt_sha256_final(&s, d);
-  rt_hex(d, 32, out);
+void rt_cache_warn(TilertContext *ctx, const char *dir, const char *why) {
+  if (ctx->cache_warned) return;
+  ctx->cache_warned = true;
+  fprintf(stderr,
+          "tilert: warning: cache directory '%s' is not usable (%s); building without the "
+          "cache\n",
+          dir, why);
 }
 
 int rt_mkdir_p(const char *path) {

@@ -1,4 +1,5 @@
-/* rt_cc.c - runs the system C compiler on the C backend's output.
+/* rt_cc.c - runs the system C compiler on the C backend's output (the CPU
+ * path, floor 2: rt_cpu.h; called by rt_cpu.c).
  *
  * The command (TilertConfig.cc, $TILEC_CC or "cc") may carry arguments, e.g.
  * "ccache gcc -march=native"; it is split on blanks with '...' and "..."
@@ -15,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rt_internal.h"
+#include "rt_cpu.h"
 
 extern char **environ;
 

@@ -1,5 +1,6 @@
-/* rt_gpu.c - the CUDA path of libtilert: contexts on a GPU, loading a .tile
- * through NVRTC with a disk cache of cubins, launching, device memory.
+/* rt_gpu.c - the CUDA path of libtilert (floor 2, rt_gpu.h): contexts on a
+ * GPU, loading a .tile through NVRTC with a disk cache of cubins, launching,
+ * device memory.
  *
  * Everything CUDA goes through runtime/cuda/cuda_driver.h (libcuda and
  * libnvrtc are dlopen'ed there), so this file needs no CUDA header and the
@@ -32,7 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_internal.h"
+#include "cuda_driver.h"
+#include "rt_gpu.h"
 #include "rt_tma.h"
 
 /* -lineinfo: profilers and compute-sanitizer map SASS back to the generated
@@ -60,7 +62,14 @@ static int nvrtc_options(const char **opts, char *buf, size_t cap) {
 
 bool rt_gpu_open(TilertContext *ctx, char *why, size_t why_cap) {
   ctx->cu = rt_cuda_open(RT_CUDA_DEVICE, 0, why, why_cap);
-  return ctx->cu != NULL;
+  if (!ctx->cu) return false;
+  int arch = rt_cuda_arch(ctx->cu), nv = rt_cuda_nvrtc_version(ctx->cu);
+  char target[16];
+  rt_cuda_target(arch, target);
+  snprintf(ctx->note, sizeof ctx->note,
+           "CUDA device 0: %s (sm_%d); kernels built for %s by NVRTC %d.%d",
+           rt_cuda_device_name(ctx->cu), arch, target, nv / 1000, nv % 1000 / 10);
+  return true;
 }
 
 void rt_gpu_close(TilertContext *ctx) {
@@ -69,6 +78,27 @@ void rt_gpu_close(TilertContext *ctx) {
 }
 
 /* ---- cubins ---- */
+
+void rt_gpu_cache_key(const char *arch, int nvrtc_version, const char *const *opts, int nopts,
+                      const char *ir, const char *src, size_t src_len, char out[65]) {
+  /* Changing what goes in here (or its order) calls for a new RT_CACHE_FORMAT. */
+  RtSha256 s;
+  char nvrtc[32];
+  int n = snprintf(nvrtc, sizeof nvrtc, "%d", nvrtc_version);
+  rt_cache_key_begin(&s, "cuda");
+  rt_cache_key_field(&s, "arch", arch, strlen(arch));
+  /* Another NVRTC may generate other code for the same text. */
+  rt_cache_key_field(&s, "nvrtc", nvrtc, (size_t)n);
+  for (int i = 0; i < nopts; i++) rt_cache_key_field(&s, "opt", opts[i], strlen(opts[i]));
+  /* The device headers are compiled into the cubin as much as the source. */
+  for (const RtCudaHeader *h = rt_cuda_device_headers; h->name; h++) {
+    rt_cache_key_field(&s, "header", h->name, strlen(h->name));
+    rt_cache_key_field(&s, "text", h->text, strlen(h->text));
+  }
+  rt_cache_key_field(&s, "ir", ir ? ir : "", ir ? strlen(ir) : 0);
+  rt_cache_key_field(&s, "cuda", src, src_len);
+  rt_cache_key_end(&s, out);
+}
 
 void rt_gpu_source_name(const char *tile_name, char *out, size_t cap) {
   const char *base = strrchr(tile_name, '/');
@@ -97,7 +127,7 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
   int nopts = nvrtc_options(opts, opt_buf, sizeof opt_buf);
   char key[65];
   if (dir) {
-    rt_cache_key_cuda(arch, rt_cuda_nvrtc_version(ctx->cu), opts, nopts, ir, src, len, key);
+    rt_gpu_cache_key(arch, rt_cuda_nvrtc_version(ctx->cu), opts, nopts, ir, src, len, key);
     if (!force_build && rt_cache_read_entry(dir, key, "cubin", cubin, size)) {
       *from_cache = true;
       return TILERT_OK;
@@ -166,17 +196,9 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
       rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_CUDA, target, &res);
   if (st != TILERT_OK) return st;
 
-  TilertModule *mod = calloc(1, sizeof *mod);
   int n = tilec_result_num_kernels(res);
-  if (mod) mod->kernels = calloc(n > 0 ? (size_t)n : 1, sizeof *mod->kernels);
-  if (!mod || !mod->kernels) {
-    free(mod);
-    tilec_result_destroy(res);
-    return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
-  }
-  mod->ctx = ctx;
-  mod->result = res;
-  mod->nkernels = n;
+  TilertModule *mod = rt_module_new(ctx, res, n);
+  if (!mod) return TILERT_OUT_OF_MEMORY;
   int smem_max = rt_cuda_max_smem_optin(cu);
   for (int i = 0; i < n; i++) {
     TilertKernel *k = &mod->kernels[i];
@@ -190,7 +212,7 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
                     "%d per block",
                     name, k->info->name, k->info->shared_bytes, rt_cuda_device_name(cu), cc,
                     smem_max);
-      tilert_module_destroy(mod);
+      rt_module_free(mod);
       return st;
     }
   }
@@ -222,7 +244,8 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
     free(prev);
   }
   if (st != TILERT_OK) {
-    tilert_module_destroy(mod);
+    rt_gpu_module_unload(mod);
+    rt_module_free(mod);
     return st;
   }
   mod->from_cache = hit;
@@ -321,13 +344,13 @@ done:
   return st;
 }
 
-/* ---- device memory (public) ---- */
+/* ---- device memory (public: tilert.h) ---- */
 
 static TilertStatus need_gpu(TilertContext *ctx, const char *what) {
   if (ctx->device == TILERT_DEVICE_CUDA && ctx->device_ok && rt_cuda_has_device(ctx->cu))
     return TILERT_OK;
   return rt_error(ctx, TILERT_NO_GPU, "%s: the context has no GPU (%s)", what,
-                  tilert_context_device_note(ctx));
+                  ctx->device_note ? ctx->device_note : "");
 }
 
 TilertStatus tilert_device_alloc(TilertContext *ctx, size_t bytes, void **dptr) {

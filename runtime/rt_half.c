@@ -4,10 +4,13 @@
  * f32 -> f16 rounds to nearest even (through the subnormal range too),
  * overflows to infinity, keeps NaN a (quiet) NaN with its sign;
  * f32 -> bf16 is the top half of the f32 rounded to nearest even.
- * The widening directions are exact. */
+ * The widening directions are exact.
+ *
+ * Public (tilert.h), and on floor 1 (rt_base.h): rt_convert_scalar uses
+ * them for f16 and bf16 scalar arguments. */
 #include <string.h>
 
-#include "rt_internal.h"
+#include "rt_base.h"
 
 static uint32_t f32_bits(float x) {
   uint32_t u;

@@ -6,7 +6,7 @@
  * length in bits (big-endian) so the total is a multiple of 64 bytes. */
 #include <string.h>
 
-#include "rt_internal.h"
+#include "rt_base.h"
 
 /* First 32 bits of the fractional parts of the cube roots of the first 64
  * primes (FIPS 180-4, 4.2.2). */

@@ -1,5 +1,6 @@
-/* rt_tma.h - the TMA tensor maps a kernel takes (GPU path, below rt_gpu.c).
- * Floor: the GPU path; calls only runtime/cuda/ and libc. */
+/* rt_tma.h - the TMA tensor maps a kernel takes, encoded at launch.
+ * Floor 2, GPU column (tests/runtime/check_layers.sh): rt_gpu.c calls it;
+ * it calls only runtime/cuda/ (cuda_driver.h) and libc. */
 #ifndef RT_TMA_H
 #define RT_TMA_H
 

@@ -1,5 +1,6 @@
 /* rt_validate.c - checks launch arguments against a kernel's signature
- * (TilecKernelInfo) before anything runs.
+ * (TilecKernelInfo) before anything runs, and converts scalar arguments to
+ * their parameter's dtype; both paths' launches use it (floor 1, rt_base.h).
  *
  * Per argument, in order: tensor vs scalar; for a tensor its device type and
  * ordinal (the CUDA path wants device 0, the context's), dtype, rank, each
@@ -8,13 +9,14 @@
  * row-major strides (size-1 dims ignored), non-NULL and aligned data (unless
  * it has no elements). For a scalar, that its kind converts to the dtype. The
  * first mismatch becomes a message that names the kernel, the argument's
- * position (1-based) and name, and what was expected. */
+ * position (1-based) and name, and what was expected. A valid scalar is then
+ * converted to the bytes the generated code reads (rt_convert_scalar). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_internal.h"
+#include "rt_base.h"
 
 /* DLPack >= 0.8 has kDLBool = 6; our dlpack.h may predate it. */
 enum { RT_DL_BOOL = 6 };
@@ -254,4 +256,18 @@ bool rt_validate(const TilecKernelInfo *info, const TilertArg *args, int nargs,
                 info->dynamic_symbols[s]);
   if (bound_by != stack_bound) free(bound_by);
   return ok;
+}
+
+/* After validation, so an i32's range and the scalar's kind are known good. */
+void rt_convert_scalar(const TilertArg *a, TilecDType t, RtScalar *out) {
+  double f = a->kind == TILERT_ARG_FLOAT ? a->f : (double)a->i;
+  switch (t) {
+  case TILEC_DTYPE_F32: out->f32 = (float)f; break;
+  case TILEC_DTYPE_F64: out->f64 = f; break;
+  case TILEC_DTYPE_F16: out->bits16 = tilert_f32_to_f16((float)f); break;
+  case TILEC_DTYPE_BF16: out->bits16 = tilert_f32_to_bf16((float)f); break;
+  case TILEC_DTYPE_I32: out->i32 = (int32_t)a->i; break; /* range checked */
+  case TILEC_DTYPE_I64: out->i64 = a->i; break;
+  case TILEC_DTYPE_BOOL: out->b = a->i != 0; break;
+  }
 }

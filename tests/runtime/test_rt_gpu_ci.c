@@ -156,16 +156,16 @@ static void test_names_and_keys(void) {
 
   const char *o1[] = {"-lineinfo"}, *o2[] = {"-lineinfo", "-G"};
   char k[6][65], cpu[65];
-  rt_cache_key_cuda("sm_80", 13000, o1, 1, "ir", "src", 3, k[0]);
-  rt_cache_key_cuda("sm_80", 13000, o1, 1, "ir", "src", 3, k[1]);
+  rt_gpu_cache_key("sm_80", 13000, o1, 1, "ir", "src", 3, k[0]);
+  rt_gpu_cache_key("sm_80", 13000, o1, 1, "ir", "src", 3, k[1]);
   CHECK(!strcmp(k[0], k[1]) && strlen(k[0]) == 64, "CUDA key not deterministic");
-  rt_cache_key_cuda("sm_90a", 13000, o1, 1, "ir", "src", 3, k[1]);
-  rt_cache_key_cuda("sm_80", 12080, o1, 1, "ir", "src", 3, k[2]);
-  rt_cache_key_cuda("sm_80", 13000, o2, 2, "ir", "src", 3, k[3]);
-  rt_cache_key_cuda("sm_80", 13000, o1, 1, "iR", "src", 3, k[4]);
-  rt_cache_key_cuda("sm_80", 13000, o1, 1, "ir", "srC", 3, k[5]);
+  rt_gpu_cache_key("sm_90a", 13000, o1, 1, "ir", "src", 3, k[1]);
+  rt_gpu_cache_key("sm_80", 12080, o1, 1, "ir", "src", 3, k[2]);
+  rt_gpu_cache_key("sm_80", 13000, o2, 2, "ir", "src", 3, k[3]);
+  rt_gpu_cache_key("sm_80", 13000, o1, 1, "iR", "src", 3, k[4]);
+  rt_gpu_cache_key("sm_80", 13000, o1, 1, "ir", "srC", 3, k[5]);
   for (int i = 1; i < 6; i++) CHECK(strcmp(k[0], k[i]) != 0, "CUDA key ignores ingredient %d", i);
-  rt_cache_key("cc", "ir", "src", 3, cpu);
+  rt_cpu_cache_key("cc", "ir", "src", 3, cpu);
   CHECK(strcmp(cpu, k[0]) != 0, "CPU and CUDA keys collide");
 }
 
@@ -270,7 +270,7 @@ static void test_cubin_cache(void) {
 
   /* A corrupted cubin, then a garbled .sum: rebuilt, not trusted. */
   char key[65], path[1024];
-  rt_cache_key_cuda("sm_80", rt_cuda_nvrtc_version(cu), rt_gpu_nvrtc_opts, rt_gpu_nvrtc_nopts, "ir",
+  rt_gpu_cache_key("sm_80", rt_cuda_nvrtc_version(cu), rt_gpu_nvrtc_opts, rt_gpu_nvrtc_nopts, "ir",
                     good_cu, strlen(good_cu), key);
   snprintf(path, sizeof path, "%s/%s.cubin", dir, key);
   CHECK(access(path, R_OK) == 0, "no entry %s", path);

@@ -1,6 +1,6 @@
 /* test_rt_hand.c - the runtime's cache, C compiler driver, dlopen and launch
  * validation, driven by hand-written C (the generated-code ABI of tilec.h)
- * and hand-written kernel signatures through rt_module_from_c, so these
+ * and hand-written kernel signatures through rt_cpu_module_from_c, so these
  * parts are tested without the compiler. Also: CC_FAILED carries the C
  * compiler's output, the cache key's ingredients, device selection. */
 #include <errno.h>
@@ -44,8 +44,8 @@ static const TilecKernelInfo s2_info = {"scale2d", "tilec_scale2d", 3, s2_params
 static const TilecKernelInfo *const kernels[] = {&sa_info, &s2_info};
 
 static TilertStatus load_hand(TilertContext *ctx, TilertModule **out) {
-  return rt_module_from_c(ctx, "hand.c", hand_c, sizeof hand_c - 1, "hand-written", kernels, 2,
-                          NULL, out);
+  return rt_cpu_module_from_c(ctx, "hand.c", hand_c, sizeof hand_c - 1, "hand-written", kernels,
+                              2, NULL, out);
 }
 
 static void test_cc_failure(void) {
@@ -54,8 +54,8 @@ static void test_cc_failure(void) {
   CHECK(tilert_context_create(&cfg, &ctx) == TILERT_OK, "context");
   static const char broken[] = "void tilec_scale_add(void **a, const long *d) { return 1 +; }\n";
   TilertModule *mod = NULL;
-  TilertStatus st = rt_module_from_c(ctx, "broken.c", broken, sizeof broken - 1, "x", kernels, 1,
-                                     NULL, &mod);
+  TilertStatus st = rt_cpu_module_from_c(ctx, "broken.c", broken, sizeof broken - 1, "x",
+                                         kernels, 1, NULL, &mod);
   CHECK_STATUS(st, TILERT_CC_FAILED, ctx);
   CHECK(mod == NULL, "module on failure");
   const char *e = tilert_last_error(ctx);
@@ -65,7 +65,7 @@ static void test_cc_failure(void) {
 
   /* A missing entry symbol is LOAD_FAILED, not a crash at launch. */
   static const char other[] = "void something_else(void) {}\n";
-  st = rt_module_from_c(ctx, "other.c", other, sizeof other - 1, "y", kernels, 1, NULL, &mod);
+  st = rt_cpu_module_from_c(ctx, "other.c", other, sizeof other - 1, "y", kernels, 1, NULL, &mod);
   CHECK_STATUS(st, TILERT_LOAD_FAILED, ctx);
   CHECK_CONTAINS(tilert_last_error(ctx), "no symbol 'tilec_scale_add'");
   tilert_context_destroy(ctx);
@@ -85,7 +85,8 @@ static void test_cc_failure(void) {
   static const char needs_flag[] =
       "#if !TILERT_TEST_FLAG\n#error flag missing\n#endif\n"
       "#include <stdint.h>\nvoid tilec_scale_add(void **a, const int64_t *d) {(void)a; (void)d;}\n";
-  st = rt_module_from_c(ctx, "flag.c", needs_flag, sizeof needs_flag - 1, "z", kernels, 1, NULL, &mod);
+  st = rt_cpu_module_from_c(ctx, "flag.c", needs_flag, sizeof needs_flag - 1, "z", kernels, 1,
+                            NULL, &mod);
   CHECK_STATUS(st, TILERT_OK, ctx);
   tilert_module_destroy(mod);
   tilert_context_destroy(ctx);
@@ -94,16 +95,16 @@ static void test_cc_failure(void) {
 
 static void test_key(void) {
   char k1[65], k2[65], k3[65], k4[65], k5[65];
-  rt_cache_key("cc", "ir", "c", 1, k1);
-  rt_cache_key("cc", "ir", "c", 1, k2);
+  rt_cpu_cache_key("cc", "ir", "c", 1, k1);
+  rt_cpu_cache_key("cc", "ir", "c", 1, k2);
   CHECK(strcmp(k1, k2) == 0 && strlen(k1) == 64, "key not deterministic");
-  rt_cache_key("gcc", "ir", "c", 1, k3);
-  rt_cache_key("cc", "ir2", "c", 1, k4);
-  rt_cache_key("cc", "ir", "d", 1, k5);
+  rt_cpu_cache_key("gcc", "ir", "c", 1, k3);
+  rt_cpu_cache_key("cc", "ir2", "c", 1, k4);
+  rt_cpu_cache_key("cc", "ir", "d", 1, k5);
   CHECK(strcmp(k1, k3) && strcmp(k1, k4) && strcmp(k1, k5), "key ignores an ingredient");
   /* Field boundaries are part of the key: ("cc", "xir") != ("ccx", "ir"). */
-  rt_cache_key("ccx", "ir", "c", 1, k3);
-  rt_cache_key("cc", "xir", "c", 1, k4);
+  rt_cpu_cache_key("ccx", "ir", "c", 1, k3);
+  rt_cpu_cache_key("cc", "xir", "c", 1, k4);
   CHECK(strcmp(k3, k4), "key fields run together");
 }
 

@@ -1,0 +1,31 @@
+/* rt_compile.c - the compile step both paths start with (floor 1,
+ * rt_base.h): tilec_compile on the .tile text for the path's emit and
+ * target, its failure turned into a status and the diagnostics. */
+#include "rt_base.h"
+
+TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *text, size_t len,
+                             const TilecDefine *defines, int ndefines, TilecEmit emit,
+                             TilecTarget target, TilecResult **out) {
+  *out = NULL;
+  TilecOptions opt;
+  tilec_options_init(&opt);
+  opt.emit = emit;
+  opt.target = target;
+  opt.defines = defines;
+  opt.ndefines = ndefines;
+  TilecResult *res = NULL;
+  int rc = tilec_compile(name, text, len, &opt, &res);
+  if (!res) return rt_error(ctx, TILERT_OUT_OF_MEMORY, "%s: the compiler returned no result", name);
+  if (rc != 0) {
+    const char *diag = tilec_result_diagnostics(res);
+    TilertStatus st =
+        rc == 2 ? rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: bad compile options\n%s", name,
+                           diag ? diag : "")
+        : diag && *diag ? rt_error(ctx, TILERT_COMPILE_ERROR, "%s", diag)
+                        : rt_error(ctx, TILERT_COMPILE_ERROR, "%s: compilation failed", name);
+    tilec_result_destroy(res);
+    return st;
+  }
+  *out = res;
+  return TILERT_OK;
+}

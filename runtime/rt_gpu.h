@@ -1,0 +1,57 @@
+/* rt_gpu.h - FLOOR 2 of 3 of libtilert, the GPU column: a .tile compiled to
+ * CUDA, built by NVRTC into a cubin (or fetched from the cache), loaded on
+ * device 0 and launched; device memory.
+ *
+ *   rt_gpu.c              contexts on a GPU, load, cubins, launch, memory
+ *   cuda/cuda_driver.c    the dlopen'ed libcuda + libnvrtc (cuda_driver.h),
+ *                         with the embedded device headers it generates
+ *
+ * Calls down into rt_base.h (floor 1) only; never into tilert.c (floor 3)
+ * nor the CPU column (rt_cpu.h). See rt_base.h for the whole table. */
+#ifndef RT_GPU_H
+#define RT_GPU_H
+
+#include "rt_base.h"
+
+/* NVRTC options of every build (part of the cache key). */
+extern const char *const rt_gpu_nvrtc_opts[];
+extern const int rt_gpu_nvrtc_nopts;
+
+/* Opens device 0 into ctx->cu. On success ctx->note describes the device
+ * ("CUDA device 0: <name> (sm_90); kernels built for sm_90a by NVRTC
+ * 13.0"); on failure writes why (one sentence). */
+bool rt_gpu_open(TilertContext *ctx, char *why, size_t why_cap);
+/* Releases ctx->cu (the context's modules are gone by then). */
+void rt_gpu_close(TilertContext *ctx);
+/* tilec_compile (emit CUDA for the device's arch), cubin from the cache or
+ * NVRTC, load, resolve every kernel. */
+TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
+                         const TilecDefine *defines, int ndefines, TilertModule **out);
+/* The cubin for CUDA text `src` (NUL-terminated, len = strlen): <key>.cubin from the cache when it is
+ * there and verified (*from_cache = true, NVRTC does not run), else NVRTC
+ * (ctx->cu may be an NVRTC-only handle) and, with a usable cache, the entry
+ * published. force_build skips the lookup (a cached cubin did not load).
+ * NVRTC_FAILED leaves `name`, the target and the annotated log in the last
+ * error. *cubin is malloc'd. */
+TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
+                          const char *ir, const char *arch, bool force_build, void **cubin,
+                          size_t *size, bool *from_cache);
+/* Key for a CUDA build: SHA-256 over the format, tilec_version(), "cuda",
+ * the arch ("sm_90a"), the NVRTC version, the options, every embedded
+ * device header, the specialized IR and the CUDA text. */
+void rt_gpu_cache_key(const char *arch, int nvrtc_version, const char *const *opts, int nopts,
+                      const char *ir, const char *src, size_t src_len, char out[65]);
+/* Validates against kDLCUDA:0, evaluates the grid, launches on `stream`
+ * (NULL: the default stream, then waits and reports a kernel fault). */
+TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream);
+/* Unloads the module's cubin, if any. */
+void rt_gpu_module_unload(TilertModule *mod);
+/* "scale.tile" -> "scale.cu" (base name, .tile replaced): the name NVRTC's
+ * log uses for the generated source. out holds cap bytes. */
+void rt_gpu_source_name(const char *tile_name, char *out, size_t cap);
+
+/* The public device memory calls (tilert_device_alloc, _free,
+ * tilert_copy_to_device, _to_host) are defined in rt_gpu.c too: they are
+ * this path's own entries and need nothing from the floor above. */
+
+#endif

@@ -40,5 +40,11 @@ done
 for f in "$top"/tests/fuzz/corpus/* "$top"/tests/fuzz/regressions/*; do
   emit "fuzz-$(basename "$f")" "$f"
 done
-# Kernels embedded in the C tests are written out by those tests themselves;
-# the golden IR dumps of tests/passes cover the passes.
+# Kernels embedded as strings in the C and Python tests (tools/embedded_kernels.py).
+embedded=$(mktemp -d)
+python3 "$top/tools/embedded_kernels.py" "$top/tests" "$embedded"
+for f in "$embedded"/*.tile; do
+  emit "embedded-$(basename "$f" .tile)" "$f"
+done
+rm -rf "$embedded"
+# The golden IR dumps of tests/passes cover the passes.

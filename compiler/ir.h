@@ -383,7 +383,7 @@ IrStmt *ir_stmt_new(IrModule *m, IrStmtKind kind, SrcLoc loc);
 const char *ir_layout_str(Arena *arena, const IrLayout *l);
 bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b);
 /* Bytes of a buffer with constant shape, rounded up to its shared-memory
- * alignment (128, or smem_align: emit_cuda places shared buffers one after
+ * alignment (128, or smem_align: the CUDA backend places shared buffers one after
  * the other, so sizes keep every offset aligned); saturates instead of overflowing, and
  * counts a non-constant dimension as 0. 0 for a buffer that aliases another. */
 int64_t ir_buffer_bytes_aligned(const IrBuffer *b);

@@ -7,9 +7,9 @@
 #   tools/codegen_snapshot.sh build/bin/tilec /tmp/after    # on the new one
 #   diff -r /tmp/before /tmp/after
 set -u
-tilec=$1; out=$2
+mkdir -p "$2"
+tilec=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); out=$(cd "$2" && pwd)
 top=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$out"
 
 emit() { # name file [-D ...]
   local name=$1 file=$2; shift 2
@@ -43,8 +43,10 @@ done
 # Kernels embedded as strings in the C and Python tests (tools/embedded_kernels.py).
 embedded=$(mktemp -d)
 python3 "$top/tools/embedded_kernels.py" "$top/tests" "$embedded"
-for f in "$embedded"/*.tile; do
-  emit "embedded-$(basename "$f" .tile)" "$f"
+cd "$embedded" # relative names: the output names the file, not the temporary folder
+for f in *.tile; do
+  emit "embedded-${f%.tile}" "$f"
 done
+cd "$top"
 rm -rf "$embedded"
 # The golden IR dumps of tests/passes cover the passes.

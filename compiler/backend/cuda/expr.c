@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "cuda_emit.h"
+#include "expr_writer.h"
 
 /* ---- expressions ---------------------------------------------------------------- */
 
@@ -83,112 +84,88 @@ void cuda_emit_element(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *id
   }
 }
 
-static void emit_load(Cuda *C, StrBuf *sb, const IrExpr *e) {
+/* ---- The CUDA dialect of expressions (compiler/expr_writer.h) ------------- */
+
+/* Broken IR writes a 0 (the verifier reports it before we get here). */
+static bool cuda_check(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  if (e && (unsigned)e->kind < IR_EXPR_COUNT) return true;
+  sb_puts(sb, "0");
+  return false;
+}
+
+static void cuda_int_literal(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  if (e->dtype == DTYPE_BOOL) sb_puts(sb, e->u.int_value ? "true" : "false");
+  else sb_printf(sb, "%lldLL", (long long)e->u.int_value);
+}
+
+static void cuda_float_literal(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  float_literal(sb, e->u.float_value, e->dtype);
+}
+
+static void cuda_var(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  /* f16/bf16 scalar parameters arrive as their bits. */
+  if (cuda_is_16bit(e->u.var->dtype))
+    sb_printf(sb, "%s(%s)", e->u.var->dtype == DTYPE_F16 ? "tc_f16_to_f32" : "tc_bf16_to_f32", e->u.var->name);
+  else
+    sb_puts(sb, e->u.var->name);
+}
+
+/* f16/bf16 elements are stored as tc_half/tc_bf16: loads widen them. */
+static void cuda_load(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
   const IrBuffer *b = e->u.load.buf;
   if (b->dtype == DTYPE_F16 || b->dtype == DTYPE_BF16) {
     sb_puts(sb, b->dtype == DTYPE_F16 ? "tc_f16_to_f32(" : "tc_bf16_to_f32(");
-    cuda_emit_element(C, sb, b, e->u.load.idx, e->u.load.nidx, e->loc);
+    cuda_emit_element(w->ctx, sb, b, e->u.load.idx, e->u.load.nidx, e->loc);
     sb_puts(sb, ")");
   } else {
-    cuda_emit_element(C, sb, b, e->u.load.idx, e->u.load.nidx, e->loc);
+    cuda_emit_element(w->ctx, sb, b, e->u.load.idx, e->u.load.nidx, e->loc);
   }
 }
 
-static void emit_call(Cuda *C, StrBuf *sb, const IrExpr *e) {
-  bool f64 = e->dtype == DTYPE_F64;
-  bool is_float = dtype_is_float(e->dtype);
-  const char *fn = "?";
-  switch (e->u.call.fn) {
-  case IR_INTRINSIC_EXP2: fn = f64 ? "exp2" : "tc_exp2"; break;
-  case IR_INTRINSIC_EXP: fn = f64 ? "exp" : "__expf"; break;
-  case IR_INTRINSIC_LOG2: fn = f64 ? "log2" : "__log2f"; break;
-  case IR_INTRINSIC_LOG: fn = f64 ? "log" : "__logf"; break;
-  case IR_INTRINSIC_SQRT: fn = f64 ? "sqrt" : "sqrtf"; break;
-  case IR_INTRINSIC_ABS: fn = is_float ? (f64 ? "fabs" : "fabsf") : "llabs"; break;
-  case IR_INTRINSIC_MAX: fn = is_float ? (f64 ? "fmax" : "fmaxf") : "max"; break;
-  case IR_INTRINSIC_MIN: fn = is_float ? (f64 ? "fmin" : "fminf") : "min"; break;
-  case IR_INTRINSIC_CEILDIV: fn = "tc_ceildiv"; break;
-  default: break;
-  }
-  sb_printf(sb, "%s(", fn);
-  for (int i = 0; i < e->u.call.nargs; i++) {
-    if (i) sb_puts(sb, ", ");
-    cuda_emit_expr(C, sb, e->u.call.args[i]);
-  }
-  sb_puts(sb, ")");
+static void cuda_cast(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  DType to = e->dtype;
+  /* f16/bf16 values live as float: a cast to them rounds. */
+  if (to == DTYPE_F16) sb_puts(sb, "tc_f16_to_f32(tc_f32_to_f16((float)(");
+  else if (to == DTYPE_BF16) sb_puts(sb, "tc_bf16_to_f32(tc_f32_to_bf16((float)(");
+  else sb_printf(sb, "((%s)(", cuda_value_type(to));
+  expr_write(w, sb, e->u.cast_src);
+  sb_puts(sb, (to == DTYPE_F16 || to == DTYPE_BF16) ? "))))" : "))");
 }
+
+/* CUDA math and runtime/device helpers: the CUDA columns of IR_INTRINSICS. */
+static const ExprSpellings cuda_intrinsics[] = {
+#define X(name, spelling, arity, result, fold, c_int, c_f32, c_f64, cuda_int, cuda_f32, cuda_f64) \
+  {cuda_int, cuda_f32, cuda_f64},
+    IR_INTRINSICS(X)
+#undef X
+};
+
+static const char *cuda_intrinsic(const ExprWriter *w, const IrExpr *e) {
+  if ((unsigned)e->u.call.fn >= IR_INTRINSIC_COUNT) return "?";
+  return expr_spelling(&cuda_intrinsics[e->u.call.fn], e->dtype);
+}
+
+/* 2-ulp division (docs/gpu-codegen.md); integer and f64 stay exact. */
+static const char *cuda_binary_call(const ExprWriter *w, const IrExpr *e) {
+  return e->u.op.op == IR_OP_DIV && e->dtype == DTYPE_F32 ? "tc_fdiv" : NULL;
+}
+
+static const ExprDialect cuda_dialect = {
+    .minimal_parens = false,
+    .select = {"(", " ? ", " : ", ")"},
+    .check = cuda_check,
+    .int_literal = cuda_int_literal,
+    .float_literal = cuda_float_literal,
+    .var = cuda_var,
+    .load = cuda_load,
+    .cast = cuda_cast,
+    .intrinsic = cuda_intrinsic,
+    .binary_call = cuda_binary_call,
+};
 
 void cuda_emit_expr(Cuda *C, StrBuf *sb, const IrExpr *e) {
-  if (!e) {
-    sb_puts(sb, "0");
-    return;
-  }
-  switch (e->kind) {
-  case IR_EXPR_INT:
-    if (e->dtype == DTYPE_BOOL) sb_puts(sb, e->u.int_value ? "true" : "false");
-    else sb_printf(sb, "%lldLL", (long long)e->u.int_value);
-    return;
-  case IR_EXPR_FLOAT:
-    float_literal(sb, e->u.float_value, e->dtype);
-    return;
-  case IR_EXPR_VAR:
-    /* f16/bf16 scalar parameters arrive as their bits. */
-    if (cuda_is_16bit(e->u.var->dtype))
-      sb_printf(sb, "%s(%s)", e->u.var->dtype == DTYPE_F16 ? "tc_f16_to_f32" : "tc_bf16_to_f32", e->u.var->name);
-    else
-      sb_puts(sb, e->u.var->name);
-    return;
-  case IR_EXPR_UNARY:
-    sb_puts(sb, e->u.op.op == IR_OP_NEG ? "(-" : "(!");
-    cuda_emit_expr(C, sb, e->u.op.a);
-    sb_puts(sb, ")");
-    return;
-  case IR_EXPR_BINARY:
-    if (e->u.op.op == IR_OP_DIV && e->dtype == DTYPE_F32) {
-      /* 2-ulp division (docs/gpu-codegen.md); integer and f64 stay exact. */
-      sb_puts(sb, "tc_fdiv(");
-      cuda_emit_expr(C, sb, e->u.op.a);
-      sb_puts(sb, ", ");
-      cuda_emit_expr(C, sb, e->u.op.b);
-      sb_puts(sb, ")");
-      return;
-    }
-    sb_puts(sb, "(");
-    cuda_emit_expr(C, sb, e->u.op.a);
-    sb_printf(sb, " %s ", ir_op_name(e->u.op.op));
-    cuda_emit_expr(C, sb, e->u.op.b);
-    sb_puts(sb, ")");
-    return;
-  case IR_EXPR_SELECT:
-    sb_puts(sb, "(");
-    cuda_emit_expr(C, sb, e->u.select.cond);
-    sb_puts(sb, " ? ");
-    cuda_emit_expr(C, sb, e->u.select.then_);
-    sb_puts(sb, " : ");
-    cuda_emit_expr(C, sb, e->u.select.else_);
-    sb_puts(sb, ")");
-    return;
-  case IR_EXPR_CALL:
-    emit_call(C, sb, e);
-    return;
-  case IR_EXPR_LOAD:
-    emit_load(C, sb, e);
-    return;
-  case IR_EXPR_CAST: {
-    DType to = e->dtype, from = e->u.cast_src->dtype;
-    /* f16/bf16 values live as float: a cast to them rounds. */
-    if (to == DTYPE_F16) sb_puts(sb, "tc_f16_to_f32(tc_f32_to_f16((float)(");
-    else if (to == DTYPE_BF16) sb_puts(sb, "tc_bf16_to_f32(tc_f32_to_bf16((float)(");
-    else sb_printf(sb, "((%s)(", cuda_value_type(to));
-    cuda_emit_expr(C, sb, e->u.cast_src);
-    sb_puts(sb, (to == DTYPE_F16 || to == DTYPE_BF16) ? "))))" : "))");
-    (void)from;
-    return;
-  }
-  default:
-    sb_puts(sb, "0");
-    return;
-  }
+  ExprWriter w = {&cuda_dialect, C};
+  expr_write(&w, sb, e);
 }
 
 /* value converted for storing into a buffer of dtype t */

@@ -237,7 +237,6 @@ static IrExpr *simplify_call(IrModule *m, IrExpr *e) {
   default: folds = false; break;
   }
 #undef NO_FOLD
-  (void)y, (void)z;
   return folds ? ir_float(m, v, e->dtype, e->loc) : e;
 }
 

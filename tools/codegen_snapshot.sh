@@ -33,8 +33,10 @@ for dt in f16 bf16; do
 done
 emit softmax "$top/examples/softmax.tile"
 emit softmax-100 "$top/examples/softmax.tile" -D N=100 -D block_M=4
+emit intrinsics-f64 "$top/tests/numerics/intrinsics.tile" -D T=f64
 
-for f in "$top"/tests/python/kernels/*.tile "$top"/tests/parser/*.tile "$top"/tests/diagnostics/*.tile; do
+for f in "$top"/tests/python/kernels/*.tile "$top"/tests/parser/*.tile "$top"/tests/diagnostics/*.tile \
+         "$top"/tests/numerics/*.tile; do
   emit "$(basename "$(dirname "$f")")-$(basename "$f" .tile)" "$f"
 done
 for f in "$top"/tests/fuzz/corpus/* "$top"/tests/fuzz/regressions/*; do

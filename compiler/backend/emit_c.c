@@ -70,6 +70,14 @@ static void fail(Emitter *E, SrcLoc loc, const char *fmt, ...) {
 
 /* ---- Names -------------------------------------------------------------- */
 
+/* libm and the prelude's tc_ helpers: the C columns of IR_INTRINSICS. */
+static const ExprSpellings c_intrinsics[] = {
+#define X(name, spelling, arity, result, fold, c_int, c_f32, c_f64, cuda_int, cuda_f32, cuda_f64) \
+  {c_int, c_f32, c_f64},
+    IR_INTRINSICS(X)
+#undef X
+};
+
 static bool is_reserved(const char *n) {
   static const char *const words[] = {
       /* C11 keywords */
@@ -90,6 +98,10 @@ static bool is_reserved(const char *n) {
       "tc_f2i32"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
     if (strcmp(n, words[i]) == 0) return true;
+  for (int i = 0; i < IR_INTRINSIC_COUNT; i++) { /* the functions intrinsics call */
+    const ExprSpellings *f = &c_intrinsics[i];
+    if (strcmp(n, f->int_) == 0 || strcmp(n, f->f32) == 0 || strcmp(n, f->f64) == 0) return true;
+  }
   size_t len = strlen(n);
   if (strncmp(n, "tc__", 4) == 0) return true; /* the emitter's own names */
   if (n[0] == '_' || (len >= 2 && strcmp(n + len - 2, "_t") == 0)) return true;
@@ -375,14 +387,6 @@ static void c_load(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
 static void c_cast(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
   emit_convert(w->ctx, sb, e->dtype, e->u.cast_src);
 }
-
-/* libm and the prelude's tc_ helpers: the C columns of IR_INTRINSICS. */
-static const ExprSpellings c_intrinsics[] = {
-#define X(name, spelling, arity, result, fold, c_int, c_f32, c_f64, cuda_int, cuda_f32, cuda_f64) \
-  {c_int, c_f32, c_f64},
-    IR_INTRINSICS(X)
-#undef X
-};
 
 static const char *c_intrinsic(const ExprWriter *w, const IrExpr *e) {
   return expr_spelling(&c_intrinsics[e->u.call.fn], e->dtype);

@@ -17,7 +17,9 @@
  * Values: f16/bf16 are stored as uint16_t bit patterns and computed in
  * float; they are rounded when stored, and by an explicit cast (f16(x)). Bool
  * is stored as uint8_t and computed as int. Integer `/` and `%` are C's
- * (truncating).
+ * (truncating). Expressions are written by compiler/expr_writer.c in the C
+ * dialect defined here (literals, loads, casts, the C columns of
+ * IR_INTRINSICS, fmod for a float %, the i64 widening of int arithmetic).
  *
  * Names: IR names are kept when they are valid and unambiguous C. A name
  * that is a C keyword, a libc name (or ends in _t, or starts with '_'), a

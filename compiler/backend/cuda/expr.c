@@ -6,20 +6,16 @@
  * value is narrowed (cuda_emit_stored_value). Elements are addressed by
  * scope: a global or unswizzled tile by a row-major (Horner) index, a
  * swizzled shared tile through tc_smem_index<rows, cols, SWZ>, a fragment by
- * its register slot in the enclosing parallel loop (fragment.c). */
+ * its register slot in the enclosing parallel loop (fragment.c).
+ * The expression walk itself is compiler/expr_writer.c's; this file is the
+ * CUDA dialect of it: literals, 16-bit loads and casts, the CUDA columns of
+ * IR_INTRINSICS (ir_ops.def) and the 2-ulp f32 division. */
 #include <math.h>
 
 #include "cuda_emit.h"
 #include "expr_writer.h"
 
-/* ---- expressions ---------------------------------------------------------------- */
-
-static void float_literal(StrBuf *sb, double v, DType t) {
-  const char *suffix = t == DTYPE_F64 ? "" : "f";
-  if (isinf(v)) sb_printf(sb, "(%s__int_as_float(0x7f800000))", v < 0 ? "-" : "");
-  else if (isnan(v)) sb_puts(sb, "__int_as_float(0x7fffffff)");
-  else sb_printf(sb, "%.17g%s%s", v, (v == floor(v) && fabs(v) < 1e15) ? ".0" : "", suffix);
-}
+/* ---- element access -------------------------------------------------------------- */
 
 /* Linear index of idx in a row-major buffer, Horner style:
  * ((i0 * s1 + i1) * s2 + i2) ... */
@@ -99,7 +95,11 @@ static void cuda_int_literal(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
 }
 
 static void cuda_float_literal(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
-  float_literal(sb, e->u.float_value, e->dtype);
+  double v = e->u.float_value;
+  const char *suffix = e->dtype == DTYPE_F64 ? "" : "f";
+  if (isinf(v)) sb_printf(sb, "(%s__int_as_float(0x7f800000))", v < 0 ? "-" : "");
+  else if (isnan(v)) sb_puts(sb, "__int_as_float(0x7fffffff)");
+  else sb_printf(sb, "%.17g%s%s", v, (v == floor(v) && fabs(v) < 1e15) ? ".0" : "", suffix);
 }
 
 static void cuda_var(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {

@@ -107,7 +107,7 @@ static void observe(const IrModule *m, int index, const char *pass_name, void *v
 
 static int sat_add(int a, int b) { return b > INT32_MAX - a ? INT32_MAX : a + b; }
 
-/* Shared memory of a kernel body as emit_cuda lays it out (saturating). */
+/* Shared memory of a kernel body as the CUDA backend lays it out (cuda/frame.c) (saturating). */
 static int shared_bytes_of(const IrStmt *s) {
   if (!s) return 0;
   int total = 0;

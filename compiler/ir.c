@@ -25,8 +25,9 @@ static const struct {
 static const struct {
   const char *name;
   int arity;
+  IrPrec prec;
 } op_table[] = {
-#define X(name, spelling, arity) {spelling, arity},
+#define X(name, spelling, arity, prec) {spelling, arity, IR_PREC_##prec},
     IR_OPS(X)
 #undef X
 };
@@ -34,8 +35,10 @@ static const struct {
 static const struct {
   const char *name;
   int arity;
+  IrIntrinsicResult result;
 } intrinsic_table[] = {
-#define X(name, spelling, arity) {spelling, arity},
+#define X(name, spelling, arity, result, fold, c_int, c_f32, c_f64, cuda_int, cuda_f32, cuda_f64) \
+  {spelling, arity, IR_RESULT_##result},
     IR_INTRINSICS(X)
 #undef X
 };
@@ -78,6 +81,11 @@ const char *ir_intrinsic_name(IrIntrinsic fn) {
 int ir_intrinsic_arity(IrIntrinsic fn) {
   return (unsigned)fn < IR_INTRINSIC_COUNT ? intrinsic_table[fn].arity : 0;
 }
+IrIntrinsicResult ir_intrinsic_result(IrIntrinsic fn) {
+  return (unsigned)fn < IR_INTRINSIC_COUNT ? intrinsic_table[fn].result : IR_RESULT_MATH;
+}
+/* A corrupted operator binds like a unary one: the printer then parenthesizes. */
+IrPrec ir_op_prec(IrOp op) { return (unsigned)op < IR_OP_COUNT ? op_table[op].prec : IR_PREC_UNARY; }
 const char *ir_stmt_kind_name(IrStmtKind k) { return TABLE_NAME(stmt_kind_names, k); }
 const char *ir_for_kind_name(IrForKind k) { return TABLE_NAME(for_kind_names, k); }
 const char *ir_scope_name(IrScope s) { return TABLE_NAME(scope_names, s); }
@@ -132,14 +140,14 @@ DType ir_select_dtype(DType then_, DType else_) {
 }
 
 DType ir_call_dtype(IrIntrinsic fn, DType a, DType b) {
-  switch (fn) {
-  case IR_INTRINSIC_CEILDIV:
+  switch (ir_intrinsic_result(fn)) {
+  case IR_RESULT_INDEX:
     return DTYPE_I64;
-  case IR_INTRINSIC_MAX: case IR_INTRINSIC_MIN:
+  case IR_RESULT_COMMON:
     return ir_select_dtype(a, b);
-  case IR_INTRINSIC_ABS:
+  case IR_RESULT_SAME:
     return a == DTYPE_BOOL ? DTYPE_I64 : a;
-  default: /* exp2, exp, log2, log, sqrt: floating; integers compute in f32 */
+  default: /* MATH: floating; integers compute in f32 */
     return dtype_is_float(a) ? a : DTYPE_F32;
   }
 }
@@ -240,16 +248,20 @@ IrExpr *ir_select(IrModule *m, IrExpr *cond, IrExpr *then_, IrExpr *else_, SrcLo
   return e;
 }
 
-IrExpr *ir_call(IrModule *m, IrIntrinsic fn, IrExpr *a, IrExpr *b, SrcLoc loc) {
+IrExpr *ir_call_n(IrModule *m, IrIntrinsic fn, IrExpr *const *args, SrcLoc loc) {
   int arity = ir_intrinsic_arity(fn);
-  DType t = ir_call_dtype(fn, a ? a->dtype : DTYPE_I64,
-                          arity > 1 && b ? b->dtype : a ? a->dtype : DTYPE_I64);
+  IrExpr *a = args[0], *b = arity > 1 ? args[1] : NULL;
+  DType t = ir_call_dtype(fn, a ? a->dtype : DTYPE_I64, b ? b->dtype : a ? a->dtype : DTYPE_I64);
   IrExpr *e = expr_new(m, IR_EXPR_CALL, t, loc);
   e->u.call.fn = fn;
-  e->u.call.args[0] = a;
-  e->u.call.args[1] = arity > 1 ? b : NULL;
+  for (int i = 0; i < arity; i++) e->u.call.args[i] = args[i];
   e->u.call.nargs = arity;
   return e;
+}
+
+IrExpr *ir_call(IrModule *m, IrIntrinsic fn, IrExpr *a, IrExpr *b, SrcLoc loc) {
+  IrExpr *args[IR_MAX_CALL_ARGS] = {a, b, NULL};
+  return ir_call_n(m, fn, args, loc);
 }
 
 IrExpr *ir_load(IrModule *m, IrBuffer *buf, IrExpr *const *idx, SrcLoc loc) {
@@ -384,7 +396,7 @@ static IrExpr *copy_expr(IrModule *m, const IrExpr *e, const IrVar *var, const I
     c->u.select.else_ = copy_expr(m, e->u.select.else_, var, with);
     break;
   case IR_EXPR_CALL:
-    for (int i = 0; i < 2; i++) c->u.call.args[i] = copy_expr(m, e->u.call.args[i], var, with);
+    for (int i = 0; i < IR_MAX_CALL_ARGS; i++) c->u.call.args[i] = copy_expr(m, e->u.call.args[i], var, with);
     break;
   case IR_EXPR_LOAD:
     for (int i = 0; i < e->u.load.nidx && i < IR_MAX_RANK; i++)
@@ -433,7 +445,7 @@ bool ir_expr_equal(const IrExpr *a, const IrExpr *b) {
            ir_expr_equal(a->u.select.else_, b->u.select.else_);
   case IR_EXPR_CALL:
     if (a->u.call.fn != b->u.call.fn || a->u.call.nargs != b->u.call.nargs) return false;
-    for (int i = 0; i < a->u.call.nargs && i < 2; i++)
+    for (int i = 0; i < a->u.call.nargs && i < IR_MAX_CALL_ARGS; i++)
       if (!ir_expr_equal(a->u.call.args[i], b->u.call.args[i])) return false;
     return true;
   case IR_EXPR_LOAD:

@@ -31,18 +31,33 @@ typedef enum DType {
 } DType;
 
 typedef enum IrOp {
-#define X(name, spelling, arity) IR_OP_##name,
+#define X(name, spelling, arity, prec) IR_OP_##name,
   IR_OPS(X)
 #undef X
   IR_OP_COUNT
 } IrOp;
 
+/* C's operator precedence levels (the IR_OPS column): higher binds tighter. */
+typedef enum IrPrec {
+  IR_PREC_NONE, IR_PREC_OR, IR_PREC_AND, IR_PREC_EQ, IR_PREC_REL, IR_PREC_ADD, IR_PREC_MUL,
+  IR_PREC_UNARY, IR_PREC_PRIMARY
+} IrPrec;
+
 typedef enum IrIntrinsic {
-#define X(name, spelling, arity) IR_INTRINSIC_##name,
+#define X(name, spelling, arity, result, fold, c_int, c_f32, c_f64, cuda_int, cuda_f32, cuda_f64) \
+  IR_INTRINSIC_##name,
   IR_INTRINSICS(X)
 #undef X
   IR_INTRINSIC_COUNT
 } IrIntrinsic;
+
+/* How an intrinsic's result dtype follows from its arguments (the IR_INTRINSICS
+ * result column; ir_call_dtype). */
+typedef enum IrIntrinsicResult {
+  IR_RESULT_MATH, IR_RESULT_SAME, IR_RESULT_COMMON, IR_RESULT_INDEX
+} IrIntrinsicResult;
+
+enum { IR_MAX_CALL_ARGS = 3 }; /* the largest intrinsic arity */
 
 typedef enum IrExprKind {
 #define X(name, spelling) IR_EXPR_##name,
@@ -107,8 +122,10 @@ bool dtype_is_float(DType t);
 bool dtype_from_name(const char *name, DType *out);
 const char *ir_op_name(IrOp op);
 int ir_op_arity(IrOp op);
+IrPrec ir_op_prec(IrOp op);
 const char *ir_intrinsic_name(IrIntrinsic fn);
 int ir_intrinsic_arity(IrIntrinsic fn);
+IrIntrinsicResult ir_intrinsic_result(IrIntrinsic fn);
 const char *ir_stmt_kind_name(IrStmtKind k);
 const char *ir_for_kind_name(IrForKind k);
 const char *ir_scope_name(IrScope s);
@@ -170,7 +187,7 @@ struct IrExpr {
     } select;
     struct {
       IrIntrinsic fn;
-      IrExpr *args[2];
+      IrExpr *args[IR_MAX_CALL_ARGS];
       int nargs;
     } call;
     struct {
@@ -397,14 +414,18 @@ IrExpr *ir_binary(IrModule *m, IrOp op, IrExpr *a, IrExpr *b, SrcLoc loc);
  * binary: bool for comparisons/logic; else float beats int, the wider float
  * wins (f64 > f32 > f16/bf16; f16 with bf16 -> f32), integers give i64.
  * unary: NOT -> bool; NEG keeps the operand's dtype (bool -> i64).
- * select, max, min: the common dtype if equal, else the binary rule.
- * call: ceildiv -> i64; abs keeps its operand's dtype; exp2/exp/log2/log/sqrt
- * keep a float operand's dtype and give f32 for an integer one. */
+ * select: the common dtype if equal, else the binary rule.
+ * call, by the intrinsic's result column (ir_ops.def): COMMON (max, min) as
+ * select; INDEX (ceildiv) i64; SAME (abs) keeps its operand's dtype; MATH
+ * (exp2, exp, ...) keeps a float operand's dtype and gives f32 for an
+ * integer one. b is the second argument's dtype (a for unary calls). */
 DType ir_binary_dtype(IrOp op, DType a, DType b);
 DType ir_unary_dtype(IrOp op, DType a);
 DType ir_select_dtype(DType then_, DType else_);
 DType ir_call_dtype(IrIntrinsic fn, DType a, DType b);
 IrExpr *ir_select(IrModule *m, IrExpr *cond, IrExpr *then_, IrExpr *else_, SrcLoc loc);
+/* A call of fn with its arity's arguments from args (ir_call: up to two). */
+IrExpr *ir_call_n(IrModule *m, IrIntrinsic fn, IrExpr *const *args, SrcLoc loc);
 IrExpr *ir_call(IrModule *m, IrIntrinsic fn, IrExpr *a, IrExpr *b, SrcLoc loc);
 IrExpr *ir_load(IrModule *m, IrBuffer *buf, IrExpr *const *idx, SrcLoc loc);
 IrExpr *ir_cast(IrModule *m, DType t, IrExpr *src, SrcLoc loc);
@@ -416,7 +437,7 @@ IrStmt *ir_stmt_new(IrModule *m, IrStmtKind kind, SrcLoc loc);
 const char *ir_layout_str(Arena *arena, const IrLayout *l);
 bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b);
 /* Bytes of a buffer with constant shape, rounded up to its shared-memory
- * alignment (128, or smem_align: emit_cuda places shared buffers one after
+ * alignment (128, or smem_align: the CUDA backend places shared buffers one after
  * the other, so sizes keep every offset aligned); saturates instead of overflowing, and
  * counts a non-constant dimension as 0. 0 for a buffer that aliases another. */
 int64_t ir_buffer_bytes_aligned(const IrBuffer *b);

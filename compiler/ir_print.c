@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expr_writer.h"
 #include "ir.h"
 #include "name_table.h"
 #include "strbuf.h"
@@ -101,114 +102,76 @@ static void format_float(char *out, size_t size, double v) {
   }
 }
 
-enum { PREC_OR = 1, PREC_AND, PREC_EQ, PREC_REL, PREC_ADD, PREC_MUL, PREC_UNARY, PREC_PRIMARY };
-
-static int op_prec(IrOp op) {
-  switch (op) {
-  case IR_OP_OR: return PREC_OR;
-  case IR_OP_AND: return PREC_AND;
-  case IR_OP_EQ: case IR_OP_NE: return PREC_EQ;
-  case IR_OP_LT: case IR_OP_LE: case IR_OP_GT: case IR_OP_GE: return PREC_REL;
-  case IR_OP_ADD: case IR_OP_SUB: return PREC_ADD;
-  case IR_OP_MUL: case IR_OP_DIV: case IR_OP_MOD: return PREC_MUL;
-  default: return PREC_UNARY;
-  }
-}
-
-static int expr_prec(const IrExpr *e) {
-  if (!e) return PREC_PRIMARY;
-  switch (e->kind) {
-  case IR_EXPR_BINARY: return op_prec(e->u.op.op);
-  case IR_EXPR_UNARY: return PREC_UNARY;
-  case IR_EXPR_INT: /* a negative literal reads like a unary minus */
-    return e->dtype != DTYPE_BOOL && e->u.int_value < 0 ? PREC_UNARY : PREC_PRIMARY;
-  case IR_EXPR_FLOAT:
-    return signbit(e->u.float_value) && !isnan(e->u.float_value) ? PREC_UNARY : PREC_PRIMARY;
-  default: return PREC_PRIMARY;
-  }
-}
-
-static void print_expr(Printer *p, StrBuf *sb, const IrExpr *e);
-
-static void print_operand(Printer *p, StrBuf *sb, const IrExpr *e, bool parens) {
-  if (parens) sb_puts(sb, "(");
-  print_expr(p, sb, e);
-  if (parens) sb_puts(sb, ")");
-}
-
-static void print_expr(Printer *p, StrBuf *sb, const IrExpr *e) {
+/* The IR text is the C-family dialect with the fewest parentheses, select
+ * spelled as the language's if_then_else and casts as dtype(x). */
+static bool print_check(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
   if (!e) {
     sb_puts(sb, "<null>");
-    return;
+    return false;
   }
-  switch (e->kind) {
-  case IR_EXPR_INT:
-    if (e->dtype == DTYPE_BOOL)
-      sb_puts(sb, e->u.int_value ? "true" : "false");
-    else if (e->dtype == DTYPE_I64)
-      sb_printf(sb, "%lld", (long long)e->u.int_value);
-    else /* an i32 literal: shown as a cast so the dtype is visible */
-      sb_printf(sb, "%s(%lld)", dtype_name(e->dtype), (long long)e->u.int_value);
-    break;
-  case IR_EXPR_FLOAT: {
-    char text[64];
-    format_float(text, sizeof text, e->u.float_value);
-    if (e->dtype == DTYPE_F32) /* the default float type: printed bare */
-      sb_puts(sb, text);
-    else
-      sb_printf(sb, "%s(%s)", dtype_name(e->dtype), text);
-    break;
-  }
-  case IR_EXPR_VAR:
-    sb_puts(sb, var_name(p, e->u.var));
-    break;
-  case IR_EXPR_UNARY:
-    sb_puts(sb, ir_op_name(e->u.op.op));
-    /* Any unary operand gets parentheses: -(-x) rather than --x. */
-    print_operand(p, sb, e->u.op.a, expr_prec(e->u.op.a) <= PREC_UNARY);
-    break;
-  case IR_EXPR_BINARY: {
-    int prec = op_prec(e->u.op.op);
-    /* Left-associative: equal precedence needs parentheses on the right only. */
-    print_operand(p, sb, e->u.op.a, expr_prec(e->u.op.a) < prec);
-    sb_printf(sb, " %s ", ir_op_name(e->u.op.op));
-    print_operand(p, sb, e->u.op.b, expr_prec(e->u.op.b) <= prec);
-    break;
-  }
-  case IR_EXPR_SELECT:
-    sb_puts(sb, "if_then_else(");
-    print_expr(p, sb, e->u.select.cond);
-    sb_puts(sb, ", ");
-    print_expr(p, sb, e->u.select.then_);
-    sb_puts(sb, ", ");
-    print_expr(p, sb, e->u.select.else_);
-    sb_puts(sb, ")");
-    break;
-  case IR_EXPR_CALL:
-    sb_printf(sb, "%s(", ir_intrinsic_name(e->u.call.fn));
-    for (int i = 0; i < e->u.call.nargs && i < 2; i++) {
-      if (i) sb_puts(sb, ", ");
-      print_expr(p, sb, e->u.call.args[i]);
-    }
-    sb_puts(sb, ")");
-    break;
-  case IR_EXPR_LOAD:
-    sb_printf(sb, "%s[", buf_name(p, e->u.load.buf));
-    for (int i = 0; i < e->u.load.nidx && i < IR_MAX_RANK; i++) {
-      if (i) sb_puts(sb, ", ");
-      print_expr(p, sb, e->u.load.idx[i]);
-    }
-    sb_puts(sb, "]");
-    break;
-  case IR_EXPR_CAST:
-    sb_printf(sb, "%s(", dtype_name(e->dtype));
-    print_expr(p, sb, e->u.cast_src);
-    sb_puts(sb, ")");
-    break;
-  default:
+  if ((unsigned)e->kind >= IR_EXPR_COUNT) {
     sb_printf(sb, "<bad expr kind %d>", (int)e->kind);
-    break;
+    return false;
   }
+  return true;
+}
+
+static void print_int(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  if (e->dtype == DTYPE_BOOL)
+    sb_puts(sb, e->u.int_value ? "true" : "false");
+  else if (e->dtype == DTYPE_I64)
+    sb_printf(sb, "%lld", (long long)e->u.int_value);
+  else /* an i32 literal: shown as a cast so the dtype is visible */
+    sb_printf(sb, "%s(%lld)", dtype_name(e->dtype), (long long)e->u.int_value);
+}
+
+static void print_float(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  char text[64];
+  format_float(text, sizeof text, e->u.float_value);
+  if (e->dtype == DTYPE_F32) /* the default float type: printed bare */
+    sb_puts(sb, text);
+  else
+    sb_printf(sb, "%s(%s)", dtype_name(e->dtype), text);
+}
+
+static void print_var(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  sb_puts(sb, var_name(w->ctx, e->u.var));
+}
+
+static void print_load(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  sb_printf(sb, "%s[", buf_name(w->ctx, e->u.load.buf));
+  for (int i = 0; i < e->u.load.nidx && i < IR_MAX_RANK; i++) {
+    if (i) sb_puts(sb, ", ");
+    expr_write(w, sb, e->u.load.idx[i]);
+  }
+  sb_puts(sb, "]");
+}
+
+static void print_cast(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  sb_printf(sb, "%s(", dtype_name(e->dtype));
+  expr_write(w, sb, e->u.cast_src);
+  sb_puts(sb, ")");
+}
+
+static const char *print_intrinsic(const ExprWriter *w, const IrExpr *e) {
+  return ir_intrinsic_name(e->u.call.fn);
+}
+
+static const ExprDialect ir_text = {
+    .minimal_parens = true,
+    .select = {"if_then_else(", ", ", ", ", ")"},
+    .check = print_check,
+    .int_literal = print_int,
+    .float_literal = print_float,
+    .var = print_var,
+    .load = print_load,
+    .cast = print_cast,
+    .intrinsic = print_intrinsic,
+};
+
+static void print_expr(Printer *p, StrBuf *sb, const IrExpr *e) {
+  ExprWriter w = {&ir_text, p};
+  expr_write(&w, sb, e);
 }
 
 /* ---- Statements --------------------------------------------------------- */

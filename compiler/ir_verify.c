@@ -153,8 +153,8 @@ static void check_expr(Verifier *v, const IrExpr *e, const char *what) {
     if (v->failed) return;
     DType a = e->u.call.args[0]->dtype;
     DType b = e->u.call.nargs > 1 ? e->u.call.args[1]->dtype : a;
-    if (fn == IR_INTRINSIC_CEILDIV && (!is_int_dtype(a) || !is_int_dtype(b))) {
-      fail(v, e->loc, "ceildiv of %s and %s, expected integers", dtype_name(a), dtype_name(b));
+    if (ir_intrinsic_result(fn) == IR_RESULT_INDEX && (!is_int_dtype(a) || !is_int_dtype(b))) {
+      fail(v, e->loc, "%s of %s and %s, expected integers", ir_intrinsic_name(fn), dtype_name(a), dtype_name(b));
       return;
     }
     want = ir_call_dtype(fn, a, b);

@@ -209,24 +209,37 @@ static IrExpr *call_expr(Sema *s, const AstExpr *e) {
                  arity == 1 ? "" : "s", nargs);
       return poison(s, e->loc);
     }
+    IrExpr *args[IR_MAX_CALL_ARGS] = {NULL};
     const AstArg *a = e->u.call.args;
-    IrExpr *x = expr(s, a->value), *y = arity > 1 ? expr(s, a->next->value) : NULL;
-    if (f == IR_INTRINSIC_CEILDIV) {
-      if (dtype_is_float(x->dtype) || dtype_is_float(y->dtype)) {
-        diag_error(s->diag, e->loc, "'ceildiv' needs integer arguments");
+    bool any_float = false, any_f64 = false;
+    for (int i = 0; i < arity; i++, a = a->next) {
+      args[i] = expr(s, a->value);
+      any_float |= dtype_is_float(args[i]->dtype);
+      any_f64 |= args[i]->dtype == DTYPE_F64;
+    }
+    /* The arguments' dtype, by the intrinsic's result column (ir_ops.def). */
+    DType t;
+    switch (ir_intrinsic_result((IrIntrinsic)f)) {
+    case IR_RESULT_INDEX:
+      if (any_float) {
+        diag_error(s->diag, e->loc, "'%s' needs integer arguments", fn);
         return poison(s, e->loc);
       }
-      return ir_call(s->m, IR_INTRINSIC_CEILDIV, convert(s, x, DTYPE_I64), convert(s, y, DTYPE_I64), e->loc);
+      t = DTYPE_I64;
+      break;
+    case IR_RESULT_COMMON:
+      t = args[0]->dtype;
+      for (int i = 1; i < arity; i++) t = arith_type(t, args[i]->dtype);
+      break;
+    case IR_RESULT_SAME: /* integers stay integers (as i64), floats as MATH */
+      t = !any_float ? DTYPE_I64 : any_f64 ? DTYPE_F64 : DTYPE_F32;
+      break;
+    default: /* MATH: computes in f32, or f64 when given f64 */
+      t = any_f64 ? DTYPE_F64 : DTYPE_F32;
+      break;
     }
-    if (arity == 2) {
-      DType t = arith_type(x->dtype, y->dtype);
-      return ir_call(s->m, (IrIntrinsic)f, convert(s, x, t), convert(s, y, t), e->loc);
-    }
-    if (f == IR_INTRINSIC_ABS && !dtype_is_float(x->dtype))
-      return ir_call(s->m, IR_INTRINSIC_ABS, convert(s, x, DTYPE_I64), NULL, e->loc);
-    /* Transcendentals compute in f32 (or f64 when given f64). */
-    DType t = x->dtype == DTYPE_F64 ? DTYPE_F64 : DTYPE_F32;
-    return ir_call(s->m, (IrIntrinsic)f, convert(s, x, t), NULL, e->loc);
+    for (int i = 0; i < arity; i++) args[i] = convert(s, args[i], t);
+    return ir_call_n(s->m, (IrIntrinsic)f, args, e->loc);
   }
   static const char *const tile_ops[] = {"copy", "fill", "clear", "gemm", "reduce_max",
                                          "reduce_sum", "reduce_min", "annotate_layout",

@@ -209,7 +209,6 @@ static IrExpr *simplify_binary(IrModule *m, IrExpr *e) {
 
 static IrExpr *simplify_call(IrModule *m, IrExpr *e) {
   int64_t a, b;
-  double x, y = 0.0;
   IrIntrinsic fn = e->u.call.fn;
   bool ints = e->u.call.nargs == 2 ? ir_expr_is_int_const(e->u.call.args[0], &a) &&
                                          ir_expr_is_int_const(e->u.call.args[1], &b)
@@ -223,19 +222,22 @@ static IrExpr *simplify_call(IrModule *m, IrExpr *e) {
     default: return e;
     }
   }
-  if (!float_const(e->u.call.args[0], &x)) return e;
-  if (e->u.call.nargs == 2 && !float_const(e->u.call.args[1], &y)) return e;
+  double arg[IR_MAX_CALL_ARGS] = {0};
+  for (int i = 0; i < e->u.call.nargs; i++)
+    if (!float_const(e->u.call.args[i], &arg[i])) return e;
+  double x = arg[0], y = arg[1], z = arg[2], v = 0.0;
+  bool folds = true;
+  /* The fold column of IR_INTRINSICS, in x, y, z. */
+#define NO_FOLD (folds = false, 0.0)
   switch (fn) {
-  case IR_INTRINSIC_EXP2: return ir_float(m, exp2(x), e->dtype, e->loc);
-  case IR_INTRINSIC_EXP: return ir_float(m, exp(x), e->dtype, e->loc);
-  case IR_INTRINSIC_LOG2: return ir_float(m, log2(x), e->dtype, e->loc);
-  case IR_INTRINSIC_LOG: return ir_float(m, log(x), e->dtype, e->loc);
-  case IR_INTRINSIC_SQRT: return ir_float(m, sqrt(x), e->dtype, e->loc);
-  case IR_INTRINSIC_ABS: return ir_float(m, fabs(x), e->dtype, e->loc);
-  case IR_INTRINSIC_MAX: return ir_float(m, x > y ? x : y, e->dtype, e->loc);
-  case IR_INTRINSIC_MIN: return ir_float(m, x < y ? x : y, e->dtype, e->loc);
-  default: return e;
+#define X(name, spelling, arity, result, fold, c_int, c_f32, c_f64, cuda_int, cuda_f32, cuda_f64) \
+  case IR_INTRINSIC_##name: v = (fold); break;
+    IR_INTRINSICS(X)
+#undef X
+  default: folds = false; break;
   }
+#undef NO_FOLD
+  return folds ? ir_float(m, v, e->dtype, e->loc) : e;
 }
 
 static IrExpr *simplify_cast(IrModule *m, IrExpr *e) {
@@ -291,10 +293,13 @@ IrExpr *ir_simplify(IrModule *m, IrExpr *e) {
     return ir_select(m, c, t, f, e->loc);
   }
   case IR_EXPR_CALL: {
-    IrExpr *a = ir_simplify(m, e->u.call.args[0]);
-    IrExpr *b = e->u.call.nargs > 1 ? ir_simplify(m, e->u.call.args[1]) : NULL;
-    IrExpr *n = (a == e->u.call.args[0] && b == e->u.call.args[1]) ? e : ir_call(m, e->u.call.fn, a, b, e->loc);
-    return simplify_call(m, n);
+    IrExpr *args[IR_MAX_CALL_ARGS] = {NULL};
+    bool same = true;
+    for (int i = 0; i < e->u.call.nargs; i++) {
+      args[i] = ir_simplify(m, e->u.call.args[i]);
+      same &= args[i] == e->u.call.args[i];
+    }
+    return simplify_call(m, same ? e : ir_call_n(m, e->u.call.fn, args, e->loc));
   }
   case IR_EXPR_LOAD: {
     IrExpr *idx[IR_MAX_RANK];

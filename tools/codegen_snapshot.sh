@@ -7,9 +7,9 @@
 #   tools/codegen_snapshot.sh build/bin/tilec /tmp/after    # on the new one
 #   diff -r /tmp/before /tmp/after
 set -u
-tilec=$1; out=$2
+mkdir -p "$2"
+tilec=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); out=$(cd "$2" && pwd)
 top=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$out"
 
 emit() { # name file [-D ...]
   local name=$1 file=$2; shift 2
@@ -33,12 +33,22 @@ for dt in f16 bf16; do
 done
 emit softmax "$top/examples/softmax.tile"
 emit softmax-100 "$top/examples/softmax.tile" -D N=100 -D block_M=4
+emit intrinsics-f64 "$top/tests/numerics/intrinsics.tile" -D T=f64
 
-for f in "$top"/tests/python/kernels/*.tile "$top"/tests/parser/*.tile "$top"/tests/diagnostics/*.tile; do
+for f in "$top"/tests/python/kernels/*.tile "$top"/tests/parser/*.tile "$top"/tests/diagnostics/*.tile \
+         "$top"/tests/numerics/*.tile; do
   emit "$(basename "$(dirname "$f")")-$(basename "$f" .tile)" "$f"
 done
 for f in "$top"/tests/fuzz/corpus/* "$top"/tests/fuzz/regressions/*; do
   emit "fuzz-$(basename "$f")" "$f"
 done
-# Kernels embedded in the C tests are written out by those tests themselves;
-# the golden IR dumps of tests/passes cover the passes.
+# Kernels embedded as strings in the C and Python tests (tools/embedded_kernels.py).
+embedded=$(mktemp -d)
+python3 "$top/tools/embedded_kernels.py" "$top/tests" "$embedded"
+cd "$embedded" # relative names: the output names the file, not the temporary folder
+for f in *.tile; do
+  emit "embedded-${f%.tile}" "$f"
+done
+cd "$top"
+rm -rf "$embedded"
+# The golden IR dumps of tests/passes cover the passes.

@@ -30,7 +30,7 @@ bool emit_c_module(const IrModule *m, StrBuf *out, Diag *diag);
  * tests can exercise the helpers on their own. */
 void emit_c_prelude(StrBuf *out);
 
-/* The CUDA backend (emit_cuda.c): IR after the GPU passes (layouts,
+/* The CUDA backend (compiler/backend/cuda/, cuda_emit.h lists its files): IR after the GPU passes (layouts,
  * swizzles, pipeline stages and barriers decided) in, CUDA C++ for NVRTC out.
  * One `extern "C" __global__ void tilec_<kernel>(...)` per kernel taking the
  * tensors (device pointers), the scalars, then every dynamic symbol as

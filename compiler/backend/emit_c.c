@@ -17,7 +17,9 @@
  * Values: f16/bf16 are stored as uint16_t bit patterns and computed in
  * float; they are rounded when stored, and by an explicit cast (f16(x)). Bool
  * is stored as uint8_t and computed as int. Integer `/` and `%` are C's
- * (truncating).
+ * (truncating). Expressions are written by compiler/expr_writer.c in the C
+ * dialect defined here (literals, loads, casts, the C columns of
+ * IR_INTRINSICS, fmod for a float %, the i64 widening of int arithmetic).
  *
  * Names: IR names are kept when they are valid and unambiguous C. A name
  * that is a C keyword, a libc name (or ends in _t, or starts with '_'), a
@@ -31,6 +33,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "expr_writer.h"
 #include "name_table.h"
 #include "tilec.h"
 
@@ -69,6 +72,14 @@ static void fail(Emitter *E, SrcLoc loc, const char *fmt, ...) {
 
 /* ---- Names -------------------------------------------------------------- */
 
+/* libm and the prelude's tc_ helpers: the C columns of IR_INTRINSICS. */
+static const ExprSpellings c_intrinsics[] = {
+#define X(name, spelling, arity, result, fold, c_int, c_f32, c_f64, cuda_int, cuda_f32, cuda_f64) \
+  {c_int, c_f32, c_f64},
+    IR_INTRINSICS(X)
+#undef X
+};
+
 static bool is_reserved(const char *n) {
   static const char *const words[] = {
       /* C11 keywords */
@@ -89,6 +100,10 @@ static bool is_reserved(const char *n) {
       "tc_f2i32"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
     if (strcmp(n, words[i]) == 0) return true;
+  for (int i = 0; i < IR_INTRINSIC_COUNT; i++) { /* the functions intrinsics call */
+    const ExprSpellings *f = &c_intrinsics[i];
+    if (strcmp(n, f->int_) == 0 || strcmp(n, f->f32) == 0 || strcmp(n, f->f64) == 0) return true;
+  }
   size_t len = strlen(n);
   if (strncmp(n, "tc__", 4) == 0) return true; /* the emitter's own names */
   if (n[0] == '_' || (len >= 2 && strcmp(n + len - 2, "_t") == 0)) return true;
@@ -304,132 +319,113 @@ static void emit_element(Emitter *E, StrBuf *sb, const IrBuffer *b, IrExpr *cons
   sb_puts(sb, "]");
 }
 
-static const char *binary_c_op(IrOp op) {
-  return ir_op_name(op); /* the IR spellings are C's */
-}
+/* ---- The C dialect of expressions (compiler/expr_writer.h) ---------------- */
 
-static void emit_call(Emitter *E, StrBuf *sb, const IrExpr *e) {
-  DType t = e->dtype;
-  bool f64 = t == DTYPE_F64, fl = dtype_is_float(t);
-  const char *fn = "tc_bad";
-  switch (e->u.call.fn) {
-  case IR_INTRINSIC_EXP2: fn = f64 ? "exp2" : "exp2f"; break;
-  case IR_INTRINSIC_EXP: fn = f64 ? "exp" : "expf"; break;
-  case IR_INTRINSIC_LOG2: fn = f64 ? "log2" : "log2f"; break;
-  case IR_INTRINSIC_LOG: fn = f64 ? "log" : "logf"; break;
-  case IR_INTRINSIC_SQRT: fn = f64 ? "sqrt" : "sqrtf"; break;
-  case IR_INTRINSIC_ABS: fn = f64 ? "fabs" : fl ? "fabsf" : "tc_absi"; break;
-  case IR_INTRINSIC_MAX: fn = f64 ? "tc_maxd" : fl ? "tc_maxf" : "tc_maxi"; break;
-  case IR_INTRINSIC_MIN: fn = f64 ? "tc_mind" : fl ? "tc_minf" : "tc_mini"; break;
-  case IR_INTRINSIC_CEILDIV: fn = "tc_ceildiv"; break;
-  default: fail(E, e->loc, "unknown intrinsic %d", (int)e->u.call.fn); return;
-  }
-  if (e->u.call.nargs != ir_intrinsic_arity(e->u.call.fn)) {
-    fail(E, e->loc, "%s called with %d arguments", ir_intrinsic_name(e->u.call.fn),
-         e->u.call.nargs);
-    return;
-  }
-  sb_printf(sb, "%s(", fn);
-  for (int i = 0; i < e->u.call.nargs; i++) {
-    if (i) sb_puts(sb, ", ");
-    emit_expr(E, sb, e->u.call.args[i]);
-  }
-  sb_puts(sb, ")");
-}
-
-static void emit_expr(Emitter *E, StrBuf *sb, const IrExpr *e) {
-  if (E->failed) return;
+/* Broken IR is reported here, before anything of the node is written. */
+static bool c_check(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  Emitter *E = w->ctx;
+  if (E->failed) return false;
   if (!e) {
     fail(E, E->loc, "NULL expression");
-    return;
+    return false;
   }
   switch (e->kind) {
-  case IR_EXPR_INT:
-    if (e->dtype == DTYPE_BOOL) sb_puts(sb, e->u.int_value ? "1" : "0");
-    else if (e->u.int_value == INT64_MIN) sb_puts(sb, "(-INT64_MAX - 1)");
-    else if (e->u.int_value < 0) sb_printf(sb, "(%lld)", (long long)e->u.int_value);
-    else sb_printf(sb, "%lld", (long long)e->u.int_value);
-    break;
-  case IR_EXPR_FLOAT:
-    if (e->dtype == DTYPE_F16 || e->dtype == DTYPE_BF16) {
-      sb_puts(sb, e->dtype == DTYPE_F16 ? "tc_round_f16(" : "tc_round_bf16(");
-      emit_float_literal(sb, e->u.float_value, DTYPE_F32);
-      sb_puts(sb, ")");
-    } else {
-      emit_float_literal(sb, e->u.float_value, e->dtype);
-    }
-    break;
+  case IR_EXPR_INT: case IR_EXPR_FLOAT: case IR_EXPR_UNARY: case IR_EXPR_SELECT: case IR_EXPR_LOAD:
+    return true;
   case IR_EXPR_VAR:
-    if (!e->u.var) {
-      fail(E, e->loc, "variable reference with no variable");
-      return;
-    }
-    sb_puts(sb, lookup(E, e->u.var, e->u.var->name, e->loc));
-    break;
-  case IR_EXPR_UNARY:
-    sb_printf(sb, "(%s", e->u.op.op == IR_OP_NOT ? "!" : "-");
-    emit_expr(E, sb, e->u.op.a);
-    sb_puts(sb, ")");
-    break;
-  case IR_EXPR_BINARY: {
-    IrOp op = e->u.op.op;
-    if (ir_op_arity(op) != 2) {
-      fail(E, e->loc, "binary expression with operator '%s'", ir_op_name(op));
-      return;
-    }
-    if (op == IR_OP_MOD && dtype_is_float(e->dtype)) {
-      sb_puts(sb, e->dtype == DTYPE_F64 ? "fmod(" : "fmodf(");
-      emit_expr(E, sb, e->u.op.a);
-      sb_puts(sb, ", ");
-      emit_expr(E, sb, e->u.op.b);
-      sb_puts(sb, ")");
-      break;
-    }
-    sb_puts(sb, "(");
-    /* Integer arithmetic is i64 in the IR: widen when C would compute in int. */
-    bool arith = op == IR_OP_ADD || op == IR_OP_SUB || op == IR_OP_MUL || op == IR_OP_DIV ||
-                 op == IR_OP_MOD;
-    if (arith && e->dtype == DTYPE_I64 && is_narrow(e->u.op.a) && is_narrow(e->u.op.b))
-      sb_puts(sb, "(int64_t)");
-    emit_expr(E, sb, e->u.op.a);
-    sb_printf(sb, " %s ", binary_c_op(op));
-    emit_expr(E, sb, e->u.op.b);
-    sb_puts(sb, ")");
-    break;
-  }
-  case IR_EXPR_SELECT:
-    sb_puts(sb, "(");
-    emit_expr(E, sb, e->u.select.cond);
-    sb_puts(sb, " ? ");
-    emit_expr(E, sb, e->u.select.then_);
-    sb_puts(sb, " : ");
-    emit_expr(E, sb, e->u.select.else_);
-    sb_puts(sb, ")");
-    break;
+    if (!e->u.var) fail(E, e->loc, "variable reference with no variable");
+    return !E->failed;
+  case IR_EXPR_BINARY:
+    if (ir_op_arity(e->u.op.op) != 2)
+      fail(E, e->loc, "binary expression with operator '%s'", ir_op_name(e->u.op.op));
+    return !E->failed;
   case IR_EXPR_CALL:
-    emit_call(E, sb, e);
-    break;
-  case IR_EXPR_LOAD: {
-    const IrBuffer *b = e->u.load.buf;
-    DType t = b ? b->dtype : e->dtype;
-    const char *wrap = t == DTYPE_F16 ? "tc_f16_to_f32(" : t == DTYPE_BF16 ? "tc_bf16_to_f32("
-                     : t == DTYPE_BOOL ? "((int)" : NULL;
-    if (wrap) sb_puts(sb, wrap);
-    emit_element(E, sb, b, e->u.load.idx, e->u.load.nidx, e->loc);
-    if (wrap) sb_puts(sb, ")");
-    break;
-  }
+    if ((unsigned)e->u.call.fn >= IR_INTRINSIC_COUNT)
+      fail(E, e->loc, "unknown intrinsic %d", (int)e->u.call.fn);
+    else if (e->u.call.nargs != ir_intrinsic_arity(e->u.call.fn))
+      fail(E, e->loc, "%s called with %d arguments", ir_intrinsic_name(e->u.call.fn), e->u.call.nargs);
+    return !E->failed;
   case IR_EXPR_CAST:
-    if (!e->u.cast_src) {
-      fail(E, e->loc, "cast of a NULL expression");
-      return;
-    }
-    emit_convert(E, sb, e->dtype, e->u.cast_src);
-    break;
+    if (!e->u.cast_src) fail(E, e->loc, "cast of a NULL expression");
+    return !E->failed;
   default:
     fail(E, e->loc, "bad expression kind %d", (int)e->kind);
-    break;
+    return false;
   }
+}
+
+static void c_int_literal(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  if (e->dtype == DTYPE_BOOL) sb_puts(sb, e->u.int_value ? "1" : "0");
+  else if (e->u.int_value == INT64_MIN) sb_puts(sb, "(-INT64_MAX - 1)");
+  else if (e->u.int_value < 0) sb_printf(sb, "(%lld)", (long long)e->u.int_value);
+  else sb_printf(sb, "%lld", (long long)e->u.int_value);
+}
+
+static void c_float_literal(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  if (e->dtype == DTYPE_F16 || e->dtype == DTYPE_BF16) {
+    sb_puts(sb, e->dtype == DTYPE_F16 ? "tc_round_f16(" : "tc_round_bf16(");
+    emit_float_literal(sb, e->u.float_value, DTYPE_F32);
+    sb_puts(sb, ")");
+  } else {
+    emit_float_literal(sb, e->u.float_value, e->dtype);
+  }
+}
+
+static void c_var(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  sb_puts(sb, lookup(w->ctx, e->u.var, e->u.var->name, e->loc));
+}
+
+/* f16/bf16 elements are bit patterns and bools bytes: loads widen them. */
+static void c_load(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  const IrBuffer *b = e->u.load.buf;
+  DType t = b ? b->dtype : e->dtype;
+  const char *wrap = t == DTYPE_F16 ? "tc_f16_to_f32(" : t == DTYPE_BF16 ? "tc_bf16_to_f32("
+                   : t == DTYPE_BOOL ? "((int)" : NULL;
+  if (wrap) sb_puts(sb, wrap);
+  emit_element(w->ctx, sb, b, e->u.load.idx, e->u.load.nidx, e->loc);
+  if (wrap) sb_puts(sb, ")");
+}
+
+static void c_cast(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
+  emit_convert(w->ctx, sb, e->dtype, e->u.cast_src);
+}
+
+static const char *c_intrinsic(const ExprWriter *w, const IrExpr *e) {
+  return expr_spelling(&c_intrinsics[e->u.call.fn], e->dtype);
+}
+
+/* C has no % for floats. */
+static const char *c_binary_call(const ExprWriter *w, const IrExpr *e) {
+  if (e->u.op.op != IR_OP_MOD || !dtype_is_float(e->dtype)) return NULL;
+  return e->dtype == DTYPE_F64 ? "fmod" : "fmodf";
+}
+
+/* Integer arithmetic is i64 in the IR: widen when C would compute in int. */
+static const char *c_binary_prefix(const ExprWriter *w, const IrExpr *e) {
+  IrOp op = e->u.op.op;
+  bool arith = op == IR_OP_ADD || op == IR_OP_SUB || op == IR_OP_MUL || op == IR_OP_DIV ||
+               op == IR_OP_MOD;
+  return arith && e->dtype == DTYPE_I64 && is_narrow(e->u.op.a) && is_narrow(e->u.op.b)
+             ? "(int64_t)" : "";
+}
+
+static const ExprDialect c_dialect = {
+    .minimal_parens = false,
+    .select = {"(", " ? ", " : ", ")"},
+    .check = c_check,
+    .int_literal = c_int_literal,
+    .float_literal = c_float_literal,
+    .var = c_var,
+    .load = c_load,
+    .cast = c_cast,
+    .intrinsic = c_intrinsic,
+    .binary_call = c_binary_call,
+    .binary_prefix = c_binary_prefix,
+};
+
+static void emit_expr(Emitter *E, StrBuf *sb, const IrExpr *e) {
+  ExprWriter w = {&c_dialect, E};
+  expr_write(&w, sb, e);
 }
 
 /* e as a full expression (an if condition, an initializer, a stored value):

@@ -2,7 +2,7 @@
  *
  * Needs: software-pipeline (it multiplies the shared tiles by their stages).
  * Guarantees, or an error that names the buffers: the block's shared memory
- * (every shared buffer, 128-byte aligned, as emit_cuda lays them out) fits
+ * (every shared buffer, 128-byte aligned, as the CUDA backend lays them out) fits
  * the target's per-block limit (sm_80: 163 KB, sm_90a: 227 KB), and the
  * registers the fragments need per thread stay under the 255-register cap
  * (a fragment that large would spill to local memory). */

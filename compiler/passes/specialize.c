@@ -72,9 +72,13 @@ static IrExpr *subst_bound(IrModule *m, IrExpr *e) {
                                                                                   : ir_select(m, c, t, f, e->loc);
   }
   case IR_EXPR_CALL: {
-    IrExpr *a = subst_bound(m, e->u.call.args[0]);
-    IrExpr *b = e->u.call.nargs > 1 ? subst_bound(m, e->u.call.args[1]) : NULL;
-    return a == e->u.call.args[0] && b == e->u.call.args[1] ? e : ir_call(m, e->u.call.fn, a, b, e->loc);
+    IrExpr *args[IR_MAX_CALL_ARGS] = {NULL};
+    bool same = true;
+    for (int i = 0; i < e->u.call.nargs; i++) {
+      args[i] = subst_bound(m, e->u.call.args[i]);
+      same &= args[i] == e->u.call.args[i];
+    }
+    return same ? e : ir_call_n(m, e->u.call.fn, args, e->loc);
   }
   case IR_EXPR_LOAD: {
     IrExpr *idx[IR_MAX_RANK];

@@ -391,7 +391,7 @@ static void test_other_kernels(void) {
     CHECK(as_bits < N / 2,
           "mixed: the kernel used the f16 scalar s = 0.5 as the integer %u (its bit pattern) in "
           "%d of %d outputs: the generated code converts a tc_half parameter with (float) "
-          "instead of tc_f16_to_f32 (compiler/backend/emit_cuda.c)",
+          "instead of tc_f16_to_f32 (compiler/backend/cuda/expr.c)",
           s_bits, as_bits, N);
     tilert_device_free(ctx, dX), tilert_device_free(ctx, dY);
   }

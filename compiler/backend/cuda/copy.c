@@ -1,0 +1,350 @@
+/* copy.c - tile copies and fills.
+ *
+ * A copy is mapped to the cheapest form its operands allow:
+ *   - global <-> whole shared tile of a 16-bit type, columns contiguous: the
+ *     16-byte transfers tc_copy_g2s (cp.async, zero fill outside the tensor;
+ *     left in flight when software-pipeline marked it async) and
+ *     tc_copy_s2g of runtime/device/tilec_tile.cuh;
+ *   - one side a fragment: every thread moves its own register slots;
+ *   - anything else: one element per thread, strided over the tile.
+ * Guards set by guard-bounds become bounds checks (rows/cols_valid for the
+ * transfers, an `if` around strided stores; loads outside read zero). A fill
+ * is a register loop for fragments, a strided store otherwise. */
+#include <stdio.h>
+
+#include "cuda_emit.h"
+
+/* ---- tile operations ------------------------------------------------------------- */
+
+/* Tile dims of a region: the non-index dimensions, in order. */
+int cuda_tile_dims(const IrRegion *r, int *dims) {
+  int n = 0;
+  for (int d = 0; d < r->rank; d++)
+    if (!r->is_index[d]) dims[n++] = d;
+  return n;
+}
+
+/* Pointer expression to the region's first element of a staged/plain 2-D
+ * shared tile (the stage index, if any, selects the tile). */
+void cuda_tile_base(Cuda *C, StrBuf *sb, const IrRegion *r) {
+  const IrBuffer *b = r->buf;
+  if (b->rank == 3) {
+    int64_t tile = cuda_const(b->shape[1]) * cuda_const(b->shape[2]);
+    sb_printf(sb, "(%s + (", b->name);
+    cuda_emit_expr(C, sb, r->start[0]);
+    sb_printf(sb, ") * %lld)", (long long)tile);
+  } else {
+    sb_puts(sb, b->name);
+  }
+}
+
+
+/* Global offset of the region's start (row-major over the tensor's shape). */
+static void region_offset(Cuda *C, StrBuf *sb, const IrRegion *r) {
+  cuda_linear_index(C, sb, r->buf, r->start);
+}
+
+/* A 2-D tile moved between a global slice and a whole shared tile by all
+ * threads in 16-byte chunks: tc_copy_g2s (global -> shared, cp.async, zero
+ * fill outside the tensor) or tc_copy_s2g (shared -> global, skipping what
+ * lies outside). The global side's guards become rows/cols_valid. */
+static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
+  bool to_shared = s->u.copy.dst.buf->scope == IR_SCOPE_SHARED;
+  const IrRegion *glob = to_shared ? &s->u.copy.src : &s->u.copy.dst;
+  const IrRegion *shr = to_shared ? &s->u.copy.dst : &s->u.copy.src;
+  int gd[IR_MAX_RANK];
+  int n = cuda_tile_dims(glob, gd);
+  const IrBuffer *g = glob->buf, *sh = shr->buf;
+  int rows_dim = n == 2 ? gd[0] : -1, cols_dim = n == 2 ? gd[1] : gd[0];
+  int64_t rows = n == 2 ? cuda_const(glob->extent[rows_dim]) : 1, cols = cuda_const(glob->extent[cols_dim]);
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_printf(o, "{  // copy%s %s -> %s\n", s->u.copy.async ? ".async" : "", s->u.copy.src.buf->name,
+            s->u.copy.dst.buf->name);
+  /* Rows past the end (guarded dims) are zero-filled / skipped. */
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "const int tc_rows_valid = ");
+  bool any_index_guard = false;
+  for (int d = 0; d < glob->rank; d++) any_index_guard |= glob->is_index[d] && glob->guard[d];
+  if (any_index_guard) {
+    sb_puts(o, "(");
+    for (int d = 0, first = 1; d < glob->rank; d++) {
+      if (!glob->is_index[d] || !glob->guard[d]) continue;
+      sb_puts(o, first ? "" : " && ");
+      first = 0;
+      sb_puts(o, "(");
+      cuda_emit_expr(C, o, glob->start[d]);
+      sb_puts(o, ") < ");
+      cuda_emit_expr(C, o, g->shape[d]);
+    }
+    sb_puts(o, ") ? ");
+  }
+  if (rows_dim >= 0 && glob->guard[rows_dim]) {
+    sb_printf(o, "(int)max(0LL, min((long long)%lld, ", (long long)rows);
+    cuda_emit_expr(C, o, g->shape[rows_dim]);
+    sb_puts(o, " - (");
+    cuda_emit_expr(C, o, glob->start[rows_dim]);
+    sb_puts(o, ")))");
+  } else {
+    sb_printf(o, "%lld", (long long)rows);
+  }
+  if (any_index_guard) sb_puts(o, " : 0");
+  sb_puts(o, ";\n");
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "const int tc_cols_valid = ");
+  if (glob->guard[cols_dim]) {
+    sb_printf(o, "(int)max(0LL, min((long long)%lld, ", (long long)cols);
+    cuda_emit_expr(C, o, g->shape[cols_dim]);
+    sb_puts(o, " - (");
+    cuda_emit_expr(C, o, glob->start[cols_dim]);
+    sb_puts(o, ")))");
+  } else {
+    sb_printf(o, "%lld", (long long)cols);
+  }
+  sb_puts(o, ";\n");
+  /* Row stride: product of the tensor's dims after the rows dim. */
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "const long long tc_row_stride = 1LL");
+  for (int d = rows_dim + 1; rows_dim >= 0 && d < g->rank; d++) {
+    sb_puts(o, " * ");
+    cuda_emit_expr(C, o, g->shape[d]);
+  }
+  sb_puts(o, ";\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "%s<%lld, %lld, %d, %s>(", to_shared ? "tc_copy_g2s" : "tc_copy_s2g", (long long)rows,
+            (long long)cols, C->threads, cuda_swizzle_arg(sh));
+  if (to_shared) {
+    cuda_tile_base(C, o, shr);
+    sb_printf(o, ", %s + ", g->name);
+    region_offset(C, o, glob);
+    sb_puts(o, ", tc_row_stride, tc_rows_valid, tc_cols_valid, tc_tid);\n");
+  } else {
+    sb_printf(o, "%s + ", g->name);
+    region_offset(C, o, glob);
+    sb_puts(o, ", tc_row_stride, tc_rows_valid, tc_cols_valid, ");
+    cuda_tile_base(C, o, shr);
+    sb_puts(o, ", tc_tid);\n");
+  }
+  if (to_shared && !s->u.copy.async) {
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "tc_cp_async_commit();\n");
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "tc_cp_async_wait<0>();\n");
+  }
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+}
+
+/* Copies where one side is a fragment: every thread moves its own elements. */
+static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  const IrRegion *frag = src->buf->scope == IR_SCOPE_FRAGMENT ? src : dst;
+  const IrRegion *other = frag == src ? dst : src;
+  const IrLayout *l = &frag->buf->layout;
+  StrBuf *o = C->out;
+  if (other->buf->scope == IR_SCOPE_FRAGMENT) {
+    if (!ir_layout_same_rows(&src->buf->layout, &dst->buf->layout) ||
+        src->buf->layout.cols_local != dst->buf->layout.cols_local) {
+      cuda_fail(C, s->loc, "copy between fragments '%s' and '%s' of different layouts", src->buf->name, dst->buf->name);
+      return;
+    }
+    int n = l->rows_local * l->cols_local;
+    cuda_indent(C, depth);
+    sb_printf(o, "#pragma unroll\n");
+    cuda_indent(C, depth);
+    sb_printf(o, "for (int tc_e = 0; tc_e < %d; ++tc_e) %s[tc_e] = ", n, dst->buf->name);
+    DType from = src->buf->dtype, to = dst->buf->dtype;
+    if (to == from) sb_printf(o, "%s[tc_e];\n", src->buf->name);
+    else if (cuda_is_16bit(to) && cuda_is_16bit(from)) sb_printf(o, "%s(%s(%s[tc_e]));\n", to == DTYPE_F16 ? "tc_f32_to_f16" : "tc_f32_to_bf16", from == DTYPE_F16 ? "tc_f16_to_f32" : "tc_bf16_to_f32", src->buf->name);
+    else if (cuda_is_16bit(to)) sb_printf(o, "%s((float)%s[tc_e]);\n", to == DTYPE_F16 ? "tc_f32_to_f16" : "tc_f32_to_bf16", src->buf->name);
+    else if (cuda_is_16bit(from)) sb_printf(o, "(%s)%s(%s[tc_e]);\n", cuda_storage_type(to), from == DTYPE_F16 ? "tc_f16_to_f32" : "tc_bf16_to_f32", src->buf->name);
+    else sb_printf(o, "(%s)%s[tc_e];\n", cuda_storage_type(to), src->buf->name);
+    return;
+  }
+  /* Fragment <-> global or shared: the other side's tile dims take the
+   * fragment's logical (row, col). */
+  int od[IR_MAX_RANK];
+  int n = cuda_tile_dims(other, od);
+  if (n != frag->buf->rank || (frag->buf->rank == 2) != (l->cols != 0)) {
+    cuda_fail(C, s->loc, "copy between fragment '%s' and '%s': tile ranks differ", frag->buf->name, other->buf->name);
+    return;
+  }
+  int inner = cuda_open_slots(C, l, "tc_r", l->cols ? "tc_c" : NULL, depth);
+  IrModule *m = (IrModule *)C->m;
+  IrVar rv = {.name = "tc_r", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
+  IrVar cv = {.name = "tc_c", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
+  IrExpr *idx[IR_MAX_RANK];
+  IrExpr *cond = NULL;
+  for (int d = 0, t = 0; d < other->rank; d++) {
+    if (other->is_index[d]) {
+      idx[d] = other->start[d];
+    } else {
+      IrExpr *v = ir_var_ref(m, t++ == 0 ? &rv : &cv, s->loc);
+      idx[d] = ir_binary(m, IR_OP_ADD, other->start[d], v, s->loc);
+    }
+    if (other->guard[d]) {
+      IrExpr *c = ir_binary(m, IR_OP_LT, idx[d], other->buf->shape[d], s->loc);
+      cond = cond ? ir_binary(m, IR_OP_AND, cond, c, s->loc) : c;
+    }
+  }
+  const char *slot = l->cols ? "[tc_rs * %d + tc_cs]" : "[tc_rs]";
+  char slot_text[64];
+  snprintf(slot_text, sizeof slot_text, slot, l->cols_local);
+  IrExpr *elem = ir_load(m, other->buf, idx, s->loc);
+  cuda_indent(C, inner);
+  if (frag == dst) {
+    /* global/shared -> fragment: zero outside the tensor. */
+    sb_printf(o, "%s%s = ", dst->buf->name, slot_text);
+    IrExpr *v = ir_cast(m, dst->buf->dtype, elem, s->loc);
+    if (cond) v = ir_select(m, cond, v, ir_cast(m, dst->buf->dtype, ir_float(m, 0.0, DTYPE_F32, s->loc), s->loc), s->loc);
+    if (cuda_is_16bit(dst->buf->dtype)) cuda_emit_stored_value(C, o, dst->buf->dtype, v);
+    else cuda_emit_expr(C, o, v);
+    sb_puts(o, ";\n");
+  } else {
+    if (cond) {
+      sb_puts(o, "if (");
+      cuda_emit_expr(C, o, cond);
+      sb_puts(o, ") ");
+    }
+    cuda_emit_element(C, o, other->buf, idx, other->rank, s->loc);
+    sb_puts(o, " = ");
+    char val[128];
+    if (cuda_is_16bit(src->buf->dtype))
+      snprintf(val, sizeof val, "%s(%s%s)", src->buf->dtype == DTYPE_F16 ? "tc_f16_to_f32" : "tc_bf16_to_f32",
+               src->buf->name, slot_text);
+    else
+      snprintf(val, sizeof val, "%s%s", src->buf->name, slot_text);
+    DType to = other->buf->dtype;
+    if (cuda_is_16bit(to)) sb_printf(o, "%s((float)%s);\n", to == DTYPE_F16 ? "tc_f32_to_f16" : "tc_f32_to_bf16", val);
+    else sb_printf(o, "(%s)%s;\n", cuda_storage_type(to), val);
+  }
+  cuda_close_slots(C, l, inner);
+}
+
+/* Opens a loop that strides the points of region r's tile (its non-index
+ * dimensions of extent > 1) over the block's threads, binding one variable
+ * per loop dimension in vars. The caller closes it with one "}". */
+static void open_strided(Cuda *C, const IrRegion *r, IrVar *vars, int depth) {
+  static const char *names[IR_MAX_RANK] = {"tc_t0", "tc_t1", "tc_t2", "tc_t3", "tc_t4", "tc_t5", "tc_t6", "tc_t7"};
+  int64_t ext[IR_MAX_RANK], total = 1;
+  int n = 0;
+  for (int d = 0; d < r->rank; d++) {
+    int64_t e = cuda_const(r->extent[d]);
+    if (!r->is_index[d] && e != 1) ext[n++] = e, total *= e;
+  }
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_printf(o, "for (long long tc_f = tc_tid; tc_f < %lld; tc_f += %d) {\n", (long long)total, C->threads);
+  int64_t stride = total;
+  for (int t = 0; t < n; t++) {
+    stride /= ext[t];
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "const long long %s = tc_f / %lld %% %lld;\n", names[t], (long long)stride, (long long)ext[t]);
+    vars[t] = (IrVar){.name = names[t], .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
+  }
+}
+
+/* The indices of region r at the tile point given by vars (as bound by
+ * open_strided), and the AND of its guards (NULL when none). */
+static IrExpr *region_point(Cuda *C, const IrRegion *r, IrVar *vars, IrExpr **idx, SrcLoc loc) {
+  IrModule *m = (IrModule *)C->m;
+  IrExpr *cond = NULL;
+  for (int d = 0, t = 0; d < r->rank; d++) {
+    bool loops = !r->is_index[d] && cuda_const(r->extent[d]) != 1;
+    idx[d] = loops ? ir_binary(m, IR_OP_ADD, r->start[d], ir_var_ref(m, &vars[t++], loc), loc) : r->start[d];
+    if (r->guard[d]) {
+      IrExpr *c = ir_binary(m, IR_OP_LT, idx[d], r->buf->shape[d], loc);
+      cond = cond ? ir_binary(m, IR_OP_AND, cond, c, loc) : c;
+    }
+  }
+  return cond;
+}
+
+/* dst[idx] = value, under `if (cond)` when there is a guard. */
+static void guarded_store(Cuda *C, const IrBuffer *dst, IrExpr **idx, IrExpr *cond, const IrExpr *value, SrcLoc loc,
+                          int depth) {
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  if (cond) {
+    sb_puts(o, "if (");
+    cuda_emit_expr(C, o, cond);
+    sb_puts(o, ") ");
+  }
+  cuda_emit_element(C, o, dst, idx, dst->rank, loc);
+  sb_puts(o, " = ");
+  cuda_emit_stored_value(C, o, dst->dtype, value);
+  sb_puts(o, ";\n");
+}
+
+/* Any other copy: one element per thread, strided over the tile. */
+static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  IrModule *m = (IrModule *)C->m;
+  IrVar vars[IR_MAX_RANK];
+  IrExpr *si[IR_MAX_RANK], *di[IR_MAX_RANK];
+  open_strided(C, dst, vars, depth);
+  /* Both tiles have the same non-unit dimensions (check-shapes). */
+  IrExpr *src_ok = region_point(C, src, vars, si, s->loc);
+  IrExpr *dst_ok = region_point(C, dst, vars, di, s->loc);
+  IrExpr *v = ir_cast(m, dst->buf->dtype, ir_load(m, src->buf, si, s->loc), s->loc);
+  if (src_ok)
+    v = ir_select(m, src_ok, v, ir_cast(m, dst->buf->dtype, ir_float(m, 0.0, DTYPE_F32, s->loc), s->loc), s->loc);
+  guarded_store(C, dst->buf, di, dst_ok, v, s->loc, depth + 1);
+  cuda_indent(C, depth);
+  sb_puts(C->out, "}\n");
+}
+
+/* A global <-> whole-shared copy of a 16-bit 2-D (or 1-D) tile whose columns
+ * are the tensor's contiguous last dimension: the 16-byte tile transfer. */
+static bool is_tile_transfer(const IrStmt *s) {
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  bool g2s = src->buf->scope == IR_SCOPE_GLOBAL && dst->buf->scope == IR_SCOPE_SHARED;
+  bool s2g = src->buf->scope == IR_SCOPE_SHARED && dst->buf->scope == IR_SCOPE_GLOBAL;
+  if (!(g2s || s2g) || !cuda_is_16bit(dst->buf->dtype) || src->buf->dtype != dst->buf->dtype) return false;
+  const IrRegion *glob = g2s ? src : dst, *shr = g2s ? dst : src;
+  int gd[IR_MAX_RANK];
+  int n = cuda_tile_dims(glob, gd);
+  int r = shr->buf->rank;
+  return (n == 2 || n == 1) && gd[n - 1] == glob->buf->rank - 1 && (r == 2 || r == 3) &&
+         cuda_const(shr->buf->shape[r - 1]) % 8 == 0;
+}
+
+void cuda_emit_copy(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  if (s->u.copy.tma) {
+    cuda_emit_tma_copy(C, s, depth);
+  } else if (src->buf->scope == IR_SCOPE_FRAGMENT || dst->buf->scope == IR_SCOPE_FRAGMENT) {
+    emit_copy_fragment(C, s, depth);
+  } else if (is_tile_transfer(s)) {
+    emit_tile_transfer(C, s, depth);
+  } else {
+    if (s->u.copy.async) {
+      cuda_fail(C, s->loc, "copy %s -> %s cannot be issued asynchronously", src->buf->name, dst->buf->name);
+      return;
+    }
+    emit_copy_generic(C, s, depth);
+  }
+}
+
+void cuda_emit_fill(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *dst = &s->u.fill.dst;
+  StrBuf *o = C->out;
+  if (dst->buf->scope == IR_SCOPE_FRAGMENT) {
+    const IrLayout *l = &dst->buf->layout;
+    cuda_indent(C, depth);
+    sb_printf(o, "#pragma unroll\n");
+    cuda_indent(C, depth);
+    sb_printf(o, "for (int tc_e = 0; tc_e < %d; ++tc_e) %s[tc_e] = ", l->rows_local * l->cols_local, dst->buf->name);
+    cuda_emit_stored_value(C, o, dst->buf->dtype, s->u.fill.value);
+    sb_puts(o, ";\n");
+    return;
+  }
+  /* shared/global: every thread stores its share of the tile. */
+  IrVar vars[IR_MAX_RANK];
+  IrExpr *di[IR_MAX_RANK];
+  open_strided(C, dst, vars, depth);
+  IrExpr *ok = region_point(C, dst, vars, di, s->loc);
+  guarded_store(C, dst->buf, di, ok, s->u.fill.value, s->loc, depth + 1);
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+}

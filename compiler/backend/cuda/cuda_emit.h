@@ -1,0 +1,87 @@
+/* cuda_emit.h - what the files of the CUDA backend share (internal).
+ *
+ * The backend (entry point emit_cuda_module in backend.h) is split by
+ * concern, one file each, so a new GPU feature (TMA, mbarriers, warp
+ * specialization, FP8) lands as a file of its own beside its device header:
+ *   frame.c     the module and kernel frame: parameters, block indices,
+ *               allocations, and the statement dispatcher (cuda_emit_stmt);
+ *   expr.c      scalar expressions, element addressing (global, shared with
+ *               swizzle) and the conversion of a value being stored;
+ *   fragment.c  fragment layouts: register slots, parallel loops over a
+ *               fragment, row reductions;
+ *   copy.c      tile copies (16-byte/cp.async transfers, fragment copies,
+ *               strided element copies) and fills;
+ *   gemm.c      gemms: mma.sync (tc_gemm_ss/_rs) and wgmma (sm_90a);
+ *   tma.c       TMA copies, their mbarriers and waits (sm_90a, lower-tma).
+ * Every function here writes CUDA C++ text to C->out (statements) or to the
+ * StrBuf it is given (expressions) and reports what it cannot map through
+ * cuda_fail, which keeps the first error only. */
+#ifndef TILEC_CUDA_EMIT_H
+#define TILEC_CUDA_EMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+/* A parallel loop nest being emitted (fragment.c). */
+typedef struct Nest {
+  const IrVar *i, *j;     /* the loop variables of the parallel nest (j may be NULL) */
+  const IrLayout *layout; /* the driving fragment layout, NULL when strided */
+} Nest;
+
+/* The state of one emit_cuda_module call. */
+typedef struct Cuda {
+  const IrModule *m;
+  const IrKernel *k;
+  StrBuf *out;
+  Diag *diag;
+  bool failed;
+  int threads;
+  int smem_offset;
+  const Nest *nest; /* innermost parallel nest being emitted, or NULL */
+  int tmp;
+} Cuda;
+
+/* ---- frame.c: diagnostics, types, statements ---- */
+void cuda_fail(Cuda *C, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void cuda_indent(Cuda *C, int depth); /* kernel bodies start one level in */
+const char *cuda_storage_type(DType t); /* the C++ type an element is stored as */
+const char *cuda_value_type(DType t);   /* the type arithmetic on it happens in */
+bool cuda_is_16bit(DType t);            /* f16 or bf16 */
+int64_t cuda_const(const IrExpr *e);    /* an integer constant (0 if it is not one) */
+void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth);
+void cuda_emit_seq(Cuda *C, const IrStmt *seq, int depth);
+
+/* ---- expr.c: expressions and element access ---- */
+void cuda_emit_expr(Cuda *C, StrBuf *sb, const IrExpr *e);
+/* v converted for storing into a buffer of dtype t. */
+void cuda_emit_stored_value(Cuda *C, StrBuf *sb, DType t, const IrExpr *v);
+/* The lvalue buf[idx...] (a register slot for fragments). */
+void cuda_emit_element(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *idx, int nidx, SrcLoc loc);
+void cuda_linear_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *idx);
+const char *cuda_swizzle_arg(const IrBuffer *b);
+
+/* ---- fragment.c: fragments, parallel loops, reductions ---- */
+bool cuda_fragment_slot(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *idx, int nidx, SrcLoc loc);
+void cuda_row_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *rs);
+int cuda_open_slots(Cuda *C, const IrLayout *l, const char *row_name, const char *col_name, int depth);
+void cuda_close_slots(Cuda *C, const IrLayout *l, int depth);
+void cuda_emit_parallel(Cuda *C, const IrStmt *s, int depth);
+void cuda_emit_reduce(Cuda *C, const IrStmt *s, int depth);
+
+/* ---- copy.c: copies, fills, tile helpers ---- */
+int cuda_tile_dims(const IrRegion *r, int *dims);
+void cuda_tile_base(Cuda *C, StrBuf *sb, const IrRegion *r);
+void cuda_emit_copy(Cuda *C, const IrStmt *s, int depth);
+void cuda_emit_fill(Cuda *C, const IrStmt *s, int depth);
+
+/* ---- gemm.c ---- */
+void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth);
+
+/* tma.c */
+void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth); /* after its ALLOC */
+void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth);          /* a copy.tma */
+void cuda_emit_tma_wait(Cuda *C, const IrStmt *s, int depth);
+
+#endif

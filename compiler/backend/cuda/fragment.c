@@ -1,0 +1,259 @@
+/* fragment.c - fragments: per-thread register slices of block-wide tiles.
+ *
+ * infer-layout decided how each fragment spreads over the threads (MMA_C for
+ * gemm accumulators, ROWGROUP otherwise; docs/gpu-codegen.md gives the
+ * formulas, mirrored by row/col here). A parallel loop over a fragment
+ * becomes fully unrolled loops over the thread's row and column slots
+ * (tc_rs, tc_cs), binding the logical row and column; a parallel loop that
+ * touches no fragment is strided over the block's threads. Inside such a
+ * loop a fragment element is its register slot (cuda_fragment_slot). Row
+ * reductions fold each thread's slots, then the lanes sharing a row with
+ * warp shuffles, then (when rows are split across warps) the warps through
+ * a shared scratch buffer. */
+#include "cuda_emit.h"
+
+/* ---- layout formulas (docs/gpu-codegen.md) ---------------------------------- */
+
+static void row_expr(StrBuf *sb, const IrLayout *l, const char *rs) {
+  int mw = l->rows / l->warps_m;
+  sb_printf(sb, "((tc_warp / %d) * %d + (%s / 2) * 16 + (%s %% 2) * 8 + tc_lane / 4)", l->warps_n, mw, rs, rs);
+}
+
+static void rowgroup_row(StrBuf *sb, const IrLayout *l, int threads, const char *rs) {
+  if (l->rows_local == 1) sb_printf(sb, "(tc_tid / %d)", l->group);
+  else sb_printf(sb, "(tc_tid + %d * %s)", threads, rs);
+}
+
+void cuda_row_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *rs) {
+  if (l->frag == IR_FRAG_MMA_C) row_expr(sb, l, rs);
+  else rowgroup_row(sb, l, C->threads, rs);
+}
+
+static void col_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *cs) {
+  if (l->frag == IR_FRAG_MMA_C) {
+    int nw = l->cols / l->warps_n;
+    sb_printf(sb, "((tc_warp %% %d) * %d + (%s / 2) * 8 + (tc_lane %% 4) * 2 + %s %% 2)", l->warps_n, nw, cs, cs);
+  } else if (l->rows_local == 1 && l->group > 1) {
+    sb_printf(sb, "(tc_tid %% %d + %d * %s)", l->group, l->group, cs);
+  } else {
+    sb_printf(sb, "%s", cs);
+  }
+}
+
+/* The register slot of a fragment element inside the current parallel nest. */
+bool cuda_fragment_slot(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *idx, int nidx, SrcLoc loc) {
+  const Nest *n = C->nest;
+  if (!n || !n->layout) {
+    cuda_fail(C, loc, "fragment '%s' is indexed outside a parallel loop over it", b->name);
+    return false;
+  }
+  bool by_i = nidx >= 1 && idx[0]->kind == IR_EXPR_VAR && idx[0]->u.var == n->i;
+  bool by_j = nidx == 2 && n->j && idx[1]->kind == IR_EXPR_VAR && idx[1]->u.var == n->j;
+  const IrLayout *l = &b->layout;
+  if (b->rank == 2 && by_i && by_j && l->rows_local == n->layout->rows_local && l->frag == n->layout->frag &&
+      ir_layout_same_rows(l, n->layout) && l->cols == n->layout->cols) {
+    sb_printf(sb, "%s[tc_rs * %d + tc_cs]", b->name, l->cols_local);
+    return true;
+  }
+  if (b->rank == 1 && by_i && ir_layout_same_rows(l, n->layout)) {
+    sb_printf(sb, "%s[tc_rs]", b->name);
+    return true;
+  }
+  cuda_fail(C, loc, "fragment '%s' is indexed in a way its layout (%s) cannot serve in this parallel loop", b->name,
+       ir_layout_str(C->m->arena, l));
+  return false;
+}
+
+/* Opens the unrolled loops over a layout's row and column slots, binding the
+ * logical row/column to the given names. Returns the depth inside. */
+int cuda_open_slots(Cuda *C, const IrLayout *l, const char *row_name, const char *col_name, int depth) {
+  cuda_indent(C, depth);
+  sb_printf(C->out, "#pragma unroll\n");
+  cuda_indent(C, depth);
+  sb_printf(C->out, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {\n", l->rows_local);
+  if (row_name) {
+    cuda_indent(C, depth + 1);
+    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", row_name);
+    cuda_row_of(C, C->out, l, "tc_rs");
+    sb_puts(C->out, ";\n");
+  }
+  if (!l->cols) return depth + 1;
+  cuda_indent(C, depth + 1);
+  sb_printf(C->out, "#pragma unroll\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(C->out, "for (int tc_cs = 0; tc_cs < %d; ++tc_cs) {\n", l->cols_local);
+  if (col_name) {
+    cuda_indent(C, depth + 2);
+    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", col_name);
+    col_of(C, C->out, l, "tc_cs");
+    sb_puts(C->out, ";\n");
+  }
+  return depth + 2;
+}
+
+void cuda_close_slots(Cuda *C, const IrLayout *l, int depth) {
+  if (l->cols) {
+    cuda_indent(C, depth - 1);
+    sb_puts(C->out, "}\n");
+    depth--;
+  }
+  cuda_indent(C, depth - 1);
+  sb_puts(C->out, "}\n");
+}
+
+/* The fragment a parallel nest iterates over: one indexed exactly [i, j]
+ * (or [i] for a 1-D nest). */
+typedef struct FindDriver {
+  const IrVar *i, *j;
+  const IrBuffer *found;
+} FindDriver;
+
+static void check_driver(FindDriver *f, const IrBuffer *b, IrExpr *const *idx, int n) {
+  if (f->found || b->scope != IR_SCOPE_FRAGMENT) return;
+  if (f->j) {
+    if (n == 2 && idx[0]->kind == IR_EXPR_VAR && idx[0]->u.var == f->i && idx[1]->kind == IR_EXPR_VAR &&
+        idx[1]->u.var == f->j)
+      f->found = b;
+  } else if (n == 1 && idx[0]->kind == IR_EXPR_VAR && idx[0]->u.var == f->i) {
+    f->found = b;
+  }
+}
+
+static void driver_load(const IrExpr *e, void *ctx) {
+  if (e->kind == IR_EXPR_LOAD) check_driver(ctx, e->u.load.buf, e->u.load.idx, e->u.load.nidx);
+}
+
+static void driver_stmt(const IrStmt *s, FindDriver *f) {
+  if (!s) return;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) driver_stmt(s->u.seq.items[i], f);
+    return;
+  case IR_STMT_STORE:
+    check_driver(f, s->u.store.buf, s->u.store.idx, s->u.store.nidx);
+    break;
+  case IR_STMT_FOR:
+    driver_stmt(s->u.for_.body, f);
+    break;
+  case IR_STMT_IF:
+    driver_stmt(s->u.if_.then_, f);
+    driver_stmt(s->u.if_.else_, f);
+    break;
+  default:
+    break;
+  }
+  ir_stmt_visit_exprs((IrStmt *)s, driver_load, f);
+}
+
+void cuda_emit_parallel(Cuda *C, const IrStmt *s, int depth) {
+  const IrVar *i = s->u.for_.var, *j = NULL;
+  const IrStmt *body = s->u.for_.body;
+  int64_t ext_i = cuda_const(s->u.for_.extent), ext_j = 1;
+  if (body->u.seq.n == 1 && body->u.seq.items[0]->kind == IR_STMT_FOR &&
+      body->u.seq.items[0]->u.for_.kind == IR_FOR_PARALLEL) {
+    j = body->u.seq.items[0]->u.for_.var;
+    ext_j = cuda_const(body->u.seq.items[0]->u.for_.extent);
+    body = body->u.seq.items[0]->u.for_.body;
+  }
+  FindDriver f = {i, j, NULL};
+  driver_stmt(body, &f);
+  const Nest *outer = C->nest;
+  Nest n = {i, j, NULL};
+  C->nest = &n;
+  if (f.found) {
+    n.layout = &f.found->layout;
+    int inner = cuda_open_slots(C, n.layout, i->name, j ? j->name : NULL, depth);
+    cuda_emit_seq(C, body, inner);
+    cuda_close_slots(C, n.layout, inner);
+  } else {
+    /* No fragment: stride the flattened iteration space over the threads. */
+    cuda_indent(C, depth);
+    sb_printf(C->out, "for (long long tc_f = tc_tid; tc_f < %lld; tc_f += %d) {\n", (long long)(ext_i * ext_j),
+              C->threads);
+    cuda_indent(C, depth + 1);
+    sb_printf(C->out, "const long long %s = tc_f / %lld;\n", i->name, (long long)ext_j);
+    if (j) {
+      cuda_indent(C, depth + 1);
+      sb_printf(C->out, "const long long %s = tc_f %% %lld;\n", j->name, (long long)ext_j);
+    }
+    cuda_emit_seq(C, body, depth + 1);
+    cuda_indent(C, depth);
+    sb_puts(C->out, "}\n");
+  }
+  C->nest = outer;
+}
+
+void cuda_emit_reduce(Cuda *C, const IrStmt *s, int depth) {
+  const IrBuffer *src = s->u.reduce.src, *dst = s->u.reduce.dst;
+  const IrLayout *l = &src->layout;
+  if (!ir_layout_same_rows(l, &dst->layout)) {
+    cuda_fail(C, s->loc, "%s: '%s' does not hold the rows of '%s'", ir_reduce_name(s->u.reduce.kind), dst->name, src->name);
+    return;
+  }
+  const char *op2 = s->u.reduce.kind == IR_REDUCE_SUM ? "tc_r + tc_x"
+                    : s->u.reduce.kind == IR_REDUCE_MAX ? "fmaxf(tc_r, tc_x)"
+                                                          : "fminf(tc_r, tc_x)";
+  StrBuf *o = C->out;
+  const char *val = src->dtype == DTYPE_F32 ? "" : "(float)";
+  cuda_indent(C, depth);
+  sb_printf(o, "#pragma unroll\n");
+  cuda_indent(C, depth);
+  sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {  // %s %s -> %s\n", l->rows_local,
+            ir_reduce_name(s->u.reduce.kind), src->name, dst->name);
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "float tc_r = %s%s[tc_rs * %d];\n", val, src->name, l->cols_local);
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "#pragma unroll\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "for (int tc_cs = 1; tc_cs < %d; ++tc_cs) { const float tc_x = %s%s[tc_rs * %d + tc_cs]; tc_r = %s; }\n",
+            l->cols_local, val, src->name, l->cols_local, op2);
+  /* Lanes that share the row: the quad for mma, the row group otherwise. */
+  int span = l->frag == IR_FRAG_MMA_C ? 4 : (l->rows_local == 1 ? l->group : 1);
+  for (int mask = 1; mask < span; mask *= 2) {
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "{ const float tc_x = tc_shfl_xor(tc_r, %d); tc_r = %s; }\n", mask, op2);
+  }
+  const IrBuffer *scratch = s->u.reduce.scratch;
+  if (scratch) {
+    /* Rows split across warps: each warp column leaves its partial in
+     * shared memory (one lane per quad), then every thread folds the
+     * partials of its rows in the same order, so all copies agree. */
+    int wn = l->warps_n;
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "if ((tc_lane & 3) == 0) %s[(tc_warp %% %d) * %d + ", scratch->name, wn, l->rows);
+    cuda_row_of(C, o, l, "tc_rs");
+    sb_puts(o, "] = tc_r;\n");
+    cuda_indent(C, depth);
+    sb_puts(o, "}\n");
+    cuda_indent(C, depth);
+    sb_puts(o, "__syncthreads();\n");
+    cuda_indent(C, depth);
+    sb_printf(o, "#pragma unroll\n");
+    cuda_indent(C, depth);
+    sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {\n", l->rows_local);
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "const int tc_row = ");
+    cuda_row_of(C, o, l, "tc_rs");
+    sb_puts(o, ";\n");
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "float tc_r = %s[tc_row];\n", scratch->name);
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "#pragma unroll\n");
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "for (int tc_w = 1; tc_w < %d; ++tc_w) { const float tc_x = %s[tc_w * %d + tc_row]; tc_r = %s; }\n",
+              wn, scratch->name, l->rows, op2);
+  }
+  cuda_indent(C, depth + 1);
+  if (s->u.reduce.clear) {
+    sb_printf(o, "%s[tc_rs] = tc_r;\n", dst->name);
+  } else {
+    sb_printf(o, "{ const float tc_x = tc_r; tc_r = %s[tc_rs]; %s[tc_rs] = %s; }\n", dst->name, dst->name, op2);
+  }
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+  if (scratch) {
+    /* The scratch may be written again by the next reduction. */
+    cuda_indent(C, depth);
+    sb_puts(o, "__syncthreads();\n");
+  }
+}

@@ -1,0 +1,291 @@
+/* frame.c - the CUDA backend's frame: GPU-pass IR in, CUDA C++ out.
+ *
+ * Input: the IR after insert-barriers. Layouts are decided (fragments spread
+ * over threads, swizzled shared tiles, pipeline stages, barriers), so the
+ * backend only translates. This file writes the module (one include of our
+ * device headers: tilec_wgmma.cuh where a kernel uses wgmma, else
+ * tilec_tile.cuh) and each kernel's frame: `extern "C" __global__ void
+ * tilec_<name>(tensors..., scalars..., dynamic symbols as long long)`, the
+ * thread/warp/lane indices, the block indices (rasterized in panels when
+ * use_swizzle asked for it) and the allocations (shared buffers carved out of
+ * one dynamic shared-memory array at 128-byte aligned offsets, 1 KB in
+ * kernels with wgmma; fragments as per-thread register arrays). The statement
+ * dispatcher (cuda_emit_stmt) writes the structured statements itself and
+ * hands tile ops to fragment.c, copy.c and gemm.c (cuda_emit.h lists them).
+ * Anything the GPU path cannot map is reported with the statement's location. */
+#include <stdarg.h>
+
+#include "cuda_emit.h"
+
+void cuda_fail(Cuda *C, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void cuda_fail(Cuda *C, SrcLoc loc, const char *fmt, ...) {
+  if (C->failed) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  diag_error(C->diag, loc, "CUDA backend: %s", msg);
+  C->failed = true;
+}
+
+void cuda_indent(Cuda *C, int depth) { sb_indent(C->out, depth + 1); }
+
+const char *cuda_storage_type(DType t) {
+  switch (t) {
+  case DTYPE_BOOL: return "bool";
+  case DTYPE_I32: return "int";
+  case DTYPE_I64: return "long long";
+  case DTYPE_F16: return "tc_half";
+  case DTYPE_BF16: return "tc_bf16";
+  case DTYPE_F32: return "float";
+  case DTYPE_F64: return "double";
+  default: return "float";
+  }
+}
+
+bool cuda_is_16bit(DType t) { return t == DTYPE_F16 || t == DTYPE_BF16; }
+
+/* The type arithmetic on a value of t happens in. */
+const char *cuda_value_type(DType t) {
+  return t == DTYPE_F16 || t == DTYPE_BF16 ? "float" : cuda_storage_type(t);
+}
+
+int64_t cuda_const(const IrExpr *e) {
+  int64_t v = 0;
+  ir_expr_is_int_const(e, &v);
+  return v;
+}
+
+static int elems_of(const IrBuffer *b) {
+  int64_t n = 1;
+  for (int d = 0; d < b->rank; d++) n *= cuda_const(b->shape[d]);
+  return (int)n;
+}
+
+/* ---- statements --------------------------------------------------------------- */
+
+void cuda_emit_seq(Cuda *C, const IrStmt *seq, int depth) {
+  for (int i = 0; i < seq->u.seq.n && !C->failed; i++) cuda_emit_stmt(C, seq->u.seq.items[i], depth);
+}
+
+static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
+  const char *t = cuda_storage_type(b->dtype);
+  switch (b->scope) {
+  case IR_SCOPE_SHARED: {
+    if (b->alias_of) {
+      cuda_indent(C, depth);
+      sb_printf(C->out, "%s *const %s = (%s *)%s;  // reuses %s (dead by now)\n", t, b->name, t, b->alias_of->name,
+                b->alias_of->name);
+      return;
+    }
+    cuda_indent(C, depth);
+    sb_printf(C->out, "%s *const %s = (%s *)(tc_smem + %d);  // [", t, b->name, t, C->smem_offset);
+    for (int d = 0; d < b->rank; d++) sb_printf(C->out, "%s%lld", d ? ", " : "", (long long)cuda_const(b->shape[d]));
+    sb_printf(C->out, "] %s\n",
+              b->is_mbarrier                         ? "mbarriers"
+              : b->layout.panel_cols                 ? "64-column panels"
+              : b->layout.kind == IR_LAYOUT_SWIZZLED ? "swizzled"
+                                                     : "row-major");
+    C->smem_offset += (int)ir_buffer_bytes_aligned(b);
+    if (b->is_mbarrier) cuda_emit_mbarrier_init(C, b, depth);
+    return;
+  }
+  case IR_SCOPE_FRAGMENT: {
+    const IrLayout *l = &b->layout;
+    if (l->kind != IR_LAYOUT_FRAGMENT) {
+      cuda_fail(C, b->loc, "fragment '%s' has no layout (infer-layout did not run)", b->name);
+      return;
+    }
+    cuda_indent(C, depth);
+    sb_printf(C->out, "%s %s[%d];  // %s\n", t, b->name, l->rows_local * l->cols_local,
+              ir_layout_str(C->m->arena, l));
+    return;
+  }
+  default:
+    cuda_indent(C, depth);
+    sb_printf(C->out, "%s %s[%d];\n", t, b->name, elems_of(b));
+    return;
+  }
+}
+
+
+void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
+  StrBuf *o = C->out;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    cuda_indent(C, depth);
+    sb_puts(o, "{\n");
+    cuda_emit_seq(C, s, depth + 1);
+    cuda_indent(C, depth);
+    sb_puts(o, "}\n");
+    return;
+  case IR_STMT_ALLOC:
+    emit_alloc(C, s->u.alloc, depth);
+    return;
+  case IR_STMT_LET:
+    cuda_indent(C, depth);
+    sb_printf(o, "const %s %s = ", cuda_value_type(s->u.let.var->dtype), s->u.let.var->name);
+    cuda_emit_expr(C, o, s->u.let.value);
+    sb_puts(o, ";\n");
+    return;
+  case IR_STMT_STORE:
+    cuda_indent(C, depth);
+    cuda_emit_element(C, o, s->u.store.buf, s->u.store.idx, s->u.store.nidx, s->loc);
+    sb_puts(o, " = ");
+    cuda_emit_stored_value(C, o, s->u.store.buf->dtype, s->u.store.value);
+    sb_puts(o, ";\n");
+    return;
+  case IR_STMT_FOR:
+    if (s->u.for_.kind == IR_FOR_PARALLEL) {
+      cuda_emit_parallel(C, s, depth);
+      return;
+    }
+    if (s->u.for_.kind == IR_FOR_UNROLLED) {
+      cuda_indent(C, depth);
+      sb_puts(o, "#pragma unroll\n");
+    }
+    cuda_indent(C, depth);
+    sb_printf(o, "for (long long %s = 0; %s < ", s->u.for_.var->name, s->u.for_.var->name);
+    cuda_emit_expr(C, o, s->u.for_.extent);
+    sb_printf(o, "; ++%s) {", s->u.for_.var->name);
+    if (s->u.for_.kind == IR_FOR_PIPELINED) sb_printf(o, "  // pipelined, %d stages", s->u.for_.num_stages);
+    sb_puts(o, "\n");
+    cuda_emit_seq(C, s->u.for_.body, depth + 1);
+    cuda_indent(C, depth);
+    sb_puts(o, "}\n");
+    return;
+  case IR_STMT_IF:
+    cuda_indent(C, depth);
+    sb_puts(o, "if (");
+    cuda_emit_expr(C, o, s->u.if_.cond);
+    sb_puts(o, ") {\n");
+    cuda_emit_seq(C, s->u.if_.then_, depth + 1);
+    cuda_indent(C, depth);
+    if (s->u.if_.else_) {
+      sb_puts(o, "} else {\n");
+      cuda_emit_seq(C, s->u.if_.else_, depth + 1);
+      cuda_indent(C, depth);
+    }
+    sb_puts(o, "}\n");
+    return;
+  case IR_STMT_COPY:
+    cuda_emit_copy(C, s, depth);
+    return;
+  case IR_STMT_FILL:
+    cuda_emit_fill(C, s, depth);
+    return;
+  case IR_STMT_GEMM:
+    cuda_emit_gemm(C, s, depth);
+    return;
+  case IR_STMT_REDUCE:
+    cuda_emit_reduce(C, s, depth);
+    return;
+  case IR_STMT_BARRIER:
+    cuda_indent(C, depth);
+    /* wgmma reads shared memory through the async proxy: the threads'
+     * writes (cp.async or plain) must be fenced for it before the barrier. */
+    sb_puts(o, C->k->wgmma ? "tc_fence_proxy_async(); __syncthreads();\n" : "__syncthreads();\n");
+    return;
+  case IR_STMT_ASYNC_COMMIT:
+    cuda_indent(C, depth);
+    sb_puts(o, "tc_cp_async_commit();\n");
+    return;
+  case IR_STMT_ASYNC_WAIT:
+    cuda_indent(C, depth);
+    sb_printf(o, "tc_cp_async_wait<%d>();\n", s->u.async_pending);
+    return;
+  case IR_STMT_WGMMA_WAIT:
+    cuda_indent(C, depth);
+    sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_acc->layout.cols, s->u.wgmma_acc->name);
+    return;
+  case IR_STMT_TMA_WAIT:
+    cuda_emit_tma_wait(C, s, depth);
+    return;
+  case IR_STMT_ANNOTATE_LAYOUT:
+  case IR_STMT_USE_SWIZZLE:
+    return; /* consumed by swizzle-layout / rasterize */
+  default:
+    cuda_fail(C, s->loc, "statement '%s' is not supported", ir_stmt_kind_name(s->kind));
+    return;
+  }
+}
+
+/* ---- kernels ---------------------------------------------------------------------- */
+
+static void emit_block_indices(Cuda *C, const IrKernel *k) {
+  StrBuf *o = C->out;
+  if (k->raster_panel) {
+    /* Walk blocks in panels of `P` rows (cols) of the 2-D grid so that
+     * blocks running together share tiles in L2. */
+    const char *major = k->raster_column_major ? "x" : "y", *minor = k->raster_column_major ? "y" : "x";
+    sb_printf(o,
+              "  const long long tc_linear = (long long)blockIdx.x + (long long)blockIdx.y * gridDim.x;\n"
+              "  const long long tc_panel_span = %dLL * gridDim.%s;\n"
+              "  const long long tc_panel = tc_linear / tc_panel_span;\n"
+              "  const long long tc_in_panel = tc_linear - tc_panel * tc_panel_span;\n"
+              "  const long long tc_panel_rows = min(%dLL, (long long)gridDim.%s - tc_panel * %d);\n"
+              "  const long long tc_block_%s = tc_panel * %d + tc_in_panel %% tc_panel_rows;\n"
+              "  const long long tc_block_%s = tc_in_panel / tc_panel_rows;\n",
+              k->raster_panel, minor, k->raster_panel, major, k->raster_panel, major, k->raster_panel, minor);
+  }
+  for (int g = 0; g < k->ngrid; g++) {
+    const char *axis = g == 0 ? "x" : g == 1 ? "y" : "z";
+    if (k->raster_panel && g < 2)
+      sb_printf(o, "  [[maybe_unused]] const long long %s = tc_block_%s;\n", k->block_vars[g]->name, axis);
+    else
+      sb_printf(o, "  [[maybe_unused]] const long long %s = blockIdx.%s;\n", k->block_vars[g]->name, axis);
+  }
+}
+
+static void emit_kernel(Cuda *C, const IrKernel *k) {
+  StrBuf *o = C->out;
+  C->k = k;
+  C->smem_offset = 0;
+  int64_t threads = cuda_const(k->threads);
+  C->threads = (int)threads;
+  sb_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) tilec_%s(", (int)threads, k->name);
+  bool first = true;
+  for (int i = 0; i < k->nparams; i++) {
+    const IrParam *p = &k->params[i];
+    if (p->is_tensor) sb_printf(o, "%s%s *__restrict__ %s", first ? "" : ", ", cuda_storage_type(p->buffer->dtype), p->name);
+    else sb_printf(o, "%s%s %s", first ? "" : ", ", cuda_storage_type(p->scalar->dtype), p->name);
+    first = false;
+  }
+  for (int i = 0; i < k->nsymbols; i++)
+    if (!k->symbols[i]->bound) {
+      sb_printf(o, "%slong long %s", first ? "" : ", ", k->symbols[i]->name);
+      first = false;
+    }
+  /* TMA descriptors (lower-tma), encoded by the runtime at launch. */
+  for (int i = 0; i < k->ntma_maps; i++) {
+    sb_printf(o, "%sconst __grid_constant__ tc_tensor_map tc_tmap_%d", first ? "" : ", ", i);
+    first = false;
+  }
+  sb_puts(o, ") {\n");
+  sb_printf(o, "  extern __shared__ __align__(%d) unsigned char tc_smem[];\n", k->wgmma ? 1024 : 128);
+  sb_puts(o, "  const int tc_tid = threadIdx.x, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
+  sb_puts(o, "  (void)tc_warp; (void)tc_lane; (void)tc_smem;\n");
+  emit_block_indices(C, k);
+  cuda_emit_seq(C, k->body, 0);
+  sb_puts(o, "}\n\n");
+}
+
+bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag) {
+  StrBuf body;
+  sb_init(&body);
+  Cuda C = {.m = m, .out = &body, .diag = diag};
+  sb_printf(&body, "// Generated by tilec %s from %s. Do not edit.\n", "0.1.0", m->file ? m->file : "<input>");
+  sb_puts(&body, "// Kernel parameters: tensors (device pointers), scalars, then the dynamic\n"
+                 "// shape symbols as long long. Launch with the dynamic shared memory the\n"
+                 "// runtime reports (tilert) or TilecKernelInfo.shared_bytes.\n");
+  bool wgmma = false, tma = false;
+  for (int i = 0; i < m->nkernels; i++) wgmma |= m->kernels[i]->wgmma, tma |= m->kernels[i]->ntma_maps > 0;
+  /* The wgmma header (a superset) only where needed: it is large for NVRTC. */
+  sb_puts(&body, wgmma ? "#include \"tilec_wgmma.cuh\"\n" : "#include \"tilec_tile.cuh\"\n");
+  sb_puts(&body, tma ? "#include \"tilec_tma.cuh\"\n\n" : "\n");
+  for (int i = 0; i < m->nkernels && !C.failed; i++) emit_kernel(&C, m->kernels[i]);
+  if (!C.failed) sb_puts(out, body.data);
+  sb_free(&body);
+  return !C.failed;
+}

@@ -1,0 +1,56 @@
+/* gemm.c - gemms: c += a @ b on tensor cores.
+ *
+ * The accumulator is an f32 MMA_C fragment; B a 16-bit shared tile; A the
+ * same, or a fragment (the _rs forms: A from registers). Each gemm becomes one
+ * call of a device template: tc_gemm_ss/tc_gemm_rs (mma.sync m16n8k16,
+ * runtime/device/tilec_tile.cuh) or, where infer-layout marked it wgmma
+ * (sm_90a), tc_gemm_wgmma_ss/_rs (tilec_wgmma.cuh), issued by each
+ * warpgroup; an in-flight wgmma (wgmma_async) is drained later by the
+ * WGMMA_WAIT statement that software-pipeline placed. Template arguments
+ * carry the tile sizes, the warp split, the swizzle of each shared operand
+ * and transpose_B; the tag type (tc_f16_t / tc_bf16_t) picks the mma. */
+#include "cuda_emit.h"
+
+void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *a = &s->u.gemm.a, *b = &s->u.gemm.b, *c = &s->u.gemm.c;
+  const IrLayout *lc = &c->buf->layout;
+  if (c->buf->scope != IR_SCOPE_FRAGMENT || lc->frag != IR_FRAG_MMA_C || c->buf->dtype != DTYPE_F32) {
+    cuda_fail(C, s->loc, "gemm: the accumulator '%s' must be an f32 fragment with the mma layout", c->buf->name);
+    return;
+  }
+  if (!cuda_is_16bit(b->buf->dtype) || b->buf->scope != IR_SCOPE_SHARED) {
+    cuda_fail(C, s->loc, "gemm: B '%s' must be an f16 or bf16 shared tile", b->buf->name);
+    return;
+  }
+  int ad[IR_MAX_RANK];
+  cuda_tile_dims(a, ad);
+  int64_t K = cuda_const(a->extent[ad[1]]);
+  /* tc_half and tc_bf16 are both 16-bit storage; the tag picks the mma. */
+  const char *T = b->buf->dtype == DTYPE_F16 ? "tc_f16_t" : "tc_bf16_t";
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  if (a->buf->scope == IR_SCOPE_FRAGMENT) {
+    sb_printf(o, "%s<%s, %d, %d, %lld, %d, %s, %s>(%s, ", s->u.gemm.wgmma ? "tc_gemm_wgmma_rs" : "tc_gemm_rs", T,
+              lc->rows, lc->cols, (long long)K, lc->warps_m, cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
+              a->buf->name);
+  } else {
+    if (a->buf->dtype != b->buf->dtype || a->buf->scope != IR_SCOPE_SHARED) {
+      cuda_fail(C, s->loc, "gemm: A '%s' must be a shared tile of B's dtype", a->buf->name);
+      return;
+    }
+    if (s->u.gemm.wgmma) {
+      /* Same accumulator layout (one 16-row slice per warp), issued as
+       * wgmma by each warpgroup (tilec_wgmma.cuh). */
+      sb_printf(o, "tc_gemm_wgmma_ss<%s, %d, %d, %lld, %d, %s, %s, %s, %d>(", T, lc->rows, lc->cols, (long long)K,
+                lc->warps_m, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
+                s->u.gemm.wgmma_async ? 1 : 0);
+    } else {
+      sb_printf(o, "tc_gemm_ss<%s, %d, %d, %lld, %d, %d, %s, %s, %s>(", T, lc->rows, lc->cols, (long long)K,
+                lc->warps_m, lc->warps_n, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
+    }
+    cuda_tile_base(C, o, a);
+    sb_puts(o, ", ");
+  }
+  cuda_tile_base(C, o, b);
+  sb_printf(o, s->u.gemm.wgmma ? ", %s, tc_warp);\n" : ", %s, tc_warp, tc_lane);\n", c->buf->name);
+}

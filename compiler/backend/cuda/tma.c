@@ -1,0 +1,82 @@
+/* tma.c - TMA copies and their mbarriers (sm_90a; pass lower-tma).
+ *
+ * A copy.tma is issued by one thread: it expects the tile's bytes on its
+ * stage's mbarrier, then starts one box per 64-column panel (or one for the
+ * whole tile) through the kernel's __grid_constant__ tensor map tc_tmap_<i>
+ * (runtime/device/tilec_tma.cuh; the runtime encodes the maps at launch,
+ * runtime/rt_tma.c). A tma_wait makes every thread wait for a stage's
+ * bytes; the mbarriers are created where their buffer is allocated. */
+#include "cuda_emit.h"
+
+void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth) {
+  /* One thread creates the stage mbarriers (one arrival each: the issuing
+   * thread's arrive.expect_tx) and publishes them to the TMA unit; the block
+   * barrier keeps everyone from waiting on them earlier. */
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_puts(o, "if (tc_tid == 0) {\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "for (int tc_i = 0; tc_i < %lld; ++tc_i) tc_mbar_init(tc_smem_addr(%s + tc_i), 1);\n",
+            (long long)cuda_const(bar->shape[0]), bar->name);
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "tc_mbar_fence_init();\n");
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+  cuda_indent(C, depth);
+  sb_puts(o, "__syncthreads();\n");
+}
+
+/* The stage's mbarrier of a TMA copy's destination, as a .shared address. */
+static void barrier_addr(Cuda *C, StrBuf *sb, const IrRegion *dst) {
+  const IrBuffer *bar = dst->buf->tma_bar;
+  sb_printf(sb, "tc_smem_addr(%s + (", bar->name);
+  if (cuda_const(bar->shape[0]) > 1) cuda_emit_expr(C, sb, dst->start[0]);
+  else sb_puts(sb, "0");
+  sb_puts(sb, "))");
+}
+
+void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
+  const IrBuffer *g = src->buf;
+  const int inner = g->rank - 1;
+  int gd[IR_MAX_RANK];
+  int n = cuda_tile_dims(src, gd);
+  int64_t rows = n == 2 ? cuda_const(src->extent[gd[0]]) : 1, cols = cuda_const(src->extent[inner]);
+  int64_t panels = cols / map->box[inner];
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_printf(o, "if (tc_tid == 0) {  // copy.tma %s -> %s\n", g->name, dst->buf->name);
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "const unsigned tc_bar = ");
+  barrier_addr(C, o, dst);
+  sb_puts(o, ";\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "tc_mbar_arrive_expect_tx(tc_bar, %lld);\n", (long long)(rows * cols * dtype_size(g->dtype)));
+  for (int64_t p = 0; p < panels; p++) {
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "tc_tma_load(tc_smem_addr(");
+    cuda_tile_base(C, o, dst);
+    if (p) sb_printf(o, " + %lld", (long long)(p * rows * map->box[inner]));
+    sb_printf(o, "), &tc_tmap_%d, {", s->u.copy.tma_map);
+    for (int d = inner; d >= 0; d--) { /* coordinates innermost first */
+      sb_puts(o, d == inner ? "(int)(" : ", (int)(");
+      cuda_emit_expr(C, o, src->start[d]);
+      if (d == inner && p) sb_printf(o, " + %lld", (long long)(p * map->box[inner]));
+      sb_puts(o, ")");
+    }
+    sb_puts(o, "}, tc_bar);\n");
+  }
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+}
+
+void cuda_emit_tma_wait(Cuda *C, const IrStmt *s, int depth) {
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_printf(o, "tc_mbar_wait(tc_smem_addr(%s + (", s->u.tma_wait.bar->name);
+  cuda_emit_expr(C, o, s->u.tma_wait.stage);
+  sb_puts(o, ")), (unsigned)(");
+  cuda_emit_expr(C, o, s->u.tma_wait.parity);
+  sb_puts(o, "));\n");
+}

@@ -1,0 +1,66 @@
+# require_no_skips.cmake - CI's last step (.ci/run, the README's test command):
+#   cmake -DBUILD_DIR=build -P tests/require_no_skips.cmake
+# after `ctest --test-dir build ... --output-junit junit.xml`. Fails when a
+# test that is not labelled `gpu` was skipped (or not run): on the CI machine
+# (no GPU) every other test must really run, since a skipped test checks
+# nothing. Labels come from `ctest --show-only=json-v1`, results from the
+# JUnit file (status="notrun" marks skips: SKIP_RETURN_CODE, missing
+# executables, disabled tests).
+cmake_minimum_required(VERSION 3.20)
+if(NOT BUILD_DIR)
+  set(BUILD_DIR build)
+endif()
+if(NOT JUNIT)
+  set(JUNIT junit.xml)
+endif()
+set(junit ${BUILD_DIR}/${JUNIT})
+if(NOT EXISTS ${junit})
+  message(FATAL_ERROR "require_no_skips: ${junit} is missing (run ctest with --output-junit junit.xml)")
+endif()
+
+execute_process(COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${BUILD_DIR} --show-only=json-v1
+                OUTPUT_VARIABLE tests_json RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "require_no_skips: ctest --show-only=json-v1 failed (${rc})")
+endif()
+set(gpu_tests "")
+string(JSON ntests LENGTH "${tests_json}" tests)
+math(EXPR last "${ntests} - 1")
+foreach(i RANGE ${last})
+  string(JSON name GET "${tests_json}" tests ${i} name)
+  string(JSON nprops ERROR_VARIABLE err LENGTH "${tests_json}" tests ${i} properties)
+  if(err OR nprops EQUAL 0)
+    continue()
+  endif()
+  math(EXPR plast "${nprops} - 1")
+  foreach(j RANGE ${plast})
+    string(JSON pname GET "${tests_json}" tests ${i} properties ${j} name)
+    if(pname STREQUAL "LABELS")
+      string(JSON labels GET "${tests_json}" tests ${i} properties ${j} value)
+      if(labels MATCHES "\"gpu\"")
+        list(APPEND gpu_tests "${name}")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+
+file(READ ${junit} xml)
+string(REGEX MATCHALL "<testcase name=\"[^\"]*\"[^>]*status=\"(notrun|disabled)\"" skipped_cases "${xml}")
+string(REGEX MATCHALL "<testcase name=\"[^\"]*\"" all_cases "${xml}")
+list(LENGTH all_cases nrun)
+set(bad "")
+set(nskipped_gpu 0)
+foreach(c ${skipped_cases})
+  string(REGEX REPLACE "^<testcase name=\"([^\"]*)\".*" "\\1" name "${c}")
+  if(name IN_LIST gpu_tests)
+    math(EXPR nskipped_gpu "${nskipped_gpu} + 1")
+  else()
+    list(APPEND bad "${name}")
+  endif()
+endforeach()
+if(bad)
+  list(JOIN bad "\n  " bad_text)
+  message(FATAL_ERROR "require_no_skips: these tests need no GPU but did not run (skipped); "
+                      "see their output in the ctest log:\n  ${bad_text}")
+endif()
+message(STATUS "require_no_skips: ${nrun} tests in ${junit}; none skipped except ${nskipped_gpu} labelled gpu")

@@ -22,8 +22,9 @@
 # libc headers. So the headers above are for building against the runtime only.
 #
 # Under scikit-build-core (SKBUILD is set) only what the Python package loads is
-# installed, into the package folder: tilec/lib/libtilert.so and
-# tilec/bin/tilec (python/tilec/_ffi.py and _cli.py look there first).
+# installed, into the package folder: tilec/lib/libtilert.so,
+# tilec/bin/tilec and tilec/kernels/flash_attention.tile (python/tilec/_ffi.py,
+# _cli.py and torch.py look there first).
 
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -44,6 +45,9 @@ if(SKBUILD)
   # The wheel: one file per binary (a wheel cannot hold symlinks), loaded by path.
   install(FILES $<TARGET_FILE:tilert> DESTINATION tilec/lib RENAME libtilert.so COMPONENT python)
   install(PROGRAMS $<TARGET_FILE:tilec_cli> DESTINATION tilec/bin COMPONENT python)
+  # The flagship kernel behind tilec.torch.flash_attention.
+  install(FILES ${PROJECT_SOURCE_DIR}/examples/flash_attention.tile DESTINATION tilec/kernels
+          COMPONENT python)
   return()
 endif()
 

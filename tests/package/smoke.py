@@ -47,6 +47,24 @@ with tilec.Context(device="cpu", disable_cache=True) as ctx:
     assert np.all(np.isfinite(out)), "outputs left unwritten"
     assert err <= 1e-5 * float(np.max(np.abs(want))), err
 
+# The flagship the package carries (tilec.torch.flash_attention's kernel), on
+# the CPU in f16 against float64 attention: O = softmax(Q K^T / sqrt(d)) V.
+fa_path = os.path.join(os.path.dirname(tilec.__file__), "kernels", "flash_attention.tile")
+assert os.path.exists(fa_path), fa_path
+rng = np.random.default_rng(0)
+b, n, h, d = 1, 70, 2, 64
+q, k, v = (rng.standard_normal((b, n, h, d)).astype(np.float16) for _ in range(3))
+o = np.full(q.shape, np.nan, np.float16)
+with tilec.Context(device="cpu") as ctx:
+    fa = ctx.load(fa_path, defines={"dtype": "f16", "dim": d}).kernel("flash_attention")
+    fa(q, k, v, o, np.log2(np.e) / np.sqrt(d))
+s = np.einsum("bihd,bjhd->bhij", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(d)
+p = np.exp(s - s.max(-1, keepdims=True))
+ref = np.einsum("bhij,bjhd->bihd", p / p.sum(-1, keepdims=True), v.astype(np.float64))
+err = float(np.max(np.abs(o - ref))) / float(np.max(np.abs(ref)))
+print("bundled flash_attention.tile, f16 seq 70: error %.2e of max|ref|" % err)
+assert np.all(np.isfinite(o)) and err <= 5e-3, err
+
 # The console script, through PATH (check_wheel.sh puts the venv's bin first).
 ver = subprocess.run(["tilec", "--version"], capture_output=True, text=True, check=True).stdout.strip()
 print("tilec --version:", ver)

@@ -18,7 +18,6 @@ nothing shows up as garbage, not as a pass):
     mode="reduce-overhead" (CUDA graphs under Inductor).
 Run: ctest --test-dir build -L gpu -R torch --output-on-failure
 """
-import math
 import os
 import sys
 import tempfile

@@ -20,7 +20,8 @@ function is registered as a torch.library custom operator
   - a real implementation for CPU and CUDA tensors: the inputs made
     contiguous, fresh outputs from torch's allocator, and one launch through
     libtilert on torch's current CUDA stream (asynchronous, nothing
-    synchronizes), so it can be captured in a CUDA graph;
+    synchronizes; the default stream is passed as CU_STREAM_LEGACY), so it
+    can be captured in a CUDA graph;
   - a fake ("meta") implementation that only computes the output shapes and
     dtypes, which is what torch.compile traces (fullgraph=True works: the op
     is one node of the graph; Inductor calls the real implementation).
@@ -96,8 +97,18 @@ def _device_type(device):
     return device.type
 
 
+# CU_STREAM_LEGACY: the legacy default stream as an explicit CUstream.
+_CU_STREAM_LEGACY = 1
+
+
 def _stream_for(device_type):
-    return torch.cuda.current_stream() if device_type == "cuda" else None
+    """The CUstream to launch on: torch's current stream. When that is the
+    default stream (handle 0), CU_STREAM_LEGACY names the same stream: a NULL
+    stream would make the runtime wait for the kernel (tilert_launch's
+    contract), and torch ops never wait."""
+    if device_type != "cuda":
+        return None
+    return torch.cuda.current_stream().cuda_stream or _CU_STREAM_LEGACY
 
 
 def _source_key(source):

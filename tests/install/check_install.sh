@@ -10,6 +10,7 @@
 set -eu
 build=$1 src=$2
 cc=${CC:-cc}
+flags=${TILEC_CONSUMER_FLAGS:-}  # a sanitizer build's flags: its libtilert needs them
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-install-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 step() { echo "== $*"; }
@@ -30,7 +31,8 @@ case $out in "tilec "[0-9]*) ;; *) echo "unexpected tilec --version: $out"; exit
 
 step "find_package(tilec) (moved prefix)"
 cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release >"$tmp/cfg.log" 2>&1 || { cat "$tmp/cfg.log"; exit 1; }
+      -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$flags" \
+      -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$tmp/cfg.log" 2>&1 || { cat "$tmp/cfg.log"; exit 1; }
 cmake --build "$tmp/consumer" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; exit 1; }
 "$tmp/consumer/consumer_shared" "find_package, tilec::tilert"
 ldd "$tmp/consumer/consumer_shared" | grep -q "$prefix/lib/libtilert.so" || {
@@ -45,7 +47,7 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 pkgconfig=${PKG_CONFIG:-pkg-config}
 "$pkgconfig" --modversion tilert
 # shellcheck disable=SC2046
-$cc -O1 -o "$tmp/consumer_pc" "$src/tests/install/consumer/consumer.c" \
+$cc -O1 $flags -o "$tmp/consumer_pc" "$src/tests/install/consumer/consumer.c" \
     $("$pkgconfig" --cflags --libs tilert) -lm -Wl,-rpath,"$prefix/lib"
 "$tmp/consumer_pc" "pkg-config"
 echo "install.consumer: all passed"

@@ -34,7 +34,7 @@ network_or_fail() {  # $1: log. Exit 77 when pip could not reach an index.
 
 echo "== pip wheel $src"
 start=$(date +%s)
-if ! "$py" -m pip wheel --no-deps -w "$tmp/dist" "$src" >"$tmp/wheel.log" 2>&1; then
+if ! "$py" -m pip wheel --timeout 60 --retries 2 --no-deps -w "$tmp/dist" "$src" >"$tmp/wheel.log" 2>&1; then
   cat "$tmp/wheel.log"; network_or_fail "$tmp/wheel.log"
 fi
 tail -n 3 "$tmp/wheel.log"
@@ -44,7 +44,7 @@ echo "built $(basename "$whl") in $(( $(date +%s) - start )) s"
   echo "the wheel lacks tilec/lib/libtilert.so or tilec/bin/tilec"; exit 1; }
 
 echo "== pip install the wheel + numpy into the fresh venv"
-if ! "$py" -m pip install "$whl" numpy >"$tmp/install.log" 2>&1; then
+if ! "$py" -m pip install --timeout 60 --retries 2 "$whl" numpy >"$tmp/install.log" 2>&1; then
   cat "$tmp/install.log"; network_or_fail "$tmp/install.log"
 fi
 tail -n 1 "$tmp/install.log"

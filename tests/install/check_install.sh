@@ -47,6 +47,7 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 pkgconfig=${PKG_CONFIG:-pkg-config}
 "$pkgconfig" --modversion tilert
 # shellcheck disable=SC2046
+# shellcheck disable=SC2086 # $flags: several words on purpose
 $cc -O1 $flags -o "$tmp/consumer_pc" "$src/tests/install/consumer/consumer.c" \
     $("$pkgconfig" --cflags --libs tilert) -lm -Wl,-rpath,"$prefix/lib"
 "$tmp/consumer_pc" "pkg-config"

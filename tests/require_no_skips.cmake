@@ -6,6 +6,11 @@
 # nothing. Labels come from `ctest --show-only=json-v1`, results from the
 # JUnit file (status="notrun" marks skips: SKIP_RETURN_CODE, missing
 # executables, disabled tests).
+#
+# It also copies into the CI log what ctest --output-on-failure hides for
+# passing tests: the output of the tests labelled install and package (the C
+# consumer built against the installed tree, the wheel in a fresh venv), and
+# for those labelled python the interpreter used and the pass count.
 cmake_minimum_required(VERSION 3.20)
 if(NOT BUILD_DIR)
   set(BUILD_DIR build)
@@ -63,4 +68,56 @@ if(bad)
   message(FATAL_ERROR "require_no_skips: these tests need no GPU but did not run (skipped); "
                       "see their output in the ctest log:\n  ${bad_text}")
 endif()
+# The output of test NAME, from the JUnit file (XML entities decoded).
+function(tilec_test_output name out)
+  set(text "")
+  string(FIND "${xml}" "<testcase name=\"${name}\"" at)
+  if(at GREATER -1)
+    string(SUBSTRING "${xml}" ${at} -1 rest)
+    string(FIND "${rest}" "<system-out>" a)
+    string(FIND "${rest}" "</system-out>" b)
+    if(a GREATER -1 AND b GREATER a)
+      math(EXPR a "${a} + 12")
+      math(EXPR len "${b} - ${a}")
+      string(SUBSTRING "${rest}" ${a} ${len} text)
+      foreach(pair "&lt;;<" "&gt;;>" "&quot;;\"" "&apos;;'" "&amp;;&")
+        list(GET pair 0 from)
+        list(GET pair 1 to)
+        string(REPLACE "${from}" "${to}" text "${text}")
+      endforeach()
+    endif()
+  endif()
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+foreach(i RANGE ${last})
+  string(JSON name GET "${tests_json}" tests ${i} name)
+  string(JSON nprops ERROR_VARIABLE err LENGTH "${tests_json}" tests ${i} properties)
+  if(err OR nprops EQUAL 0)
+    continue()
+  endif()
+  set(labels "")
+  math(EXPR plast "${nprops} - 1")
+  foreach(j RANGE ${plast})
+    string(JSON pname GET "${tests_json}" tests ${i} properties ${j} name)
+    if(pname STREQUAL "LABELS")
+      string(JSON labels GET "${tests_json}" tests ${i} properties ${j} value)
+    endif()
+  endforeach()
+  if(labels MATCHES "\"gpu\"")
+    continue()
+  endif()
+  if(labels MATCHES "\"(install|package)\"")
+    tilec_test_output(${name} text)
+    message("---- output of ${name} ----\n${text}---- end of ${name} ----")
+  elseif(labels MATCHES "\"python\"")
+    tilec_test_output(${name} text)
+    string(REGEX MATCHALL "(pyrun: [^\n]*|[0-9]+ passed, [0-9]+ failed)" keep "${text}")
+    list(JOIN keep "; " keep)
+    if(keep)
+      message("${name}: ${keep}")
+    endif()
+  endif()
+endforeach()
+
 message(STATUS "require_no_skips: ${nrun} tests in ${junit}; none skipped except ${nskipped_gpu} labelled gpu")

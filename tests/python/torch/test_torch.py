@@ -18,7 +18,9 @@ nothing shows up as garbage, not as a pass):
     mode="reduce-overhead" (CUDA graphs under Inductor).
 Run: ctest --test-dir build -L gpu -R torch --output-on-failure
 """
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -35,7 +37,9 @@ if DEVICE == "cuda" and not torch.cuda.is_available():
     print("SKIP: TILEC_TEST_DEVICE=cuda needs a CUDA GPU visible to torch")
     sys.exit(SKIP)
 
-os.environ["TILEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="tilec-torchtest-")
+CACHE_DIR = tempfile.mkdtemp(prefix="tilec-torchtest-")
+os.environ["TILEC_CACHE_DIR"] = CACHE_DIR
+atexit.register(shutil.rmtree, CACHE_DIR, True)
 import tilec  # noqa: E402
 import tilec.torch as tt  # noqa: E402
 
@@ -91,9 +95,8 @@ def softmax_kernel():
 
 
 def gemm_kernel():
-    return tt.kernel(os.path.join(EXAMPLES, "gemm.tile"), "gemm", out_idx=-1,
-                     defines={"dtype": "f16", "block_M": 64, "block_N": 64, "block_K": 32,
-                              "threads": 128, "num_stages": 2})
+    # The default tiles: what tests/numerics runs on the GPU at 100x70x45.
+    return tt.kernel(os.path.join(EXAMPLES, "gemm.tile"), "gemm", out_idx=-1, defines={"dtype": "f16"})
 
 
 def sdpa_ref(q, k, v, causal, scale, layout="bshd"):

@@ -280,7 +280,8 @@ class TorchKernel:
         device = self._check(args)
         dtype = _device_type(device)
         k = self._kernel_for(dtype)
-        args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
+        # detach: DLPack refuses tensors that require grad (the op is forward-only).
+        args = [a.detach().contiguous() if isinstance(a, torch.Tensor) else a for a in args]
         outs = [torch.empty(s, dtype=dt, device=device) for s, dt in self._out_shapes(args)]
         full = [None] * len(self.info.params)
         for a, i in zip(args, self.in_idx):
@@ -377,7 +378,7 @@ def _fa_real(q, k, v, causal, scale):
                 mod = context(dev).load(_flash_attention_source(),
                                         defines={"dtype": dt, "dim": dim, "is_causal": bool(causal)})
                 kern = _fa_kernels[key] = mod.kernel("flash_attention")
-    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    q, k, v = (t.detach().contiguous() for t in (q, k, v))
     out = torch.empty_like(q)
     kern(q, k, v, out, float(scale) * LOG2E, stream=_stream_for(dev))
     return out

@@ -185,6 +185,12 @@ def test_flash_attention_matches_sdpa():
             assert o.dtype == dtype and o.device == q.device and o.shape == q.shape
             close("%s d%d %s seq %d" % (str(dtype)[6:], dim, "causal" if causal else "full", n),
                   o, sdpa_ref(q, k, v, causal, None), bound)
+    # Inputs that require grad (e.g. a layer's activations outside no_grad):
+    # the forward still runs (DLPack itself refuses such tensors).
+    q, k, v = (randn(1, 33, 2, 64, dtype=torch.float16).requires_grad_() for _ in range(3))
+    close("inputs requiring grad", tt.flash_attention(q, k, v), sdpa_ref(q, k, v, False, None), 5e-3)
+    x = randn(5, 256).requires_grad_()
+    close("softmax of an input requiring grad", softmax_kernel()(x), torch.softmax(x.double(), 1), 1e-5)
     # An explicit scale, and SDPA's own layout.
     q, k, v = (randn(1, 2, 77, 64, dtype=torch.float16) for _ in range(3))
     o = tt.flash_attention(q, k, v, causal=True, scale=0.3, layout="bhsd")

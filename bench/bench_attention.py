@@ -385,11 +385,23 @@ def tilec_compile_times(tilec, row):
         shutil.rmtree(cache, ignore_errors=True)
 
 
+def progress_text(r):
+    """One row's result for a progress line."""
+    if r.get("error"):
+        return "error: " + str(r["error"])[:200]
+    if "ms" in r:
+        return "%.4f ms%s%s" % (r["ms"], " %.1f TFLOP/s" % r["tflops"] if r.get("tflops") else "",
+                                " [%s]" % r["config"] if r.get("config") else "")
+    return "done"
+
+
 def run_tilec_rows(rows, args, log):
     """Runs rows in worker processes; returns {row id: result}. A crash or a
-    per-row timeout fails that row and the next worker resumes after it."""
+    per-row timeout fails that row and the next worker resumes after it.
+    Logs a progress line as each row starts and ends ([done/total])."""
     results = {}
     pending = list(rows)
+    total = len(rows)
     cache = tempfile.mkdtemp(prefix="bench-tilec-cache-")
     while pending:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -418,10 +430,13 @@ def run_tilec_rows(rows, args, log):
             if line.startswith("START "):
                 current = line.split()[1]
                 deadline = time.monotonic() + args.tilec_row_timeout
+                log("tilec [%d/%d] %s: started" % (len(results) + 1, total, current))
             elif line.startswith("RESULT "):
                 r = json.loads(line[7:])
-                results[r.pop("id")] = r
+                rid = r.pop("id")
+                results[rid] = r
                 current = None
+                log("tilec [%d/%d] %s: %s" % (len(results), total, rid, progress_text(r)))
             elif line.startswith("LOG "):
                 log("tilec worker: " + line[4:].rstrip())
             else:
@@ -765,7 +780,8 @@ def main():
 
     # 3. the peers, in this process.
     timer = Timer(torch, min_runs=args.min_runs, rep_ms=args.rep_ms)
-    for row in attn_rows:
+    peer_rows = len(attn_rows) + len(gemm_rows)
+    for i_row, row in enumerate(attn_rows):
         b, s, h, d = attn_shape(row["seq"], row["dim"])
         dt = torch_dtype(torch, row["dtype"])
         q, k, v = (torch.randn((b, s, h, d), device="cuda", dtype=dt) for _ in range(3))
@@ -782,9 +798,9 @@ def main():
                 r = {"error": short(e)}
                 torch.cuda.synchronize()
             row["res"][impl] = r
-            log("%s %s: %s" % (impl, row["id"], fmt_result(r)))
+            log("%s [%d/%d] %s: %s" % (impl, i_row + 1, peer_rows, row["id"], fmt_result(r)))
         del q, k, v, ref
-    for row in gemm_rows:
+    for i_gemm, row in enumerate(gemm_rows):
         n, dt = row["n"], torch_dtype(torch, row["dtype"])
         a, b = torch.randn((n, n), device="cuda", dtype=dt), torch.randn((n, n), device="cuda", dtype=dt)
         try:
@@ -799,7 +815,8 @@ def main():
         except Exception as e:
             r = {"error": short(e)}
         row["res"]["torch"] = r
-        log("torch.matmul %s: %s" % (row["id"], fmt_result(r)))
+        log("torch.matmul [%d/%d] %s: %s" % (len(attn_rows) + i_gemm + 1, peer_rows, row["id"],
+                                             fmt_result(r)))
 
     # 4. report.
     date = datetime.date.today().isoformat()

@@ -7,11 +7,14 @@ the platforms we build for); the status names mirror TILERT_STATUSES in
 tilert.h, in the same order (tests/python checks both against the header).
 
 Where the library is looked for, first hit wins:
-  1. $TILEC_LIBRARY: a path to libtilert.so (or a directory holding it);
-  2. $TILEC_BUILD_DIR/lib/libtilert.so;
-  3. <repo>/build/lib/libtilert.so, the repository this package sits in
+  1. tilec/lib/libtilert.so inside this package: the copy an installed
+     package carries (pip install . / a wheel; pyproject.toml). A source
+     checkout has none, so there the dev-tree lookup below applies as before;
+  2. $TILEC_LIBRARY: a path to libtilert.so (or a directory holding it);
+  3. $TILEC_BUILD_DIR/lib/libtilert.so;
+  4. <repo>/build/lib/libtilert.so, the repository this package sits in
      (python/tilec/../../build/lib);
-  4. the system's search path (ctypes.util.find_library("tilert")).
+  5. the system's search path (ctypes.util.find_library("tilert")).
 """
 
 import ctypes
@@ -121,7 +124,21 @@ DL_FLAG_READ_ONLY = 1 << 0
 _LIB_NAME = "libtilert.so"
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def bundled_path(*parts):
+    """A file the installed package carries (tilec/lib/libtilert.so,
+    tilec/bin/tilec); None in a source checkout, which carries none."""
+    path = os.path.join(_HERE, *parts)
+    return path if os.path.exists(path) else None
+
+
 def _candidates():
+    bundled = bundled_path("lib", _LIB_NAME)
+    if bundled:
+        yield bundled
+        return  # the package and its own library always go together
     env = os.environ.get("TILEC_LIBRARY")
     if env:
         yield os.path.join(env, _LIB_NAME) if os.path.isdir(env) else env
@@ -129,8 +146,7 @@ def _candidates():
     build = os.environ.get("TILEC_BUILD_DIR")
     if build:
         yield os.path.join(build, "lib", _LIB_NAME)
-    here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, "..", "..", "build", "lib", _LIB_NAME)
+    yield os.path.join(_HERE, "..", "..", "build", "lib", _LIB_NAME)
     found = ctypes.util.find_library("tilert")
     if found:
         yield found

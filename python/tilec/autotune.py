@@ -37,6 +37,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 
@@ -337,6 +338,15 @@ def _sync(torch):
 
 # ---- the tuner ----
 
+def _silent(line):
+    pass
+
+
+def _to_stderr(line):
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 def _configs(space):
     if not isinstance(space, dict) or not space:
         raise ValueError("tilec.autotune: space must be a non-empty dict {name: [values]}")
@@ -355,7 +365,7 @@ def _configs(space):
 
 def autotune(ctx, path, kernel_name, base_defines, space, make_args, key,
              warmup=2, reps=10, cache_file=None, check=None, timer=None, stream=None,
-             force=False, log=None):
+             force=False, log=None, quiet=False):
     """Compiles, checks and times `kernel_name` of `path` for every point of
     `space` over `base_defines`; returns an AutotuneResult (the best config,
     its defines, a table of every candidate) and caches it under `key`.
@@ -381,7 +391,12 @@ def autotune(ctx, path, kernel_name, base_defines, space, make_args, key,
     stream:       the launch stream on CUDA (None: torch's current stream when
                   torch imports, else the default stream, synchronous)
     force:        retune even when the cache has the key (and overwrite it)
-    log(line):    optional progress output
+    log(line):    where progress lines go (default: stderr, flushed): one
+                  line when tuning starts, one per configuration as it
+                  finishes ("[3/16] block_M=64 ...: 0.1234 ms (best 0.1000)",
+                  or its status and the first line of its error), one at the
+                  end; a cache hit says so in one line
+    quiet:        no progress output at all (log is then ignored)
 
     A cache hit compiles, launches and times nothing (result.cache_hit).
     Raises AutotuneError when no candidate passes (nothing is cached then).
@@ -409,7 +424,12 @@ def autotune(ctx, path, kernel_name, base_defines, space, make_args, key,
         cache_file = default_cache_file(ctx)
     elif cache_file is False:
         cache_file = None
-    say = log or (lambda line: None)
+    if quiet:
+        say = _silent
+    elif log is not None:
+        say = log
+    else:
+        say = _to_stderr
 
     if cache_file and not force:
         entry = _read_cache(cache_file).get(cache_key)
@@ -428,12 +448,15 @@ def autotune(ctx, path, kernel_name, base_defines, space, make_args, key,
     reference = None
     best = None
     sticky = False  # a CUDA error poisons the context: stop there
+    say("autotune %s: %d configurations of %s on %s" % (key, len(configs), kernel_name, dev_name))
     for i, cfg in enumerate(configs):
         row = {"config": {k: _jsonable(v) for k, v in cfg.items()}, "status": NOT_RUN, "ms": None,
                "error": None, "compile_s": None, "from_cache": None}
         results.append(row)
         if sticky:
             row["error"] = "not run: an earlier candidate left a CUDA error"
+            say("autotune %s [%d/%d] %s: not run (an earlier candidate left a CUDA error)"
+                % (key, i + 1, len(configs), _config_str(cfg)))
             continue
         defines = dict(base_defines)
         defines.update(cfg)
@@ -485,11 +508,14 @@ def autotune(ctx, path, kernel_name, base_defines, space, make_args, key,
                 row["status"] = LAUNCH_ERROR
                 row["error"] = str(e)
                 sticky = e.status == "CUDA_ERROR"
+                say("autotune %s [%d/%d] %s: %s" % (key, i + 1, len(configs), _config_str(cfg),
+                                                    _first_line(e)))
                 continue
             row["status"], row["ms"] = OK, ms
             if best is None or ms < best["ms"]:
                 best = row
-            say("autotune %s [%d/%d] %s: %.4f ms" % (key, i + 1, len(configs), _config_str(cfg), ms))
+            say("autotune %s [%d/%d] %s: %.4f ms (best %.4f)" % (
+                key, i + 1, len(configs), _config_str(cfg), ms, best["ms"]))
         finally:
             if mod is not None:
                 mod.close()

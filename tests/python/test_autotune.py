@@ -211,4 +211,44 @@ def test_nothing_compiles():
                 raise AssertionError("space %r was accepted" % (bad,))
 
 
+def test_progress_on_stderr():
+    """One progress line per configuration on stderr by default (start, each
+    candidate in order with its time or its status, the end); nothing with
+    quiet=True; a cache hit in one line."""
+    import contextlib
+    import io
+    d = tempfile.mkdtemp(dir=harness.CACHE_DIR)
+    cache_file = os.path.join(d, "autotune.json")
+    with harness.cpu_context() as ctx:
+        c = Counted(ctx, times=[3.0, 2.0])
+
+        def run(**kw):
+            err, out = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+                tilec.autotune(ctx, harness.example("gemm.tile"), "gemm", BASE, SPACE, c.make_args,
+                               "gemm:progress", warmup=0, reps=1, cache_file=cache_file,
+                               check=c.check, timer=c.timer, **kw)
+            assert out.getvalue() == "", "progress went to stdout: %r" % out.getvalue()
+            return err.getvalue().splitlines()
+
+        lines = run()
+        for l in lines:
+            print("    stderr: " + l)
+        assert len(lines) == 5, lines
+        assert lines[0] == "autotune gemm:progress: 3 configurations of gemm on " + lines[0].split(" on ", 1)[1]
+        assert lines[1].startswith("autotune gemm:progress [1/3] block_M=16: 3.0000 ms (best 3.0000)"), lines[1]
+        assert lines[2].startswith("autotune gemm:progress [2/3] block_M=32: 2.0000 ms (best 2.0000)"), lines[2]
+        assert lines[3].startswith("autotune gemm:progress [3/3] block_M=0: COMPILE_ERROR"), lines[3]
+        assert lines[4].startswith("autotune gemm:progress: best block_M=32 (2.0000 ms) of 3"), lines[4]
+        hit = run()
+        assert len(hit) == 1 and "cache hit" in hit[0] and "block_M=32" in hit[0], hit
+        assert run(quiet=True) == []
+        c.times = [5.0, 4.0, 5.0, 4.0]
+        c.calls["timer"] = 0
+        assert run(force=True, quiet=True) == []                       # tuned again, silently
+        assert c.calls["timer"] == 2
+        assert run(force=True, quiet=True, log=print) == []            # quiet wins over log
+        assert c.calls["timer"] == 4
+
+
 harness.main(globals())

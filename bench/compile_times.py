@@ -28,6 +28,8 @@ Rows, per kernel variant where it applies:
                    (TILEC_NVRTC_FLAGS=--time=FILE, cache off): C++ front
                    end / NVVM optimizer / ptxas ("PTX Translation")
 GPU rows (skipped, with the reason, where no CUDA device opens):
+  nvrtc open       dlopen libnvrtc + nvrtcVersion in a fresh process: the
+                   part of context creation that is ours and needs no GPU
   context          tilec.Context(device="cuda") in a fresh process, and
                    its parts in another fresh process through ctypes: dlopen
                    libcuda, cuInit, device queries, primary context, dlopen
@@ -210,6 +212,21 @@ def child_context_parts(spec):
     return res
 
 
+def child_nvrtc_open(spec):
+    """dlopen libnvrtc + nvrtcVersion alone (the runtime's part of context
+    creation that needs no GPU)."""
+    c0, t0 = cpu_s(), time.perf_counter()
+    for cand in ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"):
+        try:
+            lib = ctypes.CDLL(cand)
+            break
+        except OSError:
+            continue
+    a, b = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(a), ctypes.byref(b))
+    return {"dlopen libnvrtc + nvrtcVersion": [time.perf_counter() - t0, cpu_s() - c0]}
+
+
 def child_load(spec):
     import tilec
     ctx = tilec.Context(device="cuda", cache_dir=spec["cache"])
@@ -248,7 +265,7 @@ def child_probe(spec):
 
 CHILDREN = {"aot_cold": child_aot_cold, "aot_hit": child_aot_hit, "phases": child_phases,
             "context": child_context, "context_parts": child_context_parts,
-            "load": child_load, "probe": child_probe}
+            "load": child_load, "probe": child_probe, "nvrtc_open": child_nvrtc_open}
 
 
 def child_main(spec_json):
@@ -331,6 +348,8 @@ def main():
                 rows[(variant, k)] = v
 
     print("device: %s (%s)" % (probe.get("device"), probe.get("note", "")), file=sys.stderr)
+    for _ in range(args.repeats):
+        add("-", run_child({"what": "nvrtc_open"}))
     if gpu:
         for _ in range(args.repeats):
             add("-", run_child({"what": "context"}))
@@ -390,7 +409,7 @@ def main():
              % (host, cpu_model or platform.machine(), os.cpu_count() or 0,
                 ", GPU " + gpu_name if gpu else ", no GPU", probe.get("note", ""), args.repeats), "",
              "| kernel | step | median ms | min ms | max ms | CPU ms |", "|---|---|---|---|---|---|"]
-    order = ["context", "front end (process)", "aot cold", "aot again (same process)", "aot cache hit",
+    order = ["dlopen libnvrtc + nvrtcVersion", "context", "front end (process)", "aot cold", "aot again (same process)", "aot cache hit",
              "nvrtc CUDA C++ Frontend", "nvrtc NVVM Optimizer", "nvrtc PTX Translation",
              "load cold", "load again (same process)", "load cache hit"]
 

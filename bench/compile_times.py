@@ -28,6 +28,9 @@ Rows, per kernel variant where it applies:
                    (TILEC_NVRTC_FLAGS=--time=FILE, cache off): C++ front
                    end / NVVM optimizer / ptxas ("PTX Translation")
 GPU rows (skipped, with the reason, where no CUDA device opens):
+  aot parallel     the four flagship variants compiled at once, one thread
+                   each, in a fresh process: wall until the last cubin (the
+                   autotuning case; compare with the sum of their cold rows)
   nvrtc open       dlopen libnvrtc + nvrtcVersion in a fresh process: the
                    part of context creation that is ours and needs no GPU
   context          tilec.Context(device="cuda") in a fresh process, and
@@ -212,6 +215,36 @@ def child_context_parts(spec):
     return res
 
 
+def child_aot_parallel(spec):
+    """Every flagship variant at once, one thread and one CPU context each,
+    in a fresh process with empty caches (autotuning and several dtypes
+    compile this way): wall time until the last cubin."""
+    import threading
+    lib, _ffi = aot_lib()
+    errs, dirs = [], []
+    fa = [v for v in VARIANTS if v[1] == FA]
+
+    def one(path, defines):
+        d = tempfile.mkdtemp(prefix="tilec-par-")
+        dirs.append(d)
+        try:
+            aot_compile(lib, _ffi, d, path, defines)
+        except Exception as e:
+            errs.append(str(e))
+    threads = [threading.Thread(target=one, args=(p, d)) for _, p, d in fa]
+    c0, t0 = cpu_s(), time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall, cpu = time.perf_counter() - t0, cpu_s() - c0
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+    if errs:
+        raise RuntimeError(errs[0])
+    return {"aot %d variants in parallel threads" % len(fa): [wall, cpu]}
+
+
 def child_nvrtc_open(spec):
     """dlopen libnvrtc + nvrtcVersion alone (the runtime's part of context
     creation that needs no GPU)."""
@@ -265,7 +298,8 @@ def child_probe(spec):
 
 CHILDREN = {"aot_cold": child_aot_cold, "aot_hit": child_aot_hit, "phases": child_phases,
             "context": child_context, "context_parts": child_context_parts,
-            "load": child_load, "probe": child_probe, "nvrtc_open": child_nvrtc_open}
+            "load": child_load, "probe": child_probe, "nvrtc_open": child_nvrtc_open,
+            "aot_parallel": child_aot_parallel}
 
 
 def child_main(spec_json):
@@ -350,6 +384,9 @@ def main():
     print("device: %s (%s)" % (probe.get("device"), probe.get("note", "")), file=sys.stderr)
     for _ in range(args.repeats):
         add("-", run_child({"what": "nvrtc_open"}))
+    if not args.only:
+        for _ in range(min(3, args.repeats)):
+            add("-", run_child({"what": "aot_parallel"}))
     if gpu:
         for _ in range(args.repeats):
             add("-", run_child({"what": "context"}))

@@ -37,6 +37,8 @@ GPU rows (skipped, with the reason, where no CUDA device opens):
                    its parts in another fresh process through ctypes: dlopen
                    libcuda, cuInit, device queries, primary context, dlopen
                    libnvrtc + nvrtcVersion (the same calls rt_cuda_open makes)
+  module load      cuModuleLoadData of the flagship's cubin with and
+                   without -lineinfo, first module of a fresh process
   load cold        ctx.load() in a fresh process with an empty cache
                    (context excluded): front end + NVRTC + cuModuleLoad
   load again       another empty cache, same process (not cold)
@@ -245,6 +247,49 @@ def child_aot_parallel(spec):
     return {"aot %d variants in parallel threads" % len(fa): [wall, cpu]}
 
 
+def nvrtc_cubin(src_path, opts):
+    """The flagship's CUDA text compiled by NVRTC in this process with the
+    runtime's device headers (runtime/device/*.cuh, what it embeds)."""
+    import glob
+    for cand in ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"):
+        try:
+            lib = ctypes.CDLL(cand)
+            break
+        except OSError:
+            continue
+    hs = sorted(glob.glob(os.path.join(ROOT, "runtime", "device", "*.cuh")))
+    H = ctypes.c_char_p * len(hs)
+    prog = ctypes.c_void_p()
+    lib.nvrtcCreateProgram(ctypes.byref(prog), open(src_path, "rb").read(), b"fa.cu", len(hs),
+                           H(*[open(h, "rb").read() for h in hs]), H(*[os.path.basename(h).encode() for h in hs]))
+    o = [b"-arch=" + ARCH.encode(), b"-std=c++17"] + [x.encode() for x in opts]
+    if lib.nvrtcCompileProgram(prog, len(o), (ctypes.c_char_p * len(o))(*o)) != 0:
+        raise RuntimeError("NVRTC failed on %s" % src_path)
+    n = ctypes.c_size_t()
+    lib.nvrtcGetCUBINSize(prog, ctypes.byref(n))
+    buf = ctypes.create_string_buffer(n.value)
+    lib.nvrtcGetCUBIN(prog, buf)
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return buf.raw
+
+
+def child_module_load(spec):
+    """cuModuleLoadData of one cubin file, the first module of a fresh
+    process and context (GPU only)."""
+    cu = ctypes.CDLL("libcuda.so.1")
+    assert cu.cuInit(0) == 0
+    dev, ctx, mod = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
+    cu.cuDeviceGet(ctypes.byref(dev), 0)
+    assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+    cu.cuCtxSetCurrent(ctx)
+    data = open(spec["cubin"], "rb").read()
+    c0, t0 = cpu_s(), time.perf_counter()
+    r = cu.cuModuleLoadData(ctypes.byref(mod), data)
+    t1, c1 = time.perf_counter(), cpu_s()
+    assert r == 0, "cuModuleLoadData %d" % r
+    return {"cuModuleLoadData %s (%d KB)" % (spec["label"], len(data) // 1024): [t1 - t0, c1 - c0]}
+
+
 def child_nvrtc_open(spec):
     """dlopen libnvrtc + nvrtcVersion alone (the runtime's part of context
     creation that needs no GPU)."""
@@ -299,7 +344,7 @@ def child_probe(spec):
 CHILDREN = {"aot_cold": child_aot_cold, "aot_hit": child_aot_hit, "phases": child_phases,
             "context": child_context, "context_parts": child_context_parts,
             "load": child_load, "probe": child_probe, "nvrtc_open": child_nvrtc_open,
-            "aot_parallel": child_aot_parallel}
+            "aot_parallel": child_aot_parallel, "module_load": child_module_load}
 
 
 def child_main(spec_json):
@@ -388,6 +433,22 @@ def main():
         for _ in range(min(3, args.repeats)):
             add("-", run_child({"what": "aot_parallel"}))
     if gpu:
+        # What -lineinfo (the PTX text embedded for profilers) costs a cache
+        # hit's cuModuleLoadData: the flagship's cubin with and without it.
+        tmp = tempfile.mkdtemp(prefix="tilec-ml-")
+        try:
+            src = os.path.join(tmp, "fa.cu")
+            subprocess.run([cli, FA, "--emit=cuda", "--target=" + ARCH, "-D", "dtype=bf16", "-o", src], check=True)
+            for label, opts in (("with -lineinfo", ["-lineinfo"]), ("without -lineinfo", [])):
+                path = os.path.join(tmp, label.split()[0] + ".cubin")
+                with open(path, "wb") as f:
+                    f.write(nvrtc_cubin(src, opts))
+                for _ in range(args.repeats):
+                    add("-", run_child({"what": "module_load", "cubin": path, "label": label}))
+        except Exception as e:
+            add("-", {"error": "module load rows: %s" % e})
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         for _ in range(args.repeats):
             add("-", run_child({"what": "context"}))
             add("-", run_child({"what": "context_parts"}))

@@ -23,7 +23,9 @@ Rows, per kernel variant where it applies:
   aot again        the same call again in the same process, another empty
                    cache: the "NVRTC reuses work" figure, NOT a cold one
   aot cache hit    a fresh process, the cache filled by the cold run: front
-                   end + key + reading and checking <key>.cubin
+                   end + dlopen libnvrtc (the key has its version; a CUDA
+                   context opens it at creation instead) + key + reading
+                   and checking <key>.cubin
   nvrtc phases     NVRTC's own --time split of one cold compile
                    (TILEC_NVRTC_FLAGS=--time=FILE, cache off): C++ front
                    end / NVVM optimizer / ptxas ("PTX Translation")
@@ -531,7 +533,7 @@ def main():
               " tilert_compile_aot (front end + NVRTC to a cubin + cache write, the JIT path without"
               " the driver) in a fresh process with an empty cache; aot again = the same call again in"
               " that process (NVRTC reuses work: not a cold figure); aot cache hit = a fresh process on"
-              " the filled cache; nvrtc * = NVRTC's --time split of one cold compile; load * = ctx.load()"
+              " the filled cache (includes opening NVRTC, which a CUDA context does at creation); nvrtc * = NVRTC's --time split of one cold compile; load * = ctx.load()"
               " on a CUDA context, context creation excluded; context = tilec.Context(device=\"cuda\")"
               " in a fresh process, then its driver calls one by one."]
     text = "\n".join(lines) + "\n"

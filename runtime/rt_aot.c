@@ -12,7 +12,8 @@
  * whose cache directory is the one the program will use. A context without
  * NVRTC (a CPU context) gets an NVRTC-only handle for the call.
  * PTX is never cached: it is NVRTC's text for the virtual arch
- * (compute_90a), for tools and for drivers newer than the cubin's. */
+ * (compute_90a), for tools and for drivers newer than the cubin's, built
+ * with the cubin's options. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,9 +71,18 @@ TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char
     st = rt_gpu_cubin(ctx, name, tilec_result_output(res), tilec_result_output_size(res),
                       tilec_result_specialized_ir(res), arch, false, binary, size, from_cache);
   } else if (st == TILERT_OK) {
-    const char *opts[2];
+    /* The cubin's options: the runtime's defaults, then $TILEC_NVRTC_FLAGS. */
+    const char *opts[32];
+    char buf[1024];
     int nopts = 0;
-    for (int i = 0; i < rt_gpu_nvrtc_nopts && nopts < 2; i++) opts[nopts++] = rt_gpu_nvrtc_opts[i];
+    for (int i = 0; i < rt_gpu_nvrtc_nopts && nopts < 32; i++) opts[nopts++] = rt_gpu_nvrtc_opts[i];
+    const char *extra = getenv("TILEC_NVRTC_FLAGS");
+    if (extra && *extra) {
+      snprintf(buf, sizeof buf, "%s", extra);
+      char *save = NULL;
+      for (char *tok = strtok_r(buf, " \t", &save); tok && nopts < 32; tok = strtok_r(NULL, " \t", &save))
+        opts[nopts++] = tok;
+    }
     char cu_name[256];
     rt_gpu_source_name(name, cu_name, sizeof cu_name);
     char *ptx = NULL;

@@ -1,7 +1,7 @@
 /* main.c - the tilec command line (contract: shared design architecture.md).
  *
  *   tilec FILE.tile [--emit=cuda|c|ir|cubin|ptx] [-o PATH] [-D NAME=VALUE]...
- *         [--target=sm_80|sm_90a|cpu] [--cache-dir=DIR] [--dump-ir=DIR]
+ *         [--target=sm_80|sm_86|sm_87|sm_89|sm_90a|cpu] [--cache-dir=DIR] [--dump-ir=DIR]
  *         [--print-ir-after=PASS|all]
  *   tilec --list-passes | --version | --help
  *
@@ -31,7 +31,8 @@ static const char usage[] =
     "                         NVRTC (libnvrtc, no GPU needed) for --target\n"
     "  -o PATH                output file (default stdout)\n"
     "  -D NAME=VALUE          bind a constant or shape symbol (repeatable)\n"
-    "  --target=sm_80|sm_90a|cpu   (default: cpu for --emit=c, sm_80 otherwise)\n"
+    "  --target=sm_80|sm_90a|cpu   (default: cpu for --emit=c, sm_80 otherwise);\n"
+    "                         sm_86, sm_87, sm_89: the sm_80 code, a cubin for that arch\n"
     "  --cache-dir=DIR        --emit=cubin: also store it in the runtime cache DIR,\n"
     "                         where a load of FILE (same path) on that GPU finds it\n"
     "  --dump-ir=DIR          write DIR/NN-<pass>.tir after every pass\n"
@@ -99,7 +100,7 @@ static bool write_atomically(const char *path, const char *data, size_t len) {
  * -o (stdout for PTX; a cubin needs -o). Exit 1 on any failure, with the
  * runtime's full message (diagnostics, or NVRTC's log). */
 static int emit_aot(const char *input, const char *text, size_t len, const TilecDefine *defines,
-                    int ndefines, TilecTarget target, bool ptx, const char *cache_dir,
+                    int ndefines, const char *arch, bool ptx, const char *cache_dir,
                     const char *output) {
   if (!ptx && !output) {
     fprintf(stderr, "tilec: --emit=cubin writes a binary: give -o PATH\n");
@@ -112,7 +113,6 @@ static int emit_aot(const char *input, const char *text, size_t len, const Tilec
     tilert_context_destroy(ctx);
     return 1;
   }
-  const char *arch = target == TILEC_TARGET_SM90A ? "sm_90a" : "sm_80";
   void *bin = NULL;
   size_t n = 0;
   bool hit = false;
@@ -146,6 +146,7 @@ int main(int argc, char **argv) {
   tilec_options_init(&o);
   o.emit = TILEC_EMIT_CUDA;
   bool target_given = false;
+  const char *gpu_arch = "sm_80"; /* --emit=cubin|ptx: NVRTC's -arch */
   const char *input = NULL, *output = NULL, *cache_dir = NULL;
   int aot = 0; /* 1 cubin, 2 ptx */
   TilecDefine *defines = calloc((size_t)argc, sizeof *defines);
@@ -179,10 +180,15 @@ int main(int argc, char **argv) {
     } else if (strncmp(a, "--target=", 9) == 0) {
       const char *v = a + 9;
       target_given = true;
+      gpu_arch = "sm_80";
       if (strcmp(v, "sm_80") == 0) o.target = TILEC_TARGET_SM80;
-      else if (strcmp(v, "sm_90a") == 0) o.target = TILEC_TARGET_SM90A;
+      else if (strcmp(v, "sm_90a") == 0) o.target = TILEC_TARGET_SM90A, gpu_arch = "sm_90a";
       else if (strcmp(v, "cpu") == 0) o.target = TILEC_TARGET_CPU;
-      else return bad_usage("unknown --target '%s' (sm_80, sm_90a or cpu)", v);
+      /* Other compute capability 8.x GPUs run the sm_80 code; their cubin
+       * (and the runtime's cache key) names their own arch. */
+      else if (strcmp(v, "sm_86") == 0 || strcmp(v, "sm_87") == 0 || strcmp(v, "sm_89") == 0)
+        o.target = TILEC_TARGET_SM80, gpu_arch = v;
+      else return bad_usage("unknown --target '%s' (sm_80, sm_86, sm_87, sm_89, sm_90a or cpu)", v);
     } else if (strncmp(a, "--cache-dir=", 12) == 0) {
       cache_dir = a + 12;
       if (!*cache_dir) return bad_usage("%s: empty directory", a);
@@ -233,7 +239,7 @@ int main(int argc, char **argv) {
   o.print_stream = stderr;
 #ifdef TILEC_CLI_AOT
   if (aot) {
-    int rc = emit_aot(input, text, len, defines, ndefines, o.target, aot == 2, cache_dir, output);
+    int rc = emit_aot(input, text, len, defines, ndefines, gpu_arch, aot == 2, cache_dir, output);
     for (int i = 0; i < ndefines; i++) free((char *)defines[i].name);
     free(defines);
     free(text);

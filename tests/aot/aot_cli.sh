@@ -44,6 +44,10 @@ echo "ok: second run was a cache hit with the same bytes"
   || fail "sm_80 cubin"
 check_cubin "$out/fa_sm80.cubin" 80
 
+# sm_89 (an L4/L40): the sm_80 code in a cubin for its own arch.
+"$tilec" "$tile" --emit=cubin --target=sm_89 -D dim=64 -o "$out/fa_sm89.cubin" || fail "sm_89 cubin"
+check_cubin "$out/fa_sm89.cubin" 89
+
 for c in "${CUOBJDUMP:-}" "$(command -v cuobjdump 2>/dev/null)" /usr/local/cuda/bin/cuobjdump; do
   if [ -n "$c" ] && [ -x "$c" ]; then
     "$c" --list-elf "$out/fa_sm90a.cubin" | grep -q 'sm_90a' || fail "$c --list-elf: no sm_90a"

@@ -536,6 +536,24 @@ def main():
               " the filled cache (includes opening NVRTC, which a CUDA context does at creation); nvrtc * = NVRTC's --time split of one cold compile; load * = ctx.load()"
               " on a CUDA context, context creation excluded; context = tilec.Context(device=\"cuda\")"
               " in a fresh process, then its driver calls one by one."]
+    # The short table: one line per kernel, medians in ms (wall; CPU in
+    # parentheses where the step ran in this host's CPU only).
+    def med(variant, metric, cpu=False):
+        t = table.get((variant, metric))
+        if not t or "median_ms" not in t:
+            return "-"
+        return "%.0f (%.0f CPU)" % (t["median_ms"], t["cpu_median_ms"]) if cpu and "cpu_median_ms" in t \
+            else ("%.1f" % t["median_ms"] if t["median_ms"] < 50 else "%.0f" % t["median_ms"])
+    short = ["", "## Summary (medians, ms; goal: load cold < 250 flagship / < 150 gemm, load cache hit < 5)", "",
+             "| kernel | load cold (GPU) | load cache hit (GPU) | aot cold: NVRTC path, no driver | aot cache hit |",
+             "|---|---|---|---|---|"]
+    for name, _, _ in variants:
+        short.append("| %s | %s | %s | %s | %s |" % (name, med(name, "load cold"), med(name, "load cache hit"),
+                                                     med(name, "aot cold", True), med(name, "aot cache hit", True)))
+    short.append("")
+    short.append("context creation (GPU): %s ms; dlopen libnvrtc + nvrtcVersion: %s ms"
+                 % (med("-", "context"), med("-", "dlopen libnvrtc + nvrtcVersion")))
+    lines += short
     text = "\n".join(lines) + "\n"
     if not args.no_write:
         os.makedirs(args.out_dir, exist_ok=True)

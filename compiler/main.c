@@ -1,8 +1,15 @@
 /* main.c - the tilec command line (contract: shared design architecture.md).
  *
- *   tilec FILE.tile [--emit=cuda|c|ir] [-o PATH] [-D NAME=VALUE]...
- *         [--target=sm_80|sm_90a|cpu] [--dump-ir=DIR] [--print-ir-after=PASS|all]
+ *   tilec FILE.tile [--emit=cuda|c|ir|cubin|ptx] [-o PATH] [-D NAME=VALUE]...
+ *         [--target=sm_80|sm_86|sm_87|sm_89|sm_90a|cpu] [--cache-dir=DIR] [--dump-ir=DIR]
+ *         [--print-ir-after=PASS|all]
  *   tilec --list-passes | --version | --help
+ *
+ * --emit=cubin|ptx compiles ahead of time through the runtime's NVRTC path
+ * (tilert_compile_aot, runtime/rt_aot.c; libnvrtc is dlopen'ed, no GPU is
+ * needed); --cache-dir also stores the cubin in that runtime cache, under
+ * the key a load of the same FILE (the path as written) on a GPU of that
+ * arch looks up. Built without the runtime, those two are refused.
  *
  * Exit status: 0 success; 1 the input has errors (diagnostics on stderr, no
  * output file written); 2 bad usage. The output file is written to a
@@ -14,13 +21,20 @@
 #include <unistd.h>
 
 #include "include/tilec.h"
+#ifdef TILEC_CLI_AOT
+#include "tilert.h"
+#endif
 
 static const char usage[] =
     "usage: tilec FILE.tile [options]\n"
-    "  --emit=cuda|c|ir       what to write (default cuda)\n"
+    "  --emit=cuda|c|ir|cubin|ptx   what to write (default cuda); cubin and ptx run\n"
+    "                         NVRTC (libnvrtc, no GPU needed) for --target\n"
     "  -o PATH                output file (default stdout)\n"
     "  -D NAME=VALUE          bind a constant or shape symbol (repeatable)\n"
-    "  --target=sm_80|sm_90a|cpu   (default: cpu for --emit=c, sm_80 otherwise)\n"
+    "  --target=sm_80|sm_90a|cpu   (default: cpu for --emit=c, sm_80 otherwise);\n"
+    "                         sm_86, sm_87, sm_89: the sm_80 code, a cubin for that arch\n"
+    "  --cache-dir=DIR        --emit=cubin: also store it in the runtime cache DIR,\n"
+    "                         where a load of FILE (same path) on that GPU finds it\n"
     "  --dump-ir=DIR          write DIR/NN-<pass>.tir after every pass\n"
     "  --print-ir-after=PASS|all   the same text, to stderr\n"
     "  --list-passes          the pipeline, in order\n"
@@ -80,12 +94,61 @@ static bool write_atomically(const char *path, const char *data, size_t len) {
   return ok;
 }
 
+#ifdef TILEC_CLI_AOT
+/* --emit=cubin|ptx: tilert_compile_aot on a CPU context (NVRTC is opened
+ * for the call), its cache the --cache-dir one or none. The binary goes to
+ * -o (stdout for PTX; a cubin needs -o). Exit 1 on any failure, with the
+ * runtime's full message (diagnostics, or NVRTC's log). */
+static int emit_aot(const char *input, const char *text, size_t len, const TilecDefine *defines,
+                    int ndefines, const char *arch, bool ptx, const char *cache_dir,
+                    const char *output) {
+  if (!ptx && !output) {
+    fprintf(stderr, "tilec: --emit=cubin writes a binary: give -o PATH\n");
+    return 2;
+  }
+  TilertConfig cfg = {TILERT_DEVICE_CPU, cache_dir, cache_dir == NULL, NULL};
+  TilertContext *ctx = NULL;
+  if (tilert_context_create(&cfg, &ctx) != TILERT_OK) {
+    fprintf(stderr, "tilec: %s\n", ctx ? tilert_last_error(ctx) : "out of memory");
+    tilert_context_destroy(ctx);
+    return 1;
+  }
+  void *bin = NULL;
+  size_t n = 0;
+  bool hit = false;
+  TilertStatus st = tilert_compile_aot(ctx, input, text, len, defines, ndefines, arch,
+                                       ptx ? TILERT_BINARY_PTX : TILERT_BINARY_CUBIN, &bin, &n, &hit);
+  int rc = 0;
+  if (st != TILERT_OK) {
+    const char *msg = tilert_last_error(ctx);
+    fprintf(stderr, "tilec: %s%s", msg, *msg && msg[strlen(msg) - 1] == '\n' ? "" : "\n");
+    rc = 1;
+  } else if (output) {
+    if (!write_atomically(output, bin, n)) {
+      fprintf(stderr, "tilec: cannot write %s: %s\n", output, strerror(errno));
+      rc = 1;
+    }
+  } else if (fwrite(bin, 1, n, stdout) != n || fflush(stdout) != 0) {
+    fprintf(stderr, "tilec: cannot write to stdout\n");
+    rc = 1;
+  }
+  if (rc == 0 && getenv("TILEC_AOT_VERBOSE"))
+    fprintf(stderr, "tilec: %s %s, %zu bytes%s\n", arch, ptx ? "PTX" : "cubin", n,
+            !cache_dir ? "" : hit ? " (from the cache)" : " (stored in the cache)");
+  free(bin);
+  tilert_context_destroy(ctx);
+  return rc;
+}
+#endif
+
 int main(int argc, char **argv) {
   TilecOptions o;
   tilec_options_init(&o);
   o.emit = TILEC_EMIT_CUDA;
   bool target_given = false;
-  const char *input = NULL, *output = NULL;
+  const char *gpu_arch = "sm_80"; /* --emit=cubin|ptx: NVRTC's -arch */
+  const char *input = NULL, *output = NULL, *cache_dir = NULL;
+  int aot = 0; /* 1 cubin, 2 ptx */
   TilecDefine *defines = calloc((size_t)argc, sizeof *defines);
   if (!defines) abort();
   int ndefines = 0;
@@ -107,17 +170,28 @@ int main(int argc, char **argv) {
       return 0;
     } else if (strncmp(a, "--emit=", 7) == 0) {
       const char *v = a + 7;
+      aot = 0;
       if (strcmp(v, "cuda") == 0) o.emit = TILEC_EMIT_CUDA;
+      else if (strcmp(v, "cubin") == 0) o.emit = TILEC_EMIT_CUDA, aot = 1;
+      else if (strcmp(v, "ptx") == 0) o.emit = TILEC_EMIT_CUDA, aot = 2;
       else if (strcmp(v, "c") == 0) o.emit = TILEC_EMIT_C;
       else if (strcmp(v, "ir") == 0) o.emit = TILEC_EMIT_IR;
-      else return bad_usage("unknown --emit value '%s' (cuda, c or ir)", v);
+      else return bad_usage("unknown --emit value '%s' (cuda, c, ir, cubin or ptx)", v);
     } else if (strncmp(a, "--target=", 9) == 0) {
       const char *v = a + 9;
       target_given = true;
+      gpu_arch = "sm_80";
       if (strcmp(v, "sm_80") == 0) o.target = TILEC_TARGET_SM80;
-      else if (strcmp(v, "sm_90a") == 0) o.target = TILEC_TARGET_SM90A;
+      else if (strcmp(v, "sm_90a") == 0) o.target = TILEC_TARGET_SM90A, gpu_arch = "sm_90a";
       else if (strcmp(v, "cpu") == 0) o.target = TILEC_TARGET_CPU;
-      else return bad_usage("unknown --target '%s' (sm_80, sm_90a or cpu)", v);
+      /* Other compute capability 8.x GPUs run the sm_80 code; their cubin
+       * (and the runtime's cache key) names their own arch. */
+      else if (strcmp(v, "sm_86") == 0 || strcmp(v, "sm_87") == 0 || strcmp(v, "sm_89") == 0)
+        o.target = TILEC_TARGET_SM80, gpu_arch = v;
+      else return bad_usage("unknown --target '%s' (sm_80, sm_86, sm_87, sm_89, sm_90a or cpu)", v);
+    } else if (strncmp(a, "--cache-dir=", 12) == 0) {
+      cache_dir = a + 12;
+      if (!*cache_dir) return bad_usage("%s: empty directory", a);
     } else if (strncmp(a, "--dump-ir=", 10) == 0) {
       o.dump_dir = a + 10;
       if (!*o.dump_dir) return bad_usage("%s: empty directory", a);
@@ -144,6 +218,14 @@ int main(int argc, char **argv) {
   }
   if (!input) return bad_usage("%s", "no input file");
   if (!target_given) o.target = o.emit == TILEC_EMIT_CUDA ? TILEC_TARGET_SM80 : TILEC_TARGET_CPU;
+  if (cache_dir && aot != 1) return bad_usage("%s", "--cache-dir goes with --emit=cubin");
+  if (aot && o.target == TILEC_TARGET_CPU)
+    return bad_usage("%s", "--emit=cubin and --emit=ptx need a GPU --target (sm_80 or sm_90a)");
+  if (aot && (o.dump_dir || o.print_after))
+    return bad_usage("%s", "--dump-ir and --print-ir-after go with --emit=cuda|c|ir");
+#ifndef TILEC_CLI_AOT
+  if (aot) return bad_usage("%s", "this tilec was built without the runtime: no --emit=cubin|ptx");
+#endif
 
   size_t len = 0;
   char *text = read_file(input, &len);
@@ -155,6 +237,15 @@ int main(int argc, char **argv) {
   o.ndefines = ndefines;
   o.diag_echo = stderr;
   o.print_stream = stderr;
+#ifdef TILEC_CLI_AOT
+  if (aot) {
+    int rc = emit_aot(input, text, len, defines, ndefines, gpu_arch, aot == 2, cache_dir, output);
+    for (int i = 0; i < ndefines; i++) free((char *)defines[i].name);
+    free(defines);
+    free(text);
+    return rc;
+  }
+#endif
   TilecResult *r = NULL;
   int rc = tilec_compile(input, text, len, &o, &r);
   if (rc == 0) {

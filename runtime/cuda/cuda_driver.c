@@ -93,7 +93,9 @@ typedef CUresult (*RtCuTensorMapEncodeTiledFn)(void *map, int data_type, unsigne
   X(nvrtcResult, nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", (nvrtcProgram p, size_t *n))  \
   X(nvrtcResult, nvrtcGetProgramLog, "nvrtcGetProgramLog", (nvrtcProgram p, char *log))          \
   X(nvrtcResult, nvrtcGetCUBINSize, "nvrtcGetCUBINSize", (nvrtcProgram p, size_t *n))            \
-  X(nvrtcResult, nvrtcGetCUBIN, "nvrtcGetCUBIN", (nvrtcProgram p, char *cubin))
+  X(nvrtcResult, nvrtcGetCUBIN, "nvrtcGetCUBIN", (nvrtcProgram p, char *cubin))          \
+  X(nvrtcResult, nvrtcGetPTXSize, "nvrtcGetPTXSize", (nvrtcProgram p, size_t *n))              \
+  X(nvrtcResult, nvrtcGetPTX, "nvrtcGetPTX", (nvrtcProgram p, char *ptx))
 
 struct RtCuda {
   void *libcuda, *libnvrtc;
@@ -466,8 +468,29 @@ static bool rt_cuda_valid_arch(const char *arch) {
   return *p == '\0' && p - arch < 12;
 }
 
+/* rt_cuda_compile and rt_cuda_compile_ptx: one NVRTC run; ptx selects
+ * -arch=compute_<N> and nvrtcGetPTX (the text, NUL included in the size)
+ * instead of -arch=sm_<N> and nvrtcGetCUBIN. */
+static bool rt_cuda_compile_to(RtCuda *cu, const char *source, const char *name, const char *arch,
+                               const char *const *opts, int nopts, bool ptx, void **cubin,
+                               size_t *cubin_size);
+
 bool rt_cuda_compile(RtCuda *cu, const char *source, const char *name, const char *arch,
                      const char *const *opts, int nopts, void **cubin, size_t *cubin_size) {
+  return rt_cuda_compile_to(cu, source, name, arch, opts, nopts, false, cubin, cubin_size);
+}
+
+bool rt_cuda_compile_ptx(RtCuda *cu, const char *source, const char *name, const char *arch,
+                         const char *const *opts, int nopts, char **ptx, size_t *ptx_size) {
+  void *out = NULL;
+  bool ok = rt_cuda_compile_to(cu, source, name, arch, opts, nopts, true, &out, ptx_size);
+  *ptx = out;
+  return ok;
+}
+
+static bool rt_cuda_compile_to(RtCuda *cu, const char *source, const char *name, const char *arch,
+                               const char *const *opts, int nopts, bool ptx, void **cubin,
+                               size_t *cubin_size) {
   *cubin = NULL;
   *cubin_size = 0;
   free(cu->log);
@@ -482,7 +505,8 @@ bool rt_cuda_compile(RtCuda *cu, const char *source, const char *name, const cha
     return false;
   }
   char arch_opt[32];
-  snprintf(arch_opt, sizeof arch_opt, "-arch=%s", arch);
+  if (ptx) snprintf(arch_opt, sizeof arch_opt, "-arch=compute_%s", arch + 3);
+  else snprintf(arch_opt, sizeof arch_opt, "-arch=%s", arch);
   const char **all = malloc(sizeof *all * (size_t)(nopts + 2));
   if (!all) {
     rt_cuda_seterr(cu, "out of memory");
@@ -530,17 +554,20 @@ bool rt_cuda_compile(RtCuda *cu, const char *source, const char *name, const cha
     goto done;
   }
   size_t n = 0;
-  if (!NVRTC_CHECK(cu, nvrtcGetCUBINSize(prog, &n))) goto done;
+  const char *what = ptx ? "PTX" : "cubin";
+  if (!(ptx ? NVRTC_CHECK(cu, nvrtcGetPTXSize(prog, &n)) : NVRTC_CHECK(cu, nvrtcGetCUBINSize(prog, &n))))
+    goto done;
   if (n == 0) {
-    rt_cuda_seterr(cu, "NVRTC produced no cubin for %s (%s)", name, arch);
+    rt_cuda_seterr(cu, "NVRTC produced no %s for %s (%s)", what, name, arch);
     goto done;
   }
   *cubin = malloc(n);
   if (!*cubin) {
-    rt_cuda_seterr(cu, "out of memory for a %zu-byte cubin", n);
+    rt_cuda_seterr(cu, "out of memory for a %zu-byte %s", n, what);
     goto done;
   }
-  if (!NVRTC_CHECK(cu, nvrtcGetCUBIN(prog, (char *)*cubin))) {
+  if (!(ptx ? NVRTC_CHECK(cu, nvrtcGetPTX(prog, (char *)*cubin))
+            : NVRTC_CHECK(cu, nvrtcGetCUBIN(prog, (char *)*cubin)))) {
     free(*cubin);
     *cubin = NULL;
     goto done;

@@ -97,6 +97,12 @@ const char *rt_cuda_device_header(const char *name);
 bool rt_cuda_compile(RtCuda *cu, const char *source, const char *name, const char *arch,
                      const char *const *opts, int nopts, void **cubin, size_t *cubin_size);
 
+/* The same compile to PTX text for the virtual architecture of `arch`
+ * ("sm_90a" -> -arch=compute_90a): ahead-of-time output (tilec --emit=ptx).
+ * *ptx is malloc'd and NUL-terminated; *ptx_size counts the NUL. */
+bool rt_cuda_compile_ptx(RtCuda *cu, const char *source, const char *name, const char *arch,
+                         const char *const *opts, int nopts, char **ptx, size_t *ptx_size);
+
 /* What rt_cuda_compile does to NVRTC's log (exposed for tests): after each
  * line "FILE(N): ..." naming `src_name` or an embedded header, adds
  * "  N | <line N of that file>" unless the log's next line already quotes

@@ -153,6 +153,27 @@ float tilert_f16_to_f32(uint16_t h);
 uint16_t tilert_f32_to_bf16(float x);
 float tilert_bf16_to_f32(uint16_t h);
 
+/* ---- ahead-of-time compilation (rt_aot.c) ----
+ * Compiles every kernel of a .tile source for GPU target `arch` ("sm_80",
+ * "sm_86", "sm_90a"; sm_90 and newer get the wgmma/TMA code path) with
+ * NVRTC, on any machine: no GPU or driver is needed, only libnvrtc (a context
+ * of any device will do; on a CPU context NVRTC is opened for the call).
+ * CUBIN: the cubin a load on a GPU of that arch would build, looked up in
+ * and, on a miss, stored into the context's cache under the key that load
+ * computes. So running this on a context whose cache directory the program
+ * later uses (same tilec build, NVRTC version and $TILEC_NVRTC_FLAGS, and
+ * the same `name`: tilert_module_load_file passes the path as given) makes
+ * that program's first load a cache hit: no NVRTC at run time.
+ * *from_cache (may be NULL) says whether the cache had it already.
+ * PTX: the PTX text for the virtual arch (compute_90a), not cached.
+ * *binary is malloc'd (release it with free()); NO_GPU when libnvrtc is
+ * missing, NVRTC_FAILED with the log as for a load. */
+typedef enum TilertBinaryKind { TILERT_BINARY_CUBIN, TILERT_BINARY_PTX } TilertBinaryKind;
+TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char *text, size_t len,
+                                const TilecDefine *defines, int ndefines, const char *arch,
+                                TilertBinaryKind kind, void **binary, size_t *size,
+                                bool *from_cache);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,106 @@
+/* rt_aot.c - ahead-of-time compilation: a .tile file to a cubin (or PTX) for
+ * a named GPU target, with no GPU (tilert.h: tilert_compile_aot).
+ *
+ * How: the same two steps as a load on a GPU context (rt_gpu.c), minus the
+ * driver. The front end runs for the target a GPU of that arch gets
+ * (sm_90 and newer: the sm_90a code path, else sm_80), then rt_gpu_cubin
+ * looks the cubin up in the context's cache or runs NVRTC and publishes the
+ * entry. Both are the functions rt_gpu_load calls, so the entry has the key a
+ * later load on a GPU of that arch computes (same tilec, NVRTC version,
+ * options and $TILEC_NVRTC_FLAGS, and the same `name`, which the generated
+ * text quotes): populating a cache ahead of time is this call on a context
+ * whose cache directory is the one the program will use. A context without
+ * NVRTC (a CPU context) gets an NVRTC-only handle for the call.
+ * PTX is never cached: it is NVRTC's text for the virtual arch
+ * (compute_90a), for tools and for drivers newer than the cubin's, built
+ * with the cubin's options. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_driver.h"
+#include "rt_base.h"
+#include "rt_gpu.h"
+
+/* "sm_90a" -> 90; 0 when arch is not sm_<digits>[a|f]. */
+static int aot_arch_number(const char *arch) {
+  if (!arch || strncmp(arch, "sm_", 3) != 0) return 0;
+  char *end = NULL;
+  long n = strtol(arch + 3, &end, 10);
+  if (end == arch + 3 || n < 10 || n > 1000) return 0;
+  if (*end == 'a' || *end == 'f') end++;
+  return *end == '\0' ? (int)n : 0;
+}
+
+TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char *text, size_t len,
+                                const TilecDefine *defines, int ndefines, const char *arch,
+                                TilertBinaryKind kind, void **binary, size_t *size,
+                                bool *from_cache) {
+  if (!ctx) return TILERT_INVALID_ARGUMENT;
+  if (binary) *binary = NULL;
+  if (size) *size = 0;
+  if (from_cache) *from_cache = false;
+  if (!binary || !size || (!text && len))
+    return rt_error(ctx, TILERT_INVALID_ARGUMENT, "tilert_compile_aot: NULL argument");
+  if (ndefines < 0 || (ndefines > 0 && !defines))
+    return rt_error(ctx, TILERT_INVALID_ARGUMENT, "tilert_compile_aot: bad defines");
+  if (kind != TILERT_BINARY_CUBIN && kind != TILERT_BINARY_PTX)
+    return rt_error(ctx, TILERT_INVALID_ARGUMENT, "tilert_compile_aot: unknown binary kind %d",
+                    (int)kind);
+  int cc = aot_arch_number(arch);
+  if (cc < 80)
+    return rt_error(ctx, TILERT_INVALID_ARGUMENT,
+                    "tilert_compile_aot: '%s' is not a GPU target tilec supports (sm_80 or newer, "
+                    "e.g. sm_80, sm_86, sm_90a)",
+                    arch ? arch : "(null)");
+  if (!name) name = "<string>";
+
+  /* NVRTC: the context's own handle, or one opened for this call. */
+  RtCuda *own = NULL;
+  if (!ctx->cu) {
+    char why[256] = "";
+    own = rt_cuda_open(RT_CUDA_NVRTC_ONLY, 0, why, sizeof why);
+    if (!own)
+      return rt_error(ctx, TILERT_NO_GPU, "%s: ahead-of-time compilation needs NVRTC: %s", name,
+                      why);
+    ctx->cu = own;
+  }
+  TilecTarget target = cc >= 90 ? TILEC_TARGET_SM90A : TILEC_TARGET_SM80;
+  TilecResult *res = NULL;
+  TilertStatus st = rt_compile_tile(ctx, name, text ? text : "", len, defines, ndefines,
+                                    TILEC_EMIT_CUDA, target, &res);
+  if (st == TILERT_OK && kind == TILERT_BINARY_CUBIN) {
+    st = rt_gpu_cubin(ctx, name, tilec_result_output(res), tilec_result_output_size(res),
+                      tilec_result_specialized_ir(res), arch, false, binary, size, from_cache);
+  } else if (st == TILERT_OK) {
+    /* The cubin's options: the runtime's defaults, then $TILEC_NVRTC_FLAGS. */
+    const char *opts[32];
+    char buf[1024];
+    int nopts = 0;
+    for (int i = 0; i < rt_gpu_nvrtc_nopts && nopts < 32; i++) opts[nopts++] = rt_gpu_nvrtc_opts[i];
+    const char *extra = getenv("TILEC_NVRTC_FLAGS");
+    if (extra && *extra) {
+      snprintf(buf, sizeof buf, "%s", extra);
+      char *save = NULL;
+      for (char *tok = strtok_r(buf, " \t", &save); tok && nopts < 32; tok = strtok_r(NULL, " \t", &save))
+        opts[nopts++] = tok;
+    }
+    char cu_name[256];
+    rt_gpu_source_name(name, cu_name, sizeof cu_name);
+    char *ptx = NULL;
+    ctx->nvrtc_runs++;
+    if (rt_cuda_compile_ptx(ctx->cu, tilec_result_output(res), cu_name, arch, opts, nopts, &ptx,
+                            size)) {
+      *binary = ptx;
+      if (*size > 0 && ptx[*size - 1] == '\0') (*size)--; /* the text, not its NUL */
+    } else {
+      st = rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
+    }
+  }
+  tilec_result_destroy(res);
+  if (own) {
+    ctx->cu = NULL;
+    rt_cuda_close(own);
+  }
+  return st;
+}

@@ -127,6 +127,9 @@ static int shared_bytes_of(const IrStmt *s) {
   case IR_STMT_IF:
     total = sat_add(shared_bytes_of(s->u.if_.then_), shared_bytes_of(s->u.if_.else_));
     break;
+  case IR_STMT_WARP_ROLES:
+    total = sat_add(shared_bytes_of(s->u.roles.producer), shared_bytes_of(s->u.roles.consumer));
+    break;
   default:
     break;
   }

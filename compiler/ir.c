@@ -506,9 +506,12 @@ void ir_stmt_rewrite_exprs(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx)
   case IR_STMT_USE_SWIZZLE:
     rewrite_slot(m, &s->u.swizzle.panel_size, fn, ctx);
     break;
-  case IR_STMT_TMA_WAIT:
-    rewrite_slot(m, &s->u.tma_wait.stage, fn, ctx);
-    rewrite_slot(m, &s->u.tma_wait.parity, fn, ctx);
+  case IR_STMT_MBAR_ARRIVE:
+    rewrite_slot(m, &s->u.mbar_wait.stage, fn, ctx);
+    break;
+  case IR_STMT_MBAR_WAIT:
+    rewrite_slot(m, &s->u.mbar_wait.stage, fn, ctx);
+    rewrite_slot(m, &s->u.mbar_wait.parity, fn, ctx);
     break;
   default: /* SEQ, ALLOC, REDUCE, ANNOTATE_LAYOUT, BARRIER: no expression slots */
     break;

@@ -237,7 +237,9 @@ struct IrBuffer {
    * landed); the mbarrier buffer itself (i64, one element per barrier) has
    * is_mbarrier set. */
   struct IrBuffer *tma_bar;
+  struct IrBuffer *empty_bar; /* warp-specialize: its readers release a stage here */
   bool is_mbarrier;
+  int mbar_count;             /* is_mbarrier: arrivals per phase (0 means 1) */
   int id;
   SrcLoc loc;
 };
@@ -301,13 +303,25 @@ struct IrStmt {
                             visible. Also `async`: no thread waits in place. */
       int tma_map;
     } copy;
-    struct {             /* TMA_WAIT: every thread waits until the TMA copies into
-                            stage `stage` of the buffer whose mbarriers are `bar`
-                            have landed; parity = how many times that stage was
-                            filled before, mod 2 */
+    struct {             /* MBAR_WAIT: the threads wait until the phase of mbarrier
+                            bar[stage] with this parity has completed: for a full
+                            barrier, the TMA copies into that stage have landed
+                            (parity = how many times the stage was filled before,
+                            mod 2); for an empty one, its readers released it.
+                            MBAR_ARRIVE: one arrival on bar[stage] per warp (lane 0)
+                            (parity unused) */
       IrBuffer *bar;
       IrExpr *stage, *parity;
-    } tma_wait;
+    } mbar_wait;
+    struct {             /* WARP_ROLES (warp-specialize): the warpgroup of warps
+                            [producer_warp, producer_warp + 4) gives up registers and
+                            runs `producer` on one thread, then exits; the other
+                            (consumer) warps take the registers and run `consumer`.
+                            Every statement after this one runs on consumers only. */
+      IrStmt *producer, *consumer; /* SEQs */
+      int producer_warp;
+      int producer_regs, consumer_regs; /* setmaxnreg counts */
+    } roles;
     int async_pending;   /* ASYNC_WAIT: wait until at most this many groups are in flight */
     IrBuffer *wgmma_acc; /* WGMMA_WAIT: wait for the wgmmas still writing this accumulator
                             (after a loop whose gemm is wgmma_async) */
@@ -384,6 +398,8 @@ typedef struct IrKernel {
   bool wgmma;           /* some gemm runs as wgmma (set by swizzle-layout) */
   bool raster_column_major;
   IrTensorMap tma_maps[IR_MAX_TENSOR_MAPS]; /* lower-tma; kernel parameters after the dynamic symbols */
+  int producer_warp;    /* warp-specialize: first warp of the producer warpgroup
+                           (= consumer warps; threads includes it); 0 = none */
   int ntma_maps;
 } IrKernel;
 

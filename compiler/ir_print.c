@@ -274,6 +274,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     print_layout(sb, &b->layout);
     if (b->alias_of) sb_printf(sb, " in(%s)", buf_name(p, b->alias_of));
     if (b->is_mbarrier) sb_puts(sb, " mbarrier");
+    if (b->mbar_count > 1) sb_printf(sb, "(%d)", b->mbar_count);
     break;
   }
   case IR_STMT_LET: {
@@ -316,6 +317,17 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_puts(sb, "}\n");
     return;
   }
+  case IR_STMT_WARP_ROLES:
+    sb_printf(sb, "warp_roles producer(warps %d..%d, regs %d) {", s->u.roles.producer_warp,
+              s->u.roles.producer_warp + 3, s->u.roles.producer_regs);
+    print_loc(sb, s->loc);
+    print_items(p, s->u.roles.producer, depth + 1);
+    sb_indent(sb, depth);
+    sb_printf(sb, "} consumers(regs %d) {\n", s->u.roles.consumer_regs);
+    print_items(p, s->u.roles.consumer, depth + 1);
+    sb_indent(sb, depth);
+    sb_puts(sb, "}\n");
+    return;
   case IR_STMT_IF:
     sb_puts(sb, "if (");
     print_expr(p, sb, s->u.if_.cond);
@@ -383,11 +395,16 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
   case IR_STMT_WGMMA_WAIT:
     sb_printf(sb, "wgmma_wait %s", buf_name(p, s->u.wgmma_acc));
     break;
-  case IR_STMT_TMA_WAIT:
-    sb_printf(sb, "tma_wait %s[", buf_name(p, s->u.tma_wait.bar));
-    print_expr(p, sb, s->u.tma_wait.stage);
+  case IR_STMT_MBAR_ARRIVE:
+    sb_printf(sb, "mbar_arrive %s[", buf_name(p, s->u.mbar_wait.bar));
+    print_expr(p, sb, s->u.mbar_wait.stage);
+    sb_puts(sb, "]");
+    break;
+  case IR_STMT_MBAR_WAIT:
+    sb_printf(sb, "mbar_wait %s[", buf_name(p, s->u.mbar_wait.bar));
+    print_expr(p, sb, s->u.mbar_wait.stage);
     sb_puts(sb, "] parity(");
-    print_expr(p, sb, s->u.tma_wait.parity);
+    print_expr(p, sb, s->u.mbar_wait.parity);
     sb_puts(sb, ")");
     break;
   default:

@@ -308,6 +308,15 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     if (s->u.if_.else_) check_block(v, s->u.if_.else_, "else branch");
     return;
   }
+  case IR_STMT_WARP_ROLES:
+    check_block(v, s->u.roles.producer, "producer role");
+    check_block(v, s->u.roles.consumer, "consumer role");
+    return;
+  case IR_STMT_MBAR_ARRIVE:
+    if (!s->u.mbar_wait.bar || !s->u.mbar_wait.bar->is_mbarrier)
+      fail(v, s->loc, "mbar_arrive needs an mbarrier buffer");
+    check_int_expr(v, s->u.mbar_wait.stage, "mbar_arrive stage");
+    return;
   case IR_STMT_COPY:
     check_region(v, &s->u.copy.src, "copy source");
     check_region(v, &s->u.copy.dst, "copy destination");
@@ -353,11 +362,11 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     if (!s->u.wgmma_acc || s->u.wgmma_acc->scope != IR_SCOPE_FRAGMENT)
       fail(v, s->loc, "wgmma_wait needs a fragment accumulator");
     return;
-  case IR_STMT_TMA_WAIT:
-    if (!s->u.tma_wait.bar || !s->u.tma_wait.bar->is_mbarrier)
-      fail(v, s->loc, "tma_wait needs an mbarrier buffer");
-    check_int_expr(v, s->u.tma_wait.stage, "tma_wait stage");
-    check_int_expr(v, s->u.tma_wait.parity, "tma_wait parity");
+  case IR_STMT_MBAR_WAIT:
+    if (!s->u.mbar_wait.bar || !s->u.mbar_wait.bar->is_mbarrier)
+      fail(v, s->loc, "mbar_wait needs an mbarrier buffer");
+    check_int_expr(v, s->u.mbar_wait.stage, "mbar_wait stage");
+    check_int_expr(v, s->u.mbar_wait.parity, "mbar_wait parity");
     return;
   default:
     fail(v, s->loc, "bad statement kind %d", (int)s->kind);

@@ -72,7 +72,8 @@ int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b) {
     rc.count += (s->u.reduce.src == b) + (s->u.reduce.dst == b) + (s->u.reduce.scratch == b);
     break;
   case IR_STMT_WGMMA_WAIT: rc.count += s->u.wgmma_acc == b; break;
-  case IR_STMT_TMA_WAIT: rc.count += s->u.tma_wait.bar == b; break;
+  case IR_STMT_MBAR_WAIT:
+  case IR_STMT_MBAR_ARRIVE: rc.count += s->u.mbar_wait.bar == b; break;
   default: break;
   }
   ir_stmt_visit_exprs(s, count_load, &rc);

@@ -116,6 +116,12 @@ static void descend(IrModule *m, IrStmt *s, State *st) {
     *st = a;
   } else if (s->kind == IR_STMT_SEQ) {
     place(m, s, st);
+  } else if (s->kind == IR_STMT_WARP_ROLES) {
+    /* The producer only issues TMA copies and waits on mbarriers (no
+     * shared accesses of its own); barriers go into the consumers' part. */
+    State producer = *st;
+    place(m, s->u.roles.producer, &producer);
+    place(m, s->u.roles.consumer, st);
   }
 }
 
@@ -134,7 +140,8 @@ static void place(IrModule *m, IrStmt *seq, State *st) {
     /* A parallel loop is one step for the block: its iterations run on
      * different threads, so a barrier can only go around it, never inside. */
     bool parallel = s->kind == IR_STMT_FOR && s->u.for_.kind == IR_FOR_PARALLEL;
-    bool compound = !parallel && (s->kind == IR_STMT_FOR || s->kind == IR_STMT_IF || s->kind == IR_STMT_SEQ);
+    bool compound = !parallel && (s->kind == IR_STMT_FOR || s->kind == IR_STMT_IF || s->kind == IR_STMT_SEQ ||
+                                  s->kind == IR_STMT_WARP_ROLES);
     Access a = {0};
     if (compound || parallel) {
       /* Only what the compound touches before its own first barrier matters

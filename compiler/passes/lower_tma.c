@@ -16,13 +16,13 @@
  *   - where the pipeline waited for its cp.async groups (cp_async_wait in
  *     the body of a pipelined loop over k with S stages), every thread waits
  *     on each TMA destination's mbarrier instead:
- *         tma_wait B_full[k % S] parity((k / S) % 2)
+ *         mbar_wait B_full[k % S] parity((k / S) % 2)
  *     (stage k % S has been filled k / S times before); with no cp.async
  *     copy left in the kernel, the commits go and the waits are replaced.
  *     The pipeline's versioned fetch (whole tiles vs. guarded edge tiles)
  *     collapses to one version: TMA needs no guards.
  *   - a copy at the kernel's top level that is the first reference to its
- *     destination is followed by `tma_wait B_full[0] parity(0)`.
+ *     destination is followed by `mbar_wait B_full[0] parity(0)`.
  *   - each TMA destination B gets an mbarrier buffer B_full (i64[stages],
  *     allocated right after B; the CUDA backend initialises it there).
  * A box is: global source of rank <= 5 in 16-bit elements whose innermost
@@ -154,11 +154,11 @@ static bool make_tma(Lower *L, IrStmt *s, int stages) {
   return true;
 }
 
-static IrStmt *tma_wait(IrModule *m, IrBuffer *bar, IrExpr *stage, IrExpr *parity, SrcLoc loc) {
-  IrStmt *w = ir_stmt_new(m, IR_STMT_TMA_WAIT, loc);
-  w->u.tma_wait.bar = bar;
-  w->u.tma_wait.stage = stage;
-  w->u.tma_wait.parity = parity;
+static IrStmt *mbar_wait(IrModule *m, IrBuffer *bar, IrExpr *stage, IrExpr *parity, SrcLoc loc) {
+  IrStmt *w = ir_stmt_new(m, IR_STMT_MBAR_WAIT, loc);
+  w->u.mbar_wait.bar = bar;
+  w->u.mbar_wait.stage = stage;
+  w->u.mbar_wait.parity = parity;
   return w;
 }
 
@@ -241,7 +241,7 @@ static void rewrite_waits(Lower *L, IrStmt *loop, IrBuffer **dsts, int ndsts, bo
       IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
       IrExpr *fills = ir_binary(m, IR_OP_DIV, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc);
       IrExpr *parity = ir_binary(m, IR_OP_MOD, fills, ir_int(m, 2, loc), loc);
-      ir_seq_push(m, out, tma_wait(m, dsts[j]->tma_bar, stage, parity, loc));
+      ir_seq_push(m, out, mbar_wait(m, dsts[j]->tma_bar, stage, parity, loc));
       pending[j] = false;
     }
     ir_seq_push(m, out, s);
@@ -316,7 +316,7 @@ static void lower_kernel(Lower *L) {
     int at = i;
     while (body->u.seq.items[at] != s) at++;
     seq_insert(L->m, body, at + 1,
-               tma_wait(L->m, s->u.copy.dst.buf->tma_bar, ir_int(L->m, 0, s->loc), ir_int(L->m, 0, s->loc), s->loc));
+               mbar_wait(L->m, s->u.copy.dst.buf->tma_bar, ir_int(L->m, 0, s->loc), ir_int(L->m, 0, s->loc), s->loc));
     i = at + 1;
   }
 }

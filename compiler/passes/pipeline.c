@@ -48,6 +48,10 @@ void pass_rewrite_stmt(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx) {
     pass_rewrite_stmt(m, s->u.if_.then_, fn, ctx);
     pass_rewrite_stmt(m, s->u.if_.else_, fn, ctx);
     break;
+  case IR_STMT_WARP_ROLES:
+    pass_rewrite_stmt(m, s->u.roles.producer, fn, ctx);
+    pass_rewrite_stmt(m, s->u.roles.consumer, fn, ctx);
+    break;
   default:
     break;
   }
@@ -78,6 +82,10 @@ void pass_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx) {
   case IR_STMT_IF:
     pass_visit_stmts(s->u.if_.then_, fn, ctx);
     pass_visit_stmts(s->u.if_.else_, fn, ctx);
+    break;
+  case IR_STMT_WARP_ROLES:
+    pass_visit_stmts(s->u.roles.producer, fn, ctx);
+    pass_visit_stmts(s->u.roles.consumer, fn, ctx);
     break;
   default:
     break;

@@ -12,7 +12,8 @@
  *   copy.c      tile copies (16-byte/cp.async transfers, fragment copies,
  *               strided element copies) and fills;
  *   gemm.c      gemms: mma.sync (tc_gemm_ss/_rs) and wgmma (sm_90a);
- *   tma.c       TMA copies, their mbarriers and waits (sm_90a, lower-tma).
+ *   tma.c       TMA copies, their mbarriers and waits (sm_90a, lower-tma);
+ *   warp_roles.c  producer/consumer warpgroups (sm_90a, warp-specialize).
  * Every function here writes CUDA C++ text to C->out (statements) or to the
  * StrBuf it is given (expressions) and reports what it cannot map through
  * cuda_fail, which keeps the first error only. */
@@ -40,6 +41,8 @@ typedef struct Cuda {
   int threads;
   int smem_offset;
   const Nest *nest; /* innermost parallel nest being emitted, or NULL */
+  bool in_producer;    /* emitting the producer role (one elected thread) */
+  bool consumers_only; /* after the warp roles split: barriers are named, among consumers */
   int tmp;
 } Cuda;
 
@@ -82,6 +85,11 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth);
 /* tma.c */
 void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth); /* after its ALLOC */
 void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth);          /* a copy.tma */
-void cuda_emit_tma_wait(Cuda *C, const IrStmt *s, int depth);
+void cuda_emit_mbar_wait(Cuda *C, const IrStmt *s, int depth);
+void cuda_emit_mbar_arrive(Cuda *C, const IrStmt *s, int depth);
+
+/* warp_roles.c */
+void cuda_emit_warp_roles(Cuda *C, const IrStmt *s, int depth);
+void cuda_emit_barrier(Cuda *C, int depth);
 
 #endif

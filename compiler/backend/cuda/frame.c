@@ -182,10 +182,13 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     cuda_emit_reduce(C, s, depth);
     return;
   case IR_STMT_BARRIER:
-    cuda_indent(C, depth);
-    /* wgmma reads shared memory through the async proxy: the threads'
-     * writes (cp.async or plain) must be fenced for it before the barrier. */
-    sb_puts(o, C->k->wgmma ? "tc_fence_proxy_async(); __syncthreads();\n" : "__syncthreads();\n");
+    cuda_emit_barrier(C, depth);
+    return;
+  case IR_STMT_WARP_ROLES:
+    cuda_emit_warp_roles(C, s, depth);
+    return;
+  case IR_STMT_MBAR_ARRIVE:
+    cuda_emit_mbar_arrive(C, s, depth);
     return;
   case IR_STMT_ASYNC_COMMIT:
     cuda_indent(C, depth);
@@ -199,8 +202,8 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     cuda_indent(C, depth);
     sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_acc->layout.cols, s->u.wgmma_acc->name);
     return;
-  case IR_STMT_TMA_WAIT:
-    cuda_emit_tma_wait(C, s, depth);
+  case IR_STMT_MBAR_WAIT:
+    cuda_emit_mbar_wait(C, s, depth);
     return;
   case IR_STMT_ANNOTATE_LAYOUT:
   case IR_STMT_USE_SWIZZLE:
@@ -244,7 +247,16 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
   C->smem_offset = 0;
   int64_t threads = cuda_const(k->threads);
   C->threads = (int)threads;
-  sb_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) tilec_%s(", (int)threads, k->name);
+  /* Warp-specialized: one block per SM at most (setmaxnreg needs the
+   * register cap the bound gives); the code outside the producer's role is
+   * written for the consumer warps. */
+  if (k->producer_warp) {
+    C->threads = k->producer_warp * 32;
+    C->consumers_only = false;
+    sb_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d, 1) tilec_%s(", (int)threads, k->name);
+  } else {
+    sb_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) tilec_%s(", (int)threads, k->name);
+  }
   bool first = true;
   for (int i = 0; i < k->nparams; i++) {
     const IrParam *p = &k->params[i];
@@ -279,11 +291,14 @@ bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag) {
   sb_puts(&body, "// Kernel parameters: tensors (device pointers), scalars, then the dynamic\n"
                  "// shape symbols as long long. Launch with the dynamic shared memory the\n"
                  "// runtime reports (tilert) or TilecKernelInfo.shared_bytes.\n");
-  bool wgmma = false, tma = false;
-  for (int i = 0; i < m->nkernels; i++) wgmma |= m->kernels[i]->wgmma, tma |= m->kernels[i]->ntma_maps > 0;
+  bool wgmma = false, tma = false, roles = false;
+  for (int i = 0; i < m->nkernels; i++)
+    wgmma |= m->kernels[i]->wgmma, tma |= m->kernels[i]->ntma_maps > 0, roles |= m->kernels[i]->producer_warp > 0;
   /* The wgmma header (a superset) only where needed: it is large for NVRTC. */
   sb_puts(&body, wgmma ? "#include \"tilec_wgmma.cuh\"\n" : "#include \"tilec_tile.cuh\"\n");
-  sb_puts(&body, tma ? "#include \"tilec_tma.cuh\"\n\n" : "\n");
+  if (tma) sb_puts(&body, "#include \"tilec_tma.cuh\"\n");
+  if (roles) sb_puts(&body, "#include \"tilec_warp_roles.cuh\"\n");
+  sb_puts(&body, "\n");
   for (int i = 0; i < m->nkernels && !C.failed; i++) emit_kernel(&C, m->kernels[i]);
   if (!C.failed) sb_puts(out, body.data);
   sb_free(&body);

@@ -4,7 +4,7 @@
  * stage's mbarrier, then starts one box per 64-column panel (or one for the
  * whole tile) through the kernel's __grid_constant__ tensor map tc_tmap_<i>
  * (runtime/device/tilec_tma.cuh; the runtime encodes the maps at launch,
- * runtime/rt_tma.c). A tma_wait makes every thread wait for a stage's
+ * runtime/rt_tma.c). An mbar_wait makes every thread wait for a stage's
  * bytes; the mbarriers are created where their buffer is allocated. */
 #include "cuda_emit.h"
 
@@ -16,8 +16,8 @@ void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth) {
   cuda_indent(C, depth);
   sb_puts(o, "if (tc_tid == 0) {\n");
   cuda_indent(C, depth + 1);
-  sb_printf(o, "for (int tc_i = 0; tc_i < %lld; ++tc_i) tc_mbar_init(tc_smem_addr(%s + tc_i), 1);\n",
-            (long long)cuda_const(bar->shape[0]), bar->name);
+  sb_printf(o, "for (int tc_i = 0; tc_i < %lld; ++tc_i) tc_mbar_init(tc_smem_addr(%s + tc_i), %d);\n",
+            (long long)cuda_const(bar->shape[0]), bar->name, bar->mbar_count > 1 ? bar->mbar_count : 1);
   cuda_indent(C, depth + 1);
   sb_puts(o, "tc_mbar_fence_init();\n");
   cuda_indent(C, depth);
@@ -46,7 +46,8 @@ void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
   int64_t panels = cols / map->box[inner];
   StrBuf *o = C->out;
   cuda_indent(C, depth);
-  sb_printf(o, "if (tc_tid == 0) {  // copy.tma %s -> %s\n", g->name, dst->buf->name);
+  /* The producer role runs on one thread already. */
+  sb_printf(o, "%s {  // copy.tma %s -> %s\n", C->in_producer ? "" : "if (tc_tid == 0)", g->name, dst->buf->name);
   cuda_indent(C, depth + 1);
   sb_puts(o, "const unsigned tc_bar = ");
   barrier_addr(C, o, dst);
@@ -71,12 +72,21 @@ void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(o, "}\n");
 }
 
-void cuda_emit_tma_wait(Cuda *C, const IrStmt *s, int depth) {
+/* One arrival per warp (lane 0, after the whole warp is done reading). */
+void cuda_emit_mbar_arrive(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
   cuda_indent(C, depth);
-  sb_printf(o, "tc_mbar_wait(tc_smem_addr(%s + (", s->u.tma_wait.bar->name);
-  cuda_emit_expr(C, o, s->u.tma_wait.stage);
+  sb_printf(o, "__syncwarp(); if (tc_lane == 0) tc_mbar_arrive(tc_smem_addr(%s + (", s->u.mbar_wait.bar->name);
+  cuda_emit_expr(C, o, s->u.mbar_wait.stage);
+  sb_puts(o, ")));\n");
+}
+
+void cuda_emit_mbar_wait(Cuda *C, const IrStmt *s, int depth) {
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_printf(o, "tc_mbar_wait(tc_smem_addr(%s + (", s->u.mbar_wait.bar->name);
+  cuda_emit_expr(C, o, s->u.mbar_wait.stage);
   sb_puts(o, ")), (unsigned)(");
-  cuda_emit_expr(C, o, s->u.tma_wait.parity);
+  cuda_emit_expr(C, o, s->u.mbar_wait.parity);
   sb_puts(o, "));\n");
 }

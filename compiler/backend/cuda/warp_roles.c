@@ -1,0 +1,48 @@
+/* warp_roles.c - producer and consumer warpgroups (sm_90a; pass
+ * warp-specialize; device side in runtime/device/tilec_warp_roles.cuh).
+ *
+ *     if (tc_warp >= W) {                  // the producer warpgroup
+ *       tc_setmaxnreg_dec<R_p>();          // gives its registers back
+ *       if (tc_warp == W && tc_lane == 0) { <producer role> }
+ *       return;                            // nothing after the split is its business
+ *     }
+ *     tc_setmaxnreg_inc<R_c>();            // the consumers take them
+ *     <consumer role>
+ * From there on a block barrier is a named barrier among the consumer
+ * threads (the producer has left), and cooperative copies use the consumer
+ * thread count (C->threads). */
+#include "cuda_emit.h"
+
+void cuda_emit_warp_roles(Cuda *C, const IrStmt *s, int depth) {
+  StrBuf *o = C->out;
+  const int w = s->u.roles.producer_warp;
+  cuda_indent(C, depth);
+  sb_printf(o, "if (tc_warp >= %d) {  // producer warpgroup: issues the TMA copies\n", w);
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "tc_setmaxnreg_dec<%d>();\n", s->u.roles.producer_regs);
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "if (tc_warp == %d && tc_lane == 0) {\n", w);
+  C->in_producer = true;
+  cuda_emit_seq(C, s->u.roles.producer, depth + 2);
+  C->in_producer = false;
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "}\n");
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "return;\n");
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+  cuda_indent(C, depth);
+  sb_printf(o, "tc_setmaxnreg_inc<%d>();  // consumer warpgroups\n", s->u.roles.consumer_regs);
+  C->consumers_only = true;
+  cuda_emit_seq(C, s->u.roles.consumer, depth);
+}
+
+void cuda_emit_barrier(Cuda *C, int depth) {
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  /* wgmma and TMA read shared memory through the async proxy: the threads'
+   * writes (cp.async or plain) must be fenced for it before the barrier. */
+  if (C->k->wgmma) sb_puts(o, "tc_fence_proxy_async(); ");
+  if (C->consumers_only) sb_printf(o, "tc_consumer_sync<%d>();\n", C->threads);
+  else sb_puts(o, "__syncthreads();\n");
+}

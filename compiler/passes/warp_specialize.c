@@ -1,0 +1,263 @@
+/* warp_specialize.c - pass "warp-specialize" (GPU, sm_90a): a producer
+ * warpgroup issues a pipelined loop's TMA copies; the compute warps only
+ * wait for data and release it.
+ *
+ * Needs: lower-tma (every fetch of the loop is a copy.tma and the loop's
+ * waits are mbar_waits on the full barriers; no cp.async left in the loop),
+ * in the shape software-pipeline gives a loop over k with S stages:
+ *     for s in unrolled(..) { if (s < n) { copy.tma ... -> B[s] } }   (prologue)
+ *     for k in pipelined(n) {
+ *       if (k + a < n) { copy.tma ... -> B[(k + a) % S] ... }        (the fetch)
+ *       ... mbar_wait B_full[k % S] ... readers of B ...
+ *       barrier                                                    (closing)
+ *     }
+ * Guarantees: the kernel gets one more warpgroup (threads + 128), and the
+ * prologue and loop become
+ *     warp_roles producer(warps W..W+3) {            // one thread of warp W
+ *       for k in serial(n) {
+ *         if (k >= S) mbar_wait B_empty[k % S] parity((k / S + 1) % 2)
+ *         copy.tma ... -> B[k % S]                   // for every B
+ *       }
+ *     } consumers {
+ *       for k in pipelined(n) {                      // no fetch, no closing barrier
+ *         ... mbar_wait B_full[k % S] ... readers of B ...
+ *         mbar_arrive B_empty[k % S]                 // after B's last reader
+ *       }
+ *     }
+ * so the consumer warpgroups never wait on each other inside the loop (each
+ * waits only for its data), the producer runs up to S tiles ahead, and
+ * setmaxnreg moves registers from the producer to the consumers. Every
+ * barrier after the split is among the consumers only (the CUDA backend
+ * emits a named barrier). Only kernels with at least two consumer
+ * warpgroups are split: with one, the block relies on several blocks per
+ * SM to overlap its gemms and softmax, and a fourth of its threads idle in a
+ * producer would cost more than it brings. */
+#include <string.h>
+
+#include "passes.h"
+#include "../simplify.h"
+
+enum { PRODUCER_REGS = 24, MAX_CONSUMER_REGS = 240, REGS_PER_SM = 65536 };
+
+typedef struct Loop {
+  IrStmt *seq;      /* the SEQ holding prologue and loop */
+  int prologue_at;  /* position of the prologue in seq, or -1 */
+  int loop_at;
+  IrStmt *loop;
+  IrStmt *fetch;    /* the loop's fetch (an IF of copy.tma) */
+} Loop;
+
+static bool all_tma_copies(const IrStmt *seq) {
+  for (int i = 0; i < seq->u.seq.n; i++) {
+    const IrStmt *s = seq->u.seq.items[i];
+    if (s->kind != IR_STMT_COPY || !s->u.copy.tma) return false;
+  }
+  return seq->u.seq.n > 0;
+}
+
+static bool no_cp_async(IrStmt *body) {
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmtKind k = body->u.seq.items[i]->kind;
+    if (k == IR_STMT_ASYNC_WAIT || k == IR_STMT_ASYNC_COMMIT || k == IR_STMT_WGMMA_WAIT) return false;
+  }
+  return true;
+}
+
+/* The first pipelined loop at the kernel's top level (or in a SEQ there)
+ * that has the shape above. */
+static bool find_loop(IrStmt *body, Loop *L) {
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    IrStmt *seq = s->kind == IR_STMT_SEQ ? s : body;
+    int from = s->kind == IR_STMT_SEQ ? 0 : i, to = s->kind == IR_STMT_SEQ ? s->u.seq.n : i + 1;
+    for (int j = from; j < to; j++) {
+      IrStmt *loop = seq->u.seq.items[j];
+      if (loop->kind != IR_STMT_FOR || loop->u.for_.kind != IR_FOR_PIPELINED) continue;
+      IrStmt *b = loop->u.for_.body;
+      if (b->u.seq.n < 3 || !no_cp_async(b) || b->u.seq.items[b->u.seq.n - 1]->kind != IR_STMT_BARRIER) continue;
+      IrStmt *f = b->u.seq.items[0];
+      if (f->kind != IR_STMT_IF || f->u.if_.else_ || !all_tma_copies(f->u.if_.then_)) continue;
+      L->seq = seq;
+      L->loop_at = j;
+      L->loop = loop;
+      L->fetch = f;
+      IrStmt *prev = j > 0 ? seq->u.seq.items[j - 1] : NULL;
+      L->prologue_at = prev && prev->kind == IR_STMT_FOR && prev->u.for_.kind == IR_FOR_UNROLLED ? j - 1 : -1;
+      return true;
+    }
+  }
+  return false;
+}
+
+typedef struct Subst {
+  IrVar *var;
+  const IrExpr *at;
+} Subst;
+
+static IrExpr *subst_expr(IrModule *m, IrExpr *e, void *ctx) {
+  Subst *s = ctx;
+  return ir_simplify(m, ir_expr_subst(m, e, s->var, s->at));
+}
+
+static IrStmt *mbar_stmt(IrModule *m, IrStmtKind kind, IrBuffer *bar, IrExpr *stage, IrExpr *parity, SrcLoc loc) {
+  IrStmt *w = ir_stmt_new(m, kind, loc);
+  w->u.mbar_wait.bar = bar;
+  w->u.mbar_wait.stage = stage;
+  w->u.mbar_wait.parity = parity;
+  return w;
+}
+
+/* The empty barriers of TMA destination b: one arrival per consumer warp. */
+static IrBuffer *empty_barriers(IrModule *m, IrKernel *k, IrBuffer *b, int consumer_warps) {
+  if (b->empty_bar) return b->empty_bar;
+  IrBuffer *full = b->tma_bar;
+  IrExpr *shape[1] = {ir_expr_clone(m, full->shape[0])};
+  IrBuffer *bar = ir_buffer_new(m, arena_printf(m->arena, "%s_empty", b->name), DTYPE_I64, IR_SCOPE_SHARED, 1, shape,
+                                b->loc);
+  bar->is_mbarrier = true;
+  bar->mbar_count = consumer_warps;
+  bar->smem_align = full->smem_align;
+  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, b->loc);
+  alloc->u.alloc = bar;
+  /* Right after the full barriers' ALLOC (top level, lower-tma put it there). */
+  IrStmt *body = k->body;
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    if (s->kind != IR_STMT_ALLOC || s->u.alloc != full) continue;
+    ir_seq_push(m, body, alloc);
+    for (int j = body->u.seq.n - 1; j > i + 1; j--) body->u.seq.items[j] = body->u.seq.items[j - 1];
+    body->u.seq.items[i + 1] = alloc;
+    break;
+  }
+  b->empty_bar = bar;
+  return bar;
+}
+
+typedef struct Refs {
+  const IrBuffer *buf;
+  int count;
+} Refs;
+
+static void count_refs(IrStmt *s, void *ctx) {
+  Refs *r = ctx;
+  if (s->kind == IR_STMT_COPY && s->u.copy.tma) return;
+  if (s->kind == IR_STMT_MBAR_WAIT) return;
+  r->count += ir_stmt_buffer_refs(s, r->buf);
+}
+
+static bool reads(IrStmt *s, const IrBuffer *b) {
+  Refs r = {b, 0};
+  pass_visit_stmts(s, count_refs, &r);
+  return r.count > 0;
+}
+
+static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
+  IrStmt *loop = L->loop, *body = loop->u.for_.body;
+  IrVar *kv = loop->u.for_.var;
+  SrcLoc loc = loop->loc;
+  const int S = loop->u.for_.num_stages, consumer_warps = threads / 32;
+  IrStmt *fetches = L->fetch->u.if_.then_;
+
+  /* The producer: every tile, S ahead at most (the empty barriers). */
+  IrVar *pk = ir_var_new(m, arena_printf(m->arena, "%s_fetch", kv->name), IR_VAR_LOOP, DTYPE_I64, loc);
+  IrStmt *pbody = ir_seq_new(m, loc);
+  /* The fetch loads iteration k + a; the producer's iteration pk loads pk. */
+  IrExpr *ahead = NULL;
+  {
+    const IrStmt *c = fetches->u.seq.items[0];
+    const IrExpr *stage = c->u.copy.dst.start[0]; /* (k + a) % S, or the buffer's only stage */
+    ahead = stage->kind == IR_EXPR_BINARY && stage->u.op.op == IR_OP_MOD ? stage->u.op.a : NULL;
+  }
+  for (int i = 0; i < fetches->u.seq.n; i++) {
+    IrStmt *c = ir_stmt_clone_tile_op(m, fetches->u.seq.items[i]);
+    /* pk = k + a  <=>  k = pk - (ahead - k) */
+    IrExpr *k_of_pk = ir_var_ref(m, pk, loc);
+    if (ahead)
+      k_of_pk = ir_binary(m, IR_OP_SUB, k_of_pk, ir_binary(m, IR_OP_SUB, ir_expr_clone(m, ahead), ir_var_ref(m, kv, loc), loc), loc);
+    Subst sub = {kv, ir_simplify(m, k_of_pk)};
+    pass_rewrite_stmt(m, c, subst_expr, &sub);
+    IrBuffer *b = c->u.copy.dst.buf;
+    IrBuffer *empty = empty_barriers(m, k, b, consumer_warps);
+    IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, pk, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
+    IrExpr *fills = ir_binary(m, IR_OP_DIV, ir_var_ref(m, pk, loc), ir_int(m, S, loc), loc);
+    IrExpr *parity = ir_binary(m, IR_OP_MOD, ir_binary(m, IR_OP_ADD, fills, ir_int(m, 1, loc), loc), ir_int(m, 2, loc), loc);
+    IrStmt *wait = ir_seq_new(m, loc);
+    ir_seq_push(m, wait, mbar_stmt(m, IR_STMT_MBAR_WAIT, empty, stage, parity, loc));
+    IrExpr *refill = ir_binary(m, IR_OP_GE, ir_var_ref(m, pk, loc), ir_int(m, S, loc), loc);
+    ir_seq_push(m, pbody, ir_if_new(m, refill, wait, NULL, loc));
+    ir_seq_push(m, pbody, c);
+  }
+  IrStmt *producer = ir_seq_new(m, loc);
+  ir_seq_push(m, producer, ir_for_new(m, IR_FOR_SERIAL, pk, ir_expr_clone(m, loop->u.for_.extent), pbody, loc));
+
+  /* The consumers: the loop without its fetch and closing barrier, each
+   * buffer released after its last reader. */
+  IrStmt *cbody = ir_seq_new(m, body->loc);
+  const int n = body->u.seq.n;
+  for (int i = 1; i < n - 1; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    ir_seq_push(m, cbody, s);
+    for (int j = 0; j < fetches->u.seq.n; j++) {
+      IrBuffer *b = fetches->u.seq.items[j]->u.copy.dst.buf;
+      bool last = reads(s, b);
+      for (int r = i + 1; r < n - 1 && last; r++) last = !reads(body->u.seq.items[r], b);
+      if (!last) continue;
+      IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
+      ir_seq_push(m, cbody, mbar_stmt(m, IR_STMT_MBAR_ARRIVE, b->empty_bar, stage, NULL, loc));
+    }
+  }
+  loop->u.for_.body = cbody;
+  IrStmt *consumer = ir_seq_new(m, loc);
+  ir_seq_push(m, consumer, loop);
+
+  IrStmt *roles = ir_stmt_new(m, IR_STMT_WARP_ROLES, loc);
+  roles->u.roles.producer = producer;
+  roles->u.roles.consumer = consumer;
+  roles->u.roles.producer_warp = consumer_warps;
+  roles->u.roles.producer_regs = PRODUCER_REGS;
+  int consumer_regs = (REGS_PER_SM - (threads + 128 - threads) * PRODUCER_REGS) / threads / 8 * 8;
+  roles->u.roles.consumer_regs = consumer_regs > MAX_CONSUMER_REGS ? MAX_CONSUMER_REGS : consumer_regs;
+
+  /* Replace prologue + loop by the roles. */
+  IrStmt *seq = L->seq;
+  int at = L->prologue_at >= 0 ? L->prologue_at : L->loop_at, drop = L->prologue_at >= 0 ? 2 : 1;
+  seq->u.seq.items[at] = roles;
+  for (int i = at + drop; i < seq->u.seq.n; i++) seq->u.seq.items[i - drop + 1] = seq->u.seq.items[i];
+  seq->u.seq.n -= drop - 1;
+  k->threads = ir_int(m, threads + 128, k->threads->loc);
+  k->producer_warp = consumer_warps;
+}
+
+/* Shared memory written by the threads themselves (not by TMA) before the
+ * split would be written by the producer warps too, with a thread count the
+ * cooperative copies were not laid out for. */
+static void note_thread_smem_write(IrStmt *s, void *ctx) {
+  bool *found = ctx;
+  if (s->kind == IR_STMT_COPY && !s->u.copy.tma && s->u.copy.dst.buf->scope == IR_SCOPE_SHARED) *found = true;
+  if (s->kind == IR_STMT_FILL && s->u.fill.dst.buf->scope == IR_SCOPE_SHARED) *found = true;
+  if (s->kind == IR_STMT_STORE && s->u.store.buf->scope == IR_SCOPE_SHARED) *found = true;
+  if (s->kind == IR_STMT_REDUCE && s->u.reduce.scratch) *found = true;
+}
+
+static bool threads_write_smem_before(IrKernel *k, const Loop *L) {
+  bool found = false;
+  for (int i = 0; i < k->body->u.seq.n; i++) {
+    IrStmt *s = k->body->u.seq.items[i];
+    if (s == L->seq || s == L->loop) break;
+    pass_visit_stmts(s, note_thread_smem_write, &found);
+  }
+  return found;
+}
+
+bool pass_warp_specialize(IrModule *m, const PassOptions *opts, Diag *diag) {
+  if (opts->target != TILEC_TARGET_SM90A) return true;
+  for (int i = 0; i < m->nkernels; i++) {
+    IrKernel *k = m->kernels[i];
+    int64_t threads = 0;
+    Loop L;
+    if (!ir_expr_is_int_const(k->threads, &threads) || threads % 128 != 0 || threads < 256) continue;
+    if (!find_loop(k->body, &L) || threads_write_smem_before(k, &L)) continue;
+    specialize(m, k, &L, (int)threads);
+  }
+  return true;
+}

@@ -1,0 +1,34 @@
+/* tilec_warp_roles.cuh - producer/consumer warpgroups on sm_90a (the
+ * compiler's pass warp-specialize, compiler/backend/cuda/warp_roles.c).
+ *
+ * setmaxnreg moves registers between warpgroups of a running block: the
+ * producer (which only issues TMA copies) drops to a few, the consumers
+ * (wgmma accumulators, softmax) rise. It needs a register cap at kernel
+ * entry (__launch_bounds__(threads, 1)) and every warp of a warpgroup
+ * executing it. After the producer has left, the consumers synchronize on
+ * a named barrier of their own (id 1) instead of __syncthreads. */
+#ifndef TILEC_WARP_ROLES_CUH
+#define TILEC_WARP_ROLES_CUH
+
+#include "tilec_device.cuh"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+template <int REGS>
+TC_DEVICE void tc_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+template <int REGS>
+TC_DEVICE void tc_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+/* A barrier among the first THREADS threads of the block (the consumers). */
+template <int THREADS>
+TC_DEVICE void tc_consumer_sync() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
+}
+
+#endif /* __CUDA_ARCH__ >= 900 */
+#endif /* TILEC_WARP_ROLES_CUH */

@@ -1,35 +1,33 @@
 /* overlap_wgmma.c - pass "overlap-wgmma" (GPU, sm_90a): keeps the tensor
- * cores busy through the elementwise work of a warp-specialized loop with two
- * gemms (FlashAttention-3's intra-warpgroup overlap).
+ * cores busy through the elementwise work of a pipelined loop with two gemms
+ * (FlashAttention-3's intra-warpgroup overlap).
  *
- * Needs: warp-specialize (the consumers' loop: no fetches, no block barrier;
- * mbar_waits on full barriers and mbar_arrives on empty ones), infer-layout
- * (which gemms are wgmma).
- * Pattern, the body of a consumer `for k in pipelined(n)`:
+ * Needs: lower-tma (the loop's fetches are TMA copies and its waits
+ * tma_waits; no cp.async group is left in the loop), infer-layout (which
+ * gemms are wgmma).
+ * Pattern, in a top-level `for k in pipelined(n)` whose body ends in its
+ * closing barrier:
  *     ... G1: a wgmma gemm (or an if whose branches end in one) -> C1
  *     X:  statements
- *     mbar_wait B2_full[k % S]; G2: a wgmma gemm A2 (fragment), B2[k % S] -> C2;
- *     mbar_arrive B2_empty[k % S]
+ *     tma_wait B2[k % S] ...; G2: a wgmma gemm A2 (fragment), B2[k % S] -> C2
  *     Y:  statements
- * Without this pass each warpgroup waits for G1, computes X while its
- * tensor-core work is done, then waits for G2. After it, iteration k runs
- *     ...; G1(k) issued
- *     if (k > 0) { mbar_wait B2_full(k-1); G2(k-1) issued; wgmma_wait C1 pending(1) }
+ *     barrier
+ * where B2 is a TMA destination fetched at the top of the body. Without
+ * this pass every warpgroup waits for G1, then computes X while the tensor
+ * cores idle, then waits for G2. After it, iteration k runs
+ *     fetches except B2's; G1(k) issued
+ *     if (k > 0) { tma_wait B2(k-1); G2(k-1) issued; wgmma_wait C1 pending(1) }
  *     else wgmma_wait C1                      // G1(k) done, G2(k-1) may run on
  *     X and Y statements that touch neither C2, A2 nor B2 (nor what the
  *       held-back ones below write or read), in order: they run under G2(k-1)
- *     wgmma_wait C2 after(<the fragments they wrote>)   // G2(k-1) done
- *     if (k > 0) mbar_arrive B2_empty(k-1)
+ *     wgmma_wait C2                           // G2(k-1) done
  *     the held-back statements, in order (e.g. C2 *= rescale; A2 = cast(..))
- * and after the loop: if (n > 0) { mbar_wait B2_full(n-1); G2(n-1);
- * mbar_arrive B2_empty(n-1) }. G2 thus runs one iteration late, issued right
- * behind G1, and the statements between them overlap it: the dependences
- * between statements decide what moves, not the kernel's names. The wait
- * pins the registers written under G2 (nvcc would otherwise sink that
- * arithmetic past the wait). Loops that do not match are left as they are;
- * without warp specialization (the block's warpgroups in lockstep at a
- * barrier every iteration) this schedule measured slower (see
- * bench/results/2026-11-23-nvidia-h100-hopper-notes.md). */
+ *     barrier
+ *     if (k + 1 < n) fetch B2(k + 1)          // its stage was G2(k-1)'s
+ * and after the loop: if (n > 0) { tma_wait B2(n-1); G2(n-1) }. G2 thus runs
+ * one iteration late, issued right behind G1, and the statements between
+ * them overlap it: the dependences between statements decide what moves,
+ * not the kernel's names. Loops that do not match are left as they are. */
 #include <string.h>
 
 #include "passes.h"
@@ -83,8 +81,7 @@ static void effects_of_one(IrStmt *s, void *ctx) {
     note_write(e, s->u.reduce.dst);
     note_write(e, s->u.reduce.scratch);
     break;
-  case IR_STMT_MBAR_WAIT: note_read(e, s->u.mbar_wait.bar); break;
-  case IR_STMT_MBAR_ARRIVE: note_write(e, s->u.mbar_wait.bar); break;
+  case IR_STMT_TMA_WAIT: note_read(e, s->u.tma_wait.bar); break;
   case IR_STMT_WGMMA_WAIT: note_write(e, s->u.wgmma_wait.acc); break;
   case IR_STMT_LET:
   case IR_STMT_ALLOC:
@@ -143,40 +140,55 @@ static int ending_gemms(IrStmt *s, IrStmt **out) {
 }
 
 typedef struct Pattern {
-  int g1, g2, wait2, arrive2; /* top-level positions in the body */
+  int g1, g2, wait2, fetch; /* top-level positions in the body */
   IrStmt *g1_gemms[2];
   int ng1;
+  IrStmt *fetch_b2; /* the copy.tma into B2 inside the fetch */
 } Pattern;
+
+static bool contains_async_wait(IrStmt *body) {
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmtKind k = body->u.seq.items[i]->kind;
+    if (k == IR_STMT_ASYNC_WAIT || k == IR_STMT_ASYNC_COMMIT || k == IR_STMT_WGMMA_WAIT) return true;
+  }
+  return false;
+}
 
 static bool find_pattern(IrStmt *loop, Pattern *p) {
   IrStmt *body = loop->u.for_.body;
   const int n = body->u.seq.n;
   memset(p, 0, sizeof *p);
-  if (n < 4 || n > 60) return false;
-  for (int i = 0; i < n; i++) {
-    IrStmtKind k = body->u.seq.items[i]->kind;
-    if (k == IR_STMT_BARRIER || k == IR_STMT_ASYNC_WAIT || k == IR_STMT_WGMMA_WAIT) return false;
-  }
+  if (n < 4 || n > 60 || body->u.seq.items[n - 1]->kind != IR_STMT_BARRIER || contains_async_wait(body)) return false;
   p->g2 = -1;
-  for (int i = n - 1; i >= 0 && p->g2 < 0; i--) {
+  for (int i = n - 2; i >= 0 && p->g2 < 0; i--) {
     IrStmt *s = body->u.seq.items[i];
     if (is_wgmma(s) && s->u.gemm.a.buf->scope == IR_SCOPE_FRAGMENT && !s->u.gemm.wgmma_async) p->g2 = i;
   }
-  if (p->g2 < 2 || p->g2 + 1 >= n) return false;
+  if (p->g2 < 2) return false;
   IrStmt *g2 = body->u.seq.items[p->g2];
   const IrBuffer *b2 = g2->u.gemm.b.buf;
-  if (!b2->tma_bar || !b2->empty_bar || b2->rank != g2->u.gemm.b.rank) return false;
-  IrStmt *w = body->u.seq.items[p->g2 - 1], *a = body->u.seq.items[p->g2 + 1];
-  if (w->kind != IR_STMT_MBAR_WAIT || w->u.mbar_wait.bar != b2->tma_bar) return false;
-  if (a->kind != IR_STMT_MBAR_ARRIVE || a->u.mbar_wait.bar != b2->empty_bar) return false;
+  if (!b2->tma_bar || b2->rank != g2->u.gemm.b.rank) return false;
+  IrStmt *w = body->u.seq.items[p->g2 - 1];
+  if (w->kind != IR_STMT_TMA_WAIT || w->u.tma_wait.bar != b2->tma_bar) return false;
   p->wait2 = p->g2 - 1;
-  p->arrive2 = p->g2 + 1;
   p->g1 = -1;
   for (int i = 0; i < p->wait2 && p->g1 < 0; i++) {
     p->ng1 = ending_gemms(body->u.seq.items[i], p->g1_gemms);
     if (p->ng1) p->g1 = i;
   }
-  return p->g1 >= 0 && p->g1_gemms[0]->u.gemm.c.buf != g2->u.gemm.c.buf;
+  if (p->g1 < 0 || p->g1_gemms[0]->u.gemm.c.buf == g2->u.gemm.c.buf) return false;
+  /* The fetch of B2: a copy.tma in an if before G1. */
+  p->fetch = -1;
+  for (int i = 0; i < p->g1 && p->fetch < 0; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    if (s->kind != IR_STMT_IF || s->u.if_.else_) continue;
+    IrStmt *t = s->u.if_.then_;
+    for (int j = 0; j < t->u.seq.n; j++) {
+      IrStmt *c = t->u.seq.items[j];
+      if (c->kind == IR_STMT_COPY && c->u.copy.tma && c->u.copy.dst.buf == b2) p->fetch = i, p->fetch_b2 = c;
+    }
+  }
+  return p->fetch >= 0;
 }
 
 /* ---- the transformation ----------------------------------------------------------- */
@@ -191,14 +203,14 @@ static IrExpr *subst_expr(IrModule *m, IrExpr *e, void *ctx) {
   return ir_expr_subst(m, e, s->var, s->at);
 }
 
-/* A copy of G2 (or of its mbarrier wait or release) for iteration `at`. */
+/* A copy of G2 (or of its tma_wait) for iteration `at`. */
 static IrStmt *at_iteration(IrModule *m, const IrStmt *s, IrVar *k, const IrExpr *at) {
   IrStmt *c;
-  if (s->kind == IR_STMT_MBAR_WAIT || s->kind == IR_STMT_MBAR_ARRIVE) {
-    c = ir_stmt_new(m, s->kind, s->loc);
-    c->u.mbar_wait = s->u.mbar_wait;
-    c->u.mbar_wait.stage = ir_expr_clone(m, s->u.mbar_wait.stage);
-    c->u.mbar_wait.parity = ir_expr_clone(m, s->u.mbar_wait.parity);
+  if (s->kind == IR_STMT_TMA_WAIT) {
+    c = ir_stmt_new(m, IR_STMT_TMA_WAIT, s->loc);
+    c->u.tma_wait = s->u.tma_wait;
+    c->u.tma_wait.stage = ir_expr_clone(m, s->u.tma_wait.stage);
+    c->u.tma_wait.parity = ir_expr_clone(m, s->u.tma_wait.parity);
   } else {
     c = ir_stmt_clone_tile_op(m, s);
   }
@@ -236,13 +248,24 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   const int n = body->u.seq.n;
   IrVar *kv = loop->u.for_.var;
   SrcLoc loc = loop->loc;
-  IrStmt *g2 = body->u.seq.items[p->g2], *wait2 = body->u.seq.items[p->wait2], *arrive2 = body->u.seq.items[p->arrive2];
+  IrStmt *g2 = body->u.seq.items[p->g2], *wait2 = body->u.seq.items[p->wait2];
   IrBuffer *c1 = p->g1_gemms[0]->u.gemm.c.buf, *c2 = g2->u.gemm.c.buf;
   const IrBuffer *a2 = g2->u.gemm.a.buf, *b2 = g2->u.gemm.b.buf;
   IrStmt *out = ir_seq_new(m, body->loc);
 
-  /* Up to G1, which is now only issued. */
-  for (int i = 0; i < p->g1; i++) ir_seq_push(m, out, body->u.seq.items[i]);
+  /* Fetches (B2's moves to the end), G1 issued. */
+  for (int i = 0; i < p->g1; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    if (i == p->fetch) {
+      IrStmt *t = s->u.if_.then_;
+      int kept = 0;
+      for (int j = 0; j < t->u.seq.n; j++)
+        if (t->u.seq.items[j] != p->fetch_b2) t->u.seq.items[kept++] = t->u.seq.items[j];
+      t->u.seq.n = kept;
+      if (kept == 0) continue;
+    }
+    ir_seq_push(m, out, s);
+  }
   for (int j = 0; j < p->ng1; j++) p->g1_gemms[j]->u.gemm.wgmma_issue_only = true;
   ir_seq_push(m, out, body->u.seq.items[p->g1]);
 
@@ -263,8 +286,8 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   Effects held_back[64];
   IrStmt *held[64];
   int nheld = 0;
-  for (int i = p->g1 + 1; i < n; i++) {
-    if (i == p->g2 || i == p->wait2 || i == p->arrive2) continue;
+  for (int i = p->g1 + 1; i < n - 1; i++) {
+    if (i == p->g2 || i == p->wait2) continue;
     IrStmt *s = body->u.seq.items[i];
     Effects e = effects_of(s);
     bool hold = e.overflow || references(&e, c2) || references(&e, a2) || references(&e, b2);
@@ -278,10 +301,15 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
     }
   }
   ir_seq_push(m, out, overlap_done);
-  /* G2(k-1) is done with its stage of B2: the producer may refill it. */
-  IrStmt *release = seq_of(m, loc, at_iteration(m, arrive2, kv, prev), NULL);
-  ir_seq_push(m, out, ir_if_new(m, ir_expr_clone(m, not_first), release, NULL, loc));
   for (int j = 0; j < nheld; j++) ir_seq_push(m, out, held[j]);
+  ir_seq_push(m, out, body->u.seq.items[n - 1]); /* the closing barrier */
+
+  /* B2's next tile, into the stage G2(k-1) has just finished reading. */
+  IrExpr *next = ir_binary(m, IR_OP_ADD, ir_var_ref(m, kv, loc), ir_int(m, 1, loc), loc);
+  IrExpr *has_next = ir_binary(m, IR_OP_LT, ir_expr_clone(m, next), ir_expr_clone(m, loop->u.for_.extent), loc);
+  IrStmt *fetch = ir_seq_new(m, loc);
+  ir_seq_push(m, fetch, p->fetch_b2);
+  ir_seq_push(m, out, ir_if_new(m, has_next, fetch, NULL, loc));
   loop->u.for_.body = out;
 
   /* After the loop: G2 of the last iteration (waiting in place). */
@@ -289,22 +317,16 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   IrStmt *tail = ir_seq_new(m, loc);
   ir_seq_push(m, tail, at_iteration(m, wait2, kv, last));
   ir_seq_push(m, tail, at_iteration(m, g2, kv, last));
-  ir_seq_push(m, tail, at_iteration(m, arrive2, kv, last));
   IrExpr *any = ir_binary(m, IR_OP_GT, ir_expr_clone(m, loop->u.for_.extent), ir_int(m, 0, loc), loc);
   return ir_if_new(m, any, tail, NULL, loc);
 }
 
-/* The consumers' pipelined loops: at the top level, in a SEQ there, or in
- * the consumer role of a warp split. */
-static void walk(IrModule *m, IrStmt *seq) {
+/* Top-level pipelined loops, directly in seq or in a SEQ of its own. */
+static void walk(IrModule *m, IrStmt *seq, bool nested) {
   for (int i = 0; i < seq->u.seq.n; i++) {
     IrStmt *s = seq->u.seq.items[i];
-    if (s->kind == IR_STMT_SEQ) {
-      walk(m, s);
-      continue;
-    }
-    if (s->kind == IR_STMT_WARP_ROLES) {
-      walk(m, s->u.roles.consumer);
+    if (s->kind == IR_STMT_SEQ && !nested) {
+      walk(m, s, true);
       continue;
     }
     Pattern p;
@@ -319,6 +341,6 @@ static void walk(IrModule *m, IrStmt *seq) {
 
 bool pass_overlap_wgmma(IrModule *m, const PassOptions *opts, Diag *diag) {
   if (opts->target != TILEC_TARGET_SM90A) return true;
-  for (int i = 0; i < m->nkernels; i++) walk(m, m->kernels[i]->body);
+  for (int i = 0; i < m->nkernels; i++) walk(m, m->kernels[i]->body, false);
   return true;
 }

@@ -329,11 +329,6 @@ struct IrStmt {
                             is wgmma_async: pending 0; overlap-wgmma: 1 or 0) */
       IrBuffer *acc;
       int pending;
-      /* fragments whose values are computed before the wait and must stay
-       * there (the work that overlaps the wgmmas): the CUDA backend pins
-       * their registers, or nvcc would sink that arithmetic past the wait */
-      IrBuffer *pinned[8];
-      int npinned;
     } wgmma_wait;
     struct {             /* FILL dst with value (clear(x) is fill(x, 0)) */
       IrRegion dst;

@@ -396,9 +396,6 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
   case IR_STMT_WGMMA_WAIT:
     sb_printf(sb, "wgmma_wait %s", buf_name(p, s->u.wgmma_wait.acc));
     if (s->u.wgmma_wait.pending) sb_printf(sb, " pending(%d)", s->u.wgmma_wait.pending);
-    for (int i = 0; i < s->u.wgmma_wait.npinned; i++)
-      sb_printf(sb, "%s%s", i ? ", " : " after(", buf_name(p, s->u.wgmma_wait.pinned[i]));
-    if (s->u.wgmma_wait.npinned) sb_puts(sb, ")");
     break;
   case IR_STMT_MBAR_ARRIVE:
     sb_printf(sb, "mbar_arrive %s[", buf_name(p, s->u.mbar_wait.bar));

@@ -226,14 +226,6 @@ static IrStmt *wgmma_wait(IrModule *m, IrBuffer *acc, int pending, SrcLoc loc) {
   return w;
 }
 
-/* Adds a float fragment to the ones the wait keeps computed before it. */
-static void pin(IrStmt *wait, IrBuffer *b) {
-  if (b->scope != IR_SCOPE_FRAGMENT || b->dtype != DTYPE_F32 || wait->u.wgmma_wait.npinned == 8) return;
-  for (int i = 0; i < wait->u.wgmma_wait.npinned; i++)
-    if (wait->u.wgmma_wait.pinned[i] == b) return;
-  wait->u.wgmma_wait.pinned[wait->u.wgmma_wait.npinned++] = b;
-}
-
 static IrStmt *seq_of(IrModule *m, SrcLoc loc, IrStmt *a, IrStmt *b) {
   IrStmt *s = ir_seq_new(m, loc);
   if (a) ir_seq_push(m, s, a);
@@ -280,9 +272,7 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   IrExpr *not_first = ir_binary(m, IR_OP_GT, ir_var_ref(m, kv, loc), ir_int(m, 0, loc), loc);
   ir_seq_push(m, out, ir_if_new(m, not_first, late, seq_of(m, loc, wgmma_wait(m, c1, 0, loc), NULL), loc));
 
-  /* The statements after G1: those independent of G2(k-1) run under it;
-   * the wait for G2(k-1) pins the fragments they write. */
-  IrStmt *overlap_done = wgmma_wait(m, c2, 0, loc);
+  /* The statements after G1: those independent of G2(k-1) run under it. */
   Effects held_back[64];
   IrStmt *held[64];
   int nheld = 0;
@@ -297,10 +287,9 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
       held[nheld++] = s;
     } else {
       ir_seq_push(m, out, s);
-      for (int j = 0; j < e.nwrites; j++) pin(overlap_done, (IrBuffer *)e.writes[j]);
     }
   }
-  ir_seq_push(m, out, overlap_done);
+  ir_seq_push(m, out, wgmma_wait(m, c2, 0, loc));
   for (int j = 0; j < nheld; j++) ir_seq_push(m, out, held[j]);
   ir_seq_push(m, out, body->u.seq.items[n - 1]); /* the closing barrier */
 

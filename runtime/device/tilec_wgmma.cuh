@@ -217,15 +217,6 @@ TC_DEVICE void tc_wgmma_drain(float *acc) {
   tc_wgmma_fence_acc<N>(acc);
 }
 
-/* Makes the N floats of x count as used here: their values are computed
- * before this point (register-only arithmetic could otherwise be moved past
- * a following wgmma wait, out of the window where it overlaps the wgmmas). */
-template <int N>
-TC_DEVICE void tc_pin_regs(float *x) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(x[i])::"memory");
-}
-
 /* Waits until at most PENDING of this warpgroup's wgmma groups are in
  * flight (groups complete in issue order), then acc (N / 2 floats), which
  * an older group wrote, may be read. */

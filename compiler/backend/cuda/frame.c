@@ -200,11 +200,6 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     return;
   case IR_STMT_WGMMA_WAIT:
     cuda_indent(C, depth);
-    for (int i = 0; i < s->u.wgmma_wait.npinned; i++) {
-      const IrBuffer *b = s->u.wgmma_wait.pinned[i];
-      sb_printf(o, "tc_pin_regs<%d>(%s);\n", b->layout.rows_local * b->layout.cols_local, b->name);
-      cuda_indent(C, depth);
-    }
     if (s->u.wgmma_wait.pending == 0)
       sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_wait.acc->layout.cols, s->u.wgmma_wait.acc->name);
     else

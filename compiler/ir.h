@@ -323,13 +323,8 @@ struct IrStmt {
       int producer_regs, consumer_regs; /* setmaxnreg counts */
     } roles;
     int async_pending;   /* ASYNC_WAIT: wait until at most this many groups are in flight */
-    struct {             /* WGMMA_WAIT: wait until at most `pending` of this warpgroup's
-                            wgmma groups are in flight (they complete in issue order);
-                            acc's registers are then ready (after a loop whose gemm
-                            is wgmma_async: pending 0; overlap-wgmma: 1 or 0) */
-      IrBuffer *acc;
-      int pending;
-    } wgmma_wait;
+    IrBuffer *wgmma_acc; /* WGMMA_WAIT: wait for the wgmmas still writing this accumulator
+                            (after a loop whose gemm is wgmma_async) */
     struct {             /* FILL dst with value (clear(x) is fill(x, 0)) */
       IrRegion dst;
       IrExpr *value;
@@ -341,8 +336,6 @@ struct IrStmt {
       bool wgmma;        /* sm_90a: issued as wgmma (set by infer-layout) */
       bool wgmma_async;  /* returns with its wgmmas in flight; the pipelined
                             loop around it waits at exit (software-pipeline) */
-      bool wgmma_issue_only; /* issues and commits its wgmmas and returns at
-                            once; a later WGMMA_WAIT completes them (overlap-wgmma) */
     } gemm;
     struct {             /* REDUCE src along dim into dst */
       IrReduceKind kind;

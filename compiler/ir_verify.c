@@ -359,7 +359,7 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     if (s->u.async_pending < 0) fail(v, s->loc, "cp_async_wait with %d pending groups", s->u.async_pending);
     return;
   case IR_STMT_WGMMA_WAIT:
-    if (!s->u.wgmma_wait.acc || s->u.wgmma_wait.acc->scope != IR_SCOPE_FRAGMENT || s->u.wgmma_wait.pending < 0)
+    if (!s->u.wgmma_acc || s->u.wgmma_acc->scope != IR_SCOPE_FRAGMENT)
       fail(v, s->loc, "wgmma_wait needs a fragment accumulator");
     return;
   case IR_STMT_MBAR_WAIT:

@@ -200,11 +200,7 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     return;
   case IR_STMT_WGMMA_WAIT:
     cuda_indent(C, depth);
-    if (s->u.wgmma_wait.pending == 0)
-      sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_wait.acc->layout.cols, s->u.wgmma_wait.acc->name);
-    else
-      sb_printf(o, "tc_wgmma_wait_acc<%d, %d>(%s);\n", s->u.wgmma_wait.pending, s->u.wgmma_wait.acc->layout.cols,
-                s->u.wgmma_wait.acc->name);
+    sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_acc->layout.cols, s->u.wgmma_acc->name);
     return;
   case IR_STMT_MBAR_WAIT:
     cuda_emit_mbar_wait(C, s, depth);

@@ -294,6 +294,12 @@ void ir_seq_push(IrModule *m, IrStmt *seq, IrStmt *item) {
   seq->u.seq.items[seq->u.seq.n++] = item;
 }
 
+void ir_seq_insert(IrModule *m, IrStmt *seq, int at, IrStmt *item) {
+  ir_seq_push(m, seq, item); /* grows the array; then shift into place */
+  for (int i = seq->u.seq.n - 1; i > at; i--) seq->u.seq.items[i] = seq->u.seq.items[i - 1];
+  seq->u.seq.items[at] = item;
+}
+
 IrStmt *ir_for_new(IrModule *m, IrForKind kind, IrVar *var, IrExpr *extent, IrStmt *body,
                    SrcLoc loc) {
   IrStmt *s = ir_stmt_new(m, IR_STMT_FOR, loc);

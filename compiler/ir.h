@@ -459,6 +459,7 @@ bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b);
 int64_t ir_buffer_bytes_aligned(const IrBuffer *b);
 IrStmt *ir_seq_new(IrModule *m, SrcLoc loc);
 void ir_seq_push(IrModule *m, IrStmt *seq, IrStmt *item);
+void ir_seq_insert(IrModule *m, IrStmt *seq, int at, IrStmt *item); /* before position at */
 IrStmt *ir_for_new(IrModule *m, IrForKind kind, IrVar *var, IrExpr *extent, IrStmt *body, SrcLoc loc);
 IrStmt *ir_store_new(IrModule *m, IrBuffer *buf, IrExpr *const *idx, IrExpr *value, SrcLoc loc);
 IrStmt *ir_if_new(IrModule *m, IrExpr *cond, IrStmt *then_, IrStmt *else_, SrcLoc loc);

@@ -109,36 +109,11 @@ typedef struct Lower {
   IrKernel *k;
 } Lower;
 
-/* Position of b's ALLOC in the kernel body's top level, or -1. */
-static int top_level_alloc(const IrKernel *k, const IrBuffer *b) {
-  const IrStmt *body = k->body;
-  for (int i = 0; i < body->u.seq.n; i++)
-    if (body->u.seq.items[i]->kind == IR_STMT_ALLOC && body->u.seq.items[i]->u.alloc == b) return i;
-  return -1;
-}
-
-static void seq_insert(IrModule *m, IrStmt *seq, int at, IrStmt *s) {
-  ir_seq_push(m, seq, s); /* grows the array; then shift into place */
-  for (int i = seq->u.seq.n - 1; i > at; i--) seq->u.seq.items[i] = seq->u.seq.items[i - 1];
-  seq->u.seq.items[at] = s;
-}
-
 /* The mbarriers of TMA destination b (created and allocated right after b
  * on first use), or NULL when b is not allocated at the top level. */
 static IrBuffer *mbarriers_of(Lower *L, IrBuffer *b, int stages) {
-  if (b->tma_bar) return b->tma_bar;
-  int at = top_level_alloc(L->k, b);
-  if (at < 0) return NULL;
-  IrExpr *shape[1] = {ir_int(L->m, stages, b->loc)};
-  IrBuffer *bar = ir_buffer_new(L->m, arena_printf(L->m->arena, "%s_full", b->name), DTYPE_I64, IR_SCOPE_SHARED, 1,
-                                shape, b->loc);
-  bar->is_mbarrier = true;
-  bar->smem_align = L->k->wgmma ? 1024 : 128; /* keeps the buffers after it aligned */
-  IrStmt *alloc = ir_stmt_new(L->m, IR_STMT_ALLOC, b->loc);
-  alloc->u.alloc = bar;
-  seq_insert(L->m, L->k->body, at + 1, alloc);
-  b->tma_bar = bar;
-  return bar;
+  if (!b->tma_bar) b->tma_bar = pass_add_mbarriers(L->m, L->k, b, arena_printf(L->m->arena, "%s_full", b->name), stages, 1);
+  return b->tma_bar;
 }
 
 /* Turns copy s into a TMA copy if it is a box; false otherwise. */
@@ -190,24 +165,6 @@ static IrStmt *collapse_versions(IrStmt *s) {
   return edge;
 }
 
-typedef struct Refs {
-  const IrBuffer *buf;
-  int count;
-} Refs;
-
-static void count_refs(IrStmt *s, void *ctx) {
-  Refs *r = ctx;
-  if (s->kind == IR_STMT_COPY && s->u.copy.tma) return; /* a fetch writes, it does not read */
-  r->count += ir_stmt_buffer_refs(s, r->buf);
-}
-
-/* References to b under s, not counting TMA copies into it. */
-static int refs_under(IrStmt *s, const IrBuffer *b) {
-  Refs r = {b, 0};
-  pass_visit_stmts(s, count_refs, &r);
-  return r.count;
-}
-
 /* The body of pipelined loop `loop` (S stages, variable k) after its fetches
  * became TMA copies into the buffers `dsts`: where it waited for cp.async
  * groups, each thread waits on every destination's mbarrier, each wait
@@ -236,7 +193,7 @@ static void rewrite_waits(Lower *L, IrStmt *loop, IrBuffer **dsts, int ndsts, bo
       continue;
     }
     for (int j = 0; j < ndsts; j++) {
-      if (!pending[j] || (refs_under(s, dsts[j]) == 0 && i + 1 < body->u.seq.n)) continue;
+      if (!pending[j] || (pass_count_reads(s, dsts[j]) == 0 && i + 1 < body->u.seq.n)) continue;
       SrcLoc loc = s->loc;
       IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
       IrExpr *fills = ir_binary(m, IR_OP_DIV, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc);
@@ -315,7 +272,7 @@ static void lower_kernel(Lower *L) {
     /* make_tma may have inserted the mbarrier ALLOC before s: find s again. */
     int at = i;
     while (body->u.seq.items[at] != s) at++;
-    seq_insert(L->m, body, at + 1,
+    ir_seq_insert(L->m, body, at + 1,
                mbar_wait(L->m, s->u.copy.dst.buf->tma_bar, ir_int(L->m, 0, s->loc), ir_int(L->m, 0, s->loc), s->loc));
     i = at + 1;
   }

@@ -49,6 +49,17 @@ void pass_rewrite_kernel(IrModule *m, IrKernel *k, IrExprRewriter fn, void *ctx)
 /* The same for one statement tree. */
 void pass_rewrite_stmt(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx);
 
+/* References to b under s that read it: TMA copies into b (they write it)
+ * and mbarrier operations do not count. */
+int pass_count_reads(IrStmt *s, const IrBuffer *b);
+
+/* A new mbarrier buffer `name` of `stages` barriers, `count` arrivals per
+ * phase, allocated at the kernel's top level right after `after` (whose
+ * ALLOC must be there: NULL otherwise). Aligned like the kernel's other
+ * shared buffers so the ones after it stay aligned. */
+IrBuffer *pass_add_mbarriers(IrModule *m, IrKernel *k, const IrBuffer *after, const char *name, int stages,
+                             int count);
+
 /* Pre-order visit of every statement under s (s included). */
 typedef void (*IrStmtVisitor)(IrStmt *s, void *ctx);
 void pass_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx);

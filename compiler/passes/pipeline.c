@@ -91,3 +91,39 @@ void pass_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx) {
     break;
   }
 }
+
+typedef struct Reads {
+  const IrBuffer *buf;
+  int count;
+} Reads;
+
+static void count_read(IrStmt *s, void *ctx) {
+  Reads *r = ctx;
+  if (s->kind == IR_STMT_COPY && s->u.copy.tma) return;
+  if (s->kind == IR_STMT_MBAR_WAIT || s->kind == IR_STMT_MBAR_ARRIVE) return;
+  r->count += ir_stmt_buffer_refs(s, r->buf);
+}
+
+int pass_count_reads(IrStmt *s, const IrBuffer *b) {
+  Reads r = {b, 0};
+  pass_visit_stmts(s, count_read, &r);
+  return r.count;
+}
+
+IrBuffer *pass_add_mbarriers(IrModule *m, IrKernel *k, const IrBuffer *after, const char *name, int stages,
+                             int count) {
+  IrStmt *body = k->body;
+  int at = -1;
+  for (int i = 0; i < body->u.seq.n && at < 0; i++)
+    if (body->u.seq.items[i]->kind == IR_STMT_ALLOC && body->u.seq.items[i]->u.alloc == after) at = i;
+  if (at < 0) return NULL;
+  IrExpr *shape[1] = {ir_int(m, stages, after->loc)};
+  IrBuffer *bar = ir_buffer_new(m, name, DTYPE_I64, IR_SCOPE_SHARED, 1, shape, after->loc);
+  bar->is_mbarrier = true;
+  bar->mbar_count = count;
+  bar->smem_align = k->wgmma ? 1024 : 128;
+  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, after->loc);
+  alloc->u.alloc = bar;
+  ir_seq_insert(m, body, at + 1, alloc);
+  return bar;
+}

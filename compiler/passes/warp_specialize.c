@@ -109,46 +109,12 @@ static IrStmt *mbar_stmt(IrModule *m, IrStmtKind kind, IrBuffer *bar, IrExpr *st
 
 /* The empty barriers of TMA destination b: one arrival per consumer warp. */
 static IrBuffer *empty_barriers(IrModule *m, IrKernel *k, IrBuffer *b, int consumer_warps) {
-  if (b->empty_bar) return b->empty_bar;
-  IrBuffer *full = b->tma_bar;
-  IrExpr *shape[1] = {ir_expr_clone(m, full->shape[0])};
-  IrBuffer *bar = ir_buffer_new(m, arena_printf(m->arena, "%s_empty", b->name), DTYPE_I64, IR_SCOPE_SHARED, 1, shape,
-                                b->loc);
-  bar->is_mbarrier = true;
-  bar->mbar_count = consumer_warps;
-  bar->smem_align = full->smem_align;
-  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, b->loc);
-  alloc->u.alloc = bar;
-  /* Right after the full barriers' ALLOC (top level, lower-tma put it there). */
-  IrStmt *body = k->body;
-  for (int i = 0; i < body->u.seq.n; i++) {
-    IrStmt *s = body->u.seq.items[i];
-    if (s->kind != IR_STMT_ALLOC || s->u.alloc != full) continue;
-    ir_seq_push(m, body, alloc);
-    for (int j = body->u.seq.n - 1; j > i + 1; j--) body->u.seq.items[j] = body->u.seq.items[j - 1];
-    body->u.seq.items[i + 1] = alloc;
-    break;
-  }
-  b->empty_bar = bar;
-  return bar;
-}
-
-typedef struct Refs {
-  const IrBuffer *buf;
-  int count;
-} Refs;
-
-static void count_refs(IrStmt *s, void *ctx) {
-  Refs *r = ctx;
-  if (s->kind == IR_STMT_COPY && s->u.copy.tma) return;
-  if (s->kind == IR_STMT_MBAR_WAIT) return;
-  r->count += ir_stmt_buffer_refs(s, r->buf);
-}
-
-static bool reads(IrStmt *s, const IrBuffer *b) {
-  Refs r = {b, 0};
-  pass_visit_stmts(s, count_refs, &r);
-  return r.count > 0;
+  int64_t stages = 1;
+  ir_expr_is_int_const(b->tma_bar->shape[0], &stages);
+  if (!b->empty_bar)
+    b->empty_bar = pass_add_mbarriers(m, k, b->tma_bar, arena_printf(m->arena, "%s_empty", b->name), (int)stages,
+                                      consumer_warps);
+  return b->empty_bar;
 }
 
 static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
@@ -199,8 +165,8 @@ static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
     ir_seq_push(m, cbody, s);
     for (int j = 0; j < fetches->u.seq.n; j++) {
       IrBuffer *b = fetches->u.seq.items[j]->u.copy.dst.buf;
-      bool last = reads(s, b);
-      for (int r = i + 1; r < n - 1 && last; r++) last = !reads(body->u.seq.items[r], b);
+      bool last = pass_count_reads(s, b) > 0;
+      for (int r = i + 1; r < n - 1 && last; r++) last = pass_count_reads(body->u.seq.items[r], b) == 0;
       if (!last) continue;
       IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
       ir_seq_push(m, cbody, mbar_stmt(m, IR_STMT_MBAR_ARRIVE, b->empty_bar, stage, NULL, loc));

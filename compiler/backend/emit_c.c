@@ -583,6 +583,12 @@ static void emit_stmt(Emitter *E, const IrStmt *s, int depth) {
       /* Storing rounds: an explicit cast to the same type adds nothing. */
       const IrExpr *v = s->u.store.value;
       if (v && v->kind == IR_EXPR_CAST && v->dtype == b->dtype && v->u.cast_src) v = v->u.cast_src;
+      if (dtype_is_fp8(b->dtype) && v && v->kind == IR_EXPR_LOAD && v->u.load.buf &&
+          v->u.load.buf->dtype == b->dtype) { /* a copy of the same FP8 type: the byte itself */
+        emit_element(E, o, v->u.load.buf, v->u.load.idx, v->u.load.nidx, v->loc);
+        sb_puts(o, ";\n");
+        return;
+      }
       if (dtype_is_fp8(b->dtype)) {
         E->uses_fp8 = true;
         sb_printf(o, "tc_f32_to_%s((float)", fp8_name(b->dtype));

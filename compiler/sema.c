@@ -561,7 +561,9 @@ static IrStmt *tile_op(Sema *s, const AstExpr *call) {
       }
     }
     DType da = st->u.gemm.a.buf->dtype, db = st->u.gemm.b.buf->dtype, dc = st->u.gemm.c.buf->dtype;
-    if (da != db) {
+    /* One operand dtype, except the FP8 pairs (e4m3 x e5m2, as wgmma and
+     * torch._scaled_mm take them). */
+    if (da != db && !(dtype_is_fp8(da) && dtype_is_fp8(db))) {
       diag_error(s->diag, loc, "gemm: A is %s but B is %s", dtype_name(da), dtype_name(db));
       return NULL;
     }

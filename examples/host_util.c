@@ -150,7 +150,8 @@ double host_fp8_decode(uint8_t code, bool e5m2) {
 uint8_t host_fp8_encode(double v, bool e5m2) {
   if (isnan(v)) return 0x7f;
   uint8_t sign = signbit(v) ? 0x80 : 0;
-  double a = fabs(v);
+  double a = fabs(v), largest = host_fp8_decode(e5m2 ? 0x7b : 0x7e, e5m2);
+  if (a >= largest) return (uint8_t)(sign | (e5m2 ? 0x7b : 0x7e)); /* saturation, infinities too */
   int best = 0;
   double best_d = INFINITY;
   for (int c = 0; c < 0x80; c++) {

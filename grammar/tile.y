@@ -189,6 +189,7 @@ static void parse_forget_brackets(ParseState *ps, const YYLTYPE *span) {
 %token PLUS_EQ "+=" MINUS_EQ "-=" STAR_EQ "*=" SLASH_EQ "/="
 %token EQ_EQ "==" NOT_EQ "!=" LESS_EQ "<=" GREATER_EQ ">=" AND_AND "&&" OR_OR "||"
 %token SHL "<<" SHR ">>"
+%token AND_EQ "&=" OR_EQ "|=" XOR_EQ "^=" SHL_EQ "<<=" SHR_EQ ">>="
 
 %type <kernel> kernel grid_clause
 %type <params> param_list_opt param_list
@@ -408,6 +409,11 @@ assign_op:
   | MINUS_EQ { $$ = AST_OP_SUB; }
   | STAR_EQ { $$ = AST_OP_MUL; }
   | SLASH_EQ { $$ = AST_OP_DIV; }
+  | AND_EQ { $$ = AST_OP_BAND; }
+  | OR_EQ { $$ = AST_OP_BOR; }
+  | XOR_EQ { $$ = AST_OP_XOR; }
+  | SHL_EQ { $$ = AST_OP_SHL; }
+  | SHR_EQ { $$ = AST_OP_SHR; }
   ;
 
 expr:

@@ -3,7 +3,8 @@
  *
  *   gemm_fp8 [--m N] [--n N] [--k N] [--a-dtype f8e4m3|f8e5m2]
  *            [--b-dtype f8e4m3|f8e5m2] [--out-dtype f16|bf16|f32]
- *            [--device auto|cpu|cuda] [--block-m N --block-n N --block-k N]
+ *            [--tiles f16|bf16|fp8] [--device auto|cpu|cuda]
+ *            [--block-m N --block-n N --block-k N] [--iters N]
  *
  * The inputs are float32 matrices (uniform in [-2, 2]) quantized per tensor:
  * scale = max|x| / largest finite FP8, code = fp8(x / scale) (host_util's
@@ -13,8 +14,12 @@
  *            out_dtype differ (bound 4 eps(out_dtype) of max|ref|);
  *   float32: against A @ B of the unquantized inputs: the quantization
  *            error, printed (an FP8 gemm is expected to be ~2^-4 off).
- * The GPU backend refuses FP8 gemm for now (tilec says why); --device cpu.
- * Exit status: 0 correct, 1 wrong result or runtime error, 2 bad usage. */
+ * --tiles: the shared tiles' dtype (a_tile, b_tile): f16 (default) or bf16
+ * widen the codes exactly and run the gemm on f16/bf16 tensor cores (GPU
+ * and CPU); fp8 keeps the FP8 tiles (an FP8 gemm: CPU only for now, the GPU
+ * backend refuses it and tilec says why).
+ * Exit status: 0 correct, 1 wrong result or runtime error, 2 bad usage,
+ * 77 --device cuda without a GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,14 +42,16 @@ static double quantize(HostTensor *t, const double *x, size_t n) {
 }
 
 int main(int argc, char **argv) {
-  long M = 200, N = 136, K = 150;
+  long M = 200, N = 136, K = 150, iters = 0;
+  const char *tiles = "f16";
   const char *blocks[3] = {NULL, NULL, NULL};
   const char *a_name = "f8e4m3", *b_name = "f8e4m3", *out_name = "f16", *device_name = "auto";
   for (int i = 1; i < argc; i++) {
     const char *v;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       printf("usage: %s [--m N] [--n N] [--k N] [--a-dtype f8e4m3|f8e5m2] [--b-dtype f8e4m3|f8e5m2]\n"
-             "          [--out-dtype f16|bf16|f32] [--device auto|cpu|cuda] [--block-m N] [--block-n N] [--block-k N]\n",
+             "          [--out-dtype f16|bf16|f32] [--tiles f16|bf16|fp8] [--device auto|cpu|cuda]\n"
+             "          [--block-m N] [--block-n N] [--block-k N] [--iters N]\n",
              argv[0]);
       return 0;
     } else if (host_opt(argc, argv, &i, "--m", &v)) {
@@ -53,6 +60,14 @@ int main(int argc, char **argv) {
       N = host_parse_long("--n", v, 1, 1 << 16);
     } else if (host_opt(argc, argv, &i, "--k", &v)) {
       K = host_parse_long("--k", v, 1, 1 << 16);
+    } else if (host_opt(argc, argv, &i, "--iters", &v)) {
+      iters = host_parse_long("--iters", v, 1, 100000);
+    } else if (host_opt(argc, argv, &i, "--tiles", &v)) {
+      if (strcmp(v, "f16") != 0 && strcmp(v, "bf16") != 0 && strcmp(v, "fp8") != 0) {
+        fprintf(stderr, "%s: --tiles must be f16, bf16 or fp8\n", argv[0]);
+        return 2;
+      }
+      tiles = v;
     } else if (host_opt(argc, argv, &i, "--block-m", &v)) {
       blocks[0] = v;
     } else if (host_opt(argc, argv, &i, "--block-n", &v)) {
@@ -84,11 +99,23 @@ int main(int argc, char **argv) {
   host_dtype_parse(a_name, &a_dt), host_dtype_parse(b_name, &b_dt), host_dtype_parse(out_name, &out_dt);
 
   TilertConfig cfg = {0};
+  if (strcmp(device_name, "cuda") == 0) { /* no GPU: exit 77, ctest's skip (the gpu tests) */
+    TilertContext *probe = NULL;
+    cfg.device = TILERT_DEVICE_CUDA;
+    if (tilert_context_create(&cfg, &probe) == TILERT_NO_GPU) {
+      printf("SKIP: no usable GPU (%s)\n", probe ? tilert_last_error(probe) : "");
+      tilert_context_destroy(probe);
+      return 77;
+    }
+    tilert_context_destroy(probe);
+  }
   TilertContext *ctx = host_context_open(device_name, &cfg);
   if (!ctx) return 1;
   TilertDevice dev = tilert_context_device(ctx);
-  TilecDefine defs[6] = {{"a_dtype", a_name}, {"b_dtype", b_name}, {"out_dtype", out_name}};
-  int ndefs = 3;
+  bool fp8_tiles = strcmp(tiles, "fp8") == 0;
+  TilecDefine defs[8] = {{"a_dtype", a_name}, {"b_dtype", b_name}, {"out_dtype", out_name},
+                         {"a_tile", fp8_tiles ? a_name : tiles}, {"b_tile", fp8_tiles ? b_name : tiles}};
+  int ndefs = 5;
   static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
   for (int b = 0; b < 3; b++)
     if (blocks[b]) defs[ndefs++] = (TilecDefine){block_names[b], blocks[b]};
@@ -103,8 +130,9 @@ int main(int argc, char **argv) {
   }
 
   uint64_t seed = host_seed();
-  printf("gemm_fp8: %ld x %ld x %ld, A %s, B %s, C %s, device %s, seed %llu\n", M, N, K, a_name, b_name,
-         out_name, dev == TILERT_DEVICE_CUDA ? "cuda" : "cpu", (unsigned long long)seed);
+  if (iters == 0) iters = dev == TILERT_DEVICE_CUDA ? 20 : 1;
+  printf("gemm_fp8: %ld x %ld x %ld, A %s, B %s, C %s, tiles %s, device %s, seed %llu\n", M, N, K, a_name,
+         b_name, out_name, tiles, dev == TILERT_DEVICE_CUDA ? "cuda" : "cpu", (unsigned long long)seed);
   HostRng rng;
   host_rng_init(&rng, seed);
   HostTensor a, b, c;
@@ -130,10 +158,16 @@ int main(int argc, char **argv) {
   }
   TilertArg args[] = {tilert_arg_tensor(&a.dl), tilert_arg_tensor(&b.dl), tilert_arg_tensor(&c.dl),
                       tilert_arg_f32(sa), tilert_arg_f32(sb)};
-  if (tilert_launch(kern, args, 5, NULL) != TILERT_OK) {
-    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-    status = 1;
-    goto done;
+  double best = 0;
+  for (long it = 0; it < iters; it++) {
+    double t1 = host_now_ms();
+    if (tilert_launch(kern, args, 5, NULL) != TILERT_OK) {
+      fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
+      status = 1;
+      goto done;
+    }
+    double t = host_now_ms() - t1;
+    if (it == 0 || t < best) best = t;
   }
   if (!host_tensor_download(&c)) {
     fprintf(stderr, "error: copying the output from the GPU failed\n");
@@ -150,7 +184,8 @@ int main(int argc, char **argv) {
     }
   HostError e = host_compare(&c, ref), q = host_compare(&c, ref32);
   double bound = 4 * host_dtype_eps(out_dt) + 1e-5; /* the output rounding; f32 sums of K terms */
-  printf("  scales: A %.6g, B %.6g\n", sa, sb);
+  printf("  scales: A %.6g, B %.6g; time %.3f ms (best of %ld), %.3f TFLOP/s\n", sa, sb, best, iters,
+         2.0 * M * N * K / (best * 1e9));
   printf("  vs the decoded codes: max abs error %.3e, %.3e of max|ref| %.3e (bound %.1e)\n", e.max_abs,
          e.rel_to_max, e.max_ref, bound);
   printf("  vs the float32 inputs (quantization error): %.3e of max|ref|\n", q.rel_to_max);

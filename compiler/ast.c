@@ -37,18 +37,23 @@ AstStmt *ast_stmt_new(Arena *arena, AstStmtKind kind, SrcLoc loc) {
   return s;
 }
 
-/* Binding strength, as in the grammar: ?: 1, || 2, && 3, == != 4,
- * < <= > >= 5, + - 6, * / % 7, unary 8, postfix and primaries 9. */
-enum { PREC_TERNARY = 1, PREC_UNARY = 8, PREC_POSTFIX = 9 };
+/* Binding strength, as in the grammar (C's): ?: 1, || 2, && 3, | 4, ^ 5,
+ * & 6, == != 7, < <= > >= 8, << >> 9, + - 10, * / % 11, unary 12, postfix
+ * and primaries 13. */
+enum { PREC_TERNARY = 1, PREC_UNARY = 12, PREC_POSTFIX = 13 };
 
 static int ast_binary_prec(AstOp op) {
   switch (op) {
   case AST_OP_OR: return 2;
   case AST_OP_AND: return 3;
-  case AST_OP_EQ: case AST_OP_NE: return 4;
-  case AST_OP_LT: case AST_OP_LE: case AST_OP_GT: case AST_OP_GE: return 5;
-  case AST_OP_ADD: case AST_OP_SUB: return 6;
-  case AST_OP_MUL: case AST_OP_DIV: case AST_OP_MOD: return 7;
+  case AST_OP_BOR: return 4;
+  case AST_OP_XOR: return 5;
+  case AST_OP_BAND: return 6;
+  case AST_OP_EQ: case AST_OP_NE: return 7;
+  case AST_OP_LT: case AST_OP_LE: case AST_OP_GT: case AST_OP_GE: return 8;
+  case AST_OP_SHL: case AST_OP_SHR: return 9;
+  case AST_OP_ADD: case AST_OP_SUB: return 10;
+  case AST_OP_MUL: case AST_OP_DIV: case AST_OP_MOD: return 11;
   default: return PREC_UNARY;
   }
 }

@@ -34,7 +34,8 @@ typedef enum AstExprKind {
 #define AST_OPS(X)                                                        \
   X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(MOD, "%")             \
   X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=") X(EQ, "==") X(NE, "!=")   \
-  X(AND, "&&") X(OR, "||") X(NEG, "-") X(NOT, "!")
+  X(AND, "&&") X(OR, "||") X(NEG, "-") X(NOT, "!")                       \
+  X(BAND, "&") X(BOR, "|") X(XOR, "^") X(SHL, "<<") X(SHR, ">>") X(BNOT, "~")
 
 typedef enum AstOp {
 #define X(name, spelling) AST_OP_##name,

@@ -62,6 +62,39 @@ const char *dtype_name(DType t) {
 }
 int dtype_size(DType t) { return (unsigned)t < DTYPE_COUNT ? dtype_table[t].size : 0; }
 bool dtype_is_float(DType t) { return (unsigned)t < DTYPE_COUNT && dtype_table[t].is_float; }
+bool dtype_is_int(DType t) { return (unsigned)t < DTYPE_COUNT && t != DTYPE_BOOL && !dtype_table[t].is_float; }
+bool dtype_is_fp8(DType t) { return t == DTYPE_F8E4M3 || t == DTYPE_F8E5M2; }
+bool dtype_is_low_float(DType t) { return t == DTYPE_F16 || t == DTYPE_BF16 || dtype_is_fp8(t); }
+
+int64_t dtype_wrap_int(DType t, int64_t v) {
+  switch (t) {
+  case DTYPE_BOOL: return v != 0;
+  case DTYPE_I8: return (int8_t)(uint8_t)v;
+  case DTYPE_U8: return (uint8_t)v;
+  case DTYPE_I16: return (int16_t)(uint16_t)v;
+  case DTYPE_U16: return (uint16_t)v;
+  case DTYPE_I32: return (int32_t)(uint32_t)v;
+  case DTYPE_U32: return (uint32_t)v;
+  default: return v;
+  }
+}
+
+bool ir_op_is_bitop(IrOp op) {
+  return op == IR_OP_BAND || op == IR_OP_BOR || op == IR_OP_XOR || op == IR_OP_SHL || op == IR_OP_SHR ||
+         op == IR_OP_BNOT;
+}
+
+int64_t ir_int_bitop(IrOp op, int64_t a, int64_t b) {
+  switch (op) {
+  case IR_OP_BAND: return a & b;
+  case IR_OP_BOR: return a | b;
+  case IR_OP_XOR: return a ^ b;
+  case IR_OP_SHL: return (int64_t)((uint64_t)a << (b & 63));
+  case IR_OP_SHR: return a < 0 ? ~(~a >> (b & 63)) : a >> (b & 63); /* arithmetic */
+  case IR_OP_BNOT: return ~a;
+  default: return 0;
+  }
+}
 
 bool dtype_from_name(const char *name, DType *out) {
   for (int i = 0; i < DTYPE_COUNT; i++) {
@@ -105,13 +138,14 @@ static bool op_is_predicate(IrOp op) {
   }
 }
 
-/* Rank among floats: f64 > f32 > f16 == bf16. */
+/* Rank among floats: f64 > f32 > f16 == bf16 == f8e4m3 == f8e5m2. */
 static int float_rank(DType t) {
   return t == DTYPE_F64 ? 3 : t == DTYPE_F32 ? 2 : 1;
 }
 
 /* The arithmetic promotion rule: float beats int; the wider float wins;
- * f16 with bf16 meets in f32; any two integer (or bool) types give i64. */
+ * f16 with bf16 (or an FP8 type) meets in f32; any two integer (or bool)
+ * types give i64. */
 static DType promote(DType a, DType b) {
   bool fa = dtype_is_float(a), fb = dtype_is_float(b);
   if (fa && fb) {

@@ -39,7 +39,8 @@ typedef enum IrOp {
 
 /* C's operator precedence levels (the IR_OPS column): higher binds tighter. */
 typedef enum IrPrec {
-  IR_PREC_NONE, IR_PREC_OR, IR_PREC_AND, IR_PREC_EQ, IR_PREC_REL, IR_PREC_ADD, IR_PREC_MUL,
+  IR_PREC_NONE, IR_PREC_OR, IR_PREC_AND, IR_PREC_BOR, IR_PREC_XOR, IR_PREC_BAND, IR_PREC_EQ,
+  IR_PREC_REL, IR_PREC_SHIFT, IR_PREC_ADD, IR_PREC_MUL,
   IR_PREC_UNARY, IR_PREC_PRIMARY
 } IrPrec;
 
@@ -119,6 +120,18 @@ typedef enum IrGemmPolicy {
 const char *dtype_name(DType t);
 int dtype_size(DType t);
 bool dtype_is_float(DType t);
+/* i32, i64 and the narrow integers (not bool). */
+bool dtype_is_int(DType t);
+/* f16, bf16 and the FP8 types: stored as bits, computed in f32. */
+bool dtype_is_low_float(DType t);
+bool dtype_is_fp8(DType t);
+/* v converted to integer dtype t the way a store does: wrapped to t's width
+ * (two's complement), unchanged for i64; bool gives v != 0. */
+int64_t dtype_wrap_int(DType t, int64_t v);
+/* The bit operators on i64 (IR_OP_BAND..IR_OP_SHR, IR_OP_BNOT with b unused):
+ * shift counts modulo 64, << on the unsigned bits, >> arithmetic. */
+int64_t ir_int_bitop(IrOp op, int64_t a, int64_t b);
+bool ir_op_is_bitop(IrOp op);
 bool dtype_from_name(const char *name, DType *out);
 const char *ir_op_name(IrOp op);
 int ir_op_arity(IrOp op);

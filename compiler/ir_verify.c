@@ -55,7 +55,7 @@ static const char *expr_kind_name(IrExprKind k) {
   return (unsigned)k < IR_EXPR_COUNT ? names[k] : "?";
 }
 
-static bool is_int_dtype(DType t) { return t == DTYPE_I32 || t == DTYPE_I64; }
+static bool is_int_dtype(DType t) { return dtype_is_int(t); }
 static bool valid_dtype(DType t) { return (unsigned)t < DTYPE_COUNT; }
 
 static void check_expr(Verifier *v, const IrExpr *e, const char *what);
@@ -119,6 +119,10 @@ static void check_expr(Verifier *v, const IrExpr *e, const char *what) {
     }
     check_expr(v, e->u.op.a, "operand");
     if (v->failed) return;
+    if (e->u.op.op == IR_OP_BNOT && !is_int_dtype(e->u.op.a->dtype)) {
+      fail(v, e->loc, "'~' of a %s operand", dtype_name(e->u.op.a->dtype));
+      return;
+    }
     want = ir_unary_dtype(e->u.op.op, e->u.op.a->dtype);
     break;
   case IR_EXPR_BINARY:
@@ -129,6 +133,11 @@ static void check_expr(Verifier *v, const IrExpr *e, const char *what) {
     check_expr(v, e->u.op.a, "left operand");
     check_expr(v, e->u.op.b, "right operand");
     if (v->failed) return;
+    if (ir_op_is_bitop(e->u.op.op) && (!is_int_dtype(e->u.op.a->dtype) || !is_int_dtype(e->u.op.b->dtype))) {
+      fail(v, e->loc, "'%s' of %s and %s operands (integers only)", ir_op_name(e->u.op.op),
+           dtype_name(e->u.op.a->dtype), dtype_name(e->u.op.b->dtype));
+      return;
+    }
     want = ir_binary_dtype(e->u.op.op, e->u.op.a->dtype, e->u.op.b->dtype);
     break;
   case IR_EXPR_SELECT:

@@ -159,9 +159,16 @@ static IrExpr *binary(Sema *s, IrOp op, IrExpr *a, IrExpr *b, SrcLoc loc) {
   case IR_OP_AND:
   case IR_OP_OR:
     return ir_binary(s->m, op, as_bool(s, a), as_bool(s, b), loc);
+  case IR_OP_BAND:
+  case IR_OP_BOR:
+  case IR_OP_XOR:
+  case IR_OP_SHL:
+  case IR_OP_SHR:
   case IR_OP_MOD:
+    /* Integer-only operators; bools count as the integers 0 and 1. */
     if (dtype_is_float(a->dtype) || dtype_is_float(b->dtype)) {
-      diag_error(s->diag, loc, "'%%' needs integer operands");
+      diag_error(s->diag, loc, "'%s' needs integer operands, not %s", ir_op_name(op),
+                 dtype_name(dtype_is_float(a->dtype) ? a->dtype : b->dtype));
       return poison(s, loc);
     }
     /* fallthrough */
@@ -333,10 +340,14 @@ static IrExpr *expr_checked(Sema *s, const AstExpr *e) {
   case AST_EXPR_UNARY: {
     IrExpr *a = expr(s, e->u.op.lhs);
     if (e->u.op.op == AST_OP_NOT) return ir_unary(s->m, IR_OP_NOT, as_bool(s, a), e->loc);
+    if (e->u.op.op == AST_OP_BNOT && dtype_is_float(a->dtype)) {
+      diag_error(s->diag, e->loc, "'~' needs an integer operand, not %s", dtype_name(a->dtype));
+      return poison(s, e->loc);
+    }
     if (a->dtype == DTYPE_BOOL) a = convert(s, a, DTYPE_I64);
-    if (a->dtype == DTYPE_F16 || a->dtype == DTYPE_BF16) a = convert(s, a, DTYPE_F32);
-    if (a->dtype == DTYPE_I32) a = convert(s, a, DTYPE_I64);
-    return ir_unary(s->m, IR_OP_NEG, a, e->loc);
+    if (dtype_is_low_float(a->dtype)) a = convert(s, a, DTYPE_F32);
+    if (dtype_is_int(a->dtype)) a = convert(s, a, DTYPE_I64);
+    return ir_unary(s->m, ast_to_ir_op(e->u.op.op), a, e->loc);
   }
   case AST_EXPR_BINARY:
     return binary(s, ast_to_ir_op(e->u.op.op), expr(s, e->u.op.lhs), expr(s, e->u.op.rhs), e->loc);
@@ -550,7 +561,9 @@ static IrStmt *tile_op(Sema *s, const AstExpr *call) {
       }
     }
     DType da = st->u.gemm.a.buf->dtype, db = st->u.gemm.b.buf->dtype, dc = st->u.gemm.c.buf->dtype;
-    if (da != db) {
+    /* One operand dtype, except the FP8 pairs (e4m3 x e5m2, as wgmma and
+     * torch._scaled_mm take them). */
+    if (da != db && !(dtype_is_fp8(da) && dtype_is_fp8(db))) {
       diag_error(s->diag, loc, "gemm: A is %s but B is %s", dtype_name(da), dtype_name(db));
       return NULL;
     }
@@ -913,6 +926,12 @@ static void param_decl(Sema *s, const AstParam *p, IrParam *out, int index) {
   out->is_tensor = p->is_tensor;
   DType t = DTYPE_F32;
   resolve_dtype(s, p->dtype, p->loc, &t);
+  if (!p->is_tensor && (t > DTYPE_F64 || t < DTYPE_BOOL)) { /* the storage-only dtypes */
+    diag_error(s->diag, p->loc,
+               "scalar parameter '%s' cannot be %s (scalars are bool, i32, i64, f16, bf16, f32 or f64; "
+               "pass an i32 or f32 and convert it)", p->name, dtype_name(t));
+    t = DTYPE_I64;
+  }
   if (!p->is_tensor) {
     out->scalar = ir_var_new(s->m, p->name, IR_VAR_SCALAR_PARAM, t, p->loc);
     out->scalar->param_index = index;

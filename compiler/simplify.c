@@ -30,7 +30,7 @@ typedef struct Linear {
   bool overflow;
 } Linear;
 
-static bool is_int(const IrExpr *e) { return e->dtype == DTYPE_I64 || e->dtype == DTYPE_I32; }
+static bool is_int(const IrExpr *e) { return dtype_is_int(e->dtype); }
 
 static void lin_add_term(Linear *l, IrExpr *atom, int64_t coef) {
   for (int i = 0; i < l->n; i++)
@@ -152,7 +152,7 @@ static IrExpr *fold_int_binary(IrModule *m, IrExpr *e, int64_t a, int64_t b) {
   case IR_OP_NE: return ir_bool(m, a != b, loc);
   case IR_OP_AND: return ir_bool(m, a && b, loc);
   case IR_OP_OR: return ir_bool(m, a || b, loc);
-  default: return e;
+  default: return ir_op_is_bitop(e->u.op.op) ? ir_int(m, ir_int_bitop(e->u.op.op, a, b), loc) : e;
   }
 }
 
@@ -249,13 +249,12 @@ static IrExpr *simplify_cast(IrModule *m, IrExpr *e) {
   if (ir_expr_is_int_const(src, &i)) {
     if (to_float) return ir_float(m, (double)i, e->dtype, e->loc);
     if (e->dtype == DTYPE_BOOL) return ir_bool(m, i != 0, e->loc);
-    IrExpr *r = ir_int(m, i, e->loc);
+    IrExpr *r = ir_int(m, dtype_wrap_int(e->dtype, i), e->loc);
     r->dtype = e->dtype;
     return r;
   }
   /* f32 constants into f16/bf16 stay casts: rounding is the backend's job. */
-  if (float_const(src, &f) && (e->dtype == DTYPE_F32 || e->dtype == DTYPE_F64) && src->dtype != DTYPE_F16 &&
-      src->dtype != DTYPE_BF16)
+  if (float_const(src, &f) && (e->dtype == DTYPE_F32 || e->dtype == DTYPE_F64) && !dtype_is_low_float(src->dtype))
     return ir_float(m, e->dtype == DTYPE_F32 ? (double)(float)f : f, e->dtype, e->loc);
   return e;
 }
@@ -274,6 +273,8 @@ IrExpr *ir_simplify(IrModule *m, IrExpr *e) {
     if (e->u.op.op == IR_OP_NEG) {
       if (ir_expr_is_int_const(a, &v) && is_int(a) && v != INT64_MIN) return ir_int(m, -v, e->loc);
       if (float_const(a, &f)) return ir_float(m, -f, a->dtype, e->loc);
+    } else if (e->u.op.op == IR_OP_BNOT) {
+      if (ir_expr_is_int_const(a, &v) && is_int(a)) return ir_int(m, ~v, e->loc);
     } else if (ir_expr_is_int_const(a, &v)) {
       return ir_bool(m, !v, e->loc);
     }
@@ -332,7 +333,7 @@ bool ir_eval_int(const IrExpr *e, IrVarValueFn value_of, void *ctx, int64_t *out
   case IR_EXPR_UNARY:
     if (!ir_eval_int(e->u.op.a, value_of, ctx, &a)) return false;
     if (e->u.op.op == IR_OP_NEG && a == INT64_MIN) return false;
-    *out = e->u.op.op == IR_OP_NEG ? -a : !a;
+    *out = e->u.op.op == IR_OP_NEG ? -a : e->u.op.op == IR_OP_BNOT ? ~a : !a;
     return true;
   case IR_EXPR_BINARY:
     if (!ir_eval_int(e->u.op.a, value_of, ctx, &a) || !ir_eval_int(e->u.op.b, value_of, ctx, &b)) return false;
@@ -350,7 +351,10 @@ bool ir_eval_int(const IrExpr *e, IrVarValueFn value_of, void *ctx, int64_t *out
     case IR_OP_NE: *out = a != b; return true;
     case IR_OP_AND: *out = a && b; return true;
     case IR_OP_OR: *out = a || b; return true;
-    default: return false;
+    default:
+      if (!ir_op_is_bitop(e->u.op.op)) return false;
+      *out = ir_int_bitop(e->u.op.op, a, b);
+      return true;
     }
   case IR_EXPR_SELECT:
     if (!ir_eval_int(e->u.select.cond, value_of, ctx, &a)) return false;
@@ -367,7 +371,9 @@ bool ir_eval_int(const IrExpr *e, IrVarValueFn value_of, void *ctx, int64_t *out
     }
   case IR_EXPR_CAST:
     if (dtype_is_float(e->dtype) || dtype_is_float(e->u.cast_src->dtype)) return false;
-    return ir_eval_int(e->u.cast_src, value_of, ctx, out);
+    if (!ir_eval_int(e->u.cast_src, value_of, ctx, out)) return false;
+    *out = dtype_wrap_int(e->dtype, *out);
+    return true;
   default:
     return false;
   }

@@ -54,7 +54,9 @@ bool host_dtype_parse(const char *name, DLDataType *out) {
     const char *name;
     uint8_t code, bits;
   } table[] = {{"f16", kDLFloat, 16}, {"bf16", kDLBfloat, 16}, {"f32", kDLFloat, 32},
-               {"f64", kDLFloat, 64}};
+               {"f64", kDLFloat, 64}, {"f8e4m3", HOST_DL_F8E4M3FN, 8}, {"f8e5m2", HOST_DL_F8E5M2, 8},
+               {"i8", kDLInt, 8}, {"u8", kDLUInt, 8}, {"i16", kDLInt, 16}, {"u16", kDLUInt, 16},
+               {"i32", kDLInt, 32}, {"u32", kDLUInt, 32}, {"i64", kDLInt, 64}};
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     if (strcmp(name, table[i].name) == 0) {
       out->code = table[i].code;
@@ -71,10 +73,14 @@ const char *host_dtype_name(DLDataType t) {
   if (t.code == kDLFloat && t.bits == 16) return "f16";
   if (t.code == kDLFloat && t.bits == 32) return "f32";
   if (t.code == kDLFloat && t.bits == 64) return "f64";
+  if (t.code == HOST_DL_F8E4M3FN) return "f8e4m3";
+  if (t.code == HOST_DL_F8E5M2) return "f8e5m2";
   return "?";
 }
 
 double host_dtype_eps(DLDataType t) {
+  if (t.code == HOST_DL_F8E4M3FN) return ldexp(1.0, -4);
+  if (t.code == HOST_DL_F8E5M2) return ldexp(1.0, -3);
   if (t.code == kDLBfloat) return ldexp(1.0, -8);
   if (t.bits == 16) return ldexp(1.0, -11);
   if (t.bits == 32) return ldexp(1.0, -24);
@@ -125,8 +131,51 @@ void host_tensor_free(HostTensor *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* FP8 by definition (OCP v1.0), for references: E4M3FN bias 7, no
+ * infinities, S.1111.111 NaN; E5M2 bias 15, IEEE-like. */
+double host_fp8_decode(uint8_t code, bool e5m2) {
+  int mbits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7, emax = e5m2 ? 31 : 15;
+  int e = (code & 0x7f) >> mbits, m = code & ((1 << mbits) - 1);
+  double s = code & 0x80 ? -1.0 : 1.0;
+  if (e5m2 && e == emax) return m ? NAN : s * INFINITY;
+  if (!e5m2 && e == emax && m == 7) return NAN;
+  if (e == 0) return s * ldexp(m, 1 - bias - mbits);
+  return s * ldexp(m + (1 << mbits), e - bias - mbits);
+}
+
+/* The nearest finite code by brute force over all 256 (ties: the even code,
+ * i.e. the one whose mantissa is even); beyond the largest finite or
+ * infinite: +-largest (saturation); NaN: 0x7F. Independent of the
+ * compiler's bit-level encoder, which the tests check against this. */
+uint8_t host_fp8_encode(double v, bool e5m2) {
+  if (isnan(v)) return 0x7f;
+  uint8_t sign = signbit(v) ? 0x80 : 0;
+  double a = fabs(v), largest = host_fp8_decode(e5m2 ? 0x7b : 0x7e, e5m2);
+  if (a >= largest) return (uint8_t)(sign | (e5m2 ? 0x7b : 0x7e)); /* saturation, infinities too */
+  int best = 0;
+  double best_d = INFINITY;
+  for (int c = 0; c < 0x80; c++) {
+    double x = host_fp8_decode((uint8_t)c, e5m2);
+    if (!isfinite(x)) continue;
+    double d = fabs(x - a);
+    if (d < best_d || (d == best_d && (c & 1) == 0)) best = c, best_d = d;
+  }
+  return (uint8_t)(sign | best);
+}
+
 double host_tensor_get(const HostTensor *t, size_t i) {
   DLDataType d = t->dl.dtype;
+  if (d.code == HOST_DL_F8E4M3FN || d.code == HOST_DL_F8E5M2)
+    return host_fp8_decode(((const uint8_t *)t->host)[i], d.code == HOST_DL_F8E5M2);
+  if (d.code == kDLInt || d.code == kDLUInt) {
+    bool u = d.code == kDLUInt;
+    switch (d.bits) {
+    case 8: return u ? (double)((const uint8_t *)t->host)[i] : (double)((const int8_t *)t->host)[i];
+    case 16: return u ? (double)((const uint16_t *)t->host)[i] : (double)((const int16_t *)t->host)[i];
+    case 32: return u ? (double)((const uint32_t *)t->host)[i] : (double)((const int32_t *)t->host)[i];
+    default: return (double)((const int64_t *)t->host)[i];
+    }
+  }
   if (d.code == kDLBfloat) return tilert_bf16_to_f32(((const uint16_t *)t->host)[i]);
   if (d.bits == 16) return tilert_f16_to_f32(((const uint16_t *)t->host)[i]);
   if (d.bits == 32) return ((const float *)t->host)[i];
@@ -135,6 +184,20 @@ double host_tensor_get(const HostTensor *t, size_t i) {
 
 void host_tensor_set(HostTensor *t, size_t i, double v) {
   DLDataType d = t->dl.dtype;
+  if (d.code == HOST_DL_F8E4M3FN || d.code == HOST_DL_F8E5M2) {
+    ((uint8_t *)t->host)[i] = host_fp8_encode(v, d.code == HOST_DL_F8E5M2);
+    return;
+  }
+  if (d.code == kDLInt || d.code == kDLUInt) { /* rounded, then wrapped to the width */
+    int64_t x = isnan(v) ? (int64_t)0xa5a5a5a5a5a5a5a5ull : (int64_t)llround(v); /* NaN: poison */
+    switch (d.bits) {
+    case 8: ((uint8_t *)t->host)[i] = (uint8_t)x; break;
+    case 16: ((uint16_t *)t->host)[i] = (uint16_t)x; break;
+    case 32: ((uint32_t *)t->host)[i] = (uint32_t)x; break;
+    default: ((int64_t *)t->host)[i] = x; break;
+    }
+    return;
+  }
   if (d.code == kDLBfloat)
     ((uint16_t *)t->host)[i] = tilert_f32_to_bf16((float)v);
   else if (d.bits == 16)

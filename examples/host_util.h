@@ -32,9 +32,16 @@ double host_rng_uniform(HostRng *r, double lo, double hi);
 double host_now_ms(void);
 
 /* ---- dtypes ---- */
-/* "f16", "bf16", "f32", "f64" -> DLDataType; false for anything else. */
+/* DLPack >= 1.1's FP8 type codes (kDLFloat8_e4m3fn, kDLFloat8_e5m2). */
+enum { HOST_DL_F8E4M3FN = 10, HOST_DL_F8E5M2 = 12 };
+/* "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2", "i8", "u8", "i16", "u16",
+ * "i32", "u32", "i64" -> DLDataType; false for anything else. */
 bool host_dtype_parse(const char *name, DLDataType *out);
 const char *host_dtype_name(DLDataType t);
+/* FP8 reference conversions (host_util.c says how): exact decode, and
+ * round-to-nearest-even with saturation found by brute force. */
+double host_fp8_decode(uint8_t code, bool e5m2);
+uint8_t host_fp8_encode(double v, bool e5m2);
 /* Unit roundoff of a float dtype (half an ulp at 1.0): 2^-11 for f16. */
 double host_dtype_eps(DLDataType t);
 

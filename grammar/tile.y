@@ -188,6 +188,8 @@ static void parse_forget_brackets(ParseState *ps, const YYLTYPE *span) {
 %token TRUE "true" FALSE "false" AS "as"
 %token PLUS_EQ "+=" MINUS_EQ "-=" STAR_EQ "*=" SLASH_EQ "/="
 %token EQ_EQ "==" NOT_EQ "!=" LESS_EQ "<=" GREATER_EQ ">=" AND_AND "&&" OR_OR "||"
+%token SHL "<<" SHR ">>"
+%token AND_EQ "&=" OR_EQ "|=" XOR_EQ "^=" SHL_EQ "<<=" SHR_EQ ">>="
 
 %type <kernel> kernel grid_clause
 %type <params> param_list_opt param_list
@@ -208,8 +210,12 @@ static void parse_forget_brackets(ParseState *ps, const YYLTYPE *span) {
 %right '?'
 %left OR_OR
 %left AND_AND
+%left '|'
+%left '^'
+%left '&'
 %left EQ_EQ NOT_EQ
 %left '<' LESS_EQ '>' GREATER_EQ
+%left SHL SHR
 %left '+' '-'
 %left '*' '/' '%'
 %precedence UNARY
@@ -403,12 +409,18 @@ assign_op:
   | MINUS_EQ { $$ = AST_OP_SUB; }
   | STAR_EQ { $$ = AST_OP_MUL; }
   | SLASH_EQ { $$ = AST_OP_DIV; }
+  | AND_EQ { $$ = AST_OP_BAND; }
+  | OR_EQ { $$ = AST_OP_BOR; }
+  | XOR_EQ { $$ = AST_OP_XOR; }
+  | SHL_EQ { $$ = AST_OP_SHL; }
+  | SHR_EQ { $$ = AST_OP_SHR; }
   ;
 
 expr:
     postfix
   | '-' expr %prec UNARY { $$ = parse_unary(ps, AST_OP_NEG, $2, LOC(@1)); }
   | '!' expr %prec UNARY { $$ = parse_unary(ps, AST_OP_NOT, $2, LOC(@1)); }
+  | '~' expr %prec UNARY { $$ = parse_unary(ps, AST_OP_BNOT, $2, LOC(@1)); }
   | expr '*' expr { $$ = parse_binary(ps, AST_OP_MUL, $1, $3, LOC(@2)); }
   | expr '/' expr { $$ = parse_binary(ps, AST_OP_DIV, $1, $3, LOC(@2)); }
   | expr '%' expr { $$ = parse_binary(ps, AST_OP_MOD, $1, $3, LOC(@2)); }
@@ -422,6 +434,11 @@ expr:
   | expr NOT_EQ expr { $$ = parse_binary(ps, AST_OP_NE, $1, $3, LOC(@2)); }
   | expr AND_AND expr { $$ = parse_binary(ps, AST_OP_AND, $1, $3, LOC(@2)); }
   | expr OR_OR expr { $$ = parse_binary(ps, AST_OP_OR, $1, $3, LOC(@2)); }
+  | expr '&' expr { $$ = parse_binary(ps, AST_OP_BAND, $1, $3, LOC(@2)); }
+  | expr '|' expr { $$ = parse_binary(ps, AST_OP_BOR, $1, $3, LOC(@2)); }
+  | expr '^' expr { $$ = parse_binary(ps, AST_OP_XOR, $1, $3, LOC(@2)); }
+  | expr SHL expr { $$ = parse_binary(ps, AST_OP_SHL, $1, $3, LOC(@2)); }
+  | expr SHR expr { $$ = parse_binary(ps, AST_OP_SHR, $1, $3, LOC(@2)); }
   | expr '?' expr ':' expr %prec '?' {
       $$ = ast_expr_new(ps->arena, AST_EXPR_TERNARY, LOC(@1));
       $$->u.op.cond = $1;

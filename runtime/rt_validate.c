@@ -20,6 +20,8 @@
 
 /* DLPack >= 0.8 has kDLBool = 6; our dlpack.h may predate it. */
 enum { RT_DL_BOOL = 6 };
+/* DLPack >= 1.1's FP8 codes (kDLFloat8_e4m3fn, kDLFloat8_e5m2). */
+enum { RT_DL_F8E4M3FN = 10, RT_DL_F8E5M2 = 12 };
 
 const char *rt_dtype_name(TilecDType t) {
   switch (t) {
@@ -30,21 +32,35 @@ const char *rt_dtype_name(TilecDType t) {
   case TILEC_DTYPE_BF16: return "bf16";
   case TILEC_DTYPE_F32: return "f32";
   case TILEC_DTYPE_F64: return "f64";
+  case TILEC_DTYPE_I8: return "i8";
+  case TILEC_DTYPE_U8: return "u8";
+  case TILEC_DTYPE_I16: return "i16";
+  case TILEC_DTYPE_U16: return "u16";
+  case TILEC_DTYPE_U32: return "u32";
+  case TILEC_DTYPE_F8E4M3: return "f8e4m3";
+  case TILEC_DTYPE_F8E5M2: return "f8e5m2";
   }
   return "?";
 }
 
 static bool dtype_is_float(TilecDType t) {
   return t == TILEC_DTYPE_F16 || t == TILEC_DTYPE_BF16 || t == TILEC_DTYPE_F32 ||
-         t == TILEC_DTYPE_F64;
+         t == TILEC_DTYPE_F64 || t == TILEC_DTYPE_F8E4M3 || t == TILEC_DTYPE_F8E5M2;
 }
 
 static int dtype_bytes(TilecDType t) {
   switch (t) {
-  case TILEC_DTYPE_BOOL: return 1;
+  case TILEC_DTYPE_BOOL:
+  case TILEC_DTYPE_I8:
+  case TILEC_DTYPE_U8:
+  case TILEC_DTYPE_F8E4M3:
+  case TILEC_DTYPE_F8E5M2: return 1;
   case TILEC_DTYPE_F16:
-  case TILEC_DTYPE_BF16: return 2;
+  case TILEC_DTYPE_BF16:
+  case TILEC_DTYPE_I16:
+  case TILEC_DTYPE_U16: return 2;
   case TILEC_DTYPE_I32:
+  case TILEC_DTYPE_U32:
   case TILEC_DTYPE_F32: return 4;
   case TILEC_DTYPE_I64:
   case TILEC_DTYPE_F64: return 8;
@@ -62,6 +78,14 @@ static bool dl_dtype_matches(DLDataType d, TilecDType t) {
   case TILEC_DTYPE_BF16: return d.code == kDLBfloat && d.bits == 16;
   case TILEC_DTYPE_F32: return d.code == kDLFloat && d.bits == 32;
   case TILEC_DTYPE_F64: return d.code == kDLFloat && d.bits == 64;
+  case TILEC_DTYPE_I8: return d.code == kDLInt && d.bits == 8;
+  case TILEC_DTYPE_U8: return d.code == kDLUInt && d.bits == 8;
+  case TILEC_DTYPE_I16: return d.code == kDLInt && d.bits == 16;
+  case TILEC_DTYPE_U16: return d.code == kDLUInt && d.bits == 16;
+  case TILEC_DTYPE_U32: return d.code == kDLUInt && d.bits == 32;
+  /* FP8: DLPack's FP8 codes, or raw bytes (uint8) holding the codes. */
+  case TILEC_DTYPE_F8E4M3: return d.bits == 8 && (d.code == RT_DL_F8E4M3FN || d.code == kDLUInt);
+  case TILEC_DTYPE_F8E5M2: return d.bits == 8 && (d.code == RT_DL_F8E5M2 || d.code == kDLUInt);
   }
   return false;
 }
@@ -269,5 +293,6 @@ void rt_convert_scalar(const TilertArg *a, TilecDType t, RtScalar *out) {
   case TILEC_DTYPE_I32: out->i32 = (int32_t)a->i; break; /* range checked */
   case TILEC_DTYPE_I64: out->i64 = a->i; break;
   case TILEC_DTYPE_BOOL: out->b = a->i != 0; break;
+  default: out->i64 = a->i; break; /* storage-only dtypes: sema refuses such scalars */
   }
 }

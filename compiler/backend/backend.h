@@ -29,6 +29,8 @@ bool emit_c_module(const IrModule *m, StrBuf *out, Diag *diag);
  * max/min/abs/ceildiv and saturating float -> int conversions. Exposed so
  * tests can exercise the helpers on their own. */
 void emit_c_prelude(StrBuf *out);
+/* The FP8 conversion helpers, emitted only into modules that use FP8. */
+void emit_c_fp8_prelude(StrBuf *out);
 
 /* The CUDA backend (compiler/backend/cuda/, cuda_emit.h lists its files): IR after the GPU passes (layouts,
  * swizzles, pipeline stages and barriers decided) in, CUDA C++ for NVRTC out.

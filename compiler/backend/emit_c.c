@@ -52,6 +52,7 @@ typedef struct Emitter {
   int nscope, cap;
   NameTable by_key, by_name; /* hashed over scope, entry i = scope[i] (F6) */
   int ntemps;    /* counter for tc_<k> temporaries */
+  bool uses_fp8; /* an FP8 conversion was written: the FP8 helpers go in */
   SrcLoc loc;    /* the statement being emitted, for diagnostics */
 } Emitter;
 
@@ -97,7 +98,8 @@ static bool is_reserved(const char *n) {
       "tc_args", "tc_dyn", "tc_f32_bits", "tc_bits_f32", "tc_f16_to_f32", "tc_f32_to_f16",
       "tc_bf16_to_f32", "tc_f32_to_bf16", "tc_round_f16", "tc_round_bf16", "tc_maxf", "tc_minf",
       "tc_maxd", "tc_mind", "tc_maxi", "tc_mini", "tc_absi", "tc_ceildiv", "tc_f2i64",
-      "tc_f2i32"};
+      "tc_f2i32", "tc_e4m3_to_f32", "tc_e5m2_to_f32", "tc_f32_to_e4m3", "tc_f32_to_e5m2",
+      "tc_round_e4m3", "tc_round_e5m2", "tc_fp8_decode", "tc_fp8_encode"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
     if (strcmp(n, words[i]) == 0) return true;
   for (int i = 0; i < IR_INTRINSIC_COUNT; i++) { /* the functions intrinsics call */
@@ -157,8 +159,13 @@ static const char *value_type(DType t) {
   case DTYPE_BOOL: return "int";
   case DTYPE_I32: return "int32_t";
   case DTYPE_I64: return "int64_t";
+  case DTYPE_I8: return "int8_t";
+  case DTYPE_U8: return "uint8_t";
+  case DTYPE_I16: return "int16_t";
+  case DTYPE_U16: return "uint16_t";
+  case DTYPE_U32: return "uint32_t";
   case DTYPE_F64: return "double";
-  default: return "float"; /* f16, bf16, f32 */
+  default: return "float"; /* f16, bf16, f8e4m3, f8e5m2, f32 */
   }
 }
 
@@ -167,11 +174,15 @@ static const char *storage_type(DType t) {
   switch (t) {
   case DTYPE_BOOL: return "uint8_t";
   case DTYPE_F16: case DTYPE_BF16: return "uint16_t";
+  case DTYPE_F8E4M3: case DTYPE_F8E5M2: return "uint8_t";
   default: return value_type(t);
   }
 }
 
-static bool is_int(DType t) { return t == DTYPE_I32 || t == DTYPE_I64; }
+static bool is_int(DType t) { return dtype_is_int(t); }
+
+/* The FP8 helpers of the C prelude (emit_c_fp8_prelude), by dtype. */
+static const char *fp8_name(DType t) { return t == DTYPE_F8E4M3 ? "e4m3" : "e5m2"; }
 
 /* ---- Constants ------------------------------------------------------------ */
 
@@ -199,7 +210,10 @@ static bool eval_const(const IrExpr *e, int64_t *out, int depth) {
     case IR_OP_MUL: *out = a * b; return true;
     case IR_OP_DIV: if (b == 0) return false; *out = a / b; return true;
     case IR_OP_MOD: if (b == 0) return false; *out = a % b; return true;
-    default: return false;
+    default:
+      if (!ir_op_is_bitop(e->u.op.op)) return false;
+      *out = ir_int_bitop(e->u.op.op, a, b);
+      return true;
     }
   case IR_EXPR_CALL:
     if (e->u.call.nargs != 2 || !eval_const(e->u.call.args[0], &a, depth + 1) ||
@@ -257,7 +271,7 @@ static bool is_narrow(const IrExpr *e) {
   case IR_EXPR_SELECT:
     return is_narrow(e->u.select.then_) && is_narrow(e->u.select.else_);
   default:
-    return e->dtype == DTYPE_BOOL || e->dtype == DTYPE_I32;
+    return e->dtype == DTYPE_BOOL || (dtype_is_int(e->dtype) && e->dtype != DTYPE_I64);
   }
 }
 
@@ -276,6 +290,16 @@ static void emit_convert(Emitter *E, StrBuf *sb, DType to, const IrExpr *e) {
   case DTYPE_I64: sb_puts(sb, from_float ? "tc_f2i64(" : "((int64_t)"); break;
   case DTYPE_I32: sb_puts(sb, from_float ? "tc_f2i32(" : "((int32_t)"); break;
   case DTYPE_BOOL: sb_puts(sb, "(0 != "); break;
+  case DTYPE_I8: case DTYPE_U8: case DTYPE_I16: case DTYPE_U16: case DTYPE_U32:
+    /* Through i64 (saturating from a float), then wrapped to the width. */
+    sb_printf(sb, "((%s)%s", value_type(to), from_float ? "tc_f2i64(" : "(");
+    emit_expr(E, sb, e);
+    sb_puts(sb, "))");
+    return;
+  case DTYPE_F8E4M3: case DTYPE_F8E5M2:
+    E->uses_fp8 = true;
+    sb_printf(sb, "tc_round_%s((float)", fp8_name(to));
+    break;
   default: sb_puts(sb, "("); break;
   }
   emit_expr(E, sb, e);
@@ -362,7 +386,12 @@ static void c_int_literal(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
 }
 
 static void c_float_literal(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
-  if (e->dtype == DTYPE_F16 || e->dtype == DTYPE_BF16) {
+  if (dtype_is_fp8(e->dtype)) {
+    ((Emitter *)w->ctx)->uses_fp8 = true;
+    sb_printf(sb, "tc_round_%s(", fp8_name(e->dtype));
+    emit_float_literal(sb, e->u.float_value, DTYPE_F32);
+    sb_puts(sb, ")");
+  } else if (e->dtype == DTYPE_F16 || e->dtype == DTYPE_BF16) {
     sb_puts(sb, e->dtype == DTYPE_F16 ? "tc_round_f16(" : "tc_round_bf16(");
     emit_float_literal(sb, e->u.float_value, DTYPE_F32);
     sb_puts(sb, ")");
@@ -380,7 +409,9 @@ static void c_load(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
   const IrBuffer *b = e->u.load.buf;
   DType t = b ? b->dtype : e->dtype;
   const char *wrap = t == DTYPE_F16 ? "tc_f16_to_f32(" : t == DTYPE_BF16 ? "tc_bf16_to_f32("
+                   : t == DTYPE_F8E4M3 ? "tc_e4m3_to_f32(" : t == DTYPE_F8E5M2 ? "tc_e5m2_to_f32("
                    : t == DTYPE_BOOL ? "((int)" : NULL;
+  if (dtype_is_fp8(t)) ((Emitter *)w->ctx)->uses_fp8 = true;
   if (wrap) sb_puts(sb, wrap);
   emit_element(w->ctx, sb, b, e->u.load.idx, e->u.load.nidx, e->loc);
   if (wrap) sb_puts(sb, ")");
@@ -394,8 +425,12 @@ static const char *c_intrinsic(const ExprWriter *w, const IrExpr *e) {
   return expr_spelling(&c_intrinsics[e->u.call.fn], e->dtype);
 }
 
-/* C has no % for floats. */
+/* C has no % for floats; shifts take their count modulo 64 and shift the
+ * unsigned bits left (C leaves counts >= 64 and negative left shifts
+ * undefined); >> of a negative int64_t is arithmetic in gcc and clang. */
 static const char *c_binary_call(const ExprWriter *w, const IrExpr *e) {
+  if (e->u.op.op == IR_OP_SHL) return "((int64_t)((uint64_t)($0) << (($1) & 63)))";
+  if (e->u.op.op == IR_OP_SHR) return "((int64_t)($0) >> (($1) & 63))";
   if (e->u.op.op != IR_OP_MOD || !dtype_is_float(e->dtype)) return NULL;
   return e->dtype == DTYPE_F64 ? "fmod" : "fmodf";
 }
@@ -404,7 +439,7 @@ static const char *c_binary_call(const ExprWriter *w, const IrExpr *e) {
 static const char *c_binary_prefix(const ExprWriter *w, const IrExpr *e) {
   IrOp op = e->u.op.op;
   bool arith = op == IR_OP_ADD || op == IR_OP_SUB || op == IR_OP_MUL || op == IR_OP_DIV ||
-               op == IR_OP_MOD;
+               op == IR_OP_MOD || op == IR_OP_BAND || op == IR_OP_BOR || op == IR_OP_XOR;
   return arith && e->dtype == DTYPE_I64 && is_narrow(e->u.op.a) && is_narrow(e->u.op.b)
              ? "(int64_t)" : "";
 }
@@ -544,11 +579,22 @@ static void emit_stmt(Emitter *E, const IrStmt *s, int depth) {
     emit_element(E, o, b, s->u.store.idx, s->u.store.nidx, s->loc);
     if (E->failed) return;
     sb_puts(o, " = ");
-    if (b->dtype == DTYPE_F16 || b->dtype == DTYPE_BF16) {
+    if (dtype_is_low_float(b->dtype)) {
       /* Storing rounds: an explicit cast to the same type adds nothing. */
       const IrExpr *v = s->u.store.value;
       if (v && v->kind == IR_EXPR_CAST && v->dtype == b->dtype && v->u.cast_src) v = v->u.cast_src;
-      sb_puts(o, b->dtype == DTYPE_F16 ? "tc_f32_to_f16((float)" : "tc_f32_to_bf16((float)");
+      if (dtype_is_fp8(b->dtype) && v && v->kind == IR_EXPR_LOAD && v->u.load.buf &&
+          v->u.load.buf->dtype == b->dtype) { /* a copy of the same FP8 type: the byte itself */
+        emit_element(E, o, v->u.load.buf, v->u.load.idx, v->u.load.nidx, v->loc);
+        sb_puts(o, ";\n");
+        return;
+      }
+      if (dtype_is_fp8(b->dtype)) {
+        E->uses_fp8 = true;
+        sb_printf(o, "tc_f32_to_%s((float)", fp8_name(b->dtype));
+      } else {
+        sb_puts(o, b->dtype == DTYPE_F16 ? "tc_f32_to_f16((float)" : "tc_f32_to_bf16((float)");
+      }
       emit_expr(E, o, v);
       sb_puts(o, ")");
     } else if (b->dtype == DTYPE_BOOL) {
@@ -830,6 +876,58 @@ static const char prelude[] =
 
 void emit_c_prelude(StrBuf *out) { sb_puts(out, prelude); }
 
+/* FP8 (OCP 8-bit floating point, v1.0): E4M3FN (bias 7, no infinities, the
+ * NaN S.1111.111, largest 448) and E5M2 (bias 15, IEEE-like: infinities and
+ * NaNs, largest 57344). Decoding is exact. Encoding rounds to nearest, ties
+ * to even, with subnormals, and saturates like CUDA's __NV_SATFINITE and
+ * PTX cvt.rn.satfinite: a finite value or an infinity beyond the largest
+ * finite gives +-largest; a NaN gives 0x7F (a NaN in both formats).
+ * Emitted only into modules that convert to or from FP8, so other kernels'
+ * C is unchanged; docs/language.md ("FP8") says the same. */
+static const char fp8_prelude[] =
+    "/* FP8 (OCP E4M3FN, E5M2): decode exactly; encode round-to-nearest-even,\n"
+    " * saturating to the largest finite, NaN -> 0x7F. */\n"
+    "#if defined(__GNUC__) || defined(__clang__)\n"
+    "#define tc__helper static inline __attribute__((unused))\n"
+    "#else\n"
+    "#define tc__helper static inline\n"
+    "#endif\n"
+    "tc__helper float tc_fp8_decode(uint8_t b, int mbits, int bias, int has_inf) {\n"
+    "  int ebits = 7 - mbits, e = (b >> mbits) & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);\n"
+    "  float s = (b & 0x80u) ? -1.0f : 1.0f;\n"
+    "  if (has_inf && e == (1 << ebits) - 1) return m ? NAN : s * INFINITY;\n"
+    "  if (!has_inf && e == (1 << ebits) - 1 && m == (1 << mbits) - 1) return NAN;\n"
+    "  if (e == 0) return s * ldexpf((float)m, 1 - bias - mbits);\n"
+    "  return s * ldexpf((float)(m | (1 << mbits)), e - bias - mbits);\n"
+    "}\n"
+    "tc__helper uint8_t tc_fp8_encode(float f, int mbits, int bias, float maxv) {\n"
+    "  if (f != f) return 0x7Fu;\n"
+    "  uint8_t sign = signbit(f) ? 0x80u : 0u;\n"
+    "  double a = fabs((double)f);\n"
+    "  if (a == 0.0) return sign;\n"
+    "  if (a > (double)maxv) a = (double)maxv; /* saturate (also infinities) */\n"
+    "  int emin = 1 - bias, e;\n"
+    "  (void)frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */\n"
+    "  int qe = (e - 1 < emin ? emin : e - 1) - mbits; /* the quantum's exponent */\n"
+    "  double t = ldexp(a, -qe), fl = floor(t), rem = t - fl; /* exact: powers of 2 */\n"
+    "  if (rem > 0.5 || (rem == 0.5 && fmod(fl, 2.0) != 0.0)) fl += 1.0;\n"
+    "  double r = ldexp(fl, qe);\n"
+    "  if (r == 0.0) return sign;\n"
+    "  (void)frexp(r, &e);\n"
+    "  if (e - 1 < emin) return (uint8_t)(sign | (uint8_t)ldexp(r, bias - 1 + mbits));\n"
+    "  int mant = (int)ldexp(r, mbits - (e - 1)) - (1 << mbits);\n"
+    "  return (uint8_t)(sign | ((e - 1 + bias) << mbits) | mant);\n"
+    "}\n"
+    "tc__helper float tc_e4m3_to_f32(uint8_t b) { return tc_fp8_decode(b, 3, 7, 0); }\n"
+    "tc__helper float tc_e5m2_to_f32(uint8_t b) { return tc_fp8_decode(b, 2, 15, 1); }\n"
+    "tc__helper uint8_t tc_f32_to_e4m3(float f) { return tc_fp8_encode(f, 3, 7, 448.0f); }\n"
+    "tc__helper uint8_t tc_f32_to_e5m2(float f) { return tc_fp8_encode(f, 2, 15, 57344.0f); }\n"
+    "tc__helper float tc_round_e4m3(float x) { return tc_e4m3_to_f32(tc_f32_to_e4m3(x)); }\n"
+    "tc__helper float tc_round_e5m2(float x) { return tc_e5m2_to_f32(tc_f32_to_e5m2(x)); }\n"
+    "#undef tc__helper\n";
+
+void emit_c_fp8_prelude(StrBuf *out) { sb_puts(out, fp8_prelude); }
+
 /* The source file name inside a C comment: no "*" "/" and no control bytes. */
 static void put_comment_text(StrBuf *sb, const char *s) {
   for (; s && *s; s++) {
@@ -859,6 +957,9 @@ bool emit_c_module(const IrModule *m, StrBuf *out, Diag *diag) {
                  "Link with -lm. */\n"
                  "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n");
   emit_c_prelude(&body);
+  StrBuf kernels; /* after the prelude, which depends on what they use */
+  sb_init(&kernels);
+  E.out = &kernels;
   for (int i = 0; m && i < m->nkernels && !E.failed; i++) {
     if (!m->kernels[i]) {
       fail(&E, E.loc, "NULL kernel");
@@ -866,6 +967,9 @@ bool emit_c_module(const IrModule *m, StrBuf *out, Diag *diag) {
     }
     emit_kernel(&E, m->kernels[i]);
   }
+  if (E.uses_fp8) emit_c_fp8_prelude(&body);
+  sb_putn(&body, kernels.data ? kernels.data : "", kernels.len);
+  sb_free(&kernels);
   bool ok = !E.failed;
   if (ok) sb_putn(out, body.data, body.len);
   sb_free(&body);

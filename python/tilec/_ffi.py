@@ -47,7 +47,8 @@ DEVICE_NAMES = {DEVICE_AUTO: "auto", DEVICE_CPU: "cpu", DEVICE_CUDA: "cuda"}
 ARG_TENSOR, ARG_FLOAT, ARG_INT = 0, 1, 2
 
 # TilecDType, in the enum's order.
-DTYPE_NAMES = ("bool", "i32", "i64", "f16", "bf16", "f32", "f64")
+DTYPE_NAMES = ("bool", "i32", "i64", "f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16", "u32",
+               "f8e4m3", "f8e5m2")
 
 TILEC_MAX_RANK = 8
 

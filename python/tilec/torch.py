@@ -58,7 +58,13 @@ LOG2E = math.log2(math.e)
 _TORCH_DTYPES = {
     "bool": torch.bool, "i32": torch.int32, "i64": torch.int64, "f16": torch.float16,
     "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
+    "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16,
 }
+# The newer dtypes exist only in recent torch releases.
+for _name, _attr in (("u16", "uint16"), ("u32", "uint32"), ("f8e4m3", "float8_e4m3fn"),
+                     ("f8e5m2", "float8_e5m2")):
+    if hasattr(torch, _attr):
+        _TORCH_DTYPES[_name] = getattr(torch, _attr)
 # Scalar parameters in an operator schema.
 _SCHEMA_SCALARS = {"bool": "bool", "i32": "int", "i64": "int",
                    "f16": "float", "bf16": "float", "f32": "float", "f64": "float"}

@@ -8,7 +8,8 @@
 #     `FILE:LINE:COL: error: ...substring...` on stderr,
 #   - reports no other error (count of `: error:` lines == expectations),
 #   - does not create OUT.
-# Style after MLIR's expected-error checks (invalid.mlir).
+# A line `// tilec-args: ARGS` adds ARGS to the command (e.g. --target=sm_90a
+# for a target's limits). Style after MLIR's expected-error checks (invalid.mlir).
 set -u
 
 if [ $# -ne 2 ]; then
@@ -22,7 +23,9 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/tilec-diag.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT
 out=$tmp/out.tir
 
-"$tilec" "$file" --emit=ir -o "$out" >"$tmp/stdout" 2>"$tmp/stderr"
+extra=$(grep -a -o '^// tilec-args: .*' "$file" | head -1 | sed 's|^// tilec-args: ||')
+# shellcheck disable=SC2086 # ARGS are words on purpose
+"$tilec" "$file" --emit=ir $extra -o "$out" >"$tmp/stdout" 2>"$tmp/stderr"
 status=$?
 
 fail=0

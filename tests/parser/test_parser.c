@@ -372,6 +372,45 @@ static void test_threads(const char *text, size_t len) {
   CHECK(jobs[0].kernels == 50 && jobs[1].kernels == 50);
 }
 
+/* The bit operators bind as in C: | ^ & below ==, << >> between < and +;
+ * ~ is unary; &= and <<= are compound assignments. */
+static void test_bit_operators(void) {
+  static const char text[] =
+      "kernel k(A: i32[N])\n"
+      "  grid (1) threads (32) as (bx)\n"
+      "{\n"
+      "  x = 1 | 2 ^ 3 & 4 == 5 << 6 + 7;\n"
+      "  y = ~x >> 1 < 2;\n"
+      "  A[0] &= 3;\n"
+      "  A[0] <<= x;\n"
+      "}\n";
+  Arena *arena = arena_create();
+  Diag *diag = diag_create(NULL);
+  AstModule *m = parse_tile(arena, diag, "bits.tile", text, sizeof text - 1);
+  CHECK(m != NULL);
+  if (m) {
+    AstStmt *s = m->kernels->body->u.block.stmts;
+    AstExpr *e = s->u.assign.value; /* 1 | (2 ^ (3 & (4 == (5 << (6 + 7))))) */
+    CHECK(e->kind == AST_EXPR_BINARY && e->u.op.op == AST_OP_BOR);
+    e = e->u.op.rhs;
+    CHECK(e->u.op.op == AST_OP_XOR);
+    e = e->u.op.rhs;
+    CHECK(e->u.op.op == AST_OP_BAND);
+    e = e->u.op.rhs;
+    CHECK(e->u.op.op == AST_OP_EQ);
+    e = e->u.op.rhs;
+    CHECK(e->u.op.op == AST_OP_SHL && e->u.op.rhs->u.op.op == AST_OP_ADD);
+    AstExpr *y = s->next->u.assign.value; /* ((~x) >> 1) < 2 */
+    CHECK(y->u.op.op == AST_OP_LT && y->u.op.lhs->u.op.op == AST_OP_SHR);
+    CHECK(y->u.op.lhs->u.op.lhs->kind == AST_EXPR_UNARY && y->u.op.lhs->u.op.lhs->u.op.op == AST_OP_BNOT);
+    CHECK(s->next->next->u.assign.op == AST_OP_BAND);
+    CHECK(s->next->next->next->u.assign.op == AST_OP_SHL);
+    CHECK_STR(ast_expr_str(arena, s->u.assign.value), "1 | 2 ^ 3 & 4 == 5 << 6 + 7");
+  }
+  diag_destroy(diag);
+  arena_destroy(arena);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_parser flash_attention.tile\n");
@@ -383,6 +422,7 @@ int main(int argc, char **argv) {
   test_errors();
   test_hostile();
   test_threads(text, len);
+  test_bit_operators();
   free(text);
   if (failures) {
     fprintf(stderr, "test_parser: %d check(s) failed\n", failures);

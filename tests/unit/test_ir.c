@@ -706,6 +706,72 @@ static void test_half_helpers(void) {
   CHECK(rc == 0);
 }
 
+/* The C backend's FP8 helpers (emit_c_fp8_prelude) against the definition:
+ * every code decoded by its formula and, when finite, encoded back to
+ * itself (an infinity saturates to the largest finite); every 9973rd-ish f32 bit pattern
+ * (~430k, all exponents) encoded and compared with a brute-force search for
+ * the nearest finite code (ties to the even code, beyond the largest or
+ * infinite: the largest, NaN: 0x7F). */
+static const char fp8_test_main[] =
+    "#include <stdio.h>\n"
+    "static double ref_decode(int c, int e5) {\n"
+    "  int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7, emax = e5 ? 31 : 15;\n"
+    "  int e = (c & 0x7f) >> mb, m = c & ((1 << mb) - 1);\n"
+    "  double s = (c & 0x80) ? -1.0 : 1.0;\n"
+    "  if (e5 && e == emax) return m ? NAN : s * INFINITY;\n"
+    "  if (!e5 && e == emax && m == 7) return NAN;\n"
+    "  if (e == 0) return s * ldexp(m, 1 - bias - mb);\n"
+    "  return s * ldexp(m + (1 << mb), e - bias - mb);\n"
+    "}\n"
+    "static int ref_encode(float f, int e5) {\n"
+    "  if (f != f) return 0x7f;\n"
+    "  int sign = signbit(f) ? 0x80 : 0, best = 0, top = e5 ? 0x7b : 0x7e;\n"
+    "  double a = fabs((double)f), bd = INFINITY;\n"
+    "  if (a >= ref_decode(top, e5)) return sign | top;\n"
+    "  for (int c = 0; c <= top; c++) {\n"
+    "    double d = fabs(ref_decode(c, e5) - a);\n"
+    "    if (d < bd || (d == bd && !(c & 1))) bd = d, best = c;\n"
+    "  }\n"
+    "  return sign | best;\n"
+    "}\n"
+    "int main(void) {\n"
+    "  int bad = 0;\n"
+    "  for (int c = 0; c < 256; c++) {\n"
+    "    double a = tc_e4m3_to_f32((uint8_t)c), b = ref_decode(c, 0);\n"
+    "    double x = tc_e5m2_to_f32((uint8_t)c), y = ref_decode(c, 1);\n"
+    "    if (!((a == b && signbit(a) == signbit(b)) || (a != a && b != b))) bad++, printf(\"e4m3 %02x: %g %g\\n\", c, a, b);\n"
+    "    if (!((x == y && signbit(x) == signbit(y)) || (x != x && y != y))) bad++, printf(\"e5m2 %02x: %g %g\\n\", c, x, y);\n"
+    "    if (a == a && tc_f32_to_e4m3((float)a) != c) bad++, printf(\"e4m3 roundtrip %02x\\n\", c);\n"
+    "    if (isfinite(x) && tc_f32_to_e5m2((float)x) != c) bad++, printf(\"e5m2 roundtrip %02x\\n\", c);\n"
+    "  }\n"
+    "  long n = 0;\n"
+    "  for (uint64_t u = 0; u < 0x100000000ull; u += 9973u, n++) {\n"
+    "    float f = tc_bits_f32((uint32_t)u);\n"
+    "    int g4 = tc_f32_to_e4m3(f), w4 = ref_encode(f, 0), g5 = tc_f32_to_e5m2(f), w5 = ref_encode(f, 1);\n"
+    "    if (g4 != w4 && bad++ < 10) printf(\"e4m3(%a) = %02x, want %02x\\n\", f, g4, w4);\n"
+    "    if (g5 != w5 && bad++ < 10) printf(\"e5m2(%a) = %02x, want %02x\\n\", f, g5, w5);\n"
+    "  }\n"
+    "  printf(\"fp8: 256 codes, %ld encodes, %d bad\\n\", n, bad);\n"
+    "  return bad != 0;\n"
+    "}\n";
+
+static void test_fp8_helpers(void) {
+  StrBuf src;
+  sb_init(&src);
+  sb_puts(&src, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n");
+  emit_c_prelude(&src);
+  emit_c_fp8_prelude(&src);
+  sb_puts(&src, fp8_test_main);
+  char *text = sb_take(&src);
+  CHECK(write_file(scratch_path("fp8.c"), text));
+  free(text);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s -std=c11 -O2 -Wall -Werror -o '%s/fp8' '%s' -lm && '%s/fp8'",
+           cc_command(), scratch, scratch_path("fp8.c"), scratch);
+  int rc = system(cmd);
+  CHECK(rc == 0);
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(scratch, sizeof scratch, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -719,6 +785,7 @@ int main(void) {
   test_vadd();
   test_rowmax();
   test_half_helpers();
+  test_fp8_helpers();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -155,9 +155,9 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
     sb_printf(o, "for (int tc_e = 0; tc_e < %d; ++tc_e) %s[tc_e] = ", n, dst->buf->name);
     DType from = src->buf->dtype, to = dst->buf->dtype;
     if (to == from) sb_printf(o, "%s[tc_e];\n", src->buf->name);
-    else if (cuda_is_16bit(to) && cuda_is_16bit(from)) sb_printf(o, "%s(%s(%s[tc_e]));\n", to == DTYPE_F16 ? "tc_f32_to_f16" : "tc_f32_to_bf16", from == DTYPE_F16 ? "tc_f16_to_f32" : "tc_bf16_to_f32", src->buf->name);
-    else if (cuda_is_16bit(to)) sb_printf(o, "%s((float)%s[tc_e]);\n", to == DTYPE_F16 ? "tc_f32_to_f16" : "tc_f32_to_bf16", src->buf->name);
-    else if (cuda_is_16bit(from)) sb_printf(o, "(%s)%s(%s[tc_e]);\n", cuda_storage_type(to), from == DTYPE_F16 ? "tc_f16_to_f32" : "tc_bf16_to_f32", src->buf->name);
+    else if (cuda_is_low_float(to) && cuda_is_low_float(from)) sb_printf(o, "%s(%s(%s[tc_e]));\n", cuda_from_f32(to), cuda_to_f32(from), src->buf->name);
+    else if (cuda_is_low_float(to)) sb_printf(o, "%s((float)%s[tc_e]);\n", cuda_from_f32(to), src->buf->name);
+    else if (cuda_is_low_float(from)) sb_printf(o, "(%s)%s(%s[tc_e]);\n", cuda_storage_type(to), cuda_to_f32(from), src->buf->name);
     else sb_printf(o, "(%s)%s[tc_e];\n", cuda_storage_type(to), src->buf->name);
     return;
   }
@@ -197,7 +197,7 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
     sb_printf(o, "%s%s = ", dst->buf->name, slot_text);
     IrExpr *v = ir_cast(m, dst->buf->dtype, elem, s->loc);
     if (cond) v = ir_select(m, cond, v, ir_cast(m, dst->buf->dtype, ir_float(m, 0.0, DTYPE_F32, s->loc), s->loc), s->loc);
-    if (cuda_is_16bit(dst->buf->dtype)) cuda_emit_stored_value(C, o, dst->buf->dtype, v);
+    if (cuda_is_low_float(dst->buf->dtype)) cuda_emit_stored_value(C, o, dst->buf->dtype, v);
     else cuda_emit_expr(C, o, v);
     sb_puts(o, ";\n");
   } else {
@@ -209,13 +209,13 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
     cuda_emit_element(C, o, other->buf, idx, other->rank, s->loc);
     sb_puts(o, " = ");
     char val[128];
-    if (cuda_is_16bit(src->buf->dtype))
-      snprintf(val, sizeof val, "%s(%s%s)", src->buf->dtype == DTYPE_F16 ? "tc_f16_to_f32" : "tc_bf16_to_f32",
+    if (cuda_is_low_float(src->buf->dtype))
+      snprintf(val, sizeof val, "%s(%s%s)", cuda_to_f32(src->buf->dtype),
                src->buf->name, slot_text);
     else
       snprintf(val, sizeof val, "%s%s", src->buf->name, slot_text);
     DType to = other->buf->dtype;
-    if (cuda_is_16bit(to)) sb_printf(o, "%s((float)%s);\n", to == DTYPE_F16 ? "tc_f32_to_f16" : "tc_f32_to_bf16", val);
+    if (cuda_is_low_float(to)) sb_printf(o, "%s((float)%s);\n", cuda_from_f32(to), val);
     else sb_printf(o, "(%s)%s;\n", cuda_storage_type(to), val);
   }
   cuda_close_slots(C, l, inner);

@@ -52,6 +52,9 @@ void cuda_indent(Cuda *C, int depth); /* kernel bodies start one level in */
 const char *cuda_storage_type(DType t); /* the C++ type an element is stored as */
 const char *cuda_value_type(DType t);   /* the type arithmetic on it happens in */
 bool cuda_is_16bit(DType t);            /* f16 or bf16 */
+bool cuda_is_low_float(DType t);        /* f16, bf16 or FP8: stored as bits, computed in float */
+const char *cuda_to_f32(DType t);       /* widening function of a low float: tc_f16_to_f32, ... */
+const char *cuda_from_f32(DType t);     /* its rounding function: tc_f32_to_f16, ... */
 int64_t cuda_const(const IrExpr *e);    /* an integer constant (0 if it is not one) */
 void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_seq(Cuda *C, const IrStmt *seq, int depth);

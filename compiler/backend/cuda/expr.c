@@ -104,8 +104,8 @@ static void cuda_float_literal(const ExprWriter *w, StrBuf *sb, const IrExpr *e)
 
 static void cuda_var(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
   /* f16/bf16 scalar parameters arrive as their bits. */
-  if (cuda_is_16bit(e->u.var->dtype))
-    sb_printf(sb, "%s(%s)", e->u.var->dtype == DTYPE_F16 ? "tc_f16_to_f32" : "tc_bf16_to_f32", e->u.var->name);
+  if (cuda_is_low_float(e->u.var->dtype))
+    sb_printf(sb, "%s(%s)", cuda_to_f32(e->u.var->dtype), e->u.var->name);
   else
     sb_puts(sb, e->u.var->name);
 }
@@ -113,8 +113,8 @@ static void cuda_var(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
 /* f16/bf16 elements are stored as tc_half/tc_bf16: loads widen them. */
 static void cuda_load(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
   const IrBuffer *b = e->u.load.buf;
-  if (b->dtype == DTYPE_F16 || b->dtype == DTYPE_BF16) {
-    sb_puts(sb, b->dtype == DTYPE_F16 ? "tc_f16_to_f32(" : "tc_bf16_to_f32(");
+  if (cuda_is_low_float(b->dtype)) {
+    sb_printf(sb, "%s(", cuda_to_f32(b->dtype));
     cuda_emit_element(w->ctx, sb, b, e->u.load.idx, e->u.load.nidx, e->loc);
     sb_puts(sb, ")");
   } else {
@@ -125,11 +125,14 @@ static void cuda_load(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
 static void cuda_cast(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
   DType to = e->dtype;
   /* f16/bf16 values live as float: a cast to them rounds. */
-  if (to == DTYPE_F16) sb_puts(sb, "tc_f16_to_f32(tc_f32_to_f16((float)(");
-  else if (to == DTYPE_BF16) sb_puts(sb, "tc_bf16_to_f32(tc_f32_to_bf16((float)(");
+  if (cuda_is_low_float(to)) sb_printf(sb, "%s(%s((float)(", cuda_to_f32(to), cuda_from_f32(to));
+  /* A float to a narrow integer goes through long long (saturating, as
+   * cvt.rzi.s64 does; the C backend's tc_f2i64), then wraps to the width. */
+  else if (dtype_is_int(to) && to != DTYPE_I64 && to != DTYPE_I32 && dtype_is_float(e->u.cast_src->dtype))
+    sb_printf(sb, "((%s)(long long)(", cuda_value_type(to));
   else sb_printf(sb, "((%s)(", cuda_value_type(to));
   expr_write(w, sb, e->u.cast_src);
-  sb_puts(sb, (to == DTYPE_F16 || to == DTYPE_BF16) ? "))))" : "))");
+  sb_puts(sb, cuda_is_low_float(to) ? ")))" : "))");
 }
 
 /* CUDA math and runtime/device helpers: the CUDA columns of IR_INTRINSICS. */
@@ -146,7 +149,11 @@ static const char *cuda_intrinsic(const ExprWriter *w, const IrExpr *e) {
 }
 
 /* 2-ulp division (docs/gpu-codegen.md); integer and f64 stay exact. */
+/* Shifts: the count modulo 64, << on the unsigned bits, >> arithmetic (the
+ * C backend's semantics, docs/language.md). */
 static const char *cuda_binary_call(const ExprWriter *w, const IrExpr *e) {
+  if (e->u.op.op == IR_OP_SHL) return "((long long)((unsigned long long)($0) << (($1) & 63)))";
+  if (e->u.op.op == IR_OP_SHR) return "((long long)($0) >> (($1) & 63))";
   return e->u.op.op == IR_OP_DIV && e->dtype == DTYPE_F32 ? "tc_fdiv" : NULL;
 }
 
@@ -170,8 +177,8 @@ void cuda_emit_expr(Cuda *C, StrBuf *sb, const IrExpr *e) {
 
 /* value converted for storing into a buffer of dtype t */
 void cuda_emit_stored_value(Cuda *C, StrBuf *sb, DType t, const IrExpr *v) {
-  if (t == DTYPE_F16 || t == DTYPE_BF16) {
-    sb_puts(sb, t == DTYPE_F16 ? "tc_f32_to_f16((float)(" : "tc_f32_to_bf16((float)(");
+  if (cuda_is_low_float(t)) {
+    sb_printf(sb, "%s((float)(", cuda_from_f32(t));
     /* Skip the rounding cast the value may already carry. */
     if (v->kind == IR_EXPR_CAST && v->dtype == t) v = v->u.cast_src;
     cuda_emit_expr(C, sb, v);

@@ -14,6 +14,7 @@
  * hands tile ops to fragment.c, copy.c and gemm.c (cuda_emit.h lists them).
  * Anything the GPU path cannot map is reported with the statement's location. */
 #include <stdarg.h>
+#include <string.h>
 
 #include "cuda_emit.h"
 
@@ -40,15 +41,41 @@ const char *cuda_storage_type(DType t) {
   case DTYPE_BF16: return "tc_bf16";
   case DTYPE_F32: return "float";
   case DTYPE_F64: return "double";
+  case DTYPE_I8: return "signed char";
+  case DTYPE_U8: return "unsigned char";
+  case DTYPE_I16: return "short";
+  case DTYPE_U16: return "unsigned short";
+  case DTYPE_U32: return "unsigned int";
+  case DTYPE_F8E4M3: return "tc_fp8_e4m3";
+  case DTYPE_F8E5M2: return "tc_fp8_e5m2";
   default: return "float";
   }
 }
 
 bool cuda_is_16bit(DType t) { return t == DTYPE_F16 || t == DTYPE_BF16; }
+bool cuda_is_low_float(DType t) { return dtype_is_low_float(t); }
+
+const char *cuda_to_f32(DType t) {
+  switch (t) {
+  case DTYPE_F16: return "tc_f16_to_f32";
+  case DTYPE_BF16: return "tc_bf16_to_f32";
+  case DTYPE_F8E4M3: return "tc_e4m3_to_f32";
+  default: return "tc_e5m2_to_f32";
+  }
+}
+
+const char *cuda_from_f32(DType t) {
+  switch (t) {
+  case DTYPE_F16: return "tc_f32_to_f16";
+  case DTYPE_BF16: return "tc_f32_to_bf16";
+  case DTYPE_F8E4M3: return "tc_f32_to_e4m3";
+  default: return "tc_f32_to_e5m2";
+  }
+}
 
 /* The type arithmetic on a value of t happens in. */
 const char *cuda_value_type(DType t) {
-  return t == DTYPE_F16 || t == DTYPE_BF16 ? "float" : cuda_storage_type(t);
+  return dtype_is_low_float(t) ? "float" : cuda_storage_type(t);
 }
 
 int64_t cuda_const(const IrExpr *e) {
@@ -298,8 +325,17 @@ bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag) {
   sb_puts(&body, wgmma ? "#include \"tilec_wgmma.cuh\"\n" : "#include \"tilec_tile.cuh\"\n");
   if (tma) sb_puts(&body, "#include \"tilec_tma.cuh\"\n");
   if (roles) sb_puts(&body, "#include \"tilec_warp_roles.cuh\"\n");
-  sb_puts(&body, "\n");
+  StrBuf kernels; /* after the includes, which depend on what they use */
+  sb_init(&kernels);
+  C.out = &kernels;
   for (int i = 0; i < m->nkernels && !C.failed; i++) emit_kernel(&C, m->kernels[i]);
+  /* Every FP8 type and conversion the kernels name has _e4m3 or _e5m2 in it
+   * (cuda_storage_type, cuda_to_f32, cuda_from_f32); a user name with it
+   * only adds an unused include. */
+  bool fp8 = kernels.data && (strstr(kernels.data, "_e4m3") || strstr(kernels.data, "_e5m2"));
+  sb_puts(&body, fp8 ? "#include \"tilec_fp8.cuh\"\n\n" : "\n");
+  if (kernels.len) sb_putn(&body, kernels.data, kernels.len);
+  sb_free(&kernels);
   if (!C.failed) sb_puts(out, body.data);
   sb_free(&body);
   return !C.failed;

@@ -1,0 +1,78 @@
+/* tilec_fp8.cuh - FP8 storage types and conversions (OCP E4M3FN and E5M2).
+ *
+ * Included by the generated CUDA of a module that uses f8e4m3 or f8e5m2
+ * (cuda/frame.c). Elements are stored as their byte (tc_fp8_e4m3,
+ * tc_fp8_e5m2) and computed in f32, like f16. The conversions are the C
+ * backend's (compiler/backend/emit_c.c, emit_c_fp8_prelude), bit for bit:
+ *   decode: exact (E4M3FN: bias 7, no infinities, 0x7F/0xFF NaN;
+ *           E5M2: bias 15, IEEE-like infinities and NaNs).
+ *   encode: round to nearest, ties to even, subnormals kept; anything beyond
+ *           the largest finite (448, 57344), infinities included, saturates
+ *           to +-largest; a NaN gives 0x7F. On sm_89+ this is PTX
+ *           cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32; below, the same rule in
+ *           integer arithmetic.
+ * No includes: NVRTC sees this text as an in-memory header. */
+#ifndef TILEC_FP8_CUH
+#define TILEC_FP8_CUH
+
+#ifndef TC_DEVICE
+#define TC_DEVICE static __device__ __forceinline__
+#endif
+
+typedef unsigned char tc_fp8_e4m3; /* OCP E4M3FN bits */
+typedef unsigned char tc_fp8_e5m2; /* OCP E5M2 bits */
+
+/* Software encode: mbits mantissa bits, bias, the largest finite and its code. */
+TC_DEVICE unsigned char tc_fp8_encode_sw(float f, int mbits, int bias, float maxv, unsigned maxcode) {
+  unsigned u = __float_as_uint(f), sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return 0x7Fu;
+  float af = __uint_as_float(a);
+  if (af >= maxv) return (unsigned char)(sign | maxcode);
+  int E = (int)(a >> 23) - 127, emin = 1 - bias;
+  int qe = (E < emin ? emin : E) - mbits;
+  float t = af * __uint_as_float((unsigned)(127 - qe) << 23); /* exact: a power of 2 */
+  unsigned n = (unsigned)t;
+  float rem = t - (float)n;
+  if (rem > 0.5f || (rem == 0.5f && (n & 1u))) n++;
+  if (n == 0) return (unsigned char)sign;
+  /* Subnormal range: the code is n (n == 2^mbits is the smallest normal);
+   * normal: the carry of n into the exponent is the next binade. */
+  return (unsigned char)(sign | ((unsigned)((E < emin ? emin : E) + bias - 1) << mbits) + n);
+}
+
+TC_DEVICE float tc_fp8_decode(unsigned char b, int mbits, int bias, bool has_inf) {
+  unsigned sign = (unsigned)(b & 0x80u) << 24, e = (b & 0x7fu) >> mbits, m = b & ((1u << mbits) - 1u);
+  unsigned emax = (1u << (7 - mbits)) - 1u;
+  if (has_inf && e == emax) return __uint_as_float(sign | (m ? 0x7fc00000u : 0x7f800000u));
+  if (!has_inf && e == emax && m == (1u << mbits) - 1u) return __uint_as_float(0x7fc00000u);
+  if (e == 0) { /* m * 2^(1 - bias - mbits) */
+    float v = (float)m * __uint_as_float((unsigned)(127 + 1 - bias - mbits) << 23);
+    return sign ? -v : v;
+  }
+  return __uint_as_float(sign | ((e - bias + 127u) << 23) | (m << (23 - mbits)));
+}
+
+TC_DEVICE float tc_e4m3_to_f32(tc_fp8_e4m3 b) { return tc_fp8_decode(b, 3, 7, false); }
+TC_DEVICE float tc_e5m2_to_f32(tc_fp8_e5m2 b) { return tc_fp8_decode(b, 2, 15, true); }
+
+TC_DEVICE tc_fp8_e4m3 tc_f32_to_e4m3(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  unsigned short r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+  return (tc_fp8_e4m3)(r & 0xffu);
+#else
+  return tc_fp8_encode_sw(x, 3, 7, 448.0f, 0x7eu);
+#endif
+}
+
+TC_DEVICE tc_fp8_e5m2 tc_f32_to_e5m2(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  unsigned short r;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+  return (tc_fp8_e5m2)(r & 0xffu);
+#else
+  return tc_fp8_encode_sw(x, 2, 15, 57344.0f, 0x7bu);
+#endif
+}
+
+#endif /* TILEC_FP8_CUH */

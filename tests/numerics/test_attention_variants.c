@@ -25,7 +25,8 @@
 static double bound_for(DLDataType t) { return t.code == kDLBfloat ? 2e-2 : 5e-3; }
 
 typedef struct Config {
-  bool decoding;
+  bool decoding, varlen;
+  long kv_extra; /* varlen: each sequence has seqlen + kv_extra keys */
   long dim;
   bool causal;
   DLDataType dtype;
@@ -156,6 +157,86 @@ static void run_decoding(NumEnv *env, const Config *c, TilertKernel *ks, TilertK
   host_tensor_free(&op), host_tensor_free(&lp);
 }
 
+/* --kernel varlen: the --lengths are the packed sequences' query lengths (one
+ * launch for all of them); each has length + kv_extra keys (at least 0). */
+static void run_varlen(NumEnv *env, const Config *c, TilertKernel *k) {
+  const int64_t H = c->heads, Hkv = c->heads_kv, D = c->dim, g = H / Hkv;
+  const int nseq = c->nlengths;
+  int64_t cq[17] = {0}, ck[17] = {0}, max_q = 0;
+  for (int b = 0; b < nseq; b++) {
+    long kl = c->lengths[b] + c->kv_extra;
+    cq[b + 1] = cq[b] + c->lengths[b];
+    ck[b + 1] = ck[b] + (kl > 0 ? kl : 0);
+    if (c->lengths[b] > max_q) max_q = c->lengths[b];
+  }
+  int64_t qshape[3] = {cq[nseq], H, D}, kshape[3] = {ck[nseq] ? ck[nseq] : 1, Hkv, D},
+          cshape[1] = {nseq + 1};
+  DLDataType i32 = {kDLInt, 32, 1};
+  HostTensor q, kt, v, o, tq, tk;
+  bool ok = alloc_up(&q, c->dtype, 3, qshape, env) && alloc_up(&kt, c->dtype, 3, kshape, env) &&
+            alloc_up(&v, c->dtype, 3, kshape, env) && alloc_up(&o, c->dtype, 3, qshape, env) &&
+            alloc_up(&tq, i32, 1, cshape, env) && alloc_up(&tk, i32, 1, cshape, env);
+  NUM_CHECK(ok, "allocating");
+  if (!ok) exit(1);
+  for (int b = 0; b <= nseq; b++) {
+    ((int32_t *)tq.host)[b] = (int32_t)cq[b];
+    ((int32_t *)tk.host)[b] = (int32_t)ck[b];
+  }
+  host_tensor_fill_uniform(&q, &env->rng, -1, 1);
+  host_tensor_fill_uniform(&kt, &env->rng, -1, 1);
+  host_tensor_fill_uniform(&v, &env->rng, -1, 1);
+  host_tensor_poison(&o);
+  NUM_CHECK(host_tensor_upload(&q) && host_tensor_upload(&kt) && host_tensor_upload(&v) &&
+                host_tensor_upload(&o) && host_tensor_upload(&tq) && host_tensor_upload(&tk),
+            "upload failed");
+  double scale = 1.0 / sqrt((double)D) * 1.4426950408889634;
+  TilertArg args[] = {tilert_arg_tensor(&q.dl),  tilert_arg_tensor(&kt.dl), tilert_arg_tensor(&v.dl),
+                      tilert_arg_tensor(&o.dl),  tilert_arg_tensor(&tq.dl), tilert_arg_tensor(&tk.dl),
+                      tilert_arg_int(max_q), tilert_arg_f32(scale)};
+  double t0 = host_now_ms();
+  TilertStatus st = tilert_launch(k, args, 8, NULL);
+  double ms = host_now_ms() - t0;
+  NUM_CHECK(st == TILERT_OK, "launch: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
+  if (st == TILERT_OK) {
+    NUM_CHECK(host_tensor_download(&o), "download failed");
+    double *Q = host_tensor_to_double(&q), *K = host_tensor_to_double(&kt), *V = host_tensor_to_double(&v);
+    double *ref = malloc(o.numel * sizeof *ref), *p = malloc((size_t)(ck[nseq] + 1) * sizeof *p);
+    const double sm = 1.0 / sqrt((double)D);
+    for (int b = 0; b < nseq; b++) {
+      int64_t ql = cq[b + 1] - cq[b], kl = ck[b + 1] - ck[b];
+      for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < ql; i++) {
+          const double *qi = Q + ((cq[b] + i) * H + h) * D;
+          int64_t n = c->causal ? kl - ql + i + 1 : kl;
+          n = n < 0 ? 0 : n > kl ? kl : n;
+          double m = -INFINITY, l = 0;
+          for (int64_t j = 0; j < n; j++) {
+            const double *kj = K + ((ck[b] + j) * Hkv + h / g) * D;
+            double s = 0;
+            for (int64_t d = 0; d < D; d++) s += qi[d] * kj[d];
+            p[j] = s * sm;
+            if (p[j] > m) m = p[j];
+          }
+          for (int64_t j = 0; j < n; j++) l += (p[j] = exp(p[j] - m));
+          double *out = ref + ((cq[b] + i) * H + h) * D;
+          for (int64_t d = 0; d < D; d++) out[d] = 0;
+          for (int64_t j = 0; j < n; j++) {
+            const double *vj = V + ((ck[b] + j) * Hkv + h / g) * D;
+            for (int64_t d = 0; d < D; d++) out[d] += p[j] * vj[d];
+          }
+          for (int64_t d = 0; d < D; d++) out[d] = n ? out[d] / l : 0;
+        }
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%d sequences, total_q %lld, total_kv %lld, %.1f ms", nseq,
+             (long long)cq[nseq], (long long)ck[nseq], ms);
+    check_out(c, what, &o, ref);
+    free(Q), free(K), free(V), free(ref), free(p);
+  }
+  host_tensor_free(&q), host_tensor_free(&kt), host_tensor_free(&v), host_tensor_free(&o);
+  host_tensor_free(&tq), host_tensor_free(&tk);
+}
+
 int main(int argc, char **argv) {
   Config c = {.dim = 64, .dtype = {kDLFloat, 16, 1}, .dtype_name = "f16",
               .lengths = {1, 63, 100, 257}, .nlengths = 4, .qlengths = {1, 5, 16}, .nqlengths = 3,
@@ -166,11 +247,12 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--causal") == 0) {
       c.causal = true;
     } else if (host_opt(argc, argv, &i, "--kernel", &v)) {
-      if (strcmp(v, "gqa") != 0 && strcmp(v, "decoding") != 0) {
-        fprintf(stderr, "bad --kernel %s (gqa or decoding)\n", v);
+      if (strcmp(v, "gqa") != 0 && strcmp(v, "decoding") != 0 && strcmp(v, "varlen") != 0) {
+        fprintf(stderr, "bad --kernel %s (gqa, decoding or varlen)\n", v);
         return 2;
       }
       c.decoding = strcmp(v, "decoding") == 0;
+      c.varlen = strcmp(v, "varlen") == 0;
     } else if (host_opt(argc, argv, &i, "--batch", &v)) {
       c.batch = host_parse_long("--batch", v, 1, 1024);
     } else if (host_opt(argc, argv, &i, "--heads", &v)) {
@@ -198,6 +280,8 @@ int main(int argc, char **argv) {
       parse_list("--lengths", v, c.lengths, &c.nlengths, 1 << 20);
     } else if (host_opt(argc, argv, &i, "--q-lengths", &v)) {
       parse_list("--q-lengths", v, c.qlengths, &c.nqlengths, 1 << 20);
+    } else if (host_opt(argc, argv, &i, "--kv-extra", &v)) {
+      c.kv_extra = host_parse_long("--kv-extra", v, -4096, 1 << 20);
     } else if (host_opt(argc, argv, &i, "--splits", &v)) {
       parse_list("--splits", v, c.splits, &c.nsplits, 1 << 16);
     } else {
@@ -218,7 +302,7 @@ int main(int argc, char **argv) {
     return rc;
   }
   printf("%s: dim %ld, %s, %s, batch %ld, heads %ld, heads_kv %ld",
-         c.decoding ? "flash_decoding" : "gqa_attention", c.dim, c.causal ? "causal" : "non-causal",
+         c.varlen ? "varlen_attention" : c.decoding ? "flash_decoding" : "gqa_attention", c.dim, c.causal ? "causal" : "non-causal",
          c.dtype_name, c.batch, c.heads, c.heads_kv);
   for (int i = 0; i < c.nextra; i++) printf(", -D %s=%s", c.extra[i].name, c.extra[i].value);
   printf("\n");
@@ -229,8 +313,13 @@ int main(int argc, char **argv) {
                           {"is_causal", c.causal ? "true" : "false"}};
   int n = 3;
   for (int i = 0; i < c.nextra; i++) defs[n++] = c.extra[i];
-  TilertModule *mod = num_load(&env, c.decoding ? "flash_decoding.tile" : "gqa_attention.tile", defs, n);
-  if (mod && !c.decoding) {
+  TilertModule *mod = num_load(&env, c.varlen ? "varlen_attention.tile" : c.decoding ? "flash_decoding.tile" : "gqa_attention.tile", defs, n);
+  if (mod && c.varlen) {
+    TilertKernel *k = NULL;
+    NUM_CHECK(tilert_module_get_kernel(mod, "varlen_attention", &k) == TILERT_OK, "no kernel: %s",
+              tilert_last_error(env.ctx));
+    if (k) run_varlen(&env, &c, k);
+  } else if (mod && !c.decoding) {
     TilertKernel *k = NULL;
     NUM_CHECK(tilert_module_get_kernel(mod, "gqa_attention", &k) == TILERT_OK, "no kernel: %s",
               tilert_last_error(env.ctx));

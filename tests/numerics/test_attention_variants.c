@@ -169,7 +169,10 @@ static void run_varlen(NumEnv *env, const Config *c, TilertKernel *k) {
     ck[b + 1] = ck[b] + (kl > 0 ? kl : 0);
     if (c->lengths[b] > max_q) max_q = c->lengths[b];
   }
-  int64_t qshape[3] = {cq[nseq], H, D}, kshape[3] = {ck[nseq] ? ck[nseq] : 1, Hkv, D},
+  /* Q and Output have 3 rows more than the sequences use: the kernel must
+   * never write them (they stay NaN). */
+  const int64_t tail = 3;
+  int64_t qshape[3] = {cq[nseq] + tail, H, D}, kshape[3] = {ck[nseq] ? ck[nseq] : 1, Hkv, D},
           cshape[1] = {nseq + 1};
   DLDataType i32 = {kDLInt, 32, 1};
   HostTensor q, kt, v, o, tq, tk;
@@ -200,7 +203,7 @@ static void run_varlen(NumEnv *env, const Config *c, TilertKernel *k) {
   if (st == TILERT_OK) {
     NUM_CHECK(host_tensor_download(&o), "download failed");
     double *Q = host_tensor_to_double(&q), *K = host_tensor_to_double(&kt), *V = host_tensor_to_double(&v);
-    double *ref = malloc(o.numel * sizeof *ref), *p = malloc((size_t)(ck[nseq] + 1) * sizeof *p);
+    double *ref = calloc(o.numel, sizeof *ref), *p = malloc((size_t)(ck[nseq] + 1) * sizeof *p);
     const double sm = 1.0 / sqrt((double)D);
     for (int b = 0; b < nseq; b++) {
       int64_t ql = cq[b + 1] - cq[b], kl = ck[b + 1] - ck[b];
@@ -227,6 +230,13 @@ static void run_varlen(NumEnv *env, const Config *c, TilertKernel *k) {
           for (int64_t d = 0; d < D; d++) out[d] = n ? out[d] / l : 0;
         }
     }
+    size_t written = 0;
+    for (size_t e = (size_t)(cq[nseq] * H * D); e < o.numel; e++) {
+      written += !isnan(host_tensor_get(&o, e));
+      host_tensor_set(&o, e, 0), ref[e] = 0;
+    }
+    NUM_CHECK(written == 0, "%zu elements of the %lld rows after the last sequence were written",
+              written, (long long)tail);
     char what[96];
     snprintf(what, sizeof what, "%d sequences, total_q %lld, total_kv %lld, %.1f ms", nseq,
              (long long)cq[nseq], (long long)ck[nseq], ms);

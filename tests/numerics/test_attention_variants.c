@@ -26,6 +26,8 @@ static double bound_for(DLDataType t) { return t.code == kDLBfloat ? 2e-2 : 5e-3
 
 typedef struct Config {
   bool decoding, varlen;
+  bool paged;    /* decoding: also the paged split kernel (pages of block_N tokens) */
+  long block_N;  /* decoding: the page size, from --define block_N (default 64) */
   long kv_extra; /* varlen: each sequence has seqlen + kv_extra keys */
   long dim;
   bool causal;
@@ -95,8 +97,66 @@ static void run_gqa(NumEnv *env, const Config *c, TilertKernel *k, long seq_len)
   host_tensor_free(&q), host_tensor_free(&kt), host_tensor_free(&v), host_tensor_free(&o);
 }
 
+/* The paged split kernel on a cache built from kt/v: sequence b's key block
+ * n goes to a page chosen at random (pages shuffled over the whole cache,
+ * plus one spare page that no table points to); then the combine into o. */
+static TilertStatus run_paged(NumEnv *env, const Config *c, TilertKernel *kp, TilertKernel *kc,
+                              HostTensor *q, HostTensor *kt, HostTensor *v, HostTensor *op,
+                              HostTensor *lp, HostTensor *o, long skv, double scale) {
+  const int64_t B = c->batch, Hkv = c->heads_kv, D = c->dim, P = c->block_N;
+  const int64_t max_pages = (skv + P - 1) / P, npages = B * max_pages + 1;
+  int64_t cshape[4] = {npages, P, Hkv, D}, tshape[2] = {B, max_pages}, sshape[1] = {B};
+  DLDataType i32 = {kDLInt, 32, 1};
+  HostTensor kc_, vc_, bt, sl;
+  bool ok = alloc_up(&kc_, c->dtype, 4, cshape, env) && alloc_up(&vc_, c->dtype, 4, cshape, env) &&
+            alloc_up(&bt, i32, 2, tshape, env) && alloc_up(&sl, i32, 1, sshape, env);
+  NUM_CHECK(ok, "allocating the paged cache");
+  if (!ok) exit(1);
+  host_tensor_fill_uniform(&kc_, &env->rng, -1, 1); /* pages not in any table: noise */
+  host_tensor_fill_uniform(&vc_, &env->rng, -1, 1);
+  int64_t *perm = malloc((size_t)npages * sizeof *perm);
+  for (int64_t i = 0; i < npages; i++) perm[i] = i;
+  for (int64_t i = npages - 1; i > 0; i--) {
+    int64_t j = (int64_t)host_rng_uniform(&env->rng, 0, (double)(i + 1));
+    if (j > i) j = i;
+    int64_t t = perm[i];
+    perm[i] = perm[j], perm[j] = t;
+  }
+  for (int64_t b = 0; b < B; b++) {
+    ((int32_t *)sl.host)[b] = (int32_t)skv;
+    for (int64_t n = 0; n < max_pages; n++) {
+      int64_t page = perm[b * max_pages + n];
+      ((int32_t *)bt.host)[b * max_pages + n] = (int32_t)page;
+      for (int64_t t = 0; t < P && n * P + t < skv; t++)
+        for (int64_t h = 0; h < Hkv; h++)
+          for (int64_t d = 0; d < D; d++) {
+            size_t from = (size_t)((((b * skv) + n * P + t) * Hkv + h) * D + d);
+            size_t to = (size_t)(((page * P + t) * Hkv + h) * D + d);
+            host_tensor_set(&kc_, to, host_tensor_get(kt, from));
+            host_tensor_set(&vc_, to, host_tensor_get(v, from));
+          }
+    }
+  }
+  free(perm);
+  host_tensor_poison(o), host_tensor_poison(op), host_tensor_poison(lp);
+  NUM_CHECK(host_tensor_upload(&kc_) && host_tensor_upload(&vc_) && host_tensor_upload(&bt) &&
+                host_tensor_upload(&sl) && host_tensor_upload(o) && host_tensor_upload(op) &&
+                host_tensor_upload(lp),
+            "upload failed");
+  TilertArg a1[] = {tilert_arg_tensor(&q->dl),  tilert_arg_tensor(&kc_.dl), tilert_arg_tensor(&vc_.dl),
+                    tilert_arg_tensor(&bt.dl),  tilert_arg_tensor(&sl.dl),  tilert_arg_tensor(&op->dl),
+                    tilert_arg_tensor(&lp->dl), tilert_arg_f32(scale)};
+  TilertArg a2[] = {tilert_arg_tensor(&op->dl), tilert_arg_tensor(&lp->dl), tilert_arg_tensor(&o->dl)};
+  TilertStatus st = tilert_launch(kp, a1, 8, NULL);
+  NUM_CHECK(st == TILERT_OK, "launch paged split: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
+  if (st == TILERT_OK) st = tilert_launch(kc, a2, 3, NULL);
+  if (st == TILERT_OK) NUM_CHECK(host_tensor_download(o), "download failed");
+  host_tensor_free(&kc_), host_tensor_free(&vc_), host_tensor_free(&bt), host_tensor_free(&sl);
+  return st;
+}
+
 static void run_decoding(NumEnv *env, const Config *c, TilertKernel *ks, TilertKernel *kc,
-                         long sq, long skv, long nsplit) {
+                         TilertKernel *kp, long sq, long skv, long nsplit) {
   const int64_t B = c->batch, H = c->heads, D = c->dim;
   int64_t qshape[4] = {B, sq, H, D}, kshape[4] = {B, skv, c->heads_kv, D};
   int64_t pshape[5] = {B, H, nsplit, sq, D}, lshape[4] = {B, H, nsplit, sq};
@@ -151,6 +211,8 @@ static void run_decoding(NumEnv *env, const Config *c, TilertKernel *ks, TilertK
       }
     printf("  %*s  lse: max abs %.3e (bound 1e-3), %zu NaN\n", 38, "", worst, bad);
     NUM_CHECK(worst <= 1e-3 && bad == 0, "lse: max abs error %.3e, %zu NaN", worst, bad);
+    if (kp && run_paged(env, c, kp, kc, &q, &kt, &v, &op, &lp, &o, skv, scale) == TILERT_OK)
+      check_out(c, "                   paged, same inputs", &o, ref);
     free(ref), free(lse);
   }
   host_tensor_free(&q), host_tensor_free(&kt), host_tensor_free(&v), host_tensor_free(&o);
@@ -250,12 +312,14 @@ static void run_varlen(NumEnv *env, const Config *c, TilertKernel *k) {
 int main(int argc, char **argv) {
   Config c = {.dim = 64, .dtype = {kDLFloat, 16, 1}, .dtype_name = "f16",
               .lengths = {1, 63, 100, 257}, .nlengths = 4, .qlengths = {1, 5, 16}, .nqlengths = 3,
-              .splits = {1, 3}, .nsplits = 2, .batch = 2, .heads = 4, .heads_kv = 2};
+              .splits = {1, 3}, .nsplits = 2, .block_N = 64, .batch = 2, .heads = 4, .heads_kv = 2};
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
     if (strcmp(argv[i], "--causal") == 0) {
       c.causal = true;
+    } else if (strcmp(argv[i], "--paged") == 0) {
+      c.paged = true;
     } else if (host_opt(argc, argv, &i, "--kernel", &v)) {
       if (strcmp(v, "gqa") != 0 && strcmp(v, "decoding") != 0 && strcmp(v, "varlen") != 0) {
         fprintf(stderr, "bad --kernel %s (gqa, decoding or varlen)\n", v);
@@ -284,6 +348,7 @@ int main(int argc, char **argv) {
         return 2;
       }
       c.extra[c.nextra++] = (TilecDefine){strndup(v, (size_t)(eq - v)), eq + 1};
+      if (strncmp(v, "block_N=", 8) == 0) c.block_N = atol(eq + 1);
     } else if (host_opt(argc, argv, &i, "--device", &v)) {
       device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
     } else if (host_opt(argc, argv, &i, "--lengths", &v)) {
@@ -335,14 +400,17 @@ int main(int argc, char **argv) {
               tilert_last_error(env.ctx));
     for (int i = 0; k && i < c.nlengths; i++) run_gqa(&env, &c, k, c.lengths[i]);
   } else if (mod) {
-    TilertKernel *ks = NULL, *kc = NULL;
+    TilertKernel *ks = NULL, *kc = NULL, *kp = NULL;
+    if (c.paged)
+      NUM_CHECK(tilert_module_get_kernel(mod, "flash_decoding_paged_split", &kp) == TILERT_OK,
+                "no paged kernel: %s", tilert_last_error(env.ctx));
     NUM_CHECK(tilert_module_get_kernel(mod, "flash_decoding_split", &ks) == TILERT_OK &&
                   tilert_module_get_kernel(mod, "flash_decoding_combine", &kc) == TILERT_OK,
               "no kernels: %s", tilert_last_error(env.ctx));
     for (int a = 0; ks && kc && a < c.nqlengths; a++)
       for (int b = 0; b < c.nlengths; b++)
         for (int s = 0; s < c.nsplits; s++)
-          run_decoding(&env, &c, ks, kc, c.qlengths[a], c.lengths[b], c.splits[s]);
+          run_decoding(&env, &c, ks, kc, kp, c.qlengths[a], c.lengths[b], c.splits[s]);
   }
   tilert_module_destroy(mod);
   num_close(&env);

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""bench_attention_variants.py - tilec's grouped-query attention and split-KV
-decoding on the GPU against torch SDPA, in one run (issue 13). See
+"""bench_attention_variants.py - tilec's grouped-query attention, split-KV
+decoding (contiguous and paged caches) and varlen attention on the GPU
+against torch SDPA, in one run (issue 13). See
 bench/README.md for the command.
 
-Modes (--modes gqa,decoding; default both)
+Modes (--modes gqa,decoding,varlen; default all three)
   gqa       examples/gqa_attention.tile against SDPA with enable_gqa=True,
             FLASH_ATTENTION and CUDNN_ATTENTION forced (a backend that
             refuses enable_gqa is reported as such), and the flagship
@@ -21,10 +22,20 @@ Modes (--modes gqa,decoding; default both)
             batch 8, heads 32, dim 128, seqlen_q 1 and 16, seqlen_kv 1k..128k,
             heads_kv 32 (MHA) and 8 (GQA; the EFFICIENT backend has no GQA,
             it gets K/V expanded outside the timing). Non-causal (seqlen_q
-            tokens against the whole cache). Bandwidth = bytes of Q, K, V and
+            tokens against the whole cache). tilec-paged: the same split
+            count through flash_decoding_paged_split on a paged copy of the
+            cache (pages of block_N = 64 tokens, shuffled; issue 13's goal:
+            within 10% of tilec-split). Bandwidth = bytes of Q, K, V and
             O (K and V counted once, at heads_kv) / t, as % of the device's:
             the datasheet figure (--peak-gbs, 3350 for an H100 SXM) and a
             measured device-to-device copy (1 GiB, read + write).
+
+  varlen    examples/varlen_attention.tile on packed sequences (lengths
+            1..4097 mixed, 16k+ tokens, seeded) against SDPA FLASH on
+            torch.nested jagged tensors (FA2's varlen path), and SDPA on the
+            batch padded to the longest sequence (causal: FLASH and CUDNN;
+            not causal: EFFICIENT with a key-padding mask); useful TFLOP/s
+            (sum over sequences of 4 L^2 H D, half when causal).
 
 Every implementation is checked before it is timed against a float32 torch
 reference (max|out - ref| / max|ref|; bounds 1e-2 f16, 4e-2 bf16); a wrong
@@ -78,7 +89,26 @@ def decoding_rows(args):
     return rows
 
 
+def varlen_rows(args):
+    """Lengths 1..4097 mixed (seeded), 16k tokens in all."""
+    import random
+    rng = random.Random(args.seed)
+    lens = [1, 4097, 2, 17, 1000, 129]
+    while sum(lens) < 16384:
+        lens.append(rng.randint(1, 4097))
+    rows = []
+    for dt in args.dtypes:
+        for dim in (64, 128):
+            for causal in (False, True):
+                rows.append(dict(mode="varlen", dtype=dt, dim=dim, heads=2048 // dim, heads_kv=2048 // dim,
+                                 causal=causal, lens=lens))
+    return rows
+
+
 def row_id(r):
+    if r["mode"] == "varlen":
+        return "varlen-%s-d%d-h%d-%s-n%d" % (r["dtype"], r["dim"], r["heads"], "causal" if r["causal"] else "full",
+                                             len(r["lens"]))
     if r["mode"] == "gqa":
         return "gqa-%s-d%d-h%d-kv%d-%s-s%d" % (r["dtype"], r["dim"], r["heads"], r["heads_kv"],
                                                "causal" if r["causal"] else "full", r["seq"])
@@ -97,9 +127,22 @@ def num_split_for(r, sms, splits="auto", block_N=64, block_M=64):
     return max(1, min(want, n_blocks // 2 if n_blocks >= 2 else 1, 256))
 
 
+def varlen_offsets(torch, r):
+    cu = [0]
+    for n in r["lens"]:
+        cu.append(cu[-1] + n)
+    return torch.tensor(cu, dtype=torch.int32, device="cuda")
+
+
 def make_inputs(torch, r, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}[r["dtype"]]
+    if r["mode"] == "varlen":   # THD: [total, heads, dim] (batch 1 of BSHD for the reference)
+        t, h, hkv, d = sum(r["lens"]), r["heads"], r["heads_kv"], r["dim"]
+        q = torch.randn((t, h, d), generator=g, device="cuda", dtype=dt)
+        k = torch.randn((t, hkv, d), generator=g, device="cuda", dtype=dt)
+        v = torch.randn((t, hkv, d), generator=g, device="cuda", dtype=dt)
+        return q, k, v
     if r["mode"] == "gqa":
         sq = skv = r["seq"]
     else:
@@ -109,6 +152,15 @@ def make_inputs(torch, r, seed):
     k = torch.randn((b, skv, hkv, d), generator=g, device="cuda", dtype=dt)
     v = torch.randn((b, skv, hkv, d), generator=g, device="cuda", dtype=dt)
     return q, k, v
+
+
+def reference_varlen(torch, q, k, v, r):
+    out = torch.empty(q.shape, device=q.device, dtype=torch.float32)
+    o = 0
+    for n in r["lens"]:
+        out[o:o + n] = reference(torch, q[None, o:o + n], k[None, o:o + n], v[None, o:o + n], r["causal"])[0]
+        o += n
+    return out
 
 
 def reference(torch, q, k, v, causal):
@@ -182,10 +234,16 @@ def part_tilec(rows, args, torch, timer, emit):
         rid = row_id(r)
         try:
             q, k, v = make_inputs(torch, r, args.seed)
-            ref = reference(torch, q, k, v, r["causal"])
+            ref = reference_varlen(torch, q, k, v, r) if r["mode"] == "varlen" else reference(torch, q, k, v, r["causal"])
             defs = {"dim": str(r["dim"]), "dtype": r["dtype"], "is_causal": "true" if r["causal"] else "false"}
             scale = 1.0 / math.sqrt(r["dim"]) * LOG2E
-            if r["mode"] == "gqa":
+            if r["mode"] == "varlen":
+                kv_ = kernel("varlen_attention.tile", "varlen_attention", defs)
+                cu = varlen_offsets(torch, r)
+                out = torch.full_like(q, float("nan"))
+                run = kv_.bind(q, k, v, out, cu, cu, max(r["lens"]), scale, stream=stream)
+                emit(rid, measure(torch, timer, run, lambda: (run(), out)[1], ref, r["dtype"], "tilec-varlen"))
+            elif r["mode"] == "gqa":
                 kg = kernel("gqa_attention.tile", "gqa_attention", defs)
                 out = torch.full_like(q, float("nan"))
                 run = kg.bind(q, k, v, out, scale, stream=stream)
@@ -214,6 +272,42 @@ def part_tilec(rows, args, torch, timer, emit):
                     res = measure(torch, timer, run, lambda: (run(), out)[1], ref, r["dtype"], impl)
                     res["num_split"] = ns
                     emit(rid, res)
+                # The same split count on a paged cache (pages of block_N
+                # tokens, shuffled), through the block table.
+                kp = kernel("flash_decoding.tile", "flash_decoding_paged_split", defs)
+                P = int(dict(kv.split("=", 1) for kv in args.tilec_define).get("block_N", 64))
+                skv, hkv = r["seq_kv"], r["heads_kv"]
+                mp = -(-skv // P)
+                perm = torch.randperm(b * mp, device="cuda").to(torch.int32)
+                table = perm.view(b, mp).contiguous()
+                kcache = torch.empty((b * mp, P, hkv, d), device="cuda", dtype=k.dtype)
+                vcache = torch.empty_like(kcache)
+                if skv % P == 0:   # no padding copy (a 128k cache is GBs)
+                    kcache[perm.long()] = k.view(b * mp, P, hkv, d)
+                    vcache[perm.long()] = v.view(b * mp, P, hkv, d)
+                else:
+                    kpad = torch.zeros((b, mp * P, hkv, d), device="cuda", dtype=k.dtype)
+                    vpad = torch.zeros_like(kpad)
+                    kpad[:, :skv] = k
+                    vpad[:, :skv] = v
+                    kcache[perm.long()] = kpad.view(b * mp, P, hkv, d)
+                    vcache[perm.long()] = vpad.view(b * mp, P, hkv, d)
+                    del kpad, vpad
+                lens = torch.full((b,), skv, device="cuda", dtype=torch.int32)
+                ns = num_split_for(r, sms, args.splits)
+                op = torch.full((b, h, ns, sq, d), float("nan"), device="cuda")
+                lp = torch.full((b, h, ns, sq), float("nan"), device="cuda")
+                out = torch.full_like(q, float("nan"))
+                r1 = kp.bind(q, kcache, vcache, table, lens, op, lp, scale, stream=stream)
+                r2 = kc.bind(op, lp, out, stream=stream)
+
+                def runp(r1=r1, r2=r2):
+                    r1()
+                    r2()
+                res = measure(torch, timer, runp, lambda: (runp(), out)[1], ref, r["dtype"], "tilec-paged")
+                res["num_split"] = ns
+                emit(rid, res)
+                del kcache, vcache
         except Exception as e:  # noqa: BLE001 - reported in the table
             emit(rid, {"impl": "tilec", "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])})
             traceback.print_exc()
@@ -227,6 +321,9 @@ def part_peers(rows, args, torch, timer, emit):
     for r in rows:
         rid = row_id(r)
         q, k, v = make_inputs(torch, r, args.seed)
+        if r["mode"] == "varlen":
+            peers_varlen(torch, timer, emit, rid, r, q, k, v, reference_varlen(torch, q, k, v, r))
+            continue
         ref = reference(torch, q, k, v, r["causal"])
         g = r["heads"] // r["heads_kv"]
         qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
@@ -256,6 +353,58 @@ def part_peers(rows, args, torch, timer, emit):
                 emit(rid, {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
 
 
+def peers_varlen(torch, timer, emit, rid, r, q, k, v, ref):
+    """SDPA on the sequences padded to the longest (the work on padding
+    included; the padding and unpadding copies are not timed), and SDPA FLASH
+    on torch.nested jagged tensors (FA2's varlen path)."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    lens, L, n = r["lens"], max(r["lens"]), len(r["lens"])
+    pad = [torch.zeros((n, L) + t.shape[1:], device="cuda", dtype=t.dtype) for t in (q, k, v)]
+    o = 0
+    for i, m in enumerate(lens):
+        for p, t in zip(pad, (q, k, v)):
+            p[i, :m] = t[o:o + m]
+        o += m
+    qt, kt, vt = (p.transpose(1, 2) for p in pad)
+
+    def unpad(out_bhsd):
+        return torch.cat([out_bhsd[i, :, :m].transpose(0, 1) for i, m in enumerate(lens)])
+    # Causal: each real row sees only keys before it, all real, so FLASH and
+    # CUDNN on the padded batch are exact. Not causal: the padding keys need
+    # a mask, which FLASH and CUDNN do not take: EFFICIENT with a boolean
+    # key mask.
+    mask = None
+    if not r["causal"]:
+        mask = torch.zeros((n, 1, 1, L), device="cuda", dtype=torch.bool)
+        for i, m in enumerate(lens):
+            mask[i, ..., :m] = True
+    peers = ((("sdpa-flash-padded", "FLASH_ATTENTION"), ("sdpa-cudnn-padded", "CUDNN_ATTENTION")) if r["causal"]
+             else (("sdpa-efficient-padded", "EFFICIENT_ATTENTION"),))
+    for impl, be in peers:
+        try:
+            bk = getattr(SDPBackend, be)
+
+            def fn(bk=bk):
+                with sdpa_kernel([bk]):
+                    if mask is None:
+                        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
+                    return F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask)
+            emit(rid, measure(torch, timer, fn, lambda: unpad(fn()), ref, r["dtype"], impl))
+        except Exception as e:  # noqa: BLE001
+            emit(rid, {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
+    try:
+        offs = varlen_offsets(torch, r).long()
+        nq, nk, nv = (torch.nested.nested_tensor_from_jagged(t, offs).transpose(1, 2) for t in (q, k, v))
+
+        def fnn():
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                return F.scaled_dot_product_attention(nq, nk, nv, is_causal=r["causal"])
+        emit(rid, measure(torch, timer, fnn, lambda: fnn().transpose(1, 2).values(), ref, r["dtype"], "sdpa-flash-nested"))
+    except Exception as e:  # noqa: BLE001
+        emit(rid, {"impl": "sdpa-flash-nested", "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
+
+
 def copy_bandwidth(torch, timer):
     n = 1 << 30
     a = torch.empty(n, dtype=torch.uint8, device="cuda")
@@ -275,6 +424,8 @@ def child_main(args):
         rows += gqa_rows(args)
     if "decoding" in args.modes:
         rows += decoding_rows(args)
+    if "varlen" in args.modes:
+        rows += varlen_rows(args)
     with open(args.json_out, "a") as f:
         def emit(rid, res):
             res["id"] = rid
@@ -327,7 +478,7 @@ def report(args, rows, results, gpu):
                 ratio("tilec-gqa", "sdpa-cudnn-gqa"), ratio("tilec-mha-expanded", "sdpa-cudnn-mha-expanded")))
         lines.append("")
     if "decoding" in args.modes:
-        impls = ["tilec-split", "tilec-nosplit", "sdpa-flash", "sdpa-efficient"]
+        impls = ["tilec-split", "tilec-paged", "tilec-nosplit", "sdpa-flash", "sdpa-efficient"]
         lines += ["## Decoding (split-KV), time in us and bandwidth as %% of %.0f GB/s (%% of measured copy)" % args.peak_gbs, "",
                   "| dtype | B | H/Hkv | seq_q | seq_kv | splits | " + " | ".join(impls) + " | tilec/best sdpa |",
                   "|" + "---|" * (7 + len(impls))]
@@ -347,12 +498,28 @@ def report(args, rows, results, gpu):
                 " | ".join(cell(rr, i, bw) for i in impls),
                 "%.2fx" % (best / ms["tilec-split"]) if best and "tilec-split" in ms else "-"))
         lines.append("")
+    if "varlen" in args.modes:
+        impls = ["tilec-varlen", "sdpa-flash-nested", "sdpa-flash-padded", "sdpa-cudnn-padded", "sdpa-efficient-padded"]
+        lines += ["## Varlen (packed sequences, lengths 1..4097 mixed), useful TFLOP/s (padding not counted)", "",
+                  "| dtype | dim | heads | causal | sequences / tokens | " + " | ".join(impls) + " | tilec/best sdpa |",
+                  "|" + "---|" * (6 + len(impls))]
+        for r in (x for x in rows if x["mode"] == "varlen"):
+            rr = results.get(row_id(r), [])
+            fl = sum(4.0 * r["heads"] * n * n * r["dim"] for n in r["lens"]) / (2 if r["causal"] else 1)
+            tf = lambda x: "%.0f" % (fl / (x["ms"] * 1e-3) / 1e12)
+            ms = {e["impl"]: e["ms"] for e in rr if "ms" in e}
+            best = min([ms[i] for i in impls[1:] if i in ms], default=None)
+            lines.append("| %s | %d | %d | %s | %d / %d | %s | %s |" % (
+                r["dtype"], r["dim"], r["heads"], "yes" if r["causal"] else "no", len(r["lens"]), sum(r["lens"]),
+                " | ".join(cell(rr, i, tf) for i in impls),
+                "%.2fx" % (best / ms["tilec-varlen"]) if best and "tilec-varlen" in ms else "-"))
+        lines.append("")
     return "\n".join(lines)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--modes", default="gqa,decoding")
+    ap.add_argument("--modes", default="gqa,decoding,varlen")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--gqa-seqs", default="1024,4096,16384")
     ap.add_argument("--kv-lens", default="1024,8192,32768,131072")
@@ -389,7 +556,8 @@ def main():
         for line in f:
             e = json.loads(line)
             results.setdefault(e.pop("id"), []).append(e)
-    rows = (gqa_rows(args) if "gqa" in args.modes else []) + (decoding_rows(args) if "decoding" in args.modes else [])
+    rows = ((gqa_rows(args) if "gqa" in args.modes else []) + (decoding_rows(args) if "decoding" in args.modes else [])
+            + (varlen_rows(args) if "varlen" in args.modes else []))
     try:
         gpu = subprocess.check_output(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], text=True).splitlines()[0].strip()
     except Exception:  # noqa: BLE001

@@ -26,6 +26,7 @@ static double bound_for(DLDataType t) { return t.code == kDLBfloat ? 2e-2 : 5e-3
 
 typedef struct Config {
   bool decoding, varlen;
+  bool gqa_packed; /* decoding: also flash_decoding_gqa_split (seqlen_q 1 only) */
   bool paged;    /* decoding: also the paged split kernel (pages of block_N tokens) */
   long block_N;  /* decoding: the page size, from --define block_N (default 64) */
   long kv_extra; /* varlen: each sequence has seqlen + kv_extra keys */
@@ -156,7 +157,7 @@ static TilertStatus run_paged(NumEnv *env, const Config *c, TilertKernel *kp, Ti
 }
 
 static void run_decoding(NumEnv *env, const Config *c, TilertKernel *ks, TilertKernel *kc,
-                         TilertKernel *kp, long sq, long skv, long nsplit) {
+                         TilertKernel *kp, TilertKernel *kg, long sq, long skv, long nsplit) {
   const int64_t B = c->batch, H = c->heads, D = c->dim;
   int64_t qshape[4] = {B, sq, H, D}, kshape[4] = {B, skv, c->heads_kv, D};
   int64_t pshape[5] = {B, H, nsplit, sq, D}, lshape[4] = {B, H, nsplit, sq};
@@ -213,6 +214,15 @@ static void run_decoding(NumEnv *env, const Config *c, TilertKernel *ks, TilertK
     NUM_CHECK(worst <= 1e-3 && bad == 0, "lse: max abs error %.3e, %zu NaN", worst, bad);
     if (kp && run_paged(env, c, kp, kc, &q, &kt, &v, &op, &lp, &o, skv, scale) == TILERT_OK)
       check_out(c, "                   paged, same inputs", &o, ref);
+    if (kg && sq == 1) { /* the group-packed kernel: one query token */
+      host_tensor_poison(&o), host_tensor_poison(&op), host_tensor_poison(&lp);
+      NUM_CHECK(host_tensor_upload(&o) && host_tensor_upload(&op) && host_tensor_upload(&lp), "upload");
+      st = tilert_launch(kg, a1, 6, NULL);
+      NUM_CHECK(st == TILERT_OK, "launch gqa split: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
+      if (st == TILERT_OK) st = tilert_launch(kc, a2, 3, NULL);
+      if (st == TILERT_OK && host_tensor_download(&o))
+        check_out(c, "                   heads packed per KV head", &o, ref);
+    }
     free(ref), free(lse);
   }
   host_tensor_free(&q), host_tensor_free(&kt), host_tensor_free(&v), host_tensor_free(&o);
@@ -320,6 +330,8 @@ int main(int argc, char **argv) {
       c.causal = true;
     } else if (strcmp(argv[i], "--paged") == 0) {
       c.paged = true;
+    } else if (strcmp(argv[i], "--gqa-packed") == 0) {
+      c.gqa_packed = true;
     } else if (host_opt(argc, argv, &i, "--kernel", &v)) {
       if (strcmp(v, "gqa") != 0 && strcmp(v, "decoding") != 0 && strcmp(v, "varlen") != 0) {
         fprintf(stderr, "bad --kernel %s (gqa, decoding or varlen)\n", v);
@@ -400,7 +412,10 @@ int main(int argc, char **argv) {
               tilert_last_error(env.ctx));
     for (int i = 0; k && i < c.nlengths; i++) run_gqa(&env, &c, k, c.lengths[i]);
   } else if (mod) {
-    TilertKernel *ks = NULL, *kc = NULL, *kp = NULL;
+    TilertKernel *ks = NULL, *kc = NULL, *kp = NULL, *kg = NULL;
+    if (c.gqa_packed)
+      NUM_CHECK(tilert_module_get_kernel(mod, "flash_decoding_gqa_split", &kg) == TILERT_OK,
+                "no gqa kernel: %s", tilert_last_error(env.ctx));
     if (c.paged)
       NUM_CHECK(tilert_module_get_kernel(mod, "flash_decoding_paged_split", &kp) == TILERT_OK,
                 "no paged kernel: %s", tilert_last_error(env.ctx));
@@ -410,7 +425,7 @@ int main(int argc, char **argv) {
     for (int a = 0; ks && kc && a < c.nqlengths; a++)
       for (int b = 0; b < c.nlengths; b++)
         for (int s = 0; s < c.nsplits; s++)
-          run_decoding(&env, &c, ks, kc, kp, c.qlengths[a], c.lengths[b], c.splits[s]);
+          run_decoding(&env, &c, ks, kc, kp, kg, c.qlengths[a], c.lengths[b], c.splits[s]);
   }
   tilert_module_destroy(mod);
   num_close(&env);

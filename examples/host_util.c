@@ -279,6 +279,52 @@ void host_ref_attention(const HostTensor *q, const HostTensor *k, const HostTens
   free(V);
 }
 
+void host_ref_attention_general(const HostTensor *q, const HostTensor *k, const HostTensor *v,
+                                bool causal, double sm_scale, double *out, double *lse) {
+  const int64_t B = q->shape[0], Sq = q->shape[1], H = q->shape[2], D = q->shape[3];
+  const int64_t Skv = k->shape[1], Hkv = k->shape[2], groups = H / Hkv;
+  double *Q = host_tensor_to_double(q), *K = host_tensor_to_double(k),
+         *V = host_tensor_to_double(v);
+  double *p = malloc((size_t)(Skv ? Skv : 1) * sizeof *p);
+#define QROW(b, s, h) ((size_t)((((b)*Sq + (s)) * H + (h)) * D))
+#define KROW(b, s, h) ((size_t)((((b)*Skv + (s)) * Hkv + (h)) * D))
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H; h++)
+      for (int64_t i = 0; i < Sq; i++) {
+        const double *qi = Q + QROW(b, i, h);
+        int64_t n = causal ? Skv - Sq + i + 1 : Skv;
+        if (n < 0) n = 0;
+        if (n > Skv) n = Skv;
+        double m = -INFINITY;
+        for (int64_t j = 0; j < n; j++) {
+          const double *kj = K + KROW(b, j, h / groups);
+          double s = 0;
+          for (int64_t d = 0; d < D; d++) s += qi[d] * kj[d];
+          p[j] = s * sm_scale;
+          if (p[j] > m) m = p[j];
+        }
+        double l = 0;
+        for (int64_t j = 0; j < n; j++) {
+          p[j] = exp(p[j] - m);
+          l += p[j];
+        }
+        double *o = out + QROW(b, i, h);
+        for (int64_t d = 0; d < D; d++) o[d] = 0;
+        for (int64_t j = 0; j < n; j++) {
+          const double *vj = V + KROW(b, j, h / groups);
+          for (int64_t d = 0; d < D; d++) o[d] += p[j] * vj[d];
+        }
+        for (int64_t d = 0; d < D; d++) o[d] = n ? o[d] / l : 0;
+        if (lse) lse[(b * H + h) * Sq + i] = n ? m + log(l) : -INFINITY;
+      }
+#undef QROW
+#undef KROW
+  free(p);
+  free(Q);
+  free(K);
+  free(V);
+}
+
 void host_ref_gemm(const HostTensor *a, const HostTensor *b, double *c) {
   const int64_t M = a->shape[0], K = a->shape[1], N = b->shape[1];
   double *A = host_tensor_to_double(a), *B = host_tensor_to_double(b);

@@ -77,6 +77,14 @@ bool host_tensor_download(HostTensor *t);
  * out has batch*seq*heads*dim doubles. */
 void host_ref_attention(const HostTensor *q, const HostTensor *k, const HostTensor *v,
                         bool causal, double sm_scale, double *out);
+/* The general form, for the attention variants: Q is [B, Sq, H, D], K and V
+ * [B, Skv, Hkv, D] with H a multiple of Hkv (query head h reads KV head
+ * h / (H / Hkv)); causal is aligned to the bottom right (query i sits at
+ * position Skv - Sq + i and sees keys 0 .. that position; a row that sees no
+ * key gets 0). lse, when not NULL, receives [B, H, Sq] natural-log
+ * log-sum-exps of the scaled scores (-inf for a row that sees no key). */
+void host_ref_attention_general(const HostTensor *q, const HostTensor *k, const HostTensor *v,
+                                bool causal, double sm_scale, double *out, double *lse);
 /* C[M,N] = A[M,K] @ B[K,N]. */
 void host_ref_gemm(const HostTensor *a, const HostTensor *b, double *c);
 /* Row softmax of X[M,N]. */

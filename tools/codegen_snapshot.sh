@@ -34,6 +34,14 @@ done
 emit softmax "$top/examples/softmax.tile"
 emit softmax-100 "$top/examples/softmax.tile" -D N=100 -D block_M=4
 emit intrinsics-f64 "$top/tests/numerics/intrinsics.tile" -D T=f64
+# The attention variants (issue 13).
+for causal in false true; do
+  emit "gqa-$causal" "$top/examples/gqa_attention.tile" -D is_causal=$causal
+  emit "gqa-64-$causal" "$top/examples/gqa_attention.tile" -D dim=64 -D dtype=bf16 -D is_causal=$causal
+  emit "decoding-$causal" "$top/examples/flash_decoding.tile" -D is_causal=$causal
+  emit "varlen-$causal" "$top/examples/varlen_attention.tile" -D is_causal=$causal
+  emit "varlen-64-$causal" "$top/examples/varlen_attention.tile" -D dim=64 -D dtype=bf16 -D is_causal=$causal
+done
 
 for f in "$top"/tests/python/kernels/*.tile "$top"/tests/parser/*.tile "$top"/tests/diagnostics/*.tile \
          "$top"/tests/numerics/*.tile; do

@@ -10,7 +10,13 @@
  *    fragments with the same [i, j], give both the same layout;
  *  - a 1-D fragment reduced into, or indexed [i] beside a 2-D fragment
  *    indexed [i, j], becomes a row vector of that fragment's row mapping;
- *  - any 2-D fragment still without a layout gets ROWGROUP;
+ *  - a 1-D fragment indexed [j] beside a 2-D fragment indexed [i, j] (a
+ *    bias or a norm weight broadcast over the rows) becomes a column vector
+ *    of that fragment's column mapping: each thread holds the columns it
+ *    reads, replicated over the threads that share them;
+ *  - any 2-D fragment still without a layout gets ROWGROUP, padded (the
+ *    last column slot of some threads lies past the edge, and is skipped)
+ *    when its columns do not divide by the row group;
  *  - on sm_90a, a gemm whose operands wgmma can read (wgmma_fits)
  *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split.
  * Constraints are propagated to a fixpoint, so statement order does not
@@ -79,6 +85,14 @@ static IrLayout row_vector_of(const IrLayout *l) {
   IrLayout v = *l;
   v.cols = 0;
   v.cols_local = 1;
+  return v;
+}
+
+/* The column vector that follows the columns of 2-D layout l. */
+static IrLayout col_vector_of(const IrLayout *l) {
+  IrLayout v = *l;
+  v.rows = 0;
+  v.rows_local = 1;
   return v;
 }
 
@@ -220,6 +234,7 @@ static void reduce_constraints(Infer *in, IrStmt *s) {
 typedef struct Access {
   IrBuffer *buf;
   bool by_loop_vars; /* indexed exactly by the nest's variables, in order */
+  bool by_col;       /* a 1-D buffer indexed [j] by the nest's second variable */
 } Access;
 
 typedef struct Nest {
@@ -235,6 +250,7 @@ static void note_access(Nest *n, IrBuffer *buf, IrExpr *const *idx, int nidx) {
   for (int d = 0; d < nidx && exact; d++)
     exact = idx[d]->kind == IR_EXPR_VAR && idx[d]->u.var == n->vars[d];
   n->acc[n->nacc].buf = buf;
+  n->acc[n->nacc].by_col = nidx == 1 && n->nvars == 2 && idx[0]->kind == IR_EXPR_VAR && idx[0]->u.var == n->vars[1];
   n->acc[n->nacc++].by_loop_vars = exact;
 }
 
@@ -269,6 +285,10 @@ static void loop_constraints(Infer *in, IrStmt *s) {
   }
   for (int i = 0; i < n.nacc; i++) {
     IrBuffer *b = n.acc[i].buf;
+    if (n.acc[i].by_col && driver2) {
+      IrLayout v = col_vector_of(&driver2->layout);
+      assign(in, b, &v, s->loc, "parallel loop (column vector)");
+    }
     if (!n.acc[i].by_loop_vars) continue;
     if (b->rank == 2 && n.nvars == 2 && driver2) assign(in, b, &driver2->layout, s->loc, "parallel loop");
     if (b->rank == 1) {
@@ -311,10 +331,12 @@ static bool rowgroup_layout(int R, int C, int threads, IrLayout *out) {
   out->cols = C;
   if (threads >= R) {
     int g = threads / R;
-    if (threads % R || g > 32 || (g & (g - 1)) || C % g) return false;
+    if (threads % R || g > 32 || (g & (g - 1))) return false;
+    /* C % g != 0: padded, ceil(C / g) column slots, the last one skipped
+     * where tid % g + g * cs >= C (ir_layout_cols_padded). */
     out->group = g;
     out->rows_local = 1;
-    out->cols_local = C / g;
+    out->cols_local = (C + g - 1) / g;
   } else {
     if (R % threads) return false;
     out->group = 1;
@@ -339,7 +361,7 @@ static void default_layouts(IrStmt *s, void *ctx) {
     if (!rowgroup_layout(dim_of(b, 0), dim_of(b, 1), in->threads, &l)) {
       diag_error(in->diag, s->loc,
                  "fragment '%s' [%d, %d] cannot be spread over %d threads (rows must divide the threads "
-                 "into groups of at most 32 that divide the columns, or be a multiple of the threads)",
+                 "into groups of a power of two up to 32, or be a multiple of the threads)",
                  b->name, dim_of(b, 0), dim_of(b, 1), in->threads);
       in->failed = true;
       return;

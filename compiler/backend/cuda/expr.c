@@ -129,7 +129,7 @@ static void cuda_cast(const ExprWriter *w, StrBuf *sb, const IrExpr *e) {
   else if (to == DTYPE_BF16) sb_puts(sb, "tc_bf16_to_f32(tc_f32_to_bf16((float)(");
   else sb_printf(sb, "((%s)(", cuda_value_type(to));
   expr_write(w, sb, e->u.cast_src);
-  sb_puts(sb, (to == DTYPE_F16 || to == DTYPE_BF16) ? "))))" : "))");
+  sb_puts(sb, (to == DTYPE_F16 || to == DTYPE_BF16) ? ")))" : "))");
 }
 
 /* CUDA math and runtime/device helpers: the CUDA columns of IR_INTRINSICS. */

@@ -20,7 +20,8 @@
  *  - on sm_90a, a gemm whose operands wgmma can read (wgmma_fits)
  *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split.
  * Constraints are propagated to a fixpoint, so statement order does not
- * matter. The thread count must be a multiple of 32. */
+ * matter. A thread count that is not a multiple of 32 is rounded up to
+ * one (whole warps; the dumps show the count the kernel launches with). */
 #include <string.h>
 
 #include "passes.h"
@@ -406,9 +407,12 @@ bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
     int64_t threads = 0;
     ir_expr_is_int_const(k->threads, &threads);
     if (threads % 32) {
-      diag_error(diag, k->loc, "kernel '%s': the GPU backend needs a multiple of 32 threads, not %lld", k->name,
-                 (long long)threads);
-      return false;
+      /* No statement sees a thread index (tile ops and parallel loops are
+       * block-wide), so a block of a partial warp runs as whole warps: the
+       * kernel's thread count (and its launch) is rounded up, and the
+       * layouts spread over the rounded count. */
+      threads = (threads + 31) / 32 * 32;
+      k->threads = ir_int(m, threads, k->threads->loc);
     }
     Infer in = {m, k, diag, (int)threads, (int)threads / 32, opts->target == TILEC_TARGET_SM90A, true, false};
     for (int round = 0; round < 2 && !in.failed; round++) {

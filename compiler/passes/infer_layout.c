@@ -18,7 +18,12 @@
  *    last column slot of some threads lies past the edge, and is skipped)
  *    when its columns do not divide by the row group;
  *  - on sm_90a, a gemm whose operands wgmma can read (wgmma_fits)
- *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split.
+ *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split;
+ *  - first, a gemm the GPU templates cannot read as written is given
+ *    shared operands through staging statements inserted before it (and
+ *    visible in this pass's dump): a transpose_A operand is transposed into
+ *    a shared [M, K] tile (tc_at_*) by a parallel loop, a B operand in a
+ *    fragment is copied into a shared tile (tc_b_*).
  * Constraints are propagated to a fixpoint, so statement order does not
  * matter. A thread count that is not a multiple of 32 is rounded up to
  * one (whole warps; the dumps show the count the kernel launches with). */
@@ -118,6 +123,126 @@ static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
   int K = dim_of(a, 1);
   if (K % 16) return false;
   return (a_regs || wgmma_row_ok(K)) && wgmma_row_ok(s->u.gemm.trans_b ? K : N);
+}
+
+/* ---- staging of gemm operands the templates cannot read --------------------- */
+
+/* A new shared [rows, cols] buffer of dtype t, allocated at the top of the
+ * kernel body (as reduce_scratch does). */
+static IrBuffer *stage_buffer(Infer *in, IrStmt *seq, int *at, const char *prefix, DType t, int rows, int cols,
+                              SrcLoc loc) {
+  IrModule *m = in->m;
+  IrExpr *shape[2] = {ir_int(m, rows, loc), ir_int(m, cols, loc)};
+  IrBuffer *b = ir_buffer_new(m, arena_printf(m->arena, "%s_%d", prefix, m->next_id), t, IR_SCOPE_SHARED, 2, shape, loc);
+  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, loc);
+  alloc->u.alloc = b;
+  IrStmt *body = in->k->body;
+  ir_seq_push(m, body, alloc);
+  for (int i = body->u.seq.n - 1; i > 0; i--) body->u.seq.items[i] = body->u.seq.items[i - 1];
+  body->u.seq.items[0] = alloc;
+  if (seq == body) (*at)++; /* the statements of the body moved down one */
+  return b;
+}
+
+/* The two tile dimensions of a 2-D operand region (its non-index dims). */
+static bool region_tile(const IrRegion *r, int dims[2], int ext[2]) {
+  int n = 0;
+  for (int d = 0; d < r->rank; d++) {
+    if (r->is_index[d]) continue;
+    int64_t e = 0;
+    if (n == 2 || !ir_expr_is_int_const(r->extent[d], &e)) return false;
+    dims[n] = d, ext[n++] = (int)e;
+  }
+  return n == 2;
+}
+
+/* Inserts `item` into seq before position *at, advancing *at past it. */
+static void insert_before(IrModule *m, IrStmt *seq, int *at, IrStmt *item) {
+  ir_seq_push(m, seq, item);
+  for (int i = seq->u.seq.n - 1; i > *at; i--) seq->u.seq.items[i] = seq->u.seq.items[i - 1];
+  seq->u.seq.items[*at] = item;
+  (*at)++;
+}
+
+/* for i, j in parallel(M, K) dst[i, j] = src[.. j .., .. i ..] (src a 2-D
+ * tile [K, M] of a shared buffer). */
+static IrStmt *transpose_loop(Infer *in, IrBuffer *dst, const IrRegion *src, const int dims[2], int M, int K,
+                              SrcLoc loc) {
+  IrModule *m = in->m;
+  IrVar *vi = ir_var_new(m, arena_printf(m->arena, "tc_i%d", m->next_id++), IR_VAR_LOOP, DTYPE_I64, loc);
+  IrVar *vj = ir_var_new(m, arena_printf(m->arena, "tc_j%d", m->next_id++), IR_VAR_LOOP, DTYPE_I64, loc);
+  IrExpr *sidx[IR_MAX_RANK];
+  for (int d = 0; d < src->rank; d++) {
+    IrVar *v = d == dims[0] ? vj : d == dims[1] ? vi : NULL;
+    sidx[d] = v ? ir_binary(m, IR_OP_ADD, ir_expr_clone(m, src->start[d]), ir_var_ref(m, v, loc), loc)
+                : ir_expr_clone(m, src->start[d]);
+  }
+  IrExpr *didx[2] = {ir_var_ref(m, vi, loc), ir_var_ref(m, vj, loc)};
+  IrStmt *store = ir_store_new(m, dst, didx, ir_load(m, src->buf, sidx, loc), loc);
+  IrStmt *inner_body = ir_seq_new(m, loc);
+  ir_seq_push(m, inner_body, store);
+  IrStmt *inner = ir_for_new(m, IR_FOR_PARALLEL, vj, ir_int(m, K, loc), inner_body, loc);
+  IrStmt *outer_body = ir_seq_new(m, loc);
+  ir_seq_push(m, outer_body, inner);
+  return ir_for_new(m, IR_FOR_PARALLEL, vi, ir_int(m, M, loc), outer_body, loc);
+}
+
+static IrStmt *copy_stmt(IrModule *m, IrRegion src, IrRegion dst, SrcLoc loc) {
+  IrStmt *c = ir_stmt_new(m, IR_STMT_COPY, loc);
+  c->u.copy.src = src;
+  c->u.copy.dst = dst;
+  return c;
+}
+
+static void stage_gemm(Infer *in, IrStmt *seq, int *at) {
+  IrStmt *s = seq->u.seq.items[*at];
+  IrModule *m = in->m;
+  IrRegion *a = &s->u.gemm.a, *b = &s->u.gemm.b;
+  int dims[2], ext[2];
+  if (s->u.gemm.trans_a && (a->buf->scope == IR_SCOPE_SHARED || a->buf->scope == IR_SCOPE_FRAGMENT) &&
+      region_tile(a, dims, ext)) {
+    int K = ext[0], M = ext[1];
+    IrRegion src = *a;
+    if (a->buf->scope == IR_SCOPE_FRAGMENT) {
+      /* Registers are read in their own layout only: through shared first. */
+      IrBuffer *sh = stage_buffer(in, seq, at, "tc_a", a->buf->dtype, K, M, s->loc);
+      src = ir_region_whole(m, sh, s->loc);
+      insert_before(m, seq, at, copy_stmt(m, *a, src, s->loc));
+      dims[0] = 0, dims[1] = 1;
+    }
+    IrBuffer *at_buf = stage_buffer(in, seq, at, "tc_at", a->buf->dtype, M, K, s->loc);
+    insert_before(m, seq, at, transpose_loop(in, at_buf, &src, dims, M, K, s->loc));
+    *a = ir_region_whole(m, at_buf, s->loc);
+    s->u.gemm.trans_a = false;
+  }
+  if (b->buf->scope == IR_SCOPE_FRAGMENT && region_tile(b, dims, ext)) {
+    IrBuffer *sh = stage_buffer(in, seq, at, "tc_b", b->buf->dtype, ext[0], ext[1], s->loc);
+    IrRegion dst = ir_region_whole(m, sh, s->loc);
+    insert_before(m, seq, at, copy_stmt(m, *b, dst, s->loc));
+    *b = dst;
+  }
+}
+
+static void stage_operands(Infer *in, IrStmt *s) {
+  if (!s) return;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) {
+      IrStmt *it = s->u.seq.items[i];
+      if (it->kind == IR_STMT_GEMM) stage_gemm(in, s, &i); /* i now indexes the gemm */
+      else stage_operands(in, it);
+    }
+    break;
+  case IR_STMT_FOR:
+    stage_operands(in, s->u.for_.body);
+    break;
+  case IR_STMT_IF:
+    stage_operands(in, s->u.if_.then_);
+    stage_operands(in, s->u.if_.else_);
+    break;
+  default:
+    break;
+  }
 }
 
 static void gemm_constraints(Infer *in, IrStmt *s) {
@@ -415,6 +540,7 @@ bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
       k->threads = ir_int(m, threads, k->threads->loc);
     }
     Infer in = {m, k, diag, (int)threads, (int)threads / 32, opts->target == TILEC_TARGET_SM90A, true, false};
+    stage_operands(&in, k->body);
     for (int round = 0; round < 2 && !in.failed; round++) {
       in.changed = true;
       for (int iter = 0; in.changed && !in.failed && iter < 64; iter++) {

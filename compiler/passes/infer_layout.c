@@ -455,18 +455,21 @@ static bool rowgroup_layout(int R, int C, int threads, IrLayout *out) {
   out->frag = IR_FRAG_ROWGROUP;
   out->rows = R;
   out->cols = C;
+  if (R < 1 || C < 1) return false;
   if (threads >= R) {
-    int g = threads / R;
-    if (threads % R || g > 32 || (g & (g - 1))) return false;
-    /* C % g != 0: padded, ceil(C / g) column slots, the last one skipped
-     * where tid % g + g * cs >= C (ir_layout_cols_padded). */
+    /* The largest power-of-two group (at most 32) that fits R times in the
+     * threads; when g * R < threads the rows tid / g >= R are padding
+     * (their threads idle). C % g != 0: padded columns, ceil(C / g) slots,
+     * the last one skipped where tid % g + g * cs >= C. */
+    int g = 1;
+    while (g < 32 && 2 * g * R <= threads) g *= 2;
     out->group = g;
     out->rows_local = 1;
     out->cols_local = (C + g - 1) / g;
   } else {
-    if (R % threads) return false;
+    /* R % threads != 0: ceil(R / threads) row slots, rows >= R padding. */
     out->group = 1;
-    out->rows_local = R / threads;
+    out->rows_local = (R + threads - 1) / threads;
     out->cols_local = C;
   }
   return true;
@@ -503,12 +506,10 @@ static void default_layouts(IrStmt *s, void *ctx) {
     l.frag = IR_FRAG_ROWGROUP;
     l.rows = R;
     l.cols_local = 1;
-    if (T >= R && T % R == 0 && T / R <= 32) {
-      l.group = T / R;
-      l.rows_local = 1;
-    } else if (T < R && R % T == 0) {
-      l.group = 1;
-      l.rows_local = R / T;
+    IrLayout probe;
+    if (rowgroup_layout(R, 1, T, &probe)) { /* the rows of an [R, 1] row group (padded rows included) */
+      l.group = probe.group;
+      l.rows_local = probe.rows_local;
     } else {
       diag_error(in->diag, s->loc, "fragment '%s' [%d] cannot be spread over %d threads (its length must divide "
                  "the threads into groups of at most 32, or be a multiple of the threads)", b->name, R, T);

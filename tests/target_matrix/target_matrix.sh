@@ -55,6 +55,9 @@ for n in 256 100 37 1000 4096; do
   add "rmsnorm-$n" cubin "$EX/rmsnorm.tile" -D N=$n
 done
 add "rmsnorm-bf16-96" cubin "$EX/rmsnorm.tile" -D dtype=bf16 -D N=96
+for bm in 1 2 3 6 12; do add "softmax-100-bm$bm" cubin "$EX/softmax.tile" -D N=100 -D block_M=$bm; done
+add "softmax-threads96" cubin "$EX/softmax.tile" -D threads=96
+add "softmax-threads48" cubin "$EX/softmax.tile" -D threads=48
 for f in "$top"/tests/python/kernels/*.tile "$top"/tests/parser/*.tile "$top"/tests/numerics/*.tile; do
   add "$(basename "$(dirname "$f")")-$(basename "$f" .tile)" cubin "$f"
 done

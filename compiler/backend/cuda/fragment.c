@@ -26,6 +26,15 @@ static void rowgroup_row(StrBuf *sb, const IrLayout *l, int threads, const char 
   else sb_printf(sb, "(tc_tid + %d * %s)", threads, rs);
 }
 
+/* A ROWGROUP whose rows do not fill the threads (group * rows < threads) or
+ * the row slots (rows_local * threads > rows): the rows past `rows` are
+ * padding, skipped by every loop over the slots (not by reductions: their
+ * shuffles need every lane). */
+bool cuda_rows_padded(const Cuda *C, const IrLayout *l) {
+  if (l->kind != IR_LAYOUT_FRAGMENT || l->frag != IR_FRAG_ROWGROUP || l->rows <= 0) return false;
+  return l->rows_local == 1 ? C->threads / l->group > l->rows : l->rows_local * C->threads > l->rows;
+}
+
 void cuda_row_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *rs) {
   if (l->frag == IR_FRAG_MMA_C) row_expr(sb, l, rs);
   else rowgroup_row(sb, l, C->threads, rs);
@@ -106,11 +115,16 @@ int cuda_open_slots(Cuda *C, const IrLayout *l, const char *row_name, const char
   sb_printf(C->out, "#pragma unroll\n");
   cuda_indent(C, depth);
   sb_printf(C->out, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {\n", l->rows_local);
-  if (row_name) {
+  if (row_name || cuda_rows_padded(C, l)) {
+    const char *name = row_name ? row_name : "tc_row";
     cuda_indent(C, depth + 1);
-    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", row_name);
+    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", name);
     cuda_row_of(C, C->out, l, "tc_rs");
     sb_puts(C->out, ";\n");
+    if (cuda_rows_padded(C, l)) {
+      cuda_indent(C, depth + 1);
+      sb_printf(C->out, "if (%s >= %d) continue;  // padding\n", name, l->rows);
+    }
   }
   if (!l->cols) return depth + 1;
   cuda_indent(C, depth + 1);

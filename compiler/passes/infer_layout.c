@@ -39,6 +39,12 @@ typedef struct Infer {
   bool sm90a; /* target has wgmma */
   bool changed;
   bool failed;
+  /* Gemms whose staged operand is rewritten every iteration of a loop
+   * software-pipeline may overlap (num_stages >= 3): they stay mma.sync, as
+   * an in-flight wgmma would still read the staging tile the next iteration
+   * overwrites. */
+  const IrStmt *no_wgmma[16];
+  int nno_wgmma;
 } Infer;
 
 static bool is_fragment(const IrBuffer *b) { return b && b->scope == IR_SCOPE_FRAGMENT; }
@@ -114,6 +120,8 @@ static bool wgmma_row_ok(int cols) { return cols >= 16 && (cols & (cols - 1)) ==
 static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
   const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
   if (!in->sm90a || s->u.gemm.trans_a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
+  for (int i = 0; i < in->nno_wgmma; i++)
+    if (in->no_wgmma[i] == s) return false;
   bool a_regs = a->scope == IR_SCOPE_FRAGMENT; /* A from registers (wgmma's RS form) */
   if ((!a_regs && a->scope != IR_SCOPE_SHARED) || b->scope != IR_SCOPE_SHARED || a->dtype != b->dtype ||
       (a->dtype != DTYPE_F16 && a->dtype != DTYPE_BF16) || a->rank != 2 || b->rank != 2)
@@ -194,8 +202,9 @@ static IrStmt *copy_stmt(IrModule *m, IrRegion src, IrRegion dst, SrcLoc loc) {
   return c;
 }
 
-static void stage_gemm(Infer *in, IrStmt *seq, int *at) {
+static void stage_gemm(Infer *in, IrStmt *seq, int *at, bool overlapped) {
   IrStmt *s = seq->u.seq.items[*at];
+  int before = seq->u.seq.n;
   IrModule *m = in->m;
   IrRegion *a = &s->u.gemm.a, *b = &s->u.gemm.b;
   int dims[2], ext[2];
@@ -221,24 +230,27 @@ static void stage_gemm(Infer *in, IrStmt *seq, int *at) {
     insert_before(m, seq, at, copy_stmt(m, *b, dst, s->loc));
     *b = dst;
   }
+  if (overlapped && seq->u.seq.n != before && in->nno_wgmma < 16) in->no_wgmma[in->nno_wgmma++] = s;
 }
 
-static void stage_operands(Infer *in, IrStmt *s) {
+/* overlapped: inside a pipelined loop of 3 or more stages. */
+static void stage_operands(Infer *in, IrStmt *s, bool overlapped) {
   if (!s) return;
   switch (s->kind) {
   case IR_STMT_SEQ:
     for (int i = 0; i < s->u.seq.n; i++) {
       IrStmt *it = s->u.seq.items[i];
-      if (it->kind == IR_STMT_GEMM) stage_gemm(in, s, &i); /* i now indexes the gemm */
-      else stage_operands(in, it);
+      if (it->kind == IR_STMT_GEMM) stage_gemm(in, s, &i, overlapped); /* i now indexes the gemm */
+      else stage_operands(in, it, overlapped);
     }
     break;
   case IR_STMT_FOR:
-    stage_operands(in, s->u.for_.body);
+    stage_operands(in, s->u.for_.body,
+                   overlapped || (s->u.for_.kind == IR_FOR_PIPELINED && s->u.for_.num_stages >= 3));
     break;
   case IR_STMT_IF:
-    stage_operands(in, s->u.if_.then_);
-    stage_operands(in, s->u.if_.else_);
+    stage_operands(in, s->u.if_.then_, overlapped);
+    stage_operands(in, s->u.if_.else_, overlapped);
     break;
   default:
     break;
@@ -540,8 +552,8 @@ bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
       threads = (threads + 31) / 32 * 32;
       k->threads = ir_int(m, threads, k->threads->loc);
     }
-    Infer in = {m, k, diag, (int)threads, (int)threads / 32, opts->target == TILEC_TARGET_SM90A, true, false};
-    stage_operands(&in, k->body);
+    Infer in = {m, k, diag, (int)threads, (int)threads / 32, opts->target == TILEC_TARGET_SM90A, true, false, {0}, 0};
+    stage_operands(&in, k->body, false);
     for (int round = 0; round < 2 && !in.failed; round++) {
       in.changed = true;
       for (int iter = 0; in.changed && !in.failed && iter < 64; iter++) {

@@ -230,7 +230,14 @@ static void stage_gemm(Infer *in, IrStmt *seq, int *at, bool overlapped) {
     insert_before(m, seq, at, copy_stmt(m, *b, dst, s->loc));
     *b = dst;
   }
-  if (overlapped && seq->u.seq.n != before && in->nno_wgmma < 16) in->no_wgmma[in->nno_wgmma++] = s;
+  if (overlapped && seq->u.seq.n != before) {
+    if (in->nno_wgmma == 16) {
+      diag_error(in->diag, s->loc, "gemm: more than 16 gemms with staged operands in pipelined loops");
+      in->failed = true;
+      return;
+    }
+    in->no_wgmma[in->nno_wgmma++] = s;
+  }
 }
 
 /* overlapped: inside a pipelined loop of 3 or more stages. */

@@ -226,8 +226,9 @@ typedef struct IrLayout {
   /* FRAGMENT (set by infer-layout; formulas in docs/gpu-codegen.md). A 2-D
    * fragment [rows, cols] spreads over threads by `frag`; a 1-D fragment is a
    * row vector (cols == 0) that follows the row mapping of a 2-D layout with
-   * the same frag/rows/warps/group. Each thread holds rows_local x
-   * cols_local elements (cols_local == 1 for row vectors). */
+   * the same frag/rows/warps/group, or a column vector (rows == 0,
+   * rows_local == 1) that follows its column mapping. Each thread holds
+   * rows_local x cols_local elements (cols_local == 1 for row vectors). */
   IrFragKind frag;
   int rows, cols;
   int warps_m, warps_n; /* MMA_C */
@@ -465,6 +466,14 @@ IrStmt *ir_stmt_new(IrModule *m, IrStmtKind kind, SrcLoc loc);
  * map rows to threads the same way (row vectors may then be shared). */
 const char *ir_layout_str(Arena *arena, const IrLayout *l);
 bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b);
+/* A column vector (rows == 0, cols > 0): a 1-D fragment read as v[j] beside
+ * x[i, j]; each thread holds the columns of x's layout it holds (cols_local
+ * values, replicated over the threads that share those columns). */
+bool ir_layout_is_col_vector(const IrLayout *l);
+bool ir_layout_same_cols(const IrLayout *a, const IrLayout *b);
+/* A ROWGROUP whose columns do not divide by its group: the last column slot
+ * of some threads lies past `cols` and is skipped (docs/gpu-codegen.md). */
+bool ir_layout_cols_padded(const IrLayout *l);
 /* Bytes of a buffer with constant shape, rounded up to its shared-memory
  * alignment (128, or smem_align: the CUDA backend places shared buffers one after
  * the other, so sizes keep every offset aligned); saturates instead of overflowing, and

@@ -10,12 +10,17 @@ const char *ir_layout_str(Arena *arena, const IrLayout *l) {
   case IR_LAYOUT_FRAGMENT:
     switch (l->frag) {
     case IR_FRAG_MMA_C:
+      if (ir_layout_is_col_vector(l))
+        return arena_printf(arena, "cols of mma_c(%d, warps %dx%d, local %d)", l->cols, l->warps_m, l->warps_n,
+                            l->cols_local);
       if (!l->cols)
         return arena_printf(arena, "rows of mma_c(%d, warps %dx%d, local %d)", l->rows, l->warps_m, l->warps_n,
                             l->rows_local);
       return arena_printf(arena, "mma_c(%dx%d, warps %dx%d, local %dx%d)", l->rows, l->cols, l->warps_m,
                           l->warps_n, l->rows_local, l->cols_local);
     case IR_FRAG_ROWGROUP:
+      if (ir_layout_is_col_vector(l))
+        return arena_printf(arena, "cols of rowgroup(%d, group %d, local %d)", l->cols, l->group, l->cols_local);
       if (!l->cols)
         return arena_printf(arena, "rows of rowgroup(%d, group %d, local %d)", l->rows, l->group, l->rows_local);
       return arena_printf(arena, "rowgroup(%dx%d, group %d, local %dx%d)", l->rows, l->cols, l->group,
@@ -33,6 +38,24 @@ bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b) {
   if (a->rows != b->rows || a->rows_local != b->rows_local) return false;
   if (a->frag == IR_FRAG_MMA_C) return a->warps_m == b->warps_m && a->warps_n == b->warps_n;
   return a->group == b->group;
+}
+
+bool ir_layout_is_col_vector(const IrLayout *l) {
+  return l->kind == IR_LAYOUT_FRAGMENT && l->rows == 0 && l->cols > 0;
+}
+
+/* The column formula (docs/gpu-codegen.md) depends on the warp columns for
+ * MMA_C and on the row group for ROWGROUP (col = tid % G + G * cs, or cs). */
+bool ir_layout_same_cols(const IrLayout *a, const IrLayout *b) {
+  if (a->kind != IR_LAYOUT_FRAGMENT || b->kind != IR_LAYOUT_FRAGMENT || a->frag != b->frag) return false;
+  if (a->cols != b->cols || a->cols_local != b->cols_local || !a->cols) return false;
+  if (a->frag == IR_FRAG_MMA_C) return a->warps_n == b->warps_n;
+  return a->group == b->group;
+}
+
+bool ir_layout_cols_padded(const IrLayout *l) {
+  return l->kind == IR_LAYOUT_FRAGMENT && l->frag == IR_FRAG_ROWGROUP && l->cols > 0 && l->group > 1 &&
+         l->group * l->cols_local > l->cols;
 }
 
 int64_t ir_buffer_bytes_aligned(const IrBuffer *b) {

@@ -336,6 +336,31 @@ void host_ref_gemm(const HostTensor *a, const HostTensor *b, double *c) {
   free(B);
 }
 
+void host_ref_gemm_bias_gelu(const HostTensor *a, const HostTensor *b, const HostTensor *bias, double *c) {
+  const int64_t M = a->shape[0], N = b->shape[1];
+  host_ref_gemm(a, b, c);
+  double *w = host_tensor_to_double(bias);
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double x = c[i * N + j] + w[j];
+      c[i * N + j] = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    }
+  free(w);
+}
+
+void host_ref_rmsnorm(const HostTensor *x, const HostTensor *w, double eps, double *y) {
+  const int64_t M = x->shape[0], N = x->shape[1];
+  double *X = host_tensor_to_double(x), *W = host_tensor_to_double(w);
+  for (int64_t i = 0; i < M; i++) {
+    double ss = 0;
+    for (int64_t j = 0; j < N; j++) ss += X[i * N + j] * X[i * N + j];
+    double inv = 1.0 / sqrt(ss / (double)N + eps);
+    for (int64_t j = 0; j < N; j++) y[i * N + j] = X[i * N + j] * inv * W[j];
+  }
+  free(X);
+  free(W);
+}
+
 void host_ref_softmax(const HostTensor *x, double *y) {
   const int64_t M = x->shape[0], N = x->shape[1];
   double *X = host_tensor_to_double(x);

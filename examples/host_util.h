@@ -89,6 +89,10 @@ void host_ref_attention_general(const HostTensor *q, const HostTensor *k, const 
 void host_ref_gemm(const HostTensor *a, const HostTensor *b, double *c);
 /* Row softmax of X[M,N]. */
 void host_ref_softmax(const HostTensor *x, double *y);
+/* C[M,N] = gelu(A[M,K] @ B[K,N] + bias[N]), the exact (erf) GELU. */
+void host_ref_gemm_bias_gelu(const HostTensor *a, const HostTensor *b, const HostTensor *bias, double *c);
+/* Y[M,N] = X / sqrt(mean(X^2 along N) + eps) * w[N] (RMSNorm). */
+void host_ref_rmsnorm(const HostTensor *x, const HostTensor *w, double eps, double *y);
 
 /* ---- errors ---- */
 typedef struct HostError {

@@ -5,8 +5,9 @@
  *   softmax [--m N] [--n N] [--block-m N] [--device auto|cpu|cuda]
  *
  * N is a compile-time constant of the kernel (bound here with -D N=...); M is
- * dynamic. On the GPU the [block_M, N] fragment must spread evenly over the
- * threads, so some N need another block_M (the compiler says which). Exit status: 0 correct, 1 wrong result or runtime error, 2 bad usage. */
+ * dynamic. On the GPU the [block_M, N] fragment need not spread evenly over
+ * the threads (N = 100 pads the last column slot). Exit status: 0 correct, 1
+ * wrong result or runtime error, 2 bad usage. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

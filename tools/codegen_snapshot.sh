@@ -32,6 +32,13 @@ for dt in f16 bf16; do
   emit "gemm-$dt-small" "$top/examples/gemm.tile" -D dtype=$dt -D block_M=32 -D block_N=32 -D block_K=16 -D M=100 -D N=70 -D K=45
 done
 emit softmax "$top/examples/softmax.tile"
+emit softmax-37 "$top/examples/softmax.tile" -D N=37
+emit softmax-100-bm3 "$top/examples/softmax.tile" -D N=100 -D block_M=3
+for dim in 160 256; do emit "fa-f16-$dim" "$top/examples/flash_attention.tile" -D dim=$dim; done
+emit gemm_bias_gelu "$top/examples/gemm_bias_gelu.tile"
+emit gemm_bias_gelu-mma "$top/examples/gemm_bias_gelu.tile" -D dtype=bf16 -D threads=128
+emit rmsnorm "$top/examples/rmsnorm.tile"
+emit rmsnorm-100 "$top/examples/rmsnorm.tile" -D N=100 -D dtype=f16
 emit softmax-100 "$top/examples/softmax.tile" -D N=100 -D block_M=4
 emit intrinsics-f64 "$top/tests/numerics/intrinsics.tile" -D T=f64
 # The attention variants (issue 13).

@@ -10,11 +10,23 @@
  *    fragments with the same [i, j], give both the same layout;
  *  - a 1-D fragment reduced into, or indexed [i] beside a 2-D fragment
  *    indexed [i, j], becomes a row vector of that fragment's row mapping;
- *  - any 2-D fragment still without a layout gets ROWGROUP;
+ *  - a 1-D fragment indexed [j] beside a 2-D fragment indexed [i, j] (a
+ *    bias or a norm weight broadcast over the rows) becomes a column vector
+ *    of that fragment's column mapping: each thread holds the columns it
+ *    reads, replicated over the threads that share them;
+ *  - any 2-D fragment still without a layout gets ROWGROUP, padded (the
+ *    last column slot of some threads lies past the edge, and is skipped)
+ *    when its columns do not divide by the row group;
  *  - on sm_90a, a gemm whose operands wgmma can read (wgmma_fits)
- *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split.
+ *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split;
+ *  - first, a gemm the GPU templates cannot read as written is given
+ *    shared operands through staging statements inserted before it (and
+ *    visible in this pass's dump): a transpose_A operand is transposed into
+ *    a shared [M, K] tile (tc_at_*) by a parallel loop, a B operand in a
+ *    fragment is copied into a shared tile (tc_b_*).
  * Constraints are propagated to a fixpoint, so statement order does not
- * matter. The thread count must be a multiple of 32. */
+ * matter. A thread count that is not a multiple of 32 is rounded up to
+ * one (whole warps; the dumps show the count the kernel launches with). */
 #include <string.h>
 
 #include "passes.h"
@@ -27,6 +39,12 @@ typedef struct Infer {
   bool sm90a; /* target has wgmma */
   bool changed;
   bool failed;
+  /* Gemms whose staged operand is rewritten every iteration of a loop
+   * software-pipeline may overlap (num_stages >= 3): they stay mma.sync, as
+   * an in-flight wgmma would still read the staging tile the next iteration
+   * overwrites. */
+  const IrStmt *no_wgmma[16];
+  int nno_wgmma;
 } Infer;
 
 static bool is_fragment(const IrBuffer *b) { return b && b->scope == IR_SCOPE_FRAGMENT; }
@@ -82,6 +100,14 @@ static IrLayout row_vector_of(const IrLayout *l) {
   return v;
 }
 
+/* The column vector that follows the columns of 2-D layout l. */
+static IrLayout col_vector_of(const IrLayout *l) {
+  IrLayout v = *l;
+  v.rows = 0;
+  v.rows_local = 1;
+  return v;
+}
+
 /* A contiguous operand extent wgmma can read: rows of 32, 64 or 128 bytes,
  * or 64-column panels (swizzle-layout stores wider rows that way). A power
  * of two, as swizzle-layout's swizzle needs; anything else stays mma.sync. */
@@ -94,6 +120,8 @@ static bool wgmma_row_ok(int cols) { return cols >= 16 && (cols & (cols - 1)) ==
 static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
   const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
   if (!in->sm90a || s->u.gemm.trans_a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
+  for (int i = 0; i < in->nno_wgmma; i++)
+    if (in->no_wgmma[i] == s) return false;
   bool a_regs = a->scope == IR_SCOPE_FRAGMENT; /* A from registers (wgmma's RS form) */
   if ((!a_regs && a->scope != IR_SCOPE_SHARED) || b->scope != IR_SCOPE_SHARED || a->dtype != b->dtype ||
       (a->dtype != DTYPE_F16 && a->dtype != DTYPE_BF16) || a->rank != 2 || b->rank != 2)
@@ -103,6 +131,137 @@ static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
   int K = dim_of(a, 1);
   if (K % 16) return false;
   return (a_regs || wgmma_row_ok(K)) && wgmma_row_ok(s->u.gemm.trans_b ? K : N);
+}
+
+/* ---- staging of gemm operands the templates cannot read --------------------- */
+
+/* A new shared [rows, cols] buffer of dtype t, allocated at the top of the
+ * kernel body (as reduce_scratch does). */
+static IrBuffer *stage_buffer(Infer *in, IrStmt *seq, int *at, const char *prefix, DType t, int rows, int cols,
+                              SrcLoc loc) {
+  IrModule *m = in->m;
+  IrExpr *shape[2] = {ir_int(m, rows, loc), ir_int(m, cols, loc)};
+  IrBuffer *b = ir_buffer_new(m, arena_printf(m->arena, "%s_%d", prefix, m->next_id), t, IR_SCOPE_SHARED, 2, shape, loc);
+  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, loc);
+  alloc->u.alloc = b;
+  IrStmt *body = in->k->body;
+  ir_seq_push(m, body, alloc);
+  for (int i = body->u.seq.n - 1; i > 0; i--) body->u.seq.items[i] = body->u.seq.items[i - 1];
+  body->u.seq.items[0] = alloc;
+  if (seq == body) (*at)++; /* the statements of the body moved down one */
+  return b;
+}
+
+/* The two tile dimensions of a 2-D operand region (its non-index dims). */
+static bool region_tile(const IrRegion *r, int dims[2], int ext[2]) {
+  int n = 0;
+  for (int d = 0; d < r->rank; d++) {
+    if (r->is_index[d]) continue;
+    int64_t e = 0;
+    if (n == 2 || !ir_expr_is_int_const(r->extent[d], &e)) return false;
+    dims[n] = d, ext[n++] = (int)e;
+  }
+  return n == 2;
+}
+
+/* Inserts `item` into seq before position *at, advancing *at past it. */
+static void insert_before(IrModule *m, IrStmt *seq, int *at, IrStmt *item) {
+  ir_seq_push(m, seq, item);
+  for (int i = seq->u.seq.n - 1; i > *at; i--) seq->u.seq.items[i] = seq->u.seq.items[i - 1];
+  seq->u.seq.items[*at] = item;
+  (*at)++;
+}
+
+/* for i, j in parallel(M, K) dst[i, j] = src[.. j .., .. i ..] (src a 2-D
+ * tile [K, M] of a shared buffer). */
+static IrStmt *transpose_loop(Infer *in, IrBuffer *dst, const IrRegion *src, const int dims[2], int M, int K,
+                              SrcLoc loc) {
+  IrModule *m = in->m;
+  IrVar *vi = ir_var_new(m, arena_printf(m->arena, "tc_i%d", m->next_id++), IR_VAR_LOOP, DTYPE_I64, loc);
+  IrVar *vj = ir_var_new(m, arena_printf(m->arena, "tc_j%d", m->next_id++), IR_VAR_LOOP, DTYPE_I64, loc);
+  IrExpr *sidx[IR_MAX_RANK];
+  for (int d = 0; d < src->rank; d++) {
+    IrVar *v = d == dims[0] ? vj : d == dims[1] ? vi : NULL;
+    sidx[d] = v ? ir_binary(m, IR_OP_ADD, ir_expr_clone(m, src->start[d]), ir_var_ref(m, v, loc), loc)
+                : ir_expr_clone(m, src->start[d]);
+  }
+  IrExpr *didx[2] = {ir_var_ref(m, vi, loc), ir_var_ref(m, vj, loc)};
+  IrStmt *store = ir_store_new(m, dst, didx, ir_load(m, src->buf, sidx, loc), loc);
+  IrStmt *inner_body = ir_seq_new(m, loc);
+  ir_seq_push(m, inner_body, store);
+  IrStmt *inner = ir_for_new(m, IR_FOR_PARALLEL, vj, ir_int(m, K, loc), inner_body, loc);
+  IrStmt *outer_body = ir_seq_new(m, loc);
+  ir_seq_push(m, outer_body, inner);
+  return ir_for_new(m, IR_FOR_PARALLEL, vi, ir_int(m, M, loc), outer_body, loc);
+}
+
+static IrStmt *copy_stmt(IrModule *m, IrRegion src, IrRegion dst, SrcLoc loc) {
+  IrStmt *c = ir_stmt_new(m, IR_STMT_COPY, loc);
+  c->u.copy.src = src;
+  c->u.copy.dst = dst;
+  return c;
+}
+
+static void stage_gemm(Infer *in, IrStmt *seq, int *at, bool overlapped) {
+  IrStmt *s = seq->u.seq.items[*at];
+  int before = seq->u.seq.n;
+  IrModule *m = in->m;
+  IrRegion *a = &s->u.gemm.a, *b = &s->u.gemm.b;
+  int dims[2], ext[2];
+  if (s->u.gemm.trans_a && (a->buf->scope == IR_SCOPE_SHARED || a->buf->scope == IR_SCOPE_FRAGMENT) &&
+      region_tile(a, dims, ext)) {
+    int K = ext[0], M = ext[1];
+    IrRegion src = *a;
+    if (a->buf->scope == IR_SCOPE_FRAGMENT) {
+      /* Registers are read in their own layout only: through shared first. */
+      IrBuffer *sh = stage_buffer(in, seq, at, "tc_a", a->buf->dtype, K, M, s->loc);
+      src = ir_region_whole(m, sh, s->loc);
+      insert_before(m, seq, at, copy_stmt(m, *a, src, s->loc));
+      dims[0] = 0, dims[1] = 1;
+    }
+    IrBuffer *at_buf = stage_buffer(in, seq, at, "tc_at", a->buf->dtype, M, K, s->loc);
+    insert_before(m, seq, at, transpose_loop(in, at_buf, &src, dims, M, K, s->loc));
+    *a = ir_region_whole(m, at_buf, s->loc);
+    s->u.gemm.trans_a = false;
+  }
+  if (b->buf->scope == IR_SCOPE_FRAGMENT && region_tile(b, dims, ext)) {
+    IrBuffer *sh = stage_buffer(in, seq, at, "tc_b", b->buf->dtype, ext[0], ext[1], s->loc);
+    IrRegion dst = ir_region_whole(m, sh, s->loc);
+    insert_before(m, seq, at, copy_stmt(m, *b, dst, s->loc));
+    *b = dst;
+  }
+  if (overlapped && seq->u.seq.n != before) {
+    if (in->nno_wgmma == 16) {
+      diag_error(in->diag, s->loc, "gemm: more than 16 gemms with staged operands in pipelined loops");
+      in->failed = true;
+      return;
+    }
+    in->no_wgmma[in->nno_wgmma++] = s;
+  }
+}
+
+/* overlapped: inside a pipelined loop of 3 or more stages. */
+static void stage_operands(Infer *in, IrStmt *s, bool overlapped) {
+  if (!s) return;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) {
+      IrStmt *it = s->u.seq.items[i];
+      if (it->kind == IR_STMT_GEMM) stage_gemm(in, s, &i, overlapped); /* i now indexes the gemm */
+      else stage_operands(in, it, overlapped);
+    }
+    break;
+  case IR_STMT_FOR:
+    stage_operands(in, s->u.for_.body,
+                   overlapped || (s->u.for_.kind == IR_FOR_PIPELINED && s->u.for_.num_stages >= 3));
+    break;
+  case IR_STMT_IF:
+    stage_operands(in, s->u.if_.then_, overlapped);
+    stage_operands(in, s->u.if_.else_, overlapped);
+    break;
+  default:
+    break;
+  }
 }
 
 static void gemm_constraints(Infer *in, IrStmt *s) {
@@ -220,6 +379,7 @@ static void reduce_constraints(Infer *in, IrStmt *s) {
 typedef struct Access {
   IrBuffer *buf;
   bool by_loop_vars; /* indexed exactly by the nest's variables, in order */
+  bool by_col;       /* a 1-D buffer indexed [j] by the nest's second variable */
 } Access;
 
 typedef struct Nest {
@@ -235,6 +395,7 @@ static void note_access(Nest *n, IrBuffer *buf, IrExpr *const *idx, int nidx) {
   for (int d = 0; d < nidx && exact; d++)
     exact = idx[d]->kind == IR_EXPR_VAR && idx[d]->u.var == n->vars[d];
   n->acc[n->nacc].buf = buf;
+  n->acc[n->nacc].by_col = nidx == 1 && n->nvars == 2 && idx[0]->kind == IR_EXPR_VAR && idx[0]->u.var == n->vars[1];
   n->acc[n->nacc++].by_loop_vars = exact;
 }
 
@@ -269,6 +430,10 @@ static void loop_constraints(Infer *in, IrStmt *s) {
   }
   for (int i = 0; i < n.nacc; i++) {
     IrBuffer *b = n.acc[i].buf;
+    if (n.acc[i].by_col && driver2) {
+      IrLayout v = col_vector_of(&driver2->layout);
+      assign(in, b, &v, s->loc, "parallel loop (column vector)");
+    }
     if (!n.acc[i].by_loop_vars) continue;
     if (b->rank == 2 && n.nvars == 2 && driver2) assign(in, b, &driver2->layout, s->loc, "parallel loop");
     if (b->rank == 1) {
@@ -309,16 +474,21 @@ static bool rowgroup_layout(int R, int C, int threads, IrLayout *out) {
   out->frag = IR_FRAG_ROWGROUP;
   out->rows = R;
   out->cols = C;
+  if (R < 1 || C < 1) return false;
   if (threads >= R) {
-    int g = threads / R;
-    if (threads % R || g > 32 || (g & (g - 1)) || C % g) return false;
+    /* The largest power-of-two group (at most 32) that fits R times in the
+     * threads; when g * R < threads the rows tid / g >= R are padding
+     * (their threads idle). C % g != 0: padded columns, ceil(C / g) slots,
+     * the last one skipped where tid % g + g * cs >= C. */
+    int g = 1;
+    while (g < 32 && 2 * g * R <= threads) g *= 2;
     out->group = g;
     out->rows_local = 1;
-    out->cols_local = C / g;
+    out->cols_local = (C + g - 1) / g;
   } else {
-    if (R % threads) return false;
+    /* R % threads != 0: ceil(R / threads) row slots, rows >= R padding. */
     out->group = 1;
-    out->rows_local = R / threads;
+    out->rows_local = (R + threads - 1) / threads;
     out->cols_local = C;
   }
   return true;
@@ -339,7 +509,7 @@ static void default_layouts(IrStmt *s, void *ctx) {
     if (!rowgroup_layout(dim_of(b, 0), dim_of(b, 1), in->threads, &l)) {
       diag_error(in->diag, s->loc,
                  "fragment '%s' [%d, %d] cannot be spread over %d threads (rows must divide the threads "
-                 "into groups of at most 32 that divide the columns, or be a multiple of the threads)",
+                 "into groups of a power of two up to 32, or be a multiple of the threads)",
                  b->name, dim_of(b, 0), dim_of(b, 1), in->threads);
       in->failed = true;
       return;
@@ -355,12 +525,10 @@ static void default_layouts(IrStmt *s, void *ctx) {
     l.frag = IR_FRAG_ROWGROUP;
     l.rows = R;
     l.cols_local = 1;
-    if (T >= R && T % R == 0 && T / R <= 32) {
-      l.group = T / R;
-      l.rows_local = 1;
-    } else if (T < R && R % T == 0) {
-      l.group = 1;
-      l.rows_local = R / T;
+    IrLayout probe;
+    if (rowgroup_layout(R, 1, T, &probe)) { /* the rows of an [R, 1] row group (padded rows included) */
+      l.group = probe.group;
+      l.rows_local = probe.rows_local;
     } else {
       diag_error(in->diag, s->loc, "fragment '%s' [%d] cannot be spread over %d threads (its length must divide "
                  "the threads into groups of at most 32, or be a multiple of the threads)", b->name, R, T);
@@ -384,11 +552,15 @@ bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
     int64_t threads = 0;
     ir_expr_is_int_const(k->threads, &threads);
     if (threads % 32) {
-      diag_error(diag, k->loc, "kernel '%s': the GPU backend needs a multiple of 32 threads, not %lld", k->name,
-                 (long long)threads);
-      return false;
+      /* No statement sees a thread index (tile ops and parallel loops are
+       * block-wide), so a block of a partial warp runs as whole warps: the
+       * kernel's thread count (and its launch) is rounded up, and the
+       * layouts spread over the rounded count. */
+      threads = (threads + 31) / 32 * 32;
+      k->threads = ir_int(m, threads, k->threads->loc);
     }
-    Infer in = {m, k, diag, (int)threads, (int)threads / 32, opts->target == TILEC_TARGET_SM90A, true, false};
+    Infer in = {m, k, diag, (int)threads, (int)threads / 32, opts->target == TILEC_TARGET_SM90A, true, false, {0}, 0};
+    stage_operands(&in, k->body, false);
     for (int round = 0; round < 2 && !in.failed; round++) {
       in.changed = true;
       for (int iter = 0; in.changed && !in.failed && iter < 64; iter++) {

@@ -4,8 +4,10 @@
  * Guarantees: every shared buffer that is a gemm operand, or that an
  * annotate_layout(x, swizzled) asks for, is IR_LAYOUT_SWIZZLED with
  * swizzle_bytes = its row size, when it is a 2-D tile of a 16-bit type whose
- * rows are a multiple of 16 bytes (else an annotated buffer is an error and
- * an unannotated one stays row-major). ANNOTATE_LAYOUT statements are
+ * rows are one or an even number of 16-byte chunks (tc_swizzle_offset;
+ * 192-byte rows of dim 96 included). An annotated buffer whose rows are an odd
+ * number of chunks stays row-major (already conflict free); any other
+ * annotated buffer is an error, an unannotated one stays row-major. ANNOTATE_LAYOUT statements are
  * consumed. The swizzle itself (tc_swizzle_offset in the device header)
  * permutes the 16-byte chunks of each row so the 8 rows one ldmatrix reads
  * land in 8 different bank groups. On sm_90a the operands of a wgmma gemm
@@ -21,7 +23,19 @@ static bool can_swizzle(const IrBuffer *b, int *row_bytes) {
   if (b->scope != IR_SCOPE_SHARED || b->rank != 2 || dtype_size(b->dtype) != 2) return false;
   if (!ir_expr_is_int_const(b->shape[1], &cols)) return false;
   *row_bytes = (int)cols * 2;
-  return *row_bytes % 16 == 0 && ((*row_bytes / 16) & (*row_bytes / 16 - 1)) == 0;
+  int cpr = *row_bytes / 16;
+  /* tc_swizzle_offset's rows (TC_SWIZZLE_ROWS_OK): one chunk or an even
+   * number of chunks (192-byte rows of dim 96 included). */
+  return *row_bytes % 16 == 0 && (cpr == 1 || cpr % 2 == 0);
+}
+
+/* Rows an ldmatrix reads without conflicts as they are: an odd number of
+ * 16-byte chunks (8 consecutive rows start in 8 distinct bank groups). */
+static bool conflict_free_as_is(const IrBuffer *b) {
+  int64_t cols;
+  if (b->scope != IR_SCOPE_SHARED || b->rank != 2 || dtype_size(b->dtype) != 2) return false;
+  if (!ir_expr_is_int_const(b->shape[1], &cols)) return false;
+  return cols * 2 % 16 == 0 && (cols * 2 / 16) % 2 == 1;
 }
 
 static void swizzle(IrBuffer *b) {
@@ -96,9 +110,10 @@ static void visit(IrStmt *s, void *vctx) {
     int bytes;
     IrBuffer *b = s->u.annotate.buf;
     if (!can_swizzle(b, &bytes)) {
+      if (conflict_free_as_is(b)) return;
       diag_error(c->diag, s->loc,
-                 "annotate_layout: '%s' cannot be swizzled (needs a 2-D shared tile of a 16-bit type whose rows are a "
-                 "power-of-two multiple of 16 bytes)",
+                 "annotate_layout: '%s' cannot be swizzled (needs a 2-D shared tile of a 16-bit type whose rows are "
+                 "a multiple of 16 bytes)",
                  b->name);
       c->ok = false;
       return;

@@ -292,20 +292,36 @@ TC_DEVICE void tc_cp_async_wait() {
  *
  * tc_swizzle_offset(row, col_chunk, chunks_per_row) returns the position, in
  * 16-byte chunks from the tile's start, where logical chunk (row, col_chunk)
- * is stored. chunks_per_row must be a power of two. Byte offset = 16 * result;
- * element (row, col) of a 16-bit tile is chunk col/8, element col%8 within it.
- *   >= 8 chunks per row: chunk ^= row % 8            (row fills >= 1 line)
- *   <  8 chunks per row: 8/cpr rows share one 128-byte line, so the rows of a
- *        line already differ in bank group; XOR with the line index
- *        (row / (8/cpr)) mod cpr to separate the lines.
+ * is stored. Byte offset = 16 * result; element (row, col) of a 16-bit tile
+ * is chunk col/8, element col%8 within it. A row of cpr chunks is cut into
+ * whole groups of 8 chunks and a tail of cpr % 8 chunks:
+ *   a chunk of a whole group: chunk ^= row % 8   (stays in its group)
+ *   a chunk of the tail (tail = 1, 2 or 4 chunks): tail-local chunk ^=
+ *        (row / (8/tail)) mod tail. The tail of row r starts at bank group
+ *        (r * cpr) % 8 = (r * tail) % 8, so the rows of a tail that fall on
+ *        the same bank groups are those r apart by a multiple of 8/tail;
+ *        the XOR with row / (8/tail) separates exactly those.
+ *   a tail of 6 chunks: tail-local chunk ^= (row / 4) mod 2. Rows r and
+ *        r + 4 start on the same bank group ((6 * 4) % 8 == 0); flipping the
+ *        chunk's low bit for the second half puts it on the other parity.
+ * Power-of-two rows are the two cases of old (>= 8 chunks: chunk ^= row % 8;
+ * fewer: only a tail). With any even cpr (dim 48, 80, 96, 112, 160, 192 in
+ * f16: 96 halves = 192-byte rows = 12 chunks) the same chunk of 8
+ * consecutive rows (what one ldmatrix reads) lands in 8 distinct bank groups:
+ * conflict free (checked for every cpr by tests/unit/test_swizzle.c). Odd
+ * cpr: not swizzled (TC_SWIZZLE_ROWS_OK), rows already conflict free.
  * Writers and readers must use the same function with the same cpr.
  * ------------------------------------------------------------------------- */
+#define TC_SWIZZLE_ROWS_OK(cpr) ((cpr) == 1 || (cpr) % 2 == 0)
 TC_DEVICE unsigned tc_swizzle_offset(unsigned row, unsigned col_chunk, unsigned chunks_per_row) {
+  const unsigned whole = chunks_per_row & ~7u; /* chunks in whole groups of 8 */
   unsigned x;
-  if (chunks_per_row >= 8)
+  if (chunks_per_row % 8u == 0u || col_chunk < whole) { /* the first test folds for constant cpr */
     x = row & 7u;
-  else
-    x = (row / (8u / chunks_per_row)) & (chunks_per_row - 1u);
+  } else {
+    const unsigned tail = chunks_per_row - whole; /* 1, 2, 4 or 6 */
+    x = tail == 6u ? (row >> 2) & 1u : (row / (8u / tail)) & (tail - 1u);
+  }
   return row * chunks_per_row + (col_chunk ^ x);
 }
 

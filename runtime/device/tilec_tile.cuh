@@ -18,7 +18,7 @@
  * tc_smem_index<ROWS, COLS, SWZ>(r, c)
  *   Element index of (r, c) in a row-major [ROWS][COLS] 16-bit shared tile;
  *   with SWZ 1 the 16-byte chunks are permuted by tc_swizzle_offset(r, c / 8,
- *   COLS / 8) (COLS / 8 must then be a power of two); with SWZ 2 and COLS >
+ *   COLS / 8) (COLS / 8 must then be 1 or even); with SWZ 2 and COLS >
  *   64 the tile is COLS / 64 panels of [ROWS][64], each swizzled with 128-byte
  *   rows (wgmma operands, tilec_wgmma.cuh). SWZ 0 (false): plain rows.
  *
@@ -104,8 +104,8 @@ TC_DEVICE long long tc_ceildiv(long long a, long long b) {
 template <int ROWS, int COLS, int SWZ>
 TC_DEVICE int tc_smem_index(int r, int c) {
   static_assert(COLS % 8 == 0, "tc_smem_index: COLS must be a multiple of 8 (16-byte chunks)");
-  static_assert(!SWZ || ((COLS / 8) & (COLS / 8 - 1)) == 0,
-                "tc_smem_index: a swizzled tile needs a power-of-two number of chunks per row");
+  static_assert(SWZ != 1 || TC_SWIZZLE_ROWS_OK(COLS / 8),
+                "tc_smem_index: a swizzled tile needs one or an even number of chunks per row");
   static_assert(SWZ >= 0 && SWZ <= 2, "tc_smem_index: SWZ is 0 (plain), 1 (swizzled rows) or 2 (panels)");
   /* Panels: columns [64p, 64p + 64) of every row form panel p, a swizzled
    * [ROWS][64] tile of its own (the layout wgmma reads, tilec_wgmma.cuh). */
@@ -326,7 +326,8 @@ TC_DEVICE void tc_mma_atoms(float *acc, const unsigned (&a)[MI][4], const unsign
 /* ---------------------------------------------------------------------------
  * ldmatrix addressing of swizzled tiles without per-load integer work.
  *
- * In a swizzled tile with >= 8 chunks per row, logical chunk c = 8h + 2q + b
+ * In a swizzled tile with a multiple of 8 chunks per row (only then: a tail
+ * of 2 or 4 chunks is swizzled otherwise), logical chunk c = 8h + 2q + b
  * of row r is stored at chunk 8h + ((2q + b) ^ (r & 7)) = 8h + 2(q ^ (x>>1))
  * + (b ^ (x & 1)) with x = r & 7. In the gemms below every lane's x and b are
  * fixed (rows move in steps of 8, and b is a lane bit), while h and q come
@@ -373,11 +374,12 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
   static_assert(N % (8 * WN) == 0, "tc_gemm_ss: N / WN must be a multiple of 8");
   static_assert(K % 16 == 0, "tc_gemm_ss: K must be a multiple of 16");
   constexpr int MW = M / WM, NW = N / WN, MI = MW / 16, NI = NW / 8;
-  /* Fast addressing needs >= 8 chunks per swizzled row, an even atom count
+  /* Fast addressing needs a multiple of 8 chunks per swizzled row, an even atom count
    * for B, and (for a [K][N] B) warp column offsets that are whole 8-chunk
    * groups. */
-  constexpr bool FAST_A = A_SWZ && K / 8 >= 8;
-  constexpr bool FAST_B = B_SWZ && NI % 2 == 0 && (B_NK ? K / 8 >= 8 : (N / 8 >= 8 && (WN == 1 || NW % 64 == 0)));
+  constexpr bool FAST_A = A_SWZ && K / 8 >= 8 && (K / 8) % 8 == 0;
+  constexpr bool FAST_B = B_SWZ && NI % 2 == 0 &&
+                          (B_NK ? K / 8 >= 8 && (K / 8) % 8 == 0 : (N / 8 >= 8 && (N / 8) % 8 == 0 && (WN == 1 || NW % 64 == 0)));
   const int row0 = (warp / WN) * MW, n0 = (warp % WN) * NW;
   const unsigned a_base = tc_smem_addr(As), b_base = tc_smem_addr(Bs);
   const int m4 = (lane >> 3) & 3, r8 = lane & 7;
@@ -417,7 +419,7 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
 /* B operand loads of the register-A gemms (every warp covers all N columns). */
 template <int N, int K, bool B_SWZ, bool B_NK, int NI>
 struct tc_b_rs_fast {
-  static constexpr bool value = B_SWZ && NI % 2 == 0 && (B_NK ? K / 8 >= 8 : N / 8 >= 8);
+  static constexpr bool value = B_SWZ && NI % 2 == 0 && (B_NK ? K / 8 >= 8 && (K / 8) % 8 == 0 : N / 8 >= 8 && (N / 8) % 8 == 0);
 };
 
 template <int N, int K, bool B_SWZ, bool B_NK, int NI>

@@ -207,12 +207,16 @@ TC_DEVICE void tc_st_global_16(void *p, tc_u32x4 v) {
 }
 
 /* The real header's function, verbatim in behaviour. */
+#define TC_SWIZZLE_ROWS_OK(cpr) ((cpr) == 1 || (cpr) % 2 == 0)
 TC_DEVICE unsigned tc_swizzle_offset(unsigned row, unsigned col_chunk, unsigned chunks_per_row) {
+  const unsigned whole = chunks_per_row & ~7u;
   unsigned x;
-  if (chunks_per_row >= 8)
+  if (chunks_per_row % 8u == 0u || col_chunk < whole) {
     x = row & 7u;
-  else
-    x = (row / (8u / chunks_per_row)) & (chunks_per_row - 1u);
+  } else {
+    const unsigned tail = chunks_per_row - whole;
+    x = tail == 6u ? (row >> 2) & 1u : (row / (8u / tail)) & (tail - 1u);
+  }
   return row * chunks_per_row + (col_chunk ^ x);
 }
 

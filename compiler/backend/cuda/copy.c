@@ -165,11 +165,13 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
    * fragment's logical (row, col). */
   int od[IR_MAX_RANK];
   int n = cuda_tile_dims(other, od);
-  if (n != frag->buf->rank || (frag->buf->rank == 2) != (l->cols != 0)) {
+  bool colvec = ir_layout_is_col_vector(l);
+  if (n != frag->buf->rank || (frag->buf->rank == 2) != (l->cols != 0 && !colvec)) {
     cuda_fail(C, s->loc, "copy between fragment '%s' and '%s': tile ranks differ", frag->buf->name, other->buf->name);
     return;
   }
-  int inner = cuda_open_slots(C, l, "tc_r", l->cols ? "tc_c" : NULL, depth);
+  /* A column vector's one dimension is its column: bound to tc_r too. */
+  int inner = cuda_open_slots(C, l, "tc_r", l->cols && !colvec ? "tc_c" : NULL, depth);
   IrModule *m = (IrModule *)C->m;
   IrVar rv = {.name = "tc_r", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
   IrVar cv = {.name = "tc_c", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};

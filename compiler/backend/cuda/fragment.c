@@ -6,7 +6,9 @@
  * becomes fully unrolled loops over the thread's row and column slots
  * (tc_rs, tc_cs), binding the logical row and column; a parallel loop that
  * touches no fragment is strided over the block's threads. Inside such a
- * loop a fragment element is its register slot (cuda_fragment_slot). Row
+ * loop a fragment element is its register slot (cuda_fragment_slot): a 2-D
+ * fragment of the nest's layout, a row vector [i] or a column vector [j] of
+ * it. Slots of a padded layout that lie past the last column are skipped. Row
  * reductions fold each thread's slots, then the lanes sharing a row with
  * warp shuffles, then (when rows are split across warps) the warps through
  * a shared scratch buffer. */
@@ -22,6 +24,15 @@ static void row_expr(StrBuf *sb, const IrLayout *l, const char *rs) {
 static void rowgroup_row(StrBuf *sb, const IrLayout *l, int threads, const char *rs) {
   if (l->rows_local == 1) sb_printf(sb, "(tc_tid / %d)", l->group);
   else sb_printf(sb, "(tc_tid + %d * %s)", threads, rs);
+}
+
+/* A ROWGROUP whose rows do not fill the threads (group * rows < threads) or
+ * the row slots (rows_local * threads > rows): the rows past `rows` are
+ * padding, skipped by every loop over the slots (not by reductions: their
+ * shuffles need every lane). */
+bool cuda_rows_padded(const Cuda *C, const IrLayout *l) {
+  if (l->kind != IR_LAYOUT_FRAGMENT || l->frag != IR_FRAG_ROWGROUP || l->rows <= 0) return false;
+  return l->rows_local == 1 ? C->threads / l->group > l->rows : l->rows_local * C->threads > l->rows;
 }
 
 void cuda_row_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *rs) {
@@ -55,8 +66,18 @@ bool cuda_fragment_slot(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *i
     sb_printf(sb, "%s[tc_rs * %d + tc_cs]", b->name, l->cols_local);
     return true;
   }
+  if (b->rank == 1 && by_i && !n->j && ir_layout_is_col_vector(l) && ir_layout_is_col_vector(n->layout) &&
+      ir_layout_same_cols(l, n->layout)) {
+    sb_printf(sb, "%s[tc_cs]", b->name); /* a 1-D nest over a column vector */
+    return true;
+  }
   if (b->rank == 1 && by_i && ir_layout_same_rows(l, n->layout)) {
     sb_printf(sb, "%s[tc_rs]", b->name);
+    return true;
+  }
+  bool col_j = nidx == 1 && n->j && idx[0]->kind == IR_EXPR_VAR && idx[0]->u.var == n->j;
+  if (b->rank == 1 && col_j && ir_layout_is_col_vector(l) && ir_layout_same_cols(l, n->layout)) {
+    sb_printf(sb, "%s[tc_cs]", b->name);
     return true;
   }
   cuda_fail(C, loc, "fragment '%s' is indexed in a way its layout (%s) cannot serve in this parallel loop", b->name,
@@ -65,28 +86,61 @@ bool cuda_fragment_slot(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *i
 }
 
 /* Opens the unrolled loops over a layout's row and column slots, binding the
- * logical row/column to the given names. Returns the depth inside. */
+ * logical row/column to the given names (a column vector has only column
+ * slots: col_name, or row_name when it is the only name, takes its column).
+ * A padded layout skips the slots past its last column. Returns the depth
+ * inside. */
 int cuda_open_slots(Cuda *C, const IrLayout *l, const char *row_name, const char *col_name, int depth) {
+  if (ir_layout_is_col_vector(l)) {
+    const char *name = col_name ? col_name : row_name;
+    cuda_indent(C, depth);
+    sb_printf(C->out, "#pragma unroll\n");
+    cuda_indent(C, depth);
+    sb_printf(C->out, "for (int tc_rs = 0; tc_rs < 1; ++tc_rs) {\n");
+    cuda_indent(C, depth + 1);
+    sb_printf(C->out, "#pragma unroll\n");
+    cuda_indent(C, depth + 1);
+    sb_printf(C->out, "for (int tc_cs = 0; tc_cs < %d; ++tc_cs) {\n", l->cols_local);
+    cuda_indent(C, depth + 2);
+    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", name ? name : "tc_col");
+    col_of(C, C->out, l, "tc_cs");
+    sb_puts(C->out, ";\n");
+    if (ir_layout_cols_padded(l)) {
+      cuda_indent(C, depth + 2);
+      sb_printf(C->out, "if (%s >= %d) continue;  // padding\n", name ? name : "tc_col", l->cols);
+    }
+    return depth + 2;
+  }
   cuda_indent(C, depth);
   sb_printf(C->out, "#pragma unroll\n");
   cuda_indent(C, depth);
   sb_printf(C->out, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {\n", l->rows_local);
-  if (row_name) {
+  if (row_name || cuda_rows_padded(C, l)) {
+    const char *name = row_name ? row_name : "tc_row";
     cuda_indent(C, depth + 1);
-    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", row_name);
+    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", name);
     cuda_row_of(C, C->out, l, "tc_rs");
     sb_puts(C->out, ";\n");
+    if (cuda_rows_padded(C, l)) {
+      cuda_indent(C, depth + 1);
+      sb_printf(C->out, "if (%s >= %d) continue;  // padding\n", name, l->rows);
+    }
   }
   if (!l->cols) return depth + 1;
   cuda_indent(C, depth + 1);
   sb_printf(C->out, "#pragma unroll\n");
   cuda_indent(C, depth + 1);
   sb_printf(C->out, "for (int tc_cs = 0; tc_cs < %d; ++tc_cs) {\n", l->cols_local);
-  if (col_name) {
+  if (col_name || ir_layout_cols_padded(l)) {
+    const char *name = col_name ? col_name : "tc_col";
     cuda_indent(C, depth + 2);
-    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", col_name);
+    sb_printf(C->out, "[[maybe_unused]] const long long %s = ", name);
     col_of(C, C->out, l, "tc_cs");
     sb_puts(C->out, ";\n");
+    if (ir_layout_cols_padded(l)) {
+      cuda_indent(C, depth + 2);
+      sb_printf(C->out, "if (%s >= %d) continue;  // padding\n", name, l->cols);
+    }
   }
   return depth + 2;
 }
@@ -200,13 +254,28 @@ void cuda_emit_reduce(Cuda *C, const IrStmt *s, int depth) {
   cuda_indent(C, depth);
   sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {  // %s %s -> %s\n", l->rows_local,
             ir_reduce_name(s->u.reduce.kind), src->name, dst->name);
-  cuda_indent(C, depth + 1);
-  sb_printf(o, "float tc_r = %s%s[tc_rs * %d];\n", val, src->name, l->cols_local);
-  cuda_indent(C, depth + 1);
-  sb_printf(o, "#pragma unroll\n");
-  cuda_indent(C, depth + 1);
-  sb_printf(o, "for (int tc_cs = 1; tc_cs < %d; ++tc_cs) { const float tc_x = %s%s[tc_rs * %d + tc_cs]; tc_r = %s; }\n",
-            l->cols_local, val, src->name, l->cols_local, op2);
+  if (ir_layout_cols_padded(l)) {
+    /* Start from the identity; the slots past the last column add nothing. */
+    const char *id = s->u.reduce.kind == IR_REDUCE_SUM ? "0.0f" : s->u.reduce.kind == IR_REDUCE_MAX ? "(-__int_as_float(0x7f800000))" : "__int_as_float(0x7f800000)";
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "float tc_r = %s;\n", id);
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "#pragma unroll\n");
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "for (int tc_cs = 0; tc_cs < ");
+    sb_printf(o, "%d; ++tc_cs) if (", l->cols_local);
+    col_of(C, o, l, "tc_cs");
+    sb_printf(o, " < %d) { const float tc_x = %s%s[tc_rs * %d + tc_cs]; tc_r = %s; }\n", l->cols, val, src->name,
+              l->cols_local, op2);
+  } else {
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "float tc_r = %s%s[tc_rs * %d];\n", val, src->name, l->cols_local);
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "#pragma unroll\n");
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "for (int tc_cs = 1; tc_cs < %d; ++tc_cs) { const float tc_x = %s%s[tc_rs * %d + tc_cs]; tc_r = %s; }\n",
+              l->cols_local, val, src->name, l->cols_local, op2);
+  }
   /* Lanes that share the row: the quad for mma, the row group otherwise. */
   int span = l->frag == IR_FRAG_MMA_C ? 4 : (l->rows_local == 1 ? l->group : 1);
   for (int mask = 1; mask < span; mask *= 2) {

@@ -1,0 +1,116 @@
+/* test_gemm_staged.c - tests/numerics/gemm_staged.tile against a
+ * double-precision reference: gemm_ta (C = A^T @ B, A stored [K, M]) and
+ * gemm_bfrag (C = A @ (2 B), B in a fragment). On the GPU both run through
+ * the staging infer-layout inserts (shared tc_at_* / tc_b_* tiles).
+ *
+ *   test_gemm_staged --kernel gemm_ta|gemm_bfrag [--dtype f16|bf16]
+ *                    [--define N=V]... --shapes MxNxK,... [--device cpu|cuda] */
+#include "numerics.h"
+
+#include <math.h>
+
+int main(int argc, char **argv) {
+  const char *kernel = NULL, *dtype_name = "f16";
+  DLDataType dtype = {kDLFloat, 16, 1};
+  char extra_name[4][32];
+  const char *extra_value[4];
+  int nextra = 0, nshapes = 0;
+  long shapes[16][3];
+  TilertDevice device = TILERT_DEVICE_CPU;
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    if (host_opt(argc, argv, &i, "--kernel", &v)) {
+      kernel = v;
+    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
+      if (!host_dtype_parse(v, &dtype)) return 2;
+      dtype_name = v;
+    } else if (host_opt(argc, argv, &i, "--define", &v)) {
+      char *eq = strchr(v, '=');
+      if (!eq || nextra == 4) return 2;
+      snprintf(extra_name[nextra], sizeof extra_name[0], "%.*s", (int)(eq - v), v);
+      extra_value[nextra++] = eq + 1;
+    } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
+      const char *p = v;
+      int used = 0;
+      while (nshapes < 16 && sscanf(p, "%ldx%ldx%ld%n", &shapes[nshapes][0], &shapes[nshapes][1],
+                                    &shapes[nshapes][2], &used) == 3) {
+        nshapes++;
+        p += used;
+        if (*p != ',') break;
+        p++;
+      }
+      if (*p != '\0') return 2;
+    } else if (host_opt(argc, argv, &i, "--device", &v)) {
+      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+    } else {
+      fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  bool ta = kernel && strcmp(kernel, "gemm_ta") == 0;
+  if (!kernel || (!ta && strcmp(kernel, "gemm_bfrag") != 0) || nshapes == 0) {
+    fprintf(stderr, "want --kernel gemm_ta|gemm_bfrag --shapes MxNxK,...\n");
+    return 2;
+  }
+  NumEnv env;
+  int rc = num_open(&env, device);
+  if (rc != 0) {
+    num_close(&env);
+    return rc;
+  }
+  TilecDefine defs[6];
+  int ndefs = 0;
+  defs[ndefs++] = (TilecDefine){"dtype", dtype_name};
+  for (int e = 0; e < nextra; e++) defs[ndefs++] = (TilecDefine){extra_name[e], extra_value[e]};
+  char path[4096];
+  snprintf(path, sizeof path, "%s/gemm_staged.tile", TILEC_NUMERICS_DIR);
+  TilertModule *mod = NULL;
+  TilertKernel *kern = NULL;
+  TilertStatus st = tilert_module_load_file(env.ctx, path, defs, ndefs, &mod);
+  NUM_CHECK(st == TILERT_OK, "loading %s: %s", path, tilert_last_error(env.ctx));
+  if (st == TILERT_OK && tilert_module_get_kernel(mod, kernel, &kern) == TILERT_OK) {
+    printf("%s: %s\n", kernel, dtype_name);
+    for (int s = 0; s < nshapes; s++) {
+      long M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+      HostTensor a, b, c;
+      int64_t ashape[2] = {ta ? K : M, ta ? M : K};
+      bool ok = host_tensor_init(&a, dtype, 2, ashape, env.ctx) &&
+                host_tensor_init(&b, dtype, 2, (int64_t[]){K, N}, env.ctx) &&
+                host_tensor_init(&c, dtype, 2, (int64_t[]){M, N}, env.ctx);
+      NUM_CHECK(ok, "allocating");
+      if (!ok) return 1;
+      host_tensor_fill_uniform(&a, &env.rng, -1, 1);
+      host_tensor_fill_uniform(&b, &env.rng, -1, 1);
+      host_tensor_poison(&c);
+      NUM_CHECK(host_tensor_upload(&a) && host_tensor_upload(&b) && host_tensor_upload(&c), "upload failed");
+      TilertArg args[] = {tilert_arg_tensor(&a.dl), tilert_arg_tensor(&b.dl), tilert_arg_tensor(&c.dl)};
+      st = tilert_launch(kern, args, 3, NULL);
+      NUM_CHECK(st == TILERT_OK, "launch %ldx%ldx%ld: %s", M, N, K, tilert_last_error(env.ctx));
+      if (st == TILERT_OK) {
+        NUM_CHECK(host_tensor_download(&c), "download failed");
+        double *A = host_tensor_to_double(&a), *B = host_tensor_to_double(&b);
+        double *ref = calloc((size_t)(M * N), sizeof *ref);
+        for (long i = 0; i < M; i++)
+          for (long k = 0; k < K; k++) {
+            double x = ta ? A[k * M + i] : A[i * K + k];
+            for (long j = 0; j < N; j++) ref[i * N + j] += x * (ta ? 1.0 : 2.0) * B[k * N + j];
+          }
+        HostError e = host_compare(&c, ref);
+        /* f32 accumulation, one rounding of C (and of 2 B: exact). */
+        double bound = 4 * host_dtype_eps(dtype);
+        printf("  %ldx%ldx%ld: rel to max|ref| %.3e (bound %.1e), %zu non-finite\n", M, N, K, e.rel_to_max, bound,
+               e.nonfinite);
+        NUM_CHECK(host_error_ok(&e, bound), "%ldx%ldx%ld: error %.3e; worst C[%zu][%zu]: out %g ref %g", M, N, K,
+                  e.rel_to_max, e.worst / (size_t)N, e.worst % (size_t)N, host_tensor_get(&c, e.worst),
+                  ref[e.worst]);
+        free(A), free(B), free(ref);
+      }
+      host_tensor_free(&a), host_tensor_free(&b), host_tensor_free(&c);
+    }
+  } else {
+    NUM_CHECK(false, "no kernel %s: %s", kernel, tilert_last_error(env.ctx));
+  }
+  tilert_module_destroy(mod);
+  num_close(&env);
+  return num_result("test_gemm_staged");
+}

@@ -267,14 +267,35 @@ static IrStmt *unguarded_copies(IrModule *m, const IrStmt *seq, SrcLoc loc) {
   return out;
 }
 
+typedef struct Writes {
+  const IrBuffer *buf;
+  bool found;
+} Writes;
+
+static void find_write(IrStmt *s, void *ctx) {
+  Writes *w = ctx;
+  if ((s->kind == IR_STMT_STORE && s->u.store.buf == w->buf) || (s->kind == IR_STMT_COPY && s->u.copy.dst.buf == w->buf) ||
+      (s->kind == IR_STMT_FILL && s->u.fill.dst.buf == w->buf))
+    w->found = true;
+}
+
+static bool written_in(IrStmt *s, const IrBuffer *b) {
+  Writes w = {b, false};
+  pass_visit_stmts(s, find_write, &w);
+  return w.found;
+}
+
 /* The one wgmma gemm of `rest` that may stay in flight across iterations:
- * its accumulator is referenced by nothing else in the body. */
+ * its accumulator is referenced by nothing else in the body, and no
+ * statement of the body writes its operand tiles (only the pipeline's
+ * fetches, which are not in `rest`, refill those, stages apart). */
 static IrStmt *async_wgmma_candidate(IrStmt *rest) {
   IrStmt *found = NULL;
   for (int i = 0; i < rest->u.seq.n; i++) {
     IrStmt *s = rest->u.seq.items[i];
     if (s->kind != IR_STMT_GEMM || !s->u.gemm.wgmma) continue;
     if (found || count_uses(rest, s->u.gemm.c.buf) != 1) return NULL;
+    if (written_in(rest, s->u.gemm.a.buf) || written_in(rest, s->u.gemm.b.buf)) return NULL;
     found = s;
   }
   return found;

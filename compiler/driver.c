@@ -192,20 +192,32 @@ static void build_infos(TilecResult *r) {
 typedef struct DynEnv {
   const IrKernel *k;
   const int64_t *dyn;
+  const int64_t *params; /* by parameter index, or NULL */
 } DynEnv;
 
 static bool dyn_value(const IrVar *v, void *ctx, int64_t *out) {
   DynEnv *env = ctx;
+  if (v->kind == IR_VAR_SCALAR_PARAM && env->params && v->param_index >= 0) {
+    *out = env->params[v->param_index];
+    return true;
+  }
   if (v->kind != IR_VAR_SYMBOL || v->bound || v->dynamic_index < 0) return false;
   *out = env->dyn[v->dynamic_index];
   return true;
 }
 
-void tilec_result_grid(const TilecResult *r, int kernel, const int64_t *dyn, int64_t grid[3]) {
+bool tilec_result_grid_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
+                          int64_t grid[3]) {
   const IrKernel *k = r->module->kernels[kernel];
-  DynEnv env = {k, dyn};
+  DynEnv env = {k, dyn, params};
+  bool ok = true;
   for (int g = 0; g < 3; g++)
-    if (!ir_eval_int(k->grid[g], dyn_value, &env, &grid[g])) grid[g] = 0;
+    if (!ir_eval_int(k->grid[g], dyn_value, &env, &grid[g])) grid[g] = 0, ok = false;
+  return ok;
+}
+
+void tilec_result_grid(const TilecResult *r, int kernel, const int64_t *dyn, int64_t grid[3]) {
+  tilec_result_grid_of(r, kernel, dyn, NULL, grid);
 }
 
 /* ---- options ----------------------------------------------------------------- */

@@ -293,7 +293,22 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
     st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
     goto done;
   }
-  tilec_result_grid(mod->result, k->index, dyn, grid);
+  /* The grid may name integer scalar parameters (varlen: max_seqlen). */
+  int64_t scalar_stack[RT_GPU_STACK_PARAMS];
+  int64_t *scalars = np <= RT_GPU_STACK_PARAMS ? scalar_stack : malloc((size_t)np * sizeof *scalars);
+  if (!scalars) {
+    st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < np; i++)
+    scalars[i] = args[i].kind == TILERT_ARG_INT ? args[i].i : args[i].kind == TILERT_ARG_FLOAT ? (int64_t)args[i].f : 0;
+  bool grid_ok = tilec_result_grid_of(mod->result, k->index, dyn, scalars, grid);
+  if (scalars != scalar_stack) free(scalars);
+  if (!grid_ok) {
+    st = rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: its grid could not be evaluated from the launch's arguments",
+                  info->name);
+    goto done;
+  }
   for (int g = 0; g < 3; g++)
     if (grid[g] <= 0) goto done; /* an empty grid: nothing to do */
   if (grid[0] > 2147483647LL || grid[1] > 65535 || grid[2] > 65535) {

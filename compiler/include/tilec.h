@@ -116,8 +116,15 @@ const char *tilec_result_diagnostics(const TilecResult *r); /* all messages */
 const char *tilec_result_specialized_ir(const TilecResult *r);
 int tilec_result_num_kernels(const TilecResult *r);
 const TilecKernelInfo *tilec_result_kernel(const TilecResult *r, int i);
-/* Evaluates the kernel's launch grid for the given dynamic symbol values. */
+/* Evaluates the kernel's launch grid for the given dynamic symbol values
+ * (a dimension it cannot evaluate comes back 0). */
 void tilec_result_grid(const TilecResult *r, int kernel, const int64_t *dyn, int64_t grid[3]);
+/* The same where the grid may also name integer scalar parameters
+ * (`grid (ceildiv(max_seqlen, block_M), ...)`): params[i] is the value of
+ * parameter i when it is a scalar (ignored otherwise; NULL: none given).
+ * False when some dimension names a value it was not given. */
+bool tilec_result_grid_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
+                          int64_t grid[3]);
 void tilec_result_destroy(TilecResult *r); /* accepts NULL */
 
 /* Pass pipeline introspection (for --list-passes and docs). */

@@ -25,6 +25,7 @@
 #include "backend/backend.h"
 #include "diag.h"
 #include "ir.h"
+#include "tilec.h"
 #include "strbuf.h"
 
 static int failures;
@@ -772,6 +773,32 @@ static void test_fp8_helpers(void) {
   CHECK(rc == 0);
 }
 
+/* A grid that names a scalar parameter (varlen attention's max_seqlen):
+ * the GPU launcher evaluates it from the launch's arguments; without them
+ * it reports that it cannot (it used to launch nothing, silently). */
+static void test_grid_of_scalar(void) {
+  static const char src[] = "kernel k(X: f32[n], m: i32)\n"
+                            "  grid (ceildiv(m, 4), n, 1) threads (32) as (bx, by, bz)\n"
+                            "{ for i in parallel(1) X[by] = 1.0; }\n";
+  TilecOptions o;
+  tilec_options_init(&o);
+  o.emit = TILEC_EMIT_CUDA;
+  o.target = TILEC_TARGET_SM90A;
+  TilecResult *r = NULL;
+  int rc = tilec_compile("grid.tile", src, sizeof src - 1, &o, &r);
+  CHECK(rc == 0);
+  if (rc == 0) {
+    int64_t dyn[1] = {7}, params[2] = {0, 10}, grid[3] = {-1, -1, -1};
+    CHECK(tilec_result_grid_of(r, 0, dyn, params, grid));
+    CHECK(grid[0] == 3 && grid[1] == 7 && grid[2] == 1);
+    CHECK(!tilec_result_grid_of(r, 0, dyn, NULL, grid));
+    CHECK(grid[0] == 0 && grid[1] == 7);
+  } else {
+    fprintf(stderr, "%s", tilec_result_diagnostics(r));
+  }
+  tilec_result_destroy(r);
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(scratch, sizeof scratch, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -786,6 +813,7 @@ int main(void) {
   test_rowmax();
   test_half_helpers();
   test_fp8_helpers();
+  test_grid_of_scalar();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

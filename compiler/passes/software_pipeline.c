@@ -49,7 +49,10 @@
 typedef struct Defs {
   IrVar *vars[64];
   int nvars;
+  IrStmt *kernel_body; /* to tell the tensors the kernel never writes */
 } Defs;
+
+static bool written_in(IrStmt *s, const IrBuffer *b);
 
 static void collect_defs(IrStmt *s, void *ctx) {
   Defs *d = ctx;
@@ -66,7 +69,14 @@ static bool expr_uses(const IrExpr *e, const Defs *d) {
       if (d->vars[i] == e->u.var) return true;
     return false;
   case IR_EXPR_LOAD:
-    return true; /* a value read from memory may change during the loop */
+    /* A value read from memory may change during the loop, unless it comes
+     * from a global tensor the kernel never writes (a block table): then
+     * only its indices matter, and the fetch may run ahead. */
+    if (e->u.load.buf->scope != IR_SCOPE_GLOBAL || !d->kernel_body || written_in(d->kernel_body, e->u.load.buf))
+      return true;
+    for (int i = 0; i < e->u.load.nidx; i++)
+      if (expr_uses(e->u.load.idx[i], d)) return true;
+    return false;
   case IR_EXPR_UNARY:
     return expr_uses(e->u.op.a, d);
   case IR_EXPR_BINARY:
@@ -306,7 +316,7 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
   SrcLoc loc = loop->loc;
   IrStmt *body = loop->u.for_.body;
   IrVar *kv = loop->u.for_.var;
-  Defs defs = {{0}, 0};
+  Defs defs = {{0}, 0, k->body};
   pass_visit_stmts(body, collect_defs, &defs);
   IrStmt *producers[16];
   int np = 0;

@@ -77,24 +77,8 @@ static bool run_on(TilertContext *ctx, const Problem *p, HostTensor *q, HostTens
                       tilert_arg_tensor(&v->dl), tilert_arg_tensor(&o->dl),
                       tilert_arg_f32(scale)};
   host_tensor_poison(o);
-  bool ok = host_tensor_upload(q) && host_tensor_upload(k) && host_tensor_upload(v) &&
-            host_tensor_upload(o);
-  if (!ok) fprintf(stderr, "error: copying the inputs to the GPU failed\n");
-  /* The first launch is the one checked; later ones only time (best of). */
-  for (long it = 0; ok && it < iters; it++) {
-    double t1 = host_now_ms();
-    if (tilert_launch(kern, args, 5, NULL) != TILERT_OK) {
-      fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-      ok = false;
-      break;
-    }
-    double t = host_now_ms() - t1;
-    if (it == 0 || t < *ms) *ms = t;
-  }
-  if (ok && !host_tensor_download(o)) {
-    fprintf(stderr, "error: copying the output from the GPU failed\n");
-    ok = false;
-  }
+  HostTensor *tensors[] = {q, k, v, o};
+  bool ok = host_launch_timed(ctx, kern, args, 5, tensors, 4, o, iters, ms);
   tilert_module_destroy(mod);
   return ok;
 }

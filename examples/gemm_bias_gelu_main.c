@@ -27,11 +27,7 @@ int main(int argc, char **argv) {
       N = host_parse_long("--n", v, 1, 1 << 20);
     } else if (host_opt(argc, argv, &i, "--k", &v)) {
       K = host_parse_long("--k", v, 1, 1 << 20);
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (!host_device_valid(argv[0], v)) return 2;
-      device_name = v;
-    } else {
-      fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[i]);
+    } else if (!host_device_arg(argc, argv, &i, &device_name)) {
       return 2;
     }
   }
@@ -71,14 +67,12 @@ int main(int argc, char **argv) {
   host_tensor_poison(&c);
   TilertArg args[] = {tilert_arg_tensor(&a.dl), tilert_arg_tensor(&b.dl), tilert_arg_tensor(&bias.dl),
                       tilert_arg_tensor(&c.dl)};
-  double t0 = host_now_ms();
-  if (!host_tensor_upload(&a) || !host_tensor_upload(&b) || !host_tensor_upload(&bias) || !host_tensor_upload(&c) ||
-      tilert_launch(kern, args, 4, NULL) != TILERT_OK || !host_tensor_download(&c)) {
-    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
+  HostTensor *tensors[] = {&a, &b, &bias, &c};
+  double ms = 0;
+  if (!host_launch_timed(ctx, kern, args, 4, tensors, 4, &c, 1, &ms)) {
     status = 1;
     goto done;
   }
-  double ms = host_now_ms() - t0;
   double *ref = malloc(c.numel * sizeof *ref);
   host_ref_gemm_bias_gelu(&a, &b, &bias, ref);
   HostError e = host_compare(&c, ref);

@@ -87,11 +87,7 @@ int main(int argc, char **argv) {
         return 2;
       }
       out_name = v;
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (!host_device_valid(argv[0], v)) return 2;
-      device_name = v;
-    } else {
-      fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[i]);
+    } else if (!host_device_arg(argc, argv, &i, &device_name)) {
       return 2;
     }
   }
@@ -158,19 +154,9 @@ int main(int argc, char **argv) {
   }
   TilertArg args[] = {tilert_arg_tensor(&a.dl), tilert_arg_tensor(&b.dl), tilert_arg_tensor(&c.dl),
                       tilert_arg_f32(sa), tilert_arg_f32(sb)};
+  HostTensor *tensors[] = {&a, &b, &c};
   double best = 0;
-  for (long it = 0; it < iters; it++) {
-    double t1 = host_now_ms();
-    if (tilert_launch(kern, args, 5, NULL) != TILERT_OK) {
-      fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-      status = 1;
-      goto done;
-    }
-    double t = host_now_ms() - t1;
-    if (it == 0 || t < best) best = t;
-  }
-  if (!host_tensor_download(&c)) {
-    fprintf(stderr, "error: copying the output from the GPU failed\n");
+  if (!host_launch_timed(ctx, kern, args, 5, tensors, 3, &c, iters, &best)) {
     status = 1;
     goto done;
   }

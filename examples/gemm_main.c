@@ -46,11 +46,7 @@ int main(int argc, char **argv) {
         return 2;
       }
       dtype_name = v;
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (!host_device_valid(argv[0], v)) return 2;
-      device_name = v;
-    } else {
-      fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[i]);
+    } else if (!host_device_arg(argc, argv, &i, &device_name)) {
       return 2;
     }
   }
@@ -97,25 +93,10 @@ int main(int argc, char **argv) {
   host_tensor_fill_uniform(&a, &rng, -1, 1);
   host_tensor_fill_uniform(&b, &rng, -1, 1);
   host_tensor_poison(&c);
-  if (!host_tensor_upload(&a) || !host_tensor_upload(&b) || !host_tensor_upload(&c)) {
-    fprintf(stderr, "error: copying the inputs to the GPU failed\n");
-    status = 1;
-    goto done;
-  }
   TilertArg args[] = {tilert_arg_tensor(&a.dl), tilert_arg_tensor(&b.dl), tilert_arg_tensor(&c.dl)};
+  HostTensor *tensors[] = {&a, &b, &c};
   double best = 0;
-  for (long it = 0; it < iters; it++) {
-    double t1 = host_now_ms();
-    if (tilert_launch(kern, args, 3, NULL) != TILERT_OK) {
-      fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-      status = 1;
-      goto done;
-    }
-    double t = host_now_ms() - t1;
-    if (it == 0 || t < best) best = t;
-  }
-  if (!host_tensor_download(&c)) {
-    fprintf(stderr, "error: copying the output from the GPU failed\n");
+  if (!host_launch_timed(ctx, kern, args, 3, tensors, 3, &c, iters, &best)) {
     status = 1;
     goto done;
   }

@@ -226,6 +226,31 @@ bool host_tensor_download(HostTensor *t) {
   return tilert_copy_to_host(t->gpu, t->host, t->dl.data, t->nbytes) == TILERT_OK;
 }
 
+bool host_launch_timed(TilertContext *ctx, TilertKernel *kern, const TilertArg *args, int nargs,
+                       HostTensor *const *tensors, int ntensors, HostTensor *out, long iters,
+                       double *best_ms) {
+  for (int i = 0; i < ntensors; i++)
+    if (!host_tensor_upload(tensors[i])) {
+      fprintf(stderr, "error: copying the inputs to the GPU failed\n");
+      return false;
+    }
+  *best_ms = 0;
+  for (long it = 0; it < (iters > 0 ? iters : 1); it++) {
+    double t1 = host_now_ms();
+    if (tilert_launch(kern, args, nargs, NULL) != TILERT_OK) {
+      fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
+      return false;
+    }
+    double t = host_now_ms() - t1;
+    if (it == 0 || t < *best_ms) *best_ms = t;
+  }
+  if (!host_tensor_download(out)) {
+    fprintf(stderr, "error: copying the output from the GPU failed\n");
+    return false;
+  }
+  return true;
+}
+
 /* ---------------------------------------------------------------- references */
 
 double *host_tensor_to_double(const HostTensor *t) {
@@ -495,6 +520,17 @@ bool host_device_valid(const char *prog, const char *device_name) {
   if (strcmp(device_name, "auto") == 0 || strcmp(device_name, "cpu") == 0 || strcmp(device_name, "cuda") == 0)
     return true;
   fprintf(stderr, "%s: --device must be auto, cpu or cuda\n", prog);
+  return false;
+}
+
+bool host_device_arg(int argc, char **argv, int *i, const char **device_name) {
+  const char *v;
+  if (host_opt(argc, argv, i, "--device", &v)) {
+    if (!host_device_valid(argv[0], v)) return false;
+    *device_name = v;
+    return true;
+  }
+  fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[*i]);
   return false;
 }
 

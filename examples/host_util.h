@@ -72,6 +72,15 @@ void host_tensor_poison(HostTensor *t);
 bool host_tensor_upload(HostTensor *t);
 bool host_tensor_download(HostTensor *t);
 
+/* Uploads the `ntensors` tensors, launches kern `iters` (>= 1) times and
+ * downloads `out`; *best_ms is the fastest launch (host wall clock around a
+ * synchronous launch). The first launch is the one whose output is checked:
+ * later ones recompute the same values. Prints what failed and returns
+ * false. */
+bool host_launch_timed(TilertContext *ctx, TilertKernel *kern, const TilertArg *args, int nargs,
+                       HostTensor *const *tensors, int ntensors, HostTensor *out, long iters,
+                       double *best_ms);
+
 /* ---- references (double precision, on the host copies) ---- */
 /* softmax(Q K^T * sm_scale [causal mask]) V per (batch, head), BSHD layout;
  * out has batch*seq*heads*dim doubles. */
@@ -131,6 +140,10 @@ long host_parse_long(const char *name, const char *value, long min, long max);
 
 /* --device auto|cpu|cuda: true when valid, else a message naming prog. */
 bool host_device_valid(const char *prog, const char *device_name);
+/* The last branch of an example's argument loop: argv[*i] is `--device
+ * NAME` (checked, stored in *device_name: true) or not an argument the
+ * example knows (message, false: exit with 2). */
+bool host_device_arg(int argc, char **argv, int *i, const char **device_name);
 /* A runtime context for --device; *cfg is filled (the CPU comparison of the
  * flagship reuses it). NULL after printing the runtime's error. */
 TilertContext *host_context_open(const char *device_name, TilertConfig *cfg);

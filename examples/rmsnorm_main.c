@@ -26,11 +26,7 @@ int main(int argc, char **argv) {
       M = host_parse_long("--m", v, 1, 1 << 24);
     } else if (host_opt(argc, argv, &i, "--n", &v)) {
       N = host_parse_long("--n", v, 1, 1 << 16);
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (!host_device_valid(argv[0], v)) return 2;
-      device_name = v;
-    } else {
-      fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[i]);
+    } else if (!host_device_arg(argc, argv, &i, &device_name)) {
       return 2;
     }
   }
@@ -71,14 +67,12 @@ int main(int argc, char **argv) {
   host_tensor_fill_uniform(&w, &rng, 0.5, 1.5);
   host_tensor_poison(&y);
   TilertArg args[] = {tilert_arg_tensor(&x.dl), tilert_arg_tensor(&w.dl), tilert_arg_tensor(&y.dl)};
-  double t0 = host_now_ms();
-  if (!host_tensor_upload(&x) || !host_tensor_upload(&w) || !host_tensor_upload(&y) ||
-      tilert_launch(kern, args, 3, NULL) != TILERT_OK || !host_tensor_download(&y)) {
-    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
+  HostTensor *tensors[] = {&x, &w, &y};
+  double ms = 0;
+  if (!host_launch_timed(ctx, kern, args, 3, tensors, 3, &y, 1, &ms)) {
     status = 1;
     goto done;
   }
-  double ms = host_now_ms() - t0;
   double *ref = malloc(y.numel * sizeof *ref);
   host_ref_rmsnorm(&x, &w, 1e-6, ref);
   HostError e = host_compare(&y, ref);

@@ -38,11 +38,22 @@
 #include "tilec_wgmma_ops.cuh"
 
 /* Shared-memory matrix descriptor: address, LBO and SBO in 16-byte units,
- * swizzle mode 1/2/3 for 128/64/32-byte rows. */
+ * swizzle mode 1/2/3 for 128/64/32-byte rows. Built as two 32-bit halves so
+ * a gemm computes a tile's descriptor once and steps through its k-slices by
+ * adding (offset >> 4) to the low half: the address field has 14 bits and
+ * shared memory ends below 2^18 bytes, so the sum never carries into LBO. */
+TC_DEVICE unsigned tc_wgmma_desc_lo(unsigned addr, unsigned lbo_bytes) {
+  return ((addr & 0x3FFFFu) >> 4) | (((lbo_bytes >> 4) & 0x3FFFu) << 16);
+}
+TC_DEVICE unsigned tc_wgmma_desc_hi(unsigned sbo_bytes, int row_bytes) {
+  const unsigned mode = row_bytes == 128 ? 1u : row_bytes == 64 ? 2u : 3u;
+  return ((sbo_bytes >> 4) & 0x3FFFu) | (mode << 30);
+}
+TC_DEVICE unsigned long long tc_wgmma_desc_join(unsigned lo, unsigned hi) {
+  return ((unsigned long long)hi << 32) | lo;
+}
 TC_DEVICE unsigned long long tc_wgmma_desc(unsigned addr, unsigned lbo_bytes, unsigned sbo_bytes, int row_bytes) {
-  const unsigned long long mode = row_bytes == 128 ? 1ull : row_bytes == 64 ? 2ull : 3ull;
-  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo_bytes >> 4) & 0x3FFFu) << 16) |
-         ((unsigned long long)((sbo_bytes >> 4) & 0x3FFFu) << 32) | (mode << 62);
+  return tc_wgmma_desc_join(tc_wgmma_desc_lo(addr, lbo_bytes), tc_wgmma_desc_hi(sbo_bytes, row_bytes));
 }
 
 /* Makes this thread's earlier shared-memory writes visible to wgmma (the
@@ -123,19 +134,31 @@ TC_DEVICE constexpr unsigned tc_wgmma_kmajor_offset(int r, int c0) {
   return SWZ == 2 ? (unsigned)((c0 / 64) * ROWS * 128 + r * 128 + (c0 % 64) * 2) : (unsigned)(r * COLS * 2 + c0 * 2);
 }
 
-/* Descriptor of B for the k16 step kk: [N][K] K-major when B_NK, else
- * [K][N] N-major (LBO = one 64-column panel of K rows). */
+/* B's descriptor: [N][K] K-major when B_NK, else [K][N] N-major (LBO = one
+ * 64-column panel of K rows). tc_wgmma_b_lo/hi give the halves at k-slice
+ * 0; tc_wgmma_b_step<kk>() the byte offset of k16 slice kk from there. */
 template <int N, int K, int B_SWZ, bool B_NK>
-TC_DEVICE unsigned long long tc_wgmma_b_desc(unsigned b_base, int kk) {
-  constexpr int BC = B_NK ? K : N; /* B's contiguous extent */
+struct tc_wgmma_b_shape {
+  static constexpr int BC = B_NK ? K : N; /* B's contiguous extent */
   static_assert(B_SWZ != 0, "tc_gemm_wgmma_*: B must be swizzled");
   static_assert(B_SWZ == 2 ? BC % 64 == 0 : (BC == 16 || BC == 32 || BC == 64),
                 "tc_gemm_wgmma_*: B's rows must be 32, 64 or 128 bytes, or 64-column panels");
-  constexpr int B_ROW = (BC < 64 ? BC : 64) * 2;
-  if constexpr (B_NK)
-    return tc_wgmma_desc(b_base + tc_wgmma_kmajor_offset<N, K, B_SWZ>(0, 16 * kk), 16u, 8u * B_ROW, B_ROW);
-  else
-    return tc_wgmma_desc(b_base + 16u * kk * B_ROW, (unsigned)K * 128u, 8u * B_ROW, B_ROW);
+  static constexpr int ROW = (BC < 64 ? BC : 64) * 2;
+  static constexpr unsigned LBO = B_NK ? 16u : (unsigned)K * 128u;
+};
+template <int N, int K, int B_SWZ, bool B_NK>
+TC_DEVICE constexpr unsigned tc_wgmma_b_step(int kk) {
+  return B_NK ? tc_wgmma_kmajor_offset<N, K, B_SWZ>(0, 16 * kk)
+              : 16u * kk * tc_wgmma_b_shape<N, K, B_SWZ, B_NK>::ROW;
+}
+template <int N, int K, int B_SWZ, bool B_NK>
+TC_DEVICE unsigned tc_wgmma_b_lo(unsigned b_base) {
+  return tc_wgmma_desc_lo(b_base, tc_wgmma_b_shape<N, K, B_SWZ, B_NK>::LBO);
+}
+template <int N, int K, int B_SWZ, bool B_NK>
+TC_DEVICE unsigned tc_wgmma_b_hi() {
+  using S = tc_wgmma_b_shape<N, K, B_SWZ, B_NK>;
+  return tc_wgmma_desc_hi(8u * S::ROW, S::ROW);
 }
 
 template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0>
@@ -150,13 +173,16 @@ TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *
   constexpr int A_ROW = (K < 64 ? K : 64) * 2;
   const unsigned a_base = tc_smem_addr(As) + tc_wgmma_kmajor_offset<M, K, A_SWZ>((warp / 4) * 64, 0);
   const unsigned b_base = tc_smem_addr(Bs);
+  const unsigned a_lo = tc_wgmma_desc_lo(a_base, 16u), a_hi = tc_wgmma_desc_hi(8u * A_ROW, A_ROW);
+  const unsigned b_lo = tc_wgmma_b_lo<N, K, B_SWZ, B_NK>(b_base), b_hi = tc_wgmma_b_hi<N, K, B_SWZ, B_NK>();
   tc_wgmma_fence_acc<N>(acc);
   tc_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     const unsigned long long da =
-        tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
-    tc_wgmma_m64k16<TAG, N, B_NK>(acc, da, tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
+        tc_wgmma_desc_join(a_lo + (tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk) >> 4), a_hi);
+    const unsigned long long db = tc_wgmma_desc_join(b_lo + (tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk) >> 4), b_hi);
+    tc_wgmma_m64k16<TAG, N, B_NK>(acc, da, db);
   }
   tc_wgmma_commit();
   tc_wgmma_wait<INFLIGHT>();
@@ -184,11 +210,13 @@ TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned sho
     a[kk][2] = tc_pack2(top[2], top[3]);
     a[kk][3] = tc_pack2(bot[2], bot[3]);
   }
+  const unsigned b_lo = tc_wgmma_b_lo<N, K, B_SWZ, B_NK>(b_base), b_hi = tc_wgmma_b_hi<N, K, B_SWZ, B_NK>();
   tc_wgmma_fence_acc<N>(acc);
   tc_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    tc_wgmma_rs_m64k16<TAG, N, B_NK>(acc, a[kk], tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
+    tc_wgmma_rs_m64k16<TAG, N, B_NK>(acc, a[kk],
+                                     tc_wgmma_desc_join(b_lo + (tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk) >> 4), b_hi));
   tc_wgmma_commit();
   tc_wgmma_wait<0>();
   tc_wgmma_fence_acc<N>(acc);

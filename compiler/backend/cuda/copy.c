@@ -149,11 +149,17 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
       return;
     }
     int n = l->rows_local * l->cols_local;
+    DType from = src->buf->dtype, to = dst->buf->dtype;
     cuda_indent(C, depth);
     sb_printf(o, "#pragma unroll\n");
     cuda_indent(C, depth);
+    if (from == DTYPE_F32 && cuda_is_16bit(to) && n % 2 == 0) {
+      /* f32 -> f16/bf16 two at a time (one packed cvt per pair). */
+      sb_printf(o, "for (int tc_e = 0; tc_e < %d; tc_e += 2) tc_f32x2_to_%s(%s[tc_e], %s[tc_e + 1], %s[tc_e], %s[tc_e + 1]);\n",
+                n, to == DTYPE_F16 ? "f16x2" : "bf16x2", src->buf->name, src->buf->name, dst->buf->name, dst->buf->name);
+      return;
+    }
     sb_printf(o, "for (int tc_e = 0; tc_e < %d; ++tc_e) %s[tc_e] = ", n, dst->buf->name);
-    DType from = src->buf->dtype, to = dst->buf->dtype;
     if (to == from) sb_printf(o, "%s[tc_e];\n", src->buf->name);
     else if (cuda_is_low_float(to) && cuda_is_low_float(from)) sb_printf(o, "%s(%s(%s[tc_e]));\n", cuda_from_f32(to), cuda_to_f32(from), src->buf->name);
     else if (cuda_is_low_float(to)) sb_printf(o, "%s((float)%s[tc_e]);\n", cuda_from_f32(to), src->buf->name);

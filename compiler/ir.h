@@ -277,6 +277,12 @@ typedef struct IrRegion {
 
 typedef struct IrStmt IrStmt;
 
+/* WG_TURN: START (before the loop: the last warpgroup hands the first
+ * one its turn), WAIT (for this warpgroup's turn), PASS (to the next
+ * warpgroup), END (after the loop: the first warpgroup takes back the last
+ * hand-over). */
+typedef enum IrTurn { IR_TURN_START, IR_TURN_WAIT, IR_TURN_PASS, IR_TURN_END } IrTurn;
+
 struct IrStmt {
   IrStmtKind kind;
   SrcLoc loc;
@@ -327,6 +333,8 @@ struct IrStmt {
       IrBuffer *bar;
       IrExpr *stage, *parity;
     } mbar_wait;
+    IrTurn turn;         /* WG_TURN (overlap-wgmma): the consumer warpgroups take
+                            turns issuing their gemms (ping-pong) */
     struct {             /* WARP_ROLES (warp-specialize): the warpgroup of warps
                             [producer_warp, producer_warp + 4) gives up registers and
                             runs `producer` on one thread, then exits; the other
@@ -337,8 +345,18 @@ struct IrStmt {
       int producer_regs, consumer_regs; /* setmaxnreg counts */
     } roles;
     int async_pending;   /* ASYNC_WAIT: wait until at most this many groups are in flight */
-    IrBuffer *wgmma_acc; /* WGMMA_WAIT: wait for the wgmmas still writing this accumulator
-                            (after a loop whose gemm is wgmma_async) */
+    struct {             /* WGMMA_WAIT: wait until at most `pending` of this warpgroup's
+                            wgmma groups are in flight (they complete in issue order);
+                            acc's registers are then ready (after a loop whose gemm
+                            is wgmma_async: pending 0; overlap-wgmma: 1 or 0) */
+      IrBuffer *acc;
+      int pending;
+      /* fragments whose values are computed before the wait and must stay
+       * there (the work that overlaps the wgmmas): the CUDA backend pins
+       * their registers, or nvcc would sink that arithmetic past the wait */
+      IrBuffer *pinned[8];
+      int npinned;
+    } wgmma_wait;
     struct {             /* FILL dst with value (clear(x) is fill(x, 0)) */
       IrRegion dst;
       IrExpr *value;
@@ -350,6 +368,8 @@ struct IrStmt {
       bool wgmma;        /* sm_90a: issued as wgmma (set by infer-layout) */
       bool wgmma_async;  /* returns with its wgmmas in flight; the pipelined
                             loop around it waits at exit (software-pipeline) */
+      bool wgmma_issue_only; /* issues and commits its wgmmas and returns at
+                            once; a later WGMMA_WAIT completes them (overlap-wgmma) */
     } gemm;
     struct {             /* REDUCE src along dim into dst */
       IrReduceKind kind;

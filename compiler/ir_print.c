@@ -366,7 +366,8 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     if (s->u.gemm.trans_a) sb_puts(sb, " transpose_A");
     if (s->u.gemm.trans_b) sb_puts(sb, " transpose_B");
     sb_printf(sb, " policy(%s)", ir_gemm_policy_name(s->u.gemm.policy));
-    if (s->u.gemm.wgmma) sb_puts(sb, s->u.gemm.wgmma_async ? " wgmma(in_flight)" : " wgmma");
+    if (s->u.gemm.wgmma)
+      sb_puts(sb, s->u.gemm.wgmma_issue_only ? " wgmma(issue)" : s->u.gemm.wgmma_async ? " wgmma(in_flight)" : " wgmma");
     break;
   case IR_STMT_REDUCE:
     sb_printf(sb, "%s %s -> %s dim(%d) clear(%s)", ir_reduce_name(s->u.reduce.kind),
@@ -393,8 +394,17 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_printf(sb, "cp_async_wait(%d)", s->u.async_pending);
     break;
   case IR_STMT_WGMMA_WAIT:
-    sb_printf(sb, "wgmma_wait %s", buf_name(p, s->u.wgmma_acc));
+    sb_printf(sb, "wgmma_wait %s", buf_name(p, s->u.wgmma_wait.acc));
+    if (s->u.wgmma_wait.pending) sb_printf(sb, " pending(%d)", s->u.wgmma_wait.pending);
+    for (int i = 0; i < s->u.wgmma_wait.npinned; i++)
+      sb_printf(sb, "%s%s", i ? ", " : " after(", buf_name(p, s->u.wgmma_wait.pinned[i]));
+    if (s->u.wgmma_wait.npinned) sb_puts(sb, ")");
     break;
+  case IR_STMT_WG_TURN: {
+    static const char *const what[] = {"start", "wait", "pass", "end"};
+    sb_printf(sb, "warpgroup_turn %s", what[s->u.turn]);
+    break;
+  }
   case IR_STMT_MBAR_ARRIVE:
     sb_printf(sb, "mbar_arrive %s[", buf_name(p, s->u.mbar_wait.bar));
     print_expr(p, sb, s->u.mbar_wait.stage);

@@ -321,6 +321,9 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     check_block(v, s->u.roles.producer, "producer role");
     check_block(v, s->u.roles.consumer, "consumer role");
     return;
+  case IR_STMT_WG_TURN:
+    if ((unsigned)s->u.turn > IR_TURN_END) fail(v, s->loc, "warpgroup_turn with a bad kind %d", (int)s->u.turn);
+    return;
   case IR_STMT_MBAR_ARRIVE:
     if (!s->u.mbar_wait.bar || !s->u.mbar_wait.bar->is_mbarrier)
       fail(v, s->loc, "mbar_arrive needs an mbarrier buffer");
@@ -368,7 +371,7 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     if (s->u.async_pending < 0) fail(v, s->loc, "cp_async_wait with %d pending groups", s->u.async_pending);
     return;
   case IR_STMT_WGMMA_WAIT:
-    if (!s->u.wgmma_acc || s->u.wgmma_acc->scope != IR_SCOPE_FRAGMENT)
+    if (!s->u.wgmma_wait.acc || s->u.wgmma_wait.acc->scope != IR_SCOPE_FRAGMENT || s->u.wgmma_wait.pending < 0)
       fail(v, s->loc, "wgmma_wait needs a fragment accumulator");
     return;
   case IR_STMT_MBAR_WAIT:

@@ -236,7 +236,7 @@ static IrStmt *marker(IrModule *m, IrStmtKind kind, SrcLoc loc) { return ir_stmt
 /* Waits for the wgmmas an in-flight gemm left running on acc. */
 static IrStmt *wgmma_wait(IrModule *m, IrBuffer *acc, SrcLoc loc) {
   IrStmt *w = ir_stmt_new(m, IR_STMT_WGMMA_WAIT, loc);
-  w->u.wgmma_acc = acc;
+  w->u.wgmma_wait.acc = acc;
   return w;
 }
 

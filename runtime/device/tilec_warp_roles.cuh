@@ -30,5 +30,32 @@ TC_DEVICE void tc_consumer_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
 }
 
+/* Ping-pong: NWG consumer warpgroups take turns issuing their gemms, so one
+ * warpgroup's softmax runs while the tensor cores work on the next one's
+ * gemms. Warpgroup w waits on named barrier 2 + w, which warpgroup w - 1
+ * (mod NWG) arrives on when it has issued: 128 waiting + 128 arriving
+ * threads. */
+template <int NWG>
+TC_DEVICE void tc_turn_wait(int wg) {
+  asm volatile("bar.sync %0, 256;\n" ::"r"(2 + wg) : "memory");
+}
+
+template <int NWG>
+TC_DEVICE void tc_turn_pass(int wg) {
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (wg + 1) % NWG) : "memory");
+}
+
+/* Before the loop the last warpgroup hands the first its turn; after it the
+ * first takes back the last hand-over, so every arrival is matched. */
+template <int NWG>
+TC_DEVICE void tc_turn_start(int wg) {
+  if (wg == NWG - 1) tc_turn_pass<NWG>(wg);
+}
+
+template <int NWG>
+TC_DEVICE void tc_turn_end(int wg) {
+  if (wg == 0) tc_turn_wait<NWG>(wg);
+}
+
 #endif /* __CUDA_ARCH__ >= 900 */
 #endif /* TILEC_WARP_ROLES_CUH */

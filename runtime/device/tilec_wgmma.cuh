@@ -15,7 +15,10 @@
  *   modes expect them (tc_swizzle_offset is that swizzle), and each tile
  *   must start at a 1024-byte aligned shared address.
  *   With INFLIGHT = 0 it waits for its own wgmmas before returning (the
- *   tiles may be overwritten afterwards). With INFLIGHT = 1 it returns with
+ *   tiles may be overwritten afterwards). With INFLIGHT = TC_WGMMA_ISSUE_ONLY
+ *   it issues and commits them and returns at once: tc_wgmma_wait_acc or
+ *   tc_wgmma_drain completes them later (the rs form takes the same last
+ *   parameter). With INFLIGHT = 1 it returns with
  *   them running and waits only for the warpgroup's earlier ones: acc must
  *   not be touched, nor these tiles overwritten, until the next call has
  *   returned (for the tiles: and a barrier has followed) or
@@ -161,9 +164,13 @@ TC_DEVICE unsigned tc_wgmma_b_hi() {
   return tc_wgmma_desc_hi(8u * S::ROW, S::ROW);
 }
 
+/* The INFLIGHT value of a gemm that only issues (see the top of the file). */
+#define TC_WGMMA_ISSUE_ONLY (-1)
+
 template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0>
 TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
-  static_assert(INFLIGHT == 0 || INFLIGHT == 1, "tc_gemm_wgmma_ss: INFLIGHT is 0 or 1");
+  static_assert(INFLIGHT == 0 || INFLIGHT == 1 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
+                "tc_gemm_wgmma_ss: INFLIGHT is 0, 1 or TC_WGMMA_ISSUE_ONLY");
   TC_TILE_TAG_CHECK(TAG);
   static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_ss: M must be 64 per warpgroup");
   static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
@@ -185,16 +192,22 @@ TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *
     tc_wgmma_m64k16<TAG, N, B_NK>(acc, da, db);
   }
   tc_wgmma_commit();
-  tc_wgmma_wait<INFLIGHT>();
-  tc_wgmma_fence_acc<N>(acc);
+  if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
+    tc_wgmma_wait<INFLIGHT>();
+    tc_wgmma_fence_acc<N>(acc);
+  }
 }
 
 /* acc += A @ B with A from registers: a_frag is the 16-bit fragment of
  * [M, K] in the MMA_C layout with one 16-row slice per warp (K / 4 values
  * per row slot, as tc_gemm_rs takes it). B as in tc_gemm_wgmma_ss. Waits for
- * its wgmmas before returning (they read a_frag's registers). */
-template <typename TAG, int M, int N, int K, int WARPS, int B_SWZ, bool B_NK>
+ * its wgmmas before returning (they read a_frag's registers), unless
+ * INFLIGHT is TC_WGMMA_ISSUE_ONLY: then a_frag must stay unchanged until a
+ * later wait has completed them. */
+template <typename TAG, int M, int N, int K, int WARPS, int B_SWZ, bool B_NK, int INFLIGHT = 0>
 TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned short *Bs, float *acc, int warp) {
+  static_assert(INFLIGHT == 0 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
+                "tc_gemm_wgmma_rs: INFLIGHT is 0 or TC_WGMMA_ISSUE_ONLY");
   TC_TILE_TAG_CHECK(TAG);
   static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_rs: M must be 64 per warpgroup");
   static_assert(K % 16 == 0, "tc_gemm_wgmma_rs: K must be a multiple of 16");
@@ -218,8 +231,10 @@ TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned sho
     tc_wgmma_rs_m64k16<TAG, N, B_NK>(acc, a[kk],
                                      tc_wgmma_desc_join(b_lo + (tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk) >> 4), b_hi));
   tc_wgmma_commit();
-  tc_wgmma_wait<0>();
-  tc_wgmma_fence_acc<N>(acc);
+  if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
+    tc_wgmma_wait<0>();
+    tc_wgmma_fence_acc<N>(acc);
+  }
 }
 
 /* Waits for every wgmma of this warpgroup; acc (N / 2 floats) may then be
@@ -227,6 +242,24 @@ TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned sho
 template <int N>
 TC_DEVICE void tc_wgmma_drain(float *acc) {
   tc_wgmma_wait<0>();
+  tc_wgmma_fence_acc<N>(acc);
+}
+
+/* Makes the N floats of x count as used here: their values are computed
+ * before this point (register-only arithmetic could otherwise be moved past
+ * a following wgmma wait, out of the window where it overlaps the wgmmas). */
+template <int N>
+TC_DEVICE void tc_pin_regs(float *x) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(x[i])::"memory");
+}
+
+/* Waits until at most PENDING of this warpgroup's wgmma groups are in
+ * flight (groups complete in issue order), then acc (N / 2 floats), which
+ * an older group wrote, may be read. */
+template <int PENDING, int N>
+TC_DEVICE void tc_wgmma_wait_acc(float *acc) {
+  tc_wgmma_wait<PENDING>();
   tc_wgmma_fence_acc<N>(acc);
 }
 

@@ -95,5 +95,6 @@ void cuda_emit_mbar_arrive(Cuda *C, const IrStmt *s, int depth);
 /* warp_roles.c */
 void cuda_emit_warp_roles(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_barrier(Cuda *C, int depth);
+void cuda_emit_turn(Cuda *C, const IrStmt *s, int depth);
 
 #endif

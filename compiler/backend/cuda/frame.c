@@ -211,6 +211,9 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   case IR_STMT_BARRIER:
     cuda_emit_barrier(C, depth);
     return;
+  case IR_STMT_WG_TURN:
+    cuda_emit_turn(C, s, depth);
+    return;
   case IR_STMT_WARP_ROLES:
     cuda_emit_warp_roles(C, s, depth);
     return;
@@ -227,7 +230,16 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     return;
   case IR_STMT_WGMMA_WAIT:
     cuda_indent(C, depth);
-    sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_acc->layout.cols, s->u.wgmma_acc->name);
+    for (int i = 0; i < s->u.wgmma_wait.npinned; i++) {
+      const IrBuffer *b = s->u.wgmma_wait.pinned[i];
+      sb_printf(o, "tc_pin_regs<%d>(%s);\n", b->layout.rows_local * b->layout.cols_local, b->name);
+      cuda_indent(C, depth);
+    }
+    if (s->u.wgmma_wait.pending == 0)
+      sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_wait.acc->layout.cols, s->u.wgmma_wait.acc->name);
+    else
+      sb_printf(o, "tc_wgmma_wait_acc<%d, %d>(%s);\n", s->u.wgmma_wait.pending, s->u.wgmma_wait.acc->layout.cols,
+                s->u.wgmma_wait.acc->name);
     return;
   case IR_STMT_MBAR_WAIT:
     cuda_emit_mbar_wait(C, s, depth);

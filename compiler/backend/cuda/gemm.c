@@ -30,9 +30,9 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
   cuda_indent(C, depth);
   if (a->buf->scope == IR_SCOPE_FRAGMENT) {
-    sb_printf(o, "%s<%s, %d, %d, %lld, %d, %s, %s>(%s, ", s->u.gemm.wgmma ? "tc_gemm_wgmma_rs" : "tc_gemm_rs", T,
+    sb_printf(o, "%s<%s, %d, %d, %lld, %d, %s, %s%s>(%s, ", s->u.gemm.wgmma ? "tc_gemm_wgmma_rs" : "tc_gemm_rs", T,
               lc->rows, lc->cols, (long long)K, lc->warps_m, cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
-              a->buf->name);
+              s->u.gemm.wgmma_issue_only ? ", TC_WGMMA_ISSUE_ONLY" : "", a->buf->name);
   } else {
     if (a->buf->dtype != b->buf->dtype || a->buf->scope != IR_SCOPE_SHARED) {
       cuda_fail(C, s->loc, "gemm: A '%s' must be a shared tile of B's dtype", a->buf->name);
@@ -41,9 +41,10 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
     if (s->u.gemm.wgmma) {
       /* Same accumulator layout (one 16-row slice per warp), issued as
        * wgmma by each warpgroup (tilec_wgmma.cuh). */
-      sb_printf(o, "tc_gemm_wgmma_ss<%s, %d, %d, %lld, %d, %s, %s, %s, %d>(", T, lc->rows, lc->cols, (long long)K,
-                lc->warps_m, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
-                s->u.gemm.wgmma_async ? 1 : 0);
+      sb_printf(o, "tc_gemm_wgmma_ss<%s, %d, %d, %lld, %d, %s, %s, %s, ", T, lc->rows, lc->cols, (long long)K,
+                lc->warps_m, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
+      if (s->u.gemm.wgmma_issue_only) sb_puts(o, "TC_WGMMA_ISSUE_ONLY>(");
+      else sb_printf(o, "%d>(", s->u.gemm.wgmma_async ? 1 : 0);
     } else {
       sb_printf(o, "tc_gemm_ss<%s, %d, %d, %lld, %d, %d, %s, %s, %s>(", T, lc->rows, lc->cols, (long long)K,
                 lc->warps_m, lc->warps_n, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");

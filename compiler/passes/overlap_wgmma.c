@@ -332,8 +332,16 @@ static void walk(IrModule *m, IrStmt *seq) {
   }
 }
 
+/* The turns use one named barrier per consumer warpgroup (2..5 in
+ * tilec_warp_roles.cuh): kernels of more than four are left alone. */
+enum { MAX_TURN_WARPGROUPS = 4 };
+
 bool pass_overlap_wgmma(IrModule *m, const PassOptions *opts, Diag *diag) {
   if (opts->target != TILEC_TARGET_SM90A) return true;
-  for (int i = 0; i < m->nkernels; i++) walk(m, m->kernels[i]->body);
+  for (int i = 0; i < m->nkernels; i++) {
+    IrKernel *k = m->kernels[i];
+    if (k->producer_warp == 0 || k->producer_warp > 4 * MAX_TURN_WARPGROUPS) continue;
+    walk(m, k->body);
+  }
   return true;
 }

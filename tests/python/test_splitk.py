@@ -8,9 +8,25 @@ order, one rounding to f16). Sizes are ragged (M = 1, 16, 100; N, K not
 multiples of any block), with small tiles so the C backend stays quick, and
 split counts past K's tile count (empty splits must write zeros). Each
 split-K result is computed twice and must be the same bits.
+
+With TILEC_TEST_DEVICE=cuda (ctest python.splitk.gpu, label gpu) it also
+runs test_gpu: tilec.gemm on CUDA torch tensors (bf16, f16) at decode-like
+ragged shapes, its own plan and forced split counts, against float64.
 """
+import os
+
 import harness
 from harness import np, rng
+
+GPU = os.environ.get("TILEC_TEST_DEVICE") == "cuda"
+if GPU:
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            raise ImportError("no CUDA GPU")
+    except ImportError as e:
+        print("SKIP: TILEC_TEST_DEVICE=cuda needs PyTorch with a CUDA GPU (%s)" % e)
+        raise SystemExit(harness.SKIP)
 
 import tilec
 from tilec import splitk
@@ -113,6 +129,34 @@ def test_errors():
                 assert text in str(e), "%r lacks %r" % (str(e), text)
             else:
                 raise AssertionError("accepted: %s" % text)
+
+
+def test_gpu():
+    """CUDA torch tensors: the plan (split-K at M = 1 and 16 against 4100+
+    columns) and forced counts; 4 ulps of the dtype of max|ref|; bit-equal
+    reruns."""
+    if not GPU:
+        print("  (CPU run: set TILEC_TEST_DEVICE=cuda for the GPU checks)")
+        return
+    bounds = {torch.float16: 4 * 2.0 ** -10, torch.bfloat16: 4 * 2.0 ** -7}
+    with tilec.Context(device="cuda") as ctx:
+        for tdt in (torch.bfloat16, torch.float16):
+            for m, n, k, splits in ((1, 4100, 4999, None), (16, 3001, 8191, None), (100, 1000, 2000, 3),
+                                    (128, 520, 65, 1), (16, 3001, 8191, 7)):
+                a = torch.randn((m, k), device="cuda", dtype=tdt)
+                b = torch.randn((k, n), device="cuda", dtype=tdt)
+                ref = a.double() @ b.double()
+                c = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
+                ran = tilec.gemm(ctx, a, b, c, splits=splits)
+                torch.cuda.synchronize()
+                if splits is None:
+                    assert ran[0] == "splitk", "%dx%dx%d: plan %s" % (m, n, k, ran)
+                harness.check_close("%s %dx%dx%d %s" % (tdt, m, n, k, ran), c.double().cpu().numpy(),
+                                    ref.cpu().numpy(), bounds[tdt])
+                again = torch.full_like(c, float("nan"))
+                tilec.gemm(ctx, a, b, again, splits=splits)
+                torch.cuda.synchronize()
+                assert torch.equal(c.view(torch.int16), again.view(torch.int16)), "rerun differs"
 
 
 harness.main(globals())

@@ -15,6 +15,9 @@ What it measures, for every shape M x N x K of the grid and each dtype
               splits);
   plan        what tilec.gemm() runs for the shape (Gemm.plan: one of the
               above), the figure a user gets without choosing;
+  --bound     adds gemm-bound and splitk-bound/S: M, N, K bound with -D
+              (on sm_90a the copies with 16-byte aligned rows become TMA
+              boxes; one compile per shape);
   torch       torch.matmul (cuBLAS).
 The table gives, per row, every tilec variant's TFLOP/s, the best one and
 its ratio to torch, and the plan's ratio to torch. --fp8 adds rows of
@@ -148,7 +151,7 @@ def worker_main(spec_path):
             if row["kind"] == "fp8":
                 emit(row["id"], **tilec_fp8(torch, tilec, ctx, timer, row, stream))
             else:
-                emit(row["id"], **tilec_row(torch, tilec, timer, row, stream, gemm_obj, sms, smem))
+                emit(row["id"], **tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem))
         except Exception as e:
             emit(row["id"], error=ba.short(e), trace=traceback.format_exc()[-2000:])
             if "CUDA_ERROR" in str(e) or "CUDA error" in str(e):
@@ -158,7 +161,7 @@ def worker_main(spec_path):
     return 0
 
 
-def tilec_row(torch, tilec, timer, row, stream, gemm_obj, sms, smem):
+def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
     m, n, k, dt = row["m"], row["n"], row["k"], row["dtype"]
     tdt = ba.torch_dtype(torch, dt)
     a = torch.randn((m, k), device="cuda", dtype=tdt)
@@ -198,6 +201,14 @@ def tilec_row(torch, tilec, timer, row, stream, gemm_obj, sms, smem):
     for label, cands in split_candidates(tilec, m, n, k, sms, smem).items():
         for s in cands:
             measure("%s/%d" % (label, s), gemm_obj(dt, label), s)
+    if row.get("bound"):
+        # M, N, K bound with -D: on sm_90a the copies become TMA boxes where
+        # the row strides are 16-byte aligned (one compile per shape).
+        dims = {"M": m, "N": n, "K": k}
+        gb = tilec.splitk.Gemm(ctx, dt, defines=dims, splitk_defines=dims)
+        measure("gemm-bound", gb, 1)
+        for s in split_candidates(tilec, m, n, k, sms, smem).get("splitk", []):
+            measure("splitk-bound/%d" % s, gb, s)
     kind, s = gemm_obj(dt, "splitk").plan(m, n, k, sms, smem)
     plan = "gemm" if kind == "gemm" else "splitk/%d" % s
     if plan not in variants:
@@ -435,6 +446,9 @@ def main():
     ap.add_argument("--fp8", action="store_true", help="add gemm_fp8.tile vs torch._scaled_mm rows")
     ap.add_argument("--fp8-shapes", default=",".join(FP8_GRID))
     ap.add_argument("--quick", action="store_true", help="4 shapes, bf16 only, fewer runs")
+    ap.add_argument("--bound", action="store_true",
+                    help="also gemm-bound and splitk-bound/S: M, N, K bound with -D (TMA on sm_90a; "
+                         "a compile per shape)")
     ap.add_argument("--out-dir", default=os.path.join(HERE, "results"))
     ap.add_argument("--min-runs", type=int, default=20)
     ap.add_argument("--rep-ms", type=float, default=100.0)
@@ -446,8 +460,8 @@ def main():
     if args.quick:
         args.shapes, args.dtypes, args.min_runs, args.rep_ms = ",".join(QUICK_GRID), "bf16", 10, 50.0
     shapes = [parse_shape(s) for s in args.shapes.split(",") if s.strip()]
-    rows = [{"id": "%s-%dx%dx%d" % (dt, m, n, k), "kind": "gemm", "dtype": dt, "m": m, "n": n, "k": k}
-            for dt in args.dtypes.split(",") if dt for (m, n, k) in shapes]
+    rows = [{"id": "%s-%dx%dx%d" % (dt, m, n, k), "kind": "gemm", "dtype": dt, "m": m, "n": n, "k": k,
+             "bound": args.bound} for dt in args.dtypes.split(",") if dt for (m, n, k) in shapes]
     if args.fp8:
         rows += [{"id": "fp8-%dx%dx%d" % s, "kind": "fp8", "dtype": "f16", "m": s[0], "n": s[1], "k": s[2]}
                  for s in (parse_shape(x) for x in args.fp8_shapes.split(",") if x.strip())]

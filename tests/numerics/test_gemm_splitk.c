@@ -1,10 +1,12 @@
 /* test_gemm_splitk.c - examples/gemm_splitk.tile (split-K gemm + the
  * deterministic reduce) against a double-precision reference.
  *
- *   test_gemm_splitk [--dtype f16|bf16] [--blocks BM,BN,BK] [--define N=V]...
+ *   test_gemm_splitk [--dtype f16|bf16] [--blocks BM,BN,BK] [--define N=V]... [--bind]
  *                    --splits S,S,... --shapes MxNxK,... [--device cpu|cuda]
  *
- * M, N, K and splits stay dynamic: one load serves every case. For each
+ * M, N, K and splits stay dynamic: one load serves every case; --bind
+ * binds M, N and K with -D per shape (on sm_90a the copies become TMA
+ * boxes: lower-tma), splits stays dynamic. For each
  * shape and split count: A and B uniform in [-1, 1], the partials P
  * [splits, M, N] and C poisoned with NaN, gemm_splitk then splitk_reduce (on
  * P and C viewed flat, as the host helper passes them), C compared to the
@@ -100,10 +102,13 @@ int main(int argc, char **argv) {
   int nshapes = 0;
   long splits[16];
   int nsplits = 0;
+  bool bind = false;
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
-    if (host_opt(argc, argv, &i, "--dtype", &v)) {
+    if (strcmp(argv[i], "--bind") == 0) {
+      bind = true;
+    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
       if (!host_dtype_parse(v, &dtype)) {
         fprintf(stderr, "bad --dtype %s\n", v);
         return 2;
@@ -167,8 +172,9 @@ int main(int argc, char **argv) {
     num_close(&env);
     return rc;
   }
-  printf("gemm_splitk: %s, blocks %s,%s,%s\n", dtype_name, blocks[0][0] ? blocks[0] : "default",
-         blocks[1][0] ? blocks[1] : "default", blocks[2][0] ? blocks[2] : "default");
+  printf("gemm_splitk: %s, blocks %s,%s,%s, shapes %s\n", dtype_name, blocks[0][0] ? blocks[0] : "default",
+         blocks[1][0] ? blocks[1] : "default", blocks[2][0] ? blocks[2] : "default",
+         bind ? "bound with -D" : "dynamic");
 
   TilecDefine defs[8];
   int ndefs = 0;
@@ -178,19 +184,38 @@ int main(int argc, char **argv) {
     if (blocks[b][0]) defs[ndefs++] = (TilecDefine){block_names[b], blocks[b]};
   for (int e = 0; e < nextra; e++) defs[ndefs++] = (TilecDefine){extra_name[e], extra_value[e]};
 
-  TilertModule *mod = num_load(&env, "gemm_splitk.tile", defs, ndefs);
+  TilertModule *mod = NULL;
   TilertKernel *part = NULL, *reduce = NULL;
-  if (mod && tilert_module_get_kernel(mod, "gemm_splitk", &part) == TILERT_OK &&
-      tilert_module_get_kernel(mod, "splitk_reduce", &reduce) == TILERT_OK) {
-    const TilecKernelInfo *pi = tilert_kernel_info(part), *ri = tilert_kernel_info(reduce);
-    NUM_CHECK(pi && pi->ndynamic == 4, "gemm_splitk: expected 4 dynamic symbols (M, K, N, splits), got %d",
-              pi ? pi->ndynamic : -1);
-    NUM_CHECK(ri && ri->ndynamic == 2, "splitk_reduce: expected 2 dynamic symbols (splits, MN), got %d",
-              ri ? ri->ndynamic : -1);
-    for (int s = 0; s < nshapes; s++)
-      for (int j = 0; j < nsplits; j++) run_case(&env, part, reduce, dtype, shapes[s], splits[j]);
-  } else {
-    NUM_CHECK(false, "no kernels gemm_splitk / splitk_reduce: %s", tilert_last_error(env.ctx));
+  for (int sh = 0; sh < nshapes; sh++) {
+    if (bind || !mod) {
+      char dims[3][32];
+      TilecDefine all[11];
+      memcpy(all, defs, (size_t)ndefs * sizeof defs[0]);
+      int nall = ndefs;
+      if (bind) {
+        snprintf(dims[0], sizeof dims[0], "%ld", shapes[sh].m);
+        snprintf(dims[1], sizeof dims[1], "%ld", shapes[sh].n);
+        snprintf(dims[2], sizeof dims[2], "%ld", shapes[sh].k);
+        all[nall++] = (TilecDefine){"M", dims[0]};
+        all[nall++] = (TilecDefine){"N", dims[1]};
+        all[nall++] = (TilecDefine){"K", dims[2]};
+      }
+      tilert_module_destroy(mod);
+      part = reduce = NULL;
+      mod = num_load(&env, "gemm_splitk.tile", all, nall);
+      if (!mod || tilert_module_get_kernel(mod, "gemm_splitk", &part) != TILERT_OK ||
+          tilert_module_get_kernel(mod, "splitk_reduce", &reduce) != TILERT_OK) {
+        NUM_CHECK(false, "no kernels gemm_splitk / splitk_reduce: %s", tilert_last_error(env.ctx));
+        break;
+      }
+      const TilecKernelInfo *pi = tilert_kernel_info(part), *ri = tilert_kernel_info(reduce);
+      int want = bind ? 1 : 4;
+      NUM_CHECK(pi && pi->ndynamic == want, "gemm_splitk: expected %d dynamic symbols (%s), got %d", want,
+                bind ? "splits" : "M, K, N, splits", pi ? pi->ndynamic : -1);
+      NUM_CHECK(ri && ri->ndynamic == 2, "splitk_reduce: expected 2 dynamic symbols (splits, MN), got %d",
+                ri ? ri->ndynamic : -1);
+    }
+    for (int j = 0; j < nsplits; j++) run_case(&env, part, reduce, dtype, shapes[sh], splits[j]);
   }
   tilert_module_destroy(mod);
   num_close(&env);

@@ -171,9 +171,12 @@ class Gemm:
     def plan(self, m, n, k, num_sms=132, smem_per_sm=227 * 1024, plain_tile=None):
         """("gemm", 1) or ("splitk", splits) for an m x n x k product.
         plain_tile: gemm.tile's (block_M, block_N) on this target (default:
-        128 x 256 when smem_per_sm allows sm_90's tile, else 128 x 128)."""
+        the defines' block_M / block_N, else 128 x 256 when smem_per_sm
+        allows sm_90's tile, else 128 x 128: gemm.tile's target defaults)."""
         if plain_tile is None:
             plain_tile = (128, 256) if smem_per_sm >= 200 * 1024 else (128, 128)
+            plain_tile = (int(self.defines.get("block_M", plain_tile[0])),
+                          int(self.defines.get("block_N", plain_tile[1])))
         if _cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]) >= num_sms:
             return "gemm", 1
         t = self.tile

@@ -72,6 +72,10 @@ def test_plan():
         assert g.plan(1, 8192, 8192, smem_per_sm=163 * 1024) == ("splitk", 2)
         assert g.plan(512, 512, 65536)[0] == "splitk"
         assert g.plan(16, 8192, 128) == ("gemm", 1)       # 2 K tiles: nothing to split
+        # gemm.tile's tile as defined: 32 x 32 tiles fill 132 SMs at 128 x 1056.
+        small = splitk.Gemm(ctx, "f16", defines={"block_M": 32, "block_N": 32})
+        assert small.plan(128, 1056, 8192) == ("gemm", 1)
+        assert g.plan(128, 1056, 8192)[0] == "splitk"
 
 
 def test_splitk_numerics():

@@ -276,12 +276,17 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
   AstModule *ast = parse_tile(r->arena, r->diag, file, text, len);
   if (!ast) return 1;
   for (int i = 0; i < options->ndefines; i++)
-    if (!define_is_known(ast, options->defines[i].name)) {
+    if (strcmp(options->defines[i].name, "target_sm") == 0) {
+      diag_error(r->diag, none,
+                 "-D target_sm: target_sm follows the compilation target (--target: sm_80 gives 80, "
+                 "sm_90a 90, cpu 0) and cannot be set with -D; set the consts that depend on it instead");
+      return 2;
+    } else if (!define_is_known(ast, options->defines[i].name)) {
       diag_error(r->diag, none, "-D %s: the program has no constant or shape symbol named '%s'",
                  options->defines[i].name, options->defines[i].name);
       return 2;
     }
-  r->module = sema_build(r->arena, r->diag, ast, options->defines, options->ndefines);
+  r->module = sema_build(r->arena, r->diag, ast, options->defines, options->ndefines, target);
   if (!r->module) return 1;
 
   DumpCtx ctx = {options, r, r->diag, false};

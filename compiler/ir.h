@@ -427,6 +427,8 @@ typedef struct IrKernel {
   IrExpr *threads;
   IrVar *block_vars[IR_MAX_GRID];
   IrStmt *body;         /* a SEQ */
+  IrVar *target_sm;     /* the builtin const target_sm when the kernel names it
+                           (also in symbols), else NULL */
   /* Set by passes. */
   int raster_panel;     /* use_swizzle panel size; 0 = no rasterization */
   bool wgmma;           /* some gemm runs as wgmma (set by swizzle-layout) */
@@ -546,6 +548,11 @@ void ir_print_module(FILE *out, const IrModule *m);
 char *ir_module_to_string(const IrModule *m); /* malloc'd; caller frees */
 void ir_print_expr(FILE *out, const IrExpr *e);
 char *ir_expr_to_string(Arena *arena, const IrExpr *e);
+/* For a kernel that names target_sm: one line "<comment> K: configuration
+ * for target_sm = 90: block_M = 128, ..." (every bound const), which the
+ * backends write above the kernel; nothing for other kernels. */
+struct StrBuf;
+void ir_print_kernel_config(struct StrBuf *sb, const char *comment, const IrKernel *k);
 
 /* Structural checks run between passes: dtypes consistent, ranks match,
  * every var in scope, regions inside rank. Reports through diag as internal

@@ -558,3 +558,19 @@ char *ir_expr_to_string(Arena *arena, const IrExpr *e) {
   sb_free(&sb);
   return text;
 }
+
+void ir_print_kernel_config(StrBuf *sb, const char *comment, const IrKernel *k) {
+  if (!k->target_sm) return;
+  sb_printf(sb, "%s %s: configuration for target_sm = ", comment, k->name);
+  print_expr(NULL, sb, k->target_sm->bound ? k->target_sm->value : k->target_sm->default_value);
+  bool first = true;
+  for (int i = 0; i < k->nsymbols; i++) {
+    const IrVar *v = k->symbols[i];
+    if (v == k->target_sm || !v->is_const_decl || !v->bound) continue;
+    sb_puts(sb, first ? ": " : ", ");
+    first = false;
+    sb_printf(sb, "%s = ", v->name);
+    print_expr(NULL, sb, v->value);
+  }
+  sb_puts(sb, "\n");
+}

@@ -11,11 +11,13 @@
  * a placeholder), so one run reports as many problems as possible. */
 #include "sema.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "name_table.h"
+#include "simplify.h"
 
 typedef enum EntityKind {
   ENTITY_VAR,    /* symbol, scalar param, block index, loop var, let */
@@ -39,6 +41,7 @@ typedef struct Sema {
   IrKernel *k;
   const TilecDefine *defines;
   int ndefines;
+  int target_sm; /* the value of the builtin const target_sm (80, 90; 0 on the CPU) */
   Entity *scope;
   int nscope, capscope;
   /* Hash index over scope, entry i naming scope[i], so a name lookup does
@@ -83,7 +86,7 @@ static bool is_reserved(const char *name) {
 
 static bool is_builtin_name(const char *name) {
   DType t;
-  return dtype_from_name(name, &t) || strcmp(name, "inf") == 0;
+  return dtype_from_name(name, &t) || strcmp(name, "inf") == 0 || strcmp(name, "target_sm") == 0;
 }
 
 /* Declares a name in the innermost scope; a redefinition anywhere in the
@@ -112,6 +115,26 @@ static const TilecDefine *find_define(Sema *s, const char *name) {
   for (int i = 0; i < s->ndefines; i++)
     if (strcmp(s->defines[i].name, name) == 0) return &s->defines[i];
   return NULL;
+}
+
+static void add_symbol(Sema *s, IrVar *v);
+
+/* The builtin const `target_sm`: the SM version the kernel is compiled for
+ * (80 for sm_80, 90 for sm_90a, 0 for the CPU backend), so const defaults
+ * can follow the target: block_N = if_then_else(target_sm >= 90, 256, 128).
+ * It becomes a const symbol of the kernel (bound by specialize like any
+ * other, printed in the IR dumps) the first time the kernel names it; a
+ * kernel that never names it is unchanged. */
+static IrVar *target_sm_symbol(Sema *s, SrcLoc loc) {
+  if (!s->k->target_sm) {
+    IrVar *var = ir_var_new(s->m, "target_sm", IR_VAR_SYMBOL, DTYPE_I64, loc);
+    var->default_value = ir_int(s->m, s->target_sm, loc);
+    var->is_const_decl = true;
+    var->dynamic_index = -1;
+    s->k->target_sm = var;
+    add_symbol(s, var);
+  }
+  return s->k->target_sm;
 }
 
 /* ---- expressions -------------------------------------------------------- */
@@ -329,6 +352,7 @@ static IrExpr *expr_checked(Sema *s, const AstExpr *e) {
       return poison(s, e->loc);
     }
     if (strcmp(e->u.name, "inf") == 0) return ir_float(s->m, INFINITY, DTYPE_F32, e->loc);
+    if (strcmp(e->u.name, "target_sm") == 0) return ir_var_ref(s->m, target_sm_symbol(s, e->loc), e->loc);
     DType t;
     if ((ent && ent->kind == ENTITY_DTYPE) || dtype_from_name(e->u.name, &t)) {
       diag_error(s->diag, e->loc, "dtype '%s' used as a value", e->u.name);
@@ -488,6 +512,37 @@ static const AstExpr *option(const CallArgs *a, int pos, const char *name) {
   const AstArg *k = keyword(a, name);
   if (k) return k->value;
   return pos >= 0 && pos < a->npos ? a->pos[pos]->value : NULL;
+}
+
+/* The value a const will have after specialize, known already in sema:
+ * its -D binding, else its default evaluated over the consts before it
+ * (target_sm is known from the target). For num_stages, which sema needs. */
+typedef struct ConstEval {
+  Sema *s;
+  int depth;
+} ConstEval;
+
+static bool const_var_value(const IrVar *v, void *ctx, int64_t *out) {
+  ConstEval *ce = ctx;
+  if (v->kind != IR_VAR_SYMBOL || ce->depth > 64) return false;
+  const TilecDefine *d = find_define(ce->s, v->name);
+  if (d) {
+    if (strcmp(d->value, "true") == 0 || strcmp(d->value, "false") == 0) return *out = d->value[0] == 't', true;
+    char *end;
+    errno = 0;
+    long long x = strtoll(d->value, &end, 0);
+    return *d->value && *end == '\0' && errno == 0 ? (*out = x, true) : false;
+  }
+  if (!v->default_value) return false;
+  ce->depth++;
+  bool ok = ir_eval_int(v->default_value, const_var_value, ce, out);
+  ce->depth--;
+  return ok;
+}
+
+static bool sema_const_value(Sema *s, const IrExpr *e, int64_t *out) {
+  ConstEval ce = {s, 0};
+  return ir_eval_int(e, const_var_value, &ce, out);
 }
 
 static bool const_bool(Sema *s, const AstExpr *e, bool *out) {
@@ -813,15 +868,14 @@ static void for_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
           return;
         }
         num_stages = (int)c;
-      } else if (v->kind == IR_EXPR_VAR && v->u.var->default_value &&
-                 ir_expr_is_int_const(v->u.var->default_value, &c)) {
-        num_stages = (int)c;
-        const TilecDefine *d = find_define(s, v->u.var->name);
-        if (d) num_stages = atoi(d->value);
-        if (num_stages < 1 || num_stages > 8) {
-          diag_error(s->diag, ns->loc, "num_stages must be between 1 and 8, got %d", num_stages);
+      } else if (sema_const_value(s, v, &c)) {
+        /* A const, or an expression of consts (target_sm included), as
+         * specialize will bind it: -D values first, then the defaults. */
+        if (c < 1 || c > 8) {
+          diag_error(s->diag, ns->loc, "num_stages must be between 1 and 8, got %lld", (long long)c);
           return;
         }
+        num_stages = (int)c;
       } else {
         diag_error(s->diag, ns->loc, "num_stages must be a compile-time constant");
         return;
@@ -1016,8 +1070,9 @@ static IrKernel *kernel(Sema *s, const AstKernel *ak) {
 }
 
 IrModule *sema_build(Arena *arena, Diag *diag, const AstModule *ast, const TilecDefine *defines,
-                     int ndefines) {
-  Sema s = {.arena = arena, .diag = diag, .defines = defines, .ndefines = ndefines};
+                     int ndefines, TilecTarget target) {
+  Sema s = {.arena = arena, .diag = diag, .defines = defines, .ndefines = ndefines,
+            .target_sm = target == TILEC_TARGET_SM90A ? 90 : target == TILEC_TARGET_SM80 ? 80 : 0};
   name_table_init(&s.names, arena, NAME_KEY_STRING);
   s.m = ir_module_new(arena, ast->file);
   int errors = diag_error_count(diag);

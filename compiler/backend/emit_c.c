@@ -697,8 +697,9 @@ static void emit_kernel(Emitter *E, const IrKernel *k) {
     fail(E, k->loc, "kernel '%s' has %d grid dimensions", k->name, k->ngrid);
     return;
   }
-  sb_printf(o, "\n/* kernel %s */\nvoid tilec_%s(void **tc_args, const int64_t *tc_dyn) {\n",
-            k->name, k->name);
+  sb_printf(o, "\n/* kernel %s */\n", k->name);
+  ir_print_kernel_config(o, "//", k); /* which target_sm-dependent defaults were chosen */
+  sb_printf(o, "void tilec_%s(void **tc_args, const int64_t *tc_dyn) {\n", k->name);
   sb_puts(o, "  (void)tc_args;\n  (void)tc_dyn;\n");
 
   /* Symbols: dynamic ones from tc_dyn, bound ones as constants. */

@@ -48,7 +48,7 @@ from . import _ffi
 __all__ = [
     "Context", "Module", "Kernel", "KernelInfo", "ParamInfo", "BoundLaunch",
     "TilecError", "version", "library_path", "STATUS_NAMES",
-    "autotune", "AutotuneResult", "AutotuneError",
+    "autotune", "AutotuneResult", "AutotuneError", "gemm", "splitk",
 ]
 
 STATUS_NAMES = _ffi.STATUS_NAMES
@@ -500,3 +500,6 @@ class BoundLaunch:
 
 # Last: autotune.py imports TilecError and version from this module.
 from .autotune import autotune, AutotuneResult, AutotuneError  # noqa: E402
+# C = A @ B choosing gemm.tile or split-K (gemm_splitk.tile) from the shape.
+from . import splitk  # noqa: E402
+from .splitk import gemm  # noqa: E402

@@ -286,6 +286,7 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
   C->smem_offset = 0;
   int64_t threads = cuda_const(k->threads);
   C->threads = (int)threads;
+  ir_print_kernel_config(o, "//", k); /* which target_sm-dependent defaults were chosen */
   /* Warp-specialized: one block per SM at most (setmaxnreg needs the
    * register cap the bound gives); the code outside the producer's role is
    * written for the consumer warps. */

@@ -50,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BOUND = {"f16": 1e-2, "bf16": 4e-2}
 LOG2E = math.log2(math.e)
-DEFAULT_CONFIGS = ["default:", "bm128_bn64_w8:bwd_block_M=128,bwd_block_N=64,bwd_threads=256"]
+DEFAULT_CONFIGS = ["default:", "stages3:bwd_stages=3", "bn64:bwd_block_N=64"]
 
 
 def rows_for(args):
@@ -165,7 +165,7 @@ def part_tilec(rows, args, torch, timer, emit):
                     kb = kernel("flash_attention_bwd.tile", "flash_attention_bwd", defs)
                     kc = kernel("flash_attention_bwd.tile", "flash_attention_bwd_dq_convert", defs)
                     delta = torch.full((B, H, S), float("nan"), device="cuda")
-                    dqa = torch.full((B, S, H, D), float("nan"), device="cuda")
+                    dqa = torch.full((B, H, D, S), float("nan"), device="cuda")   # dQ^T accumulator
                     dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
                     r1 = kp.bind(o, do, delta, dqa, stream=stream)
                     r2 = kb.bind(q, k, v, do, lse, delta, dqa, dk, dv, scale, stream=stream)

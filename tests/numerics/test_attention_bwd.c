@@ -109,14 +109,14 @@ static TilertStatus launch(NumEnv *env, TilertKernel *k, const char *name, const
 
 static void run(NumEnv *env, const Config *c, TilertKernel *const *kern, long S) {
   const int64_t B = c->batch, H = c->heads, D = c->dim;
-  int64_t tshape[4] = {B, S, H, D}, lshape[3] = {B, H, S};
+  int64_t tshape[4] = {B, S, H, D}, lshape[3] = {B, H, S}, ashape[4] = {B, H, D, S};
   DLDataType f32 = {kDLFloat, 32, 1};
   HostTensor q, k, v, o, lse, d_o, delta, dqa, dq, dk, dv;
   bool ok = true;
   HostTensor *dts[] = {&q, &k, &v, &o, &d_o, &dq, &dk, &dv};
   for (int i = 0; i < 8; i++) ok = ok && host_tensor_init(dts[i], c->dtype, 4, tshape, env->ctx);
   ok = ok && host_tensor_init(&lse, f32, 3, lshape, env->ctx) && host_tensor_init(&delta, f32, 3, lshape, env->ctx) &&
-       host_tensor_init(&dqa, f32, 4, tshape, env->ctx);
+       host_tensor_init(&dqa, f32, 4, ashape, env->ctx); /* dQ^T accumulator [B, H, D, S] */
   NUM_CHECK(ok, "allocating seq_len %ld", S);
   if (!ok) exit(1);
   host_tensor_fill_uniform(&q, &env->rng, -1, 1);

@@ -15,10 +15,12 @@ and flash_attention_bwd_dq_convert (dQ f32 -> dtype). O and LSE come from
 flash_attention_fwd, run once before (not timed); the forward is timed on
 its own as well (tilec-fwd-lse), beside the flagship forward without LSE
 (tilec-fwd, examples/flash_attention.tile) to show what the LSE output
-costs. --bwd-config NAME:D=V,D=V (repeatable) adds tilec rows with other
--D settings of the backward kernels (block sizes); the default set
-compares the example's defaults with the FA2-like 128 x 64 blocks over
-8 warps at dim 128.
+costs. --bwd-config NAME:D=V,D=V (repeatable) sets the tilec columns: -D
+settings of the backward kernels (block sizes). The default set: the
+example's defaults (64 keys x 64 queries over 4 warps at dim 64, 128 x 32
+over 8 warps at dim 128), 3 pipeline stages, 64 queries per block (spills a
+little at dim 128), and 128 keys over 8 warps (dim 64; at dim 128 the
+defaults again). The ratio columns use the best tilec column of the row.
 
 The peers: out = SDPA(q, k, v) under the backend, then the timed
 torch.autograd.grad(out, (q, k, v), dO, retain_graph=True) (the backward
@@ -50,7 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BOUND = {"f16": 1e-2, "bf16": 4e-2}
 LOG2E = math.log2(math.e)
-DEFAULT_CONFIGS = ["default:", "stages3:bwd_stages=3", "bn64:bwd_block_N=64"]
+DEFAULT_CONFIGS = ["default:", "stages3:bwd_stages=3", "bn64:bwd_block_N=64", "bm128_w8:bwd_block_M=128,bwd_threads=256"]
 
 
 def rows_for(args):

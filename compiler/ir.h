@@ -313,7 +313,10 @@ struct IrStmt {
       IrExpr *cond;
       IrStmt *then_, *else_; /* SEQs; else_ may be NULL */
     } if_;
-    struct {             /* COPY src -> dst (converting dtype if they differ) */
+    struct {             /* COPY src -> dst (converting dtype if they differ);
+                            ATOMIC_ADD: dst += src, element by element, dst a
+                            global f32 slice, each element added atomically
+                            (async, tma unused) */
       IrRegion src, dst;
       bool async;        /* GPU: issued as cp.async by software-pipeline; the
                             loop's ASYNC_COMMIT/ASYNC_WAIT/BARRIER complete it */

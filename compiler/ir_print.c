@@ -350,6 +350,12 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     if (s->u.copy.tma)
       sb_printf(sb, " map(%d) mbarrier(%s)", s->u.copy.tma_map, buf_name(p, s->u.copy.dst.buf->tma_bar));
     break;
+  case IR_STMT_ATOMIC_ADD:
+    sb_puts(sb, "atomic_add ");
+    print_region(p, sb, &s->u.copy.src);
+    sb_puts(sb, " -> ");
+    print_region(p, sb, &s->u.copy.dst);
+    break;
   case IR_STMT_FILL:
     sb_puts(sb, "fill ");
     print_region(p, sb, &s->u.fill.dst);

@@ -335,6 +335,12 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     if (!v->failed && s->u.copy.tma && (!s->u.copy.dst.buf->tma_bar || s->u.copy.tma_map < 0))
       fail(v, s->loc, "TMA copy into '%s' without an mbarrier or a tensor map", s->u.copy.dst.buf->name);
     return;
+  case IR_STMT_ATOMIC_ADD:
+    check_region(v, &s->u.copy.src, "atomic_add source");
+    check_region(v, &s->u.copy.dst, "atomic_add destination");
+    if (!v->failed && (s->u.copy.dst.buf->scope != IR_SCOPE_GLOBAL || s->u.copy.dst.buf->dtype != DTYPE_F32))
+      fail(v, s->loc, "atomic_add into '%s', which is not a global f32 tensor", s->u.copy.dst.buf->name);
+    return;
   case IR_STMT_FILL:
     check_region(v, &s->u.fill.dst, "fill destination");
     check_expr(v, s->u.fill.value, "fill value");

@@ -63,7 +63,8 @@ int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b) {
   RefCount rc = {b, 0};
   switch (s->kind) {
   case IR_STMT_STORE: rc.count += s->u.store.buf == b; break;
-  case IR_STMT_COPY: rc.count += (s->u.copy.src.buf == b) + (s->u.copy.dst.buf == b); break;
+  case IR_STMT_COPY:
+  case IR_STMT_ATOMIC_ADD: rc.count += (s->u.copy.src.buf == b) + (s->u.copy.dst.buf == b); break;
   case IR_STMT_FILL: rc.count += s->u.fill.dst.buf == b; break;
   case IR_STMT_GEMM:
     rc.count += (s->u.gemm.a.buf == b) + (s->u.gemm.b.buf == b) + (s->u.gemm.c.buf == b);

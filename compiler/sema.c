@@ -271,7 +271,7 @@ static IrExpr *call_expr(Sema *s, const AstExpr *e) {
     for (int i = 0; i < arity; i++) args[i] = convert(s, args[i], t);
     return ir_call_n(s->m, (IrIntrinsic)f, args, e->loc);
   }
-  static const char *const tile_ops[] = {"copy", "fill", "clear", "gemm", "reduce_max",
+  static const char *const tile_ops[] = {"copy", "atomic_add", "fill", "clear", "gemm", "reduce_max",
                                          "reduce_sum", "reduce_min", "annotate_layout",
                                          "use_swizzle", "alloc_shared", "alloc_fragment",
                                          "alloc_local", "parallel", "pipelined", "serial"};
@@ -577,6 +577,27 @@ static IrStmt *tile_op(Sema *s, const AstExpr *call) {
       return NULL;
     if (st->u.copy.src.buf == st->u.copy.dst.buf) {
       diag_error(s->diag, loc, "copy: source and destination are the same buffer '%s'", st->u.copy.src.buf->name);
+      return NULL;
+    }
+    return st;
+  }
+  if (strcmp(op, "atomic_add") == 0) {
+    /* atomic_add(src, G[slice]): G[slice] += src, each element atomically
+     * (TileLang's T.atomic_add). */
+    if (!split_args(s, call, NULL, 2, &a) || !require_args(s, call, &a, 2)) return NULL;
+    st = ir_stmt_new(s->m, IR_STMT_ATOMIC_ADD, loc);
+    if (!region(s, a.pos[0]->value, &st->u.copy.src) || !region(s, a.pos[1]->value, &st->u.copy.dst))
+      return NULL;
+    const IrBuffer *src = st->u.copy.src.buf, *dst = st->u.copy.dst.buf;
+    if (dst->scope != IR_SCOPE_GLOBAL || dst->dtype != DTYPE_F32) {
+      diag_error(s->diag, a.pos[1]->value->loc,
+                 "atomic_add: the destination '%s' must be a global f32 tensor (it is %s %s)", dst->name,
+                 ir_scope_name(dst->scope), dtype_name(dst->dtype));
+      return NULL;
+    }
+    if (src->scope == IR_SCOPE_GLOBAL) {
+      diag_error(s->diag, a.pos[0]->value->loc,
+                 "atomic_add: the source '%s' must be a fragment or a shared tile, not a global tensor", src->name);
       return NULL;
     }
     return st;

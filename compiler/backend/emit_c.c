@@ -673,7 +673,7 @@ static void emit_stmt(Emitter *E, const IrStmt *s, int depth) {
     line(E, depth);
     sb_puts(o, "/* use_swizzle: every block runs; the order does not matter */\n");
     return;
-  case IR_STMT_COPY: case IR_STMT_FILL: case IR_STMT_GEMM: case IR_STMT_REDUCE:
+  case IR_STMT_COPY: case IR_STMT_FILL: case IR_STMT_GEMM: case IR_STMT_REDUCE: case IR_STMT_ATOMIC_ADD:
     fail(E, s->loc, "'%s' was not lowered (lower-tile-ops must run before the C backend)",
          ir_stmt_kind_name(s->kind));
     return;

@@ -195,7 +195,8 @@ static void stage_stmt(IrStmt *s, void *ctx) {
       s->u.store.nidx++;
     }
     break;
-  case IR_STMT_COPY: region_add_stage(st, &s->u.copy.src), region_add_stage(st, &s->u.copy.dst); break;
+  case IR_STMT_COPY:
+  case IR_STMT_ATOMIC_ADD: region_add_stage(st, &s->u.copy.src), region_add_stage(st, &s->u.copy.dst); break;
   case IR_STMT_FILL: region_add_stage(st, &s->u.fill.dst); break;
   case IR_STMT_GEMM:
     region_add_stage(st, &s->u.gemm.a), region_add_stage(st, &s->u.gemm.b), region_add_stage(st, &s->u.gemm.c);

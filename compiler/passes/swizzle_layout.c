@@ -15,7 +15,7 @@
  * 64-column panels instead (panel_cols = 64), and every shared buffer of
  * such a kernel gets smem_align = 1024; a gemm whose operands cannot be laid
  * out for wgmma loses its wgmma mark (the MMA_C split it got still works
- * for mma.sync). */
+ * for mma.sync), and so on until no gemm changes. */
 #include "passes.h"
 
 static bool can_swizzle(const IrBuffer *b, int *row_bytes) {
@@ -61,6 +61,7 @@ typedef struct Ctx {
   bool ok;
   bool has_wgmma;  /* the kernel being visited asks for wgmma */
   bool kept_wgmma; /* ... and some gemm still runs as wgmma after layouts */
+  bool dropped;    /* drop_wgmma_on_plain_rows took a gemm off wgmma */
 } Ctx;
 
 /* The ldmatrix gemm cannot read panels: a tile shared by a wgmma gemm and
@@ -85,7 +86,7 @@ static void drop_wgmma_on_plain_rows(IrStmt *s, void *vctx) {
   bool a_regs = s->u.gemm.a.buf->scope == IR_SCOPE_FRAGMENT;
   if ((!a_regs && (la->kind != IR_LAYOUT_SWIZZLED || (la->swizzle_bytes > 128 && !la->panel_cols))) ||
       lb->kind != IR_LAYOUT_SWIZZLED || (lb->swizzle_bytes > 128 && !lb->panel_cols))
-    s->u.gemm.wgmma = false;
+    s->u.gemm.wgmma = false, c->dropped = true;
   else
     c->kept_wgmma = true;
 }
@@ -147,7 +148,13 @@ bool pass_swizzle_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
     IrStmt *body = m->kernels[i]->body;
     c.has_wgmma = c.kept_wgmma = false;
     pass_visit_stmts(body, visit, &c);
-    if (c.has_wgmma) {
+    /* A gemm taken off wgmma becomes an mma.sync one whose other operand
+     * may still be in panels for a third gemm: repeat until nothing moves
+     * (the backward's dQ = dS K on mma.sync unpanels K, so K Q^T falls back,
+     * which unpanels Q, ...). */
+    c.dropped = c.has_wgmma;
+    while (c.dropped) {
+      c.dropped = c.kept_wgmma = false;
       pass_visit_stmts(body, unpanel_mma_sync_operands, &c);
       pass_visit_stmts(body, drop_wgmma_on_plain_rows, &c);
     }

@@ -9,7 +9,11 @@
  *   - anything else: one element per thread, strided over the tile.
  * Guards set by guard-bounds become bounds checks (rows/cols_valid for the
  * transfers, an `if` around strided stores; loads outside read zero). A fill
- * is a register loop for fragments, a strided store otherwise. */
+ * is a register loop for fragments, a strided store otherwise.
+ * atomic_add (dst a global f32 slice) takes the fragment or strided path of
+ * a copy with `atomicAdd(&dst[...], value)` in place of the store, under the
+ * same guards; its source must hold each element once (a 2-D fragment, or a
+ * shared tile), since a replicated element would be added once per copy. */
 #include <stdio.h>
 
 #include "cuda_emit.h"
@@ -135,8 +139,9 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(o, "}\n");
 }
 
-/* Copies where one side is a fragment: every thread moves its own elements. */
-static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
+/* Copies where one side is a fragment: every thread moves its own elements
+ * (atomic: atomic_add, the fragment is the source). */
+static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   const IrRegion *frag = src->buf->scope == IR_SCOPE_FRAGMENT ? src : dst;
   const IrRegion *other = frag == src ? dst : src;
@@ -214,8 +219,9 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
       cuda_emit_expr(C, o, cond);
       sb_puts(o, ") ");
     }
+    if (atomic) sb_puts(o, "atomicAdd(&");
     cuda_emit_element(C, o, other->buf, idx, other->rank, s->loc);
-    sb_puts(o, " = ");
+    sb_puts(o, atomic ? ", " : " = ");
     char val[128];
     if (cuda_is_low_float(src->buf->dtype))
       snprintf(val, sizeof val, "%s(%s%s)", cuda_to_f32(src->buf->dtype),
@@ -223,8 +229,9 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
     else
       snprintf(val, sizeof val, "%s%s", src->buf->name, slot_text);
     DType to = other->buf->dtype;
-    if (cuda_is_low_float(to)) sb_printf(o, "%s((float)%s);\n", cuda_from_f32(to), val);
-    else sb_printf(o, "(%s)%s;\n", cuda_storage_type(to), val);
+    if (cuda_is_low_float(to)) sb_printf(o, "%s((float)%s)", cuda_from_f32(to), val);
+    else sb_printf(o, "(%s)%s", cuda_storage_type(to), val);
+    sb_puts(o, atomic ? ");\n" : ";\n");
   }
   cuda_close_slots(C, l, inner);
 }
@@ -268,9 +275,10 @@ static IrExpr *region_point(Cuda *C, const IrRegion *r, IrVar *vars, IrExpr **id
   return cond;
 }
 
-/* dst[idx] = value, under `if (cond)` when there is a guard. */
+/* dst[idx] = value (atomic: atomicAdd(&dst[idx], value)), under
+ * `if (cond)` when there is a guard. */
 static void guarded_store(Cuda *C, const IrBuffer *dst, IrExpr **idx, IrExpr *cond, const IrExpr *value, SrcLoc loc,
-                          int depth) {
+                          int depth, bool atomic) {
   StrBuf *o = C->out;
   cuda_indent(C, depth);
   if (cond) {
@@ -278,14 +286,16 @@ static void guarded_store(Cuda *C, const IrBuffer *dst, IrExpr **idx, IrExpr *co
     cuda_emit_expr(C, o, cond);
     sb_puts(o, ") ");
   }
+  if (atomic) sb_puts(o, "atomicAdd(&");
   cuda_emit_element(C, o, dst, idx, dst->rank, loc);
-  sb_puts(o, " = ");
+  sb_puts(o, atomic ? ", " : " = ");
   cuda_emit_stored_value(C, o, dst->dtype, value);
-  sb_puts(o, ";\n");
+  sb_puts(o, atomic ? ");\n" : ";\n");
 }
 
-/* Any other copy: one element per thread, strided over the tile. */
-static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth) {
+/* Any other copy: one element per thread, strided over the tile. atomic:
+ * atomic_add, which skips (adds nothing) where the source is outside. */
+static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth, bool atomic) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   IrModule *m = (IrModule *)C->m;
   IrVar vars[IR_MAX_RANK];
@@ -295,9 +305,11 @@ static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth) {
   IrExpr *src_ok = region_point(C, src, vars, si, s->loc);
   IrExpr *dst_ok = region_point(C, dst, vars, di, s->loc);
   IrExpr *v = ir_cast(m, dst->buf->dtype, ir_load(m, src->buf, si, s->loc), s->loc);
-  if (src_ok)
+  if (src_ok && atomic)
+    dst_ok = dst_ok ? ir_binary(m, IR_OP_AND, dst_ok, src_ok, s->loc) : src_ok;
+  else if (src_ok)
     v = ir_select(m, src_ok, v, ir_cast(m, dst->buf->dtype, ir_float(m, 0.0, DTYPE_F32, s->loc), s->loc), s->loc);
-  guarded_store(C, dst->buf, di, dst_ok, v, s->loc, depth + 1);
+  guarded_store(C, dst->buf, di, dst_ok, v, s->loc, depth + 1, atomic);
   cuda_indent(C, depth);
   sb_puts(C->out, "}\n");
 }
@@ -322,7 +334,7 @@ void cuda_emit_copy(Cuda *C, const IrStmt *s, int depth) {
   if (s->u.copy.tma) {
     cuda_emit_tma_copy(C, s, depth);
   } else if (src->buf->scope == IR_SCOPE_FRAGMENT || dst->buf->scope == IR_SCOPE_FRAGMENT) {
-    emit_copy_fragment(C, s, depth);
+    emit_copy_fragment(C, s, depth, false);
   } else if (is_tile_transfer(s)) {
     emit_tile_transfer(C, s, depth);
   } else {
@@ -330,7 +342,24 @@ void cuda_emit_copy(Cuda *C, const IrStmt *s, int depth) {
       cuda_fail(C, s->loc, "copy %s -> %s cannot be issued asynchronously", src->buf->name, dst->buf->name);
       return;
     }
-    emit_copy_generic(C, s, depth);
+    emit_copy_generic(C, s, depth, false);
+  }
+}
+
+void cuda_emit_atomic_add(Cuda *C, const IrStmt *s, int depth) {
+  const IrBuffer *src = s->u.copy.src.buf;
+  if (src->scope == IR_SCOPE_FRAGMENT) {
+    const IrLayout *l = &src->layout;
+    if (src->rank != 2 || !l->cols || ir_layout_is_col_vector(l)) {
+      cuda_fail(C, s->loc,
+                "atomic_add from the 1-D fragment '%s': its elements are replicated over threads; "
+                "add from a 2-D fragment or a shared tile",
+                src->name);
+      return;
+    }
+    emit_copy_fragment(C, s, depth, true);
+  } else {
+    emit_copy_generic(C, s, depth, true);
   }
 }
 
@@ -352,7 +381,7 @@ void cuda_emit_fill(Cuda *C, const IrStmt *s, int depth) {
   IrExpr *di[IR_MAX_RANK];
   open_strided(C, dst, vars, depth);
   IrExpr *ok = region_point(C, dst, vars, di, s->loc);
-  guarded_store(C, dst->buf, di, ok, s->u.fill.value, s->loc, depth + 1);
+  guarded_store(C, dst->buf, di, ok, s->u.fill.value, s->loc, depth + 1, false);
   cuda_indent(C, depth);
   sb_puts(o, "}\n");
 }

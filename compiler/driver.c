@@ -136,6 +136,17 @@ static int shared_bytes_of(const IrStmt *s) {
   return total;
 }
 
+/* A dim or stride of a tensor parameter: a dynamic symbol or a constant. */
+static void dim_info(const IrExpr *e, const char *name, TilecDim *dim) {
+  dim->name = name;
+  if (e->kind == IR_EXPR_VAR && !e->u.var->bound) {
+    dim->is_dynamic = true;
+    dim->symbol = e->u.var->dynamic_index;
+  } else {
+    ir_expr_is_int_const(e, &dim->value);
+  }
+}
+
 static void build_infos(TilecResult *r) {
   IrModule *m = r->module;
   r->nkernels = m->nkernels;
@@ -154,16 +165,10 @@ static void build_infos(TilecResult *r) {
       if (!p->is_tensor) continue;
       params[i].rank = p->buffer->rank;
       for (int d = 0; d < p->buffer->rank; d++) {
-        const IrExpr *e = p->buffer->shape[d];
-        TilecDim *dim = &params[i].dims[d];
-        dim->name = p->dim_names[d];
-        if (e->kind == IR_EXPR_VAR && !e->u.var->bound) {
-          dim->is_dynamic = true;
-          dim->symbol = e->u.var->dynamic_index;
-        } else {
-          ir_expr_is_int_const(e, &dim->value);
-        }
+        dim_info(p->buffer->shape[d], p->dim_names[d], &params[i].dims[d]);
+        if (p->buffer->strides) dim_info(p->buffer->strides[d], p->stride_names[d], &params[i].strides[d]);
       }
+      params[i].has_strides = p->buffer->strides != NULL;
     }
     info->params = params;
     info->nparams = k->nparams;

@@ -231,9 +231,12 @@ static bool define_is_known(const AstModule *ast, const char *name) {
   for (const AstKernel *k = ast->kernels; k; k = k->next) {
     for (const AstConst *c = k->consts; c; c = c->next)
       if (strcmp(c->name, name) == 0) return true;
-    for (const AstParam *p = k->params; p; p = p->next)
+    for (const AstParam *p = k->params; p; p = p->next) {
       for (const AstArg *d = p->dims; d; d = d->next)
         if (d->value->kind == AST_EXPR_NAME && strcmp(d->value->u.name, name) == 0) return true;
+      for (const AstArg *d = p->strides; d; d = d->next)
+        if (d->value->kind == AST_EXPR_NAME && strcmp(d->value->u.name, name) == 0) return true;
+    }
   }
   return false;
 }
@@ -282,7 +285,7 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
   if (!ast) return 1;
   for (int i = 0; i < options->ndefines; i++)
     if (!define_is_known(ast, options->defines[i].name)) {
-      diag_error(r->diag, none, "-D %s: the program has no constant or shape symbol named '%s'",
+      diag_error(r->diag, none, "-D %s: the program has no constant, shape or stride symbol named '%s'",
                  options->defines[i].name, options->defines[i].name);
       return 2;
     }

@@ -113,6 +113,36 @@ static void run_shape_strided(NumEnv *env, TilertKernel *kern, DLDataType dtype,
   host_tensor_free(&a), host_tensor_free(&b), host_tensor_free(&c);
 }
 
+/* A kernel that loads A by TMA (sm_90a, shapes bound) refuses an A whose row
+ * pitch is not a multiple of 16 bytes, saying so, and writes nothing. */
+static void check_tma_refusal(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s) {
+  const TilecKernelInfo *info = tilert_kernel_info(kern);
+  if (!info || info->ntensor_maps == 0) return;
+  HostTensor sa, b, c;
+  const int64_t pa = s.k + 1;
+  bool ok = host_tensor_init(&sa, dtype, 2, (int64_t[]){s.m, pa}, env->ctx) &&
+            host_tensor_init(&b, dtype, 2, (int64_t[]){s.k, s.n}, env->ctx) &&
+            host_tensor_init(&c, dtype, 2, (int64_t[]){s.m, s.n}, env->ctx);
+  NUM_CHECK(ok, "allocating");
+  if (!ok) exit(1);
+  host_tensor_poison(&c);
+  NUM_CHECK(host_tensor_upload(&c), "upload failed");
+  HostView va;
+  host_view_init(&va, &sa, 2, (int64_t[]){s.m, s.k}, (int64_t[]){pa, 1}, 0);
+  TilertArg args[] = {tilert_arg_tensor(&va.dl), tilert_arg_tensor(&b.dl), tilert_arg_tensor(&c.dl)};
+  TilertStatus st = tilert_launch(kern, args, 3, NULL);
+  const char *err = tilert_last_error(env->ctx);
+  printf("  %ldx%ldx%ld, A pitch %lld under TMA: %s\n", s.m, s.n, s.k, (long long)pa, err);
+  NUM_CHECK(st == TILERT_LAUNCH_MISMATCH && strstr(err, "tensor 'A' cannot be loaded by TMA: dim 0 has stride") &&
+                strstr(err, "multiples of 16 bytes"),
+            "A of pitch %lld under TMA: got %s: %s", (long long)pa, tilert_strerror(st), err);
+  NUM_CHECK(host_tensor_download(&c), "download failed");
+  size_t written = 0;
+  for (size_t i = 0; i < c.numel; i++) written += !isnan(host_tensor_get(&c, i));
+  NUM_CHECK(written == 0, "a refused launch wrote %zu elements", written);
+  host_tensor_free(&sa), host_tensor_free(&b), host_tensor_free(&c);
+}
+
 int main(int argc, char **argv) {
   DLDataType dtype = {kDLFloat, 16, 1};
   const char *dtype_name = "f16";
@@ -232,6 +262,7 @@ int main(int argc, char **argv) {
                 info ? info->ndynamic : -1);
     }
     if (strided) run_shape_strided(&env, kern, dtype, shapes[s]);
+    if (strided && bind) check_tma_refusal(&env, kern, dtype, shapes[s]);
     else run_shape(&env, kern, dtype, shapes[s]);
   }
   tilert_module_destroy(mod);

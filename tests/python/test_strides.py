@@ -12,7 +12,19 @@ import os
 import harness
 from harness import np, rng
 
-from test_flash_attention import attention_ref
+
+
+def attention_ref(q, k, v, causal):
+    """float64 attention of BSHD q, k, v (any strides)."""
+    q, k, v = (t.astype(np.float64) for t in (q, k, v))
+    n, d = q.shape[1], q.shape[3]
+    s = np.einsum("bihd,bjhd->bhij", q, k) / math.sqrt(d)
+    if causal:
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    s -= s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    p /= p.sum(axis=-1, keepdims=True)
+    return np.einsum("bhij,bjhd->bihd", p, v)
 
 GEMM_STRIDED = os.path.join(os.environ["TILEC_SOURCE_DIR"], "tests", "numerics", "gemm_strided.tile")
 
@@ -79,7 +91,7 @@ def test_refused_views():
         b = np.ones((5, 7), np.float16)
         c = harness.poisoned((10, 7), np.float16)
         harness.expect_error("LAUNCH_MISMATCH", lambda: g(np.ones((5, 10), np.float16).T, b, c),
-                             "argument 1 'A'", "innermost dim 1 has stride 5")
+                             "argument 1 'A'", "innermost dim 1 has stride 10")
         harness.expect_error("LAUNCH_MISMATCH", lambda: g(a[::-1], b, c),
                              "argument 1 'A'", "strides must be positive")
         assert np.isnan(c).all(), "a refused launch wrote its output"

@@ -242,6 +242,10 @@ struct IrBuffer {
   IrScope scope;
   int rank;
   IrExpr *shape[IR_MAX_RANK]; /* constants after specialization for non-global */
+  /* GLOBAL tensors declared with `strides (...)`: the element stride of each
+   * dim (the last is the constant 1). NULL when not declared: compact
+   * row-major, addressed by the Horner index over shape (docs/language.md). */
+  IrExpr **strides;
   IrLayout layout;
   int param_index;           /* GLOBAL params: position in the parameter list; else -1 */
   struct IrBuffer *alias_of; /* SHARED: lives in the storage of this (dead) buffer; set by stage-stores */
@@ -402,6 +406,7 @@ typedef struct IrParam {
   IrBuffer *buffer;    /* tensor: a GLOBAL buffer */
   IrVar *scalar;       /* scalar: an IR_VAR_SCALAR_PARAM */
   const char *dim_names[IR_MAX_RANK]; /* tensor: the symbol each dim was written as, or NULL */
+  const char *stride_names[IR_MAX_RANK]; /* the same for a `strides (...)` clause */
   SrcLoc loc;
 } IrParam;
 

@@ -473,6 +473,14 @@ static void print_kernel(StrBuf *sb, const IrKernel *k) {
       const IrBuffer *b = prm->buffer;
       sb_printf(sb, "%s: ", buf_name(p, b));
       print_shape(p, sb, b);
+      if (b->strides) {
+        sb_puts(sb, " strides(");
+        for (int d = 0; d < b->rank && d < IR_MAX_RANK; d++) {
+          if (d) sb_puts(sb, ", ");
+          print_expr(p, sb, b->strides[d]);
+        }
+        sb_puts(sb, ")");
+      }
       sb_printf(sb, " %s", ir_scope_name(b->scope));
       if (b->layout.kind != IR_LAYOUT_ROW_MAJOR) {
         sb_puts(sb, " ");

@@ -216,6 +216,8 @@ static void check_shape(Verifier *v, const IrBuffer *b) {
   }
   if (!valid_dtype(b->dtype)) fail(v, b->loc, "buffer '%s' has a bad dtype", b->name);
   for (int d = 0; d < b->rank; d++) check_int_expr(v, b->shape[d], "buffer shape");
+  if (b->strides && b->scope != IR_SCOPE_GLOBAL) fail(v, b->loc, "buffer '%s' has strides but is not a tensor", b->name);
+  for (int d = 0; b->strides && d < b->rank; d++) check_int_expr(v, b->strides[d], "tensor stride");
 }
 
 static void check_stmt(Verifier *v, const IrStmt *s);

@@ -995,6 +995,36 @@ static void const_decl(Sema *s, const AstConst *c) {
   add_symbol(s, var);
 }
 
+/* One entry of a tensor's shape or strides: a positive integer or a symbol
+ * name (a const, or a shape/stride symbol: dynamic unless -D binds it). */
+static IrExpr *dim_or_stride(Sema *s, const AstExpr *d, const char *what, const char **name_out) {
+  if (d->kind == AST_EXPR_INT) {
+    if (d->u.int_value < 1) diag_error(s->diag, d->loc, "a %s must be positive", what);
+    return ir_int(s->m, d->u.int_value, d->loc);
+  }
+  if (d->kind != AST_EXPR_NAME) {
+    diag_error(s->diag, d->loc, "a tensor %s must be an integer or a symbol name", what);
+    return ir_int(s->m, 1, d->loc);
+  }
+  Entity *ent = lookup(s, d->u.name);
+  if (!ent) {
+    /* First mention of a shape or stride symbol: dynamic unless -D binds it. */
+    IrVar *v = ir_var_new(s->m, d->u.name, IR_VAR_SYMBOL, DTYPE_I64, d->loc);
+    v->dynamic_index = -1;
+    if (is_reserved(d->u.name) || is_builtin_name(d->u.name))
+      diag_error(s->diag, d->loc, "'%s' cannot name a %s symbol", d->u.name, strcmp(what, "stride") == 0 ? "stride" : "shape");
+    ent = declare(s, d->u.name, ENTITY_VAR, d->loc);
+    ent->var = v;
+    add_symbol(s, v);
+  }
+  if (ent->kind != ENTITY_VAR || ent->var->kind != IR_VAR_SYMBOL || ent->var->dtype != DTYPE_I64) {
+    diag_error(s->diag, d->loc, "'%s' cannot be used as a %s", d->u.name, what);
+    return ir_int(s->m, 1, d->loc);
+  }
+  *name_out = ent->var->name;
+  return ir_var_ref(s->m, ent->var, d->loc);
+}
+
 static void param_decl(Sema *s, const AstParam *p, IrParam *out, int index) {
   out->name = p->name;
   out->loc = p->loc;
@@ -1019,36 +1049,23 @@ static void param_decl(Sema *s, const AstParam *p, IrParam *out, int index) {
   }
   IrExpr *dims[IR_MAX_RANK];
   int n = 0;
-  for (const AstArg *a = p->dims; a; a = a->next, n++) {
-    const AstExpr *d = a->value;
-    if (d->kind == AST_EXPR_INT) {
-      if (d->u.int_value < 1) diag_error(s->diag, d->loc, "a dimension must be positive");
-      dims[n] = ir_int(s->m, d->u.int_value, d->loc);
-    } else if (d->kind == AST_EXPR_NAME) {
-      Entity *ent = lookup(s, d->u.name);
-      if (!ent) {
-        /* First mention of a shape symbol: dynamic unless -D binds it. */
-        IrVar *v = ir_var_new(s->m, d->u.name, IR_VAR_SYMBOL, DTYPE_I64, d->loc);
-        v->dynamic_index = -1;
-        if (is_reserved(d->u.name) || is_builtin_name(d->u.name))
-          diag_error(s->diag, d->loc, "'%s' cannot name a shape symbol", d->u.name);
-        ent = declare(s, d->u.name, ENTITY_VAR, d->loc);
-        ent->var = v;
-        add_symbol(s, v);
-      }
-      if (ent->kind != ENTITY_VAR || ent->var->kind != IR_VAR_SYMBOL || ent->var->dtype != DTYPE_I64) {
-        diag_error(s->diag, d->loc, "'%s' cannot be used as a dimension", d->u.name);
-        dims[n] = ir_int(s->m, 1, d->loc);
-      } else {
-        dims[n] = ir_var_ref(s->m, ent->var, d->loc);
-        out->dim_names[n] = ent->var->name;
-      }
+  for (const AstArg *a = p->dims; a; a = a->next, n++) dims[n] = dim_or_stride(s, a->value, "dimension", &out->dim_names[n]);
+  out->buffer = ir_buffer_new(s->m, p->name, t, IR_SCOPE_GLOBAL, n, dims, p->loc);
+  if (p->strides) {
+    if (p->nstrides != p->ndims) {
+      diag_error(s->diag, p->strides_loc, "'%s' has %d dimension%s but strides (...) lists %d", p->name, p->ndims,
+                 p->ndims == 1 ? "" : "s", p->nstrides);
     } else {
-      diag_error(s->diag, d->loc, "a tensor dimension must be an integer or a symbol name");
-      dims[n] = ir_int(s->m, 1, d->loc);
+      out->buffer->strides = ARENA_NEW_ARRAY(s->arena, IrExpr *, n);
+      int d = 0;
+      for (const AstArg *a = p->strides; a; a = a->next, d++) {
+        out->buffer->strides[d] = dim_or_stride(s, a->value, "stride", &out->stride_names[d]);
+        if (d == n - 1 && !(a->value->kind == AST_EXPR_INT && a->value->u.int_value == 1))
+          diag_error(s->diag, a->value->loc,
+                     "the innermost stride of '%s' must be 1 (tensors need a contiguous last dimension)", p->name);
+      }
     }
   }
-  out->buffer = ir_buffer_new(s->m, p->name, t, IR_SCOPE_GLOBAL, n, dims, p->loc);
   out->buffer->param_index = index;
   declare(s, p->name, ENTITY_BUFFER, p->loc)->buf = out->buffer;
 }

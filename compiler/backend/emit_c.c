@@ -9,7 +9,9 @@
  * one CPU thread plays the whole block.
  *
  * Buffers: GLOBAL tensors are compact row-major, indexed by a Horner flat
- * index over their (possibly symbolic) shape; SHARED/FRAGMENT/LOCAL buffers
+ * index over their (possibly symbolic) shape, unless declared with
+ * `strides (...)`: then by the sum of index times stride (same expressions
+ * as the CUDA backend, compiler/backend/cuda/expr.c); SHARED/FRAGMENT/LOCAL buffers
  * are C arrays with constant dimensions declared at their ALLOC. Layouts
  * (swizzled, fragment) describe GPU placement only and do not change the
  * logical element a CPU index names, so they are ignored here.
@@ -325,6 +327,20 @@ static void emit_element(Emitter *E, StrBuf *sb, const IrBuffer *b, IrExpr *cons
       emit_expr(E, sb, idx[d]);
       sb_puts(sb, "]");
     }
+    return;
+  }
+  if (b->strides) {
+    /* Declared strides: i0 * s0 + i1 * s1 + ... + i_last (its stride is 1). */
+    sb_puts(sb, "[");
+    for (int d = 0; d < b->rank; d++) {
+      if (d > 0) sb_puts(sb, " + ");
+      emit_expr(E, sb, idx[d]);
+      if (d < b->rank - 1) {
+        sb_puts(sb, " * ");
+        emit_expr(E, sb, b->strides[d]);
+      }
+    }
+    sb_puts(sb, "]");
     return;
   }
   /* Row-major flat index, Horner form: ((i0 * d1 + i1) * d2 + i2). */

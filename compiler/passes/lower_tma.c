@@ -27,7 +27,9 @@
  *     allocated right after B; the CUDA backend initialises it there).
  * A box is: global source of rank <= 5 in 16-bit elements whose innermost
  * dimension is the tile's columns and a constant whose bytes are a multiple
- * of 16 (then every row stride is too); at most one other non-index
+ * of 16 (then every compact row stride is too; of declared strides, every
+ * constant one must be a multiple of 16 bytes and a dynamic one is checked
+ * by the runtime when it encodes the map); at most one other non-index
  * dimension (the rows); extents <= 256; destination a whole shared tile of
  * the same dtype laid out as TMA writes it: row-major rows of a multiple of
  * 16 bytes, or swizzled rows of exactly 32/64/128 bytes, or 64-column panels
@@ -51,6 +53,13 @@ static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
   int64_t inner_size = 0;
   if (src->is_index[inner] || !ir_expr_is_int_const(g->shape[inner], &inner_size) || inner_size * 2 % 16 != 0)
     return false;
+  /* Declared strides: a constant one that is not a multiple of 16 bytes
+   * keeps the copy on cp.async; a dynamic one is checked at launch
+   * (runtime/rt_tma.c refuses such a tensor with a message saying so). */
+  for (int d = 0; g->strides && d < inner; d++) {
+    int64_t st = 0;
+    if (ir_expr_is_int_const(g->strides[d], &st) && st * 2 % 16 != 0) return false;
+  }
   memset(map, 0, sizeof *map);
   map->param = g->param_index;
   int ranges = 0;

@@ -106,12 +106,19 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
     sb_printf(o, "%lld", (long long)cols);
   }
   sb_puts(o, ";\n");
-  /* Row stride: product of the tensor's dims after the rows dim. */
+  /* Row stride: the declared stride of the rows dim, else the product of
+   * the tensor's dims after it. */
   cuda_indent(C, depth + 1);
-  sb_puts(o, "const long long tc_row_stride = 1LL");
-  for (int d = rows_dim + 1; rows_dim >= 0 && d < g->rank; d++) {
-    sb_puts(o, " * ");
-    cuda_emit_expr(C, o, g->shape[d]);
+  if (g->strides && rows_dim >= 0) {
+    sb_puts(o, "const long long tc_row_stride = (long long)(");
+    cuda_emit_expr(C, o, g->strides[rows_dim]);
+    sb_puts(o, ")");
+  } else {
+    sb_puts(o, "const long long tc_row_stride = 1LL");
+    for (int d = rows_dim + 1; rows_dim >= 0 && d < g->rank; d++) {
+      sb_puts(o, " * ");
+      cuda_emit_expr(C, o, g->shape[d]);
+    }
   }
   sb_puts(o, ";\n");
   cuda_indent(C, depth + 1);

@@ -12,7 +12,9 @@ repeated over N/8 column atoms. tilec's MMA_C fragment for one 16-row slice
 stores that value at acc[h * (N/4) + 2*(k/4) + (k&1)], h = (k>>1)&1, so the
 operand list maps each register to that slot and no shuffling is needed.
 """
-NS = (16, 32, 64, 128, 256)
+# Every N wgmma takes that tilec uses: multiples of 16 up to 256 (96 for
+# head dim 96, 192, ...; infer-layout's wgmma_fits asks for exactly these).
+NS = tuple(range(16, 257, 16))
 
 
 def slot(n, k):

@@ -109,9 +109,9 @@ static IrLayout col_vector_of(const IrLayout *l) {
 }
 
 /* A contiguous operand extent wgmma can read: rows of 32, 64 or 128 bytes,
- * or 64-column panels (swizzle-layout stores wider rows that way). A power
- * of two, as swizzle-layout's swizzle needs; anything else stays mma.sync. */
-static bool wgmma_row_ok(int cols) { return cols >= 16 && (cols & (cols - 1)) == 0; }
+ * or panels of 64, 32 or 16 columns (swizzle-layout stores other widths
+ * that way: dim 96 as three 32-column panels). Any multiple of 16. */
+static bool wgmma_row_ok(int cols) { return cols >= 16 && cols % 16 == 0; }
 
 /* sm_90a: a gemm of 16-bit tiles (B shared, A shared or a fragment) whose
  * accumulator splits as one 16-row slice per warp (M = 16 * warps, warps a
@@ -127,7 +127,7 @@ static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
       (a->dtype != DTYPE_F16 && a->dtype != DTYPE_BF16) || a->rank != 2 || b->rank != 2)
     return false;
   if (in->warps % 4 || M != 16 * in->warps) return false;
-  if (N != 16 && N != 32 && N != 64 && N != 128 && N != 256) return false;
+  if (N % 16 || N > 256) return false; /* m64nNk16 with N = 16, 32, ... 256 */
   int K = dim_of(a, 1);
   if (K % 16) return false;
   return (a_regs || wgmma_row_ok(K)) && wgmma_row_ok(s->u.gemm.trans_b ? K : N);

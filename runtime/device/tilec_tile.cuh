@@ -18,9 +18,11 @@
  * tc_smem_index<ROWS, COLS, SWZ>(r, c)
  *   Element index of (r, c) in a row-major [ROWS][COLS] 16-bit shared tile;
  *   with SWZ 1 the 16-byte chunks are permuted by tc_swizzle_offset(r, c / 8,
- *   COLS / 8) (COLS / 8 must then be 1 or even); with SWZ 2 and COLS >
- *   64 the tile is COLS / 64 panels of [ROWS][64], each swizzled with 128-byte
- *   rows (wgmma operands, tilec_wgmma.cuh). SWZ 0 (false): plain rows.
+ *   COLS / 8) (COLS / 8 must then be 1 or even); with SWZ 2 and COLS wider
+ *   than P = tc_panel_cols<COLS>() (64 for multiples of 64, else 32, else
+ *   16) the tile is COLS / P panels of [ROWS][P], each swizzled with 2P-byte
+ *   rows (wgmma operands, tilec_wgmma.cuh; dim 96: three 32-column panels
+ *   with 64-byte rows). SWZ 0 (false): plain rows.
  *
  * tc_ceildiv(a, b)
  *   ceil(a / b) for b != 0, exact for negative operands too.
@@ -101,16 +103,27 @@ TC_DEVICE long long tc_ceildiv(long long a, long long b) {
   return q;
 }
 
+/* The panel width of a SWZ 2 tile of COLS columns: the widest of wgmma's
+ * swizzled rows (64, 32 or 16 elements = 128, 64 or 32 bytes) that divides
+ * COLS. The compiler's swizzle-layout pass picks the same width. */
+template <int COLS>
+TC_DEVICE constexpr int tc_panel_cols() {
+  return COLS % 64 == 0 ? 64 : COLS % 32 == 0 ? 32 : 16;
+}
+
 template <int ROWS, int COLS, int SWZ>
 TC_DEVICE int tc_smem_index(int r, int c) {
   static_assert(COLS % 8 == 0, "tc_smem_index: COLS must be a multiple of 8 (16-byte chunks)");
   static_assert(SWZ != 1 || TC_SWIZZLE_ROWS_OK(COLS / 8),
                 "tc_smem_index: a swizzled tile needs one or an even number of chunks per row");
+  static_assert(SWZ != 2 || COLS % 16 == 0, "tc_smem_index: a tile of panels needs a multiple of 16 columns");
   static_assert(SWZ >= 0 && SWZ <= 2, "tc_smem_index: SWZ is 0 (plain), 1 (swizzled rows) or 2 (panels)");
-  /* Panels: columns [64p, 64p + 64) of every row form panel p, a swizzled
-   * [ROWS][64] tile of its own (the layout wgmma reads, tilec_wgmma.cuh). */
-  if constexpr (SWZ == 2 && COLS > 64)
-    return (c >> 6) * (ROWS * 64) + (int)tc_swizzle_offset((unsigned)r, ((unsigned)c >> 3) & 7u, 8) * 8 + (c & 7);
+  /* Panels: columns [Pp, Pp + P) of every row form panel p, a swizzled
+   * [ROWS][P] tile of its own (the layout wgmma reads, tilec_wgmma.cuh). */
+  constexpr int P = tc_panel_cols<COLS>(), PSHIFT = P == 64 ? 6 : P == 32 ? 5 : 4;
+  if constexpr (SWZ == 2 && COLS > P)
+    return (c >> PSHIFT) * (ROWS * P) +
+           (int)tc_swizzle_offset((unsigned)r, ((unsigned)c >> 3) & (unsigned)(P / 8 - 1), P / 8) * 8 + (c & 7);
   if constexpr (SWZ) return (int)tc_swizzle_offset((unsigned)r, (unsigned)c >> 3, COLS / 8) * 8 + (c & 7);
   return r * COLS + c;
 }
@@ -176,7 +189,7 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
    * threads cover whole rows) and the swizzle pattern repeats every RS rows,
    * the per-chunk work is one pointer step and one shared-address step. */
   constexpr int RS = THREADS % CPR == 0 ? THREADS / CPR : 0;
-  constexpr int PITCH = SWZ == 2 && COLS > 64 ? 64 : COLS; /* elements between rows */
+  constexpr int PITCH = SWZ == 2 && COLS > tc_panel_cols<COLS>() ? tc_panel_cols<COLS>() : COLS; /* between rows */
   constexpr bool REGULAR = CHUNKS % THREADS == 0 && RS > 0 && RS % 8 == 0 && (CPR >= 8 || (THREADS / 8) % CPR == 0);
   if constexpr (REGULAR) {
     if (vec && rows_valid >= ROWS && cols_valid >= COLS) {

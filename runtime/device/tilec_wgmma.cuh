@@ -160,26 +160,32 @@ TC_DEVICE unsigned long long tc_wgmma_b_desc(unsigned b_base, int kk) {
     return tc_wgmma_desc(b_base + 16u * kk * B_ROW, LBO, 8u * B_ROW, B_ROW);
 }
 
+/* Descriptor of A [M][K] (K-major) for warpgroup g's 64 rows and the k16
+ * step kk; a_addr is the tile's .shared address. */
+template <int M, int K, int A_SWZ>
+TC_DEVICE unsigned long long tc_wgmma_a_desc(unsigned a_addr, int g, int kk) {
+  static_assert(A_SWZ != 0, "tc_gemm_wgmma_ss: A must be swizzled");
+  static_assert(A_SWZ == 2 || K == 16 || K == 32 || K == 64,
+                "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or panels");
+  constexpr int A_ROW = tc_wgmma_row_elems<K, A_SWZ>() * 2;
+  const unsigned a_base = a_addr + tc_wgmma_kmajor_offset<M, K, A_SWZ>(g * 64, 0);
+  return tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
+}
+
 template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0>
 TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1, "tc_gemm_wgmma_ss: INFLIGHT is 0 or 1");
   TC_TILE_TAG_CHECK(TAG);
   static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_ss: M must be 64 per warpgroup");
   static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
-  static_assert(A_SWZ != 0, "tc_gemm_wgmma_ss: A must be swizzled");
-  static_assert(A_SWZ == 2 || K == 16 || K == 32 || K == 64,
-                "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or panels");
-  constexpr int A_ROW = tc_wgmma_row_elems<K, A_SWZ>() * 2;
-  const unsigned a_base = tc_smem_addr(As) + tc_wgmma_kmajor_offset<M, K, A_SWZ>((warp / 4) * 64, 0);
+  const unsigned a_addr = tc_smem_addr(As);
   const unsigned b_base = tc_smem_addr(Bs);
   tc_wgmma_fence_acc<N>(acc);
   tc_wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    const unsigned long long da =
-        tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
-    tc_wgmma_m64k16<TAG, N, B_NK>(acc, da, tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
-  }
+  for (int kk = 0; kk < K / 16; ++kk)
+    tc_wgmma_m64k16<TAG, N, B_NK>(acc, tc_wgmma_a_desc<M, K, A_SWZ>(a_addr, warp / 4, kk),
+                                  tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
   tc_wgmma_commit();
   tc_wgmma_wait<INFLIGHT>();
   tc_wgmma_fence_acc<N>(acc);

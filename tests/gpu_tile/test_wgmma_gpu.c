@@ -6,9 +6,11 @@
  *                             of 1/8 in [-1, 1], so every sum is exact in f32)
  *   test_wgmma_gpu --nvrtc    (CI) only compiles the kernels for sm_90a
  * The cases cover every descriptor shape the compiler can ask for: A rows of
- * 32, 64, 128 bytes and 64-column panels; B K-major ([N][K]) and N-major
- * ([K][N]) with one and several panels; one and two warpgroups; N from 16 to
- * 256; f16 and bf16; A from shared memory and (wg_rs_*) from registers. Exit 77 (skip) without libnvrtc or an sm_90 GPU.
+ * 32, 64, 128 bytes and panels of 64, 32 and 16 columns (dim 96: three of
+ * 32); B K-major ([N][K]) and N-major ([K][N]) with one and several panels;
+ * one and two warpgroups; N from 16 to 256 (96, 160, 80 included); f16 and
+ * bf16; A from shared memory and (wg_rs_*) from registers. The same
+ * descriptors are walked on the CPU by test_wgmma_layout. Exit 77 (skip) without libnvrtc or an sm_90 GPU.
  */
 #include <math.h>
 #include <stdint.h>
@@ -40,6 +42,16 @@ static const WgCase cases[] = {
     {false, 128, 128, 64, false, true}, /* flash attention's O = P V, d 128: V in panels */
     {true, 64, 64, 128, false, true},   /* O = P V, d 64, a 128-key block */
     {false, 64, 32, 32, true, true},
+    /* Widths that are not a power of two: panels of 32 or 16 columns
+     * (64- / 32-byte swizzle), N = 96, 160, 80. */
+    {false, 128, 128, 96, true},        /* flash attention d 96: S = Q K^T, A and B in 32-column panels */
+    {true, 128, 128, 96, true},
+    {false, 128, 96, 128, false, true}, /* d 96: O = P V, V [128][96] in three N-major panels */
+    {true, 128, 96, 128, false, true},
+    {true, 64, 64, 160, true},          /* d 160: five 32-column panels */
+    {false, 64, 160, 64, false},        /* N-major B of five panels, N = 160 */
+    {false, 64, 80, 48, false},         /* 16-column panels: A three, B five; N = 80 */
+    {true, 64, 80, 80, true},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

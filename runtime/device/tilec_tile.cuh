@@ -40,9 +40,10 @@
  *   scalar path (plain loads, 16-byte shared stores) that only needs the
  *   __syncthreads. smem must be 16-byte aligned; COLS % 8 == 0.
  *
- * tc_gemm_ss<TAG, M, N, K, WM, WN, A_SWZ, B_SWZ, B_NK>(As, Bs, acc, warp, lane)
+ * tc_gemm_ss<TAG, M, N, K, WM, WN, A_SWZ, B_SWZ, B_NK, A_KM>(As, Bs, acc, warp, lane)
  *   acc += A @ B over WM x WN warps (the warps 0 .. WM*WN-1 must all call it,
- *   full warps, no divergence). A is the shared tile [M][K]; B is the shared
+ *   full warps, no divergence). A is the shared tile [M][K], or [K][M] with
+ *   A_KM (transpose_A; read with ldmatrix .trans); B is the shared
  *   tile [N][K] when B_NK (B transposed, as in Q K^T), else [K][N]. acc is the
  *   thread's 4 * MI * NI floats in the MMA_C layout of [M, N] (MI = M/WM/16,
  *   NI = N/WN/8). Reads shared memory only: the caller synchronises.
@@ -281,6 +282,16 @@ TC_DEVICE void tc_load_a_frag(unsigned a[4], unsigned base, int row0, int k0, in
   tc_ldmatrix_x4(a, tc_tile_chunk_addr<M, K, SWZ>(base, row0 + (lane & 15), k0 + ((lane >> 4) << 3)));
 }
 
+/* The same fragment from the [K][M] tile of transpose_A (ldmatrix .trans):
+ * lane 8j + r supplies k-row k0 + 8 * (j >> 1) + r at column row0 +
+ * 8 * (j & 1), so matrix j is (rows 8 * (j & 1).., k 8 * (j >> 1)..) as
+ * above, each transposed on the way in. */
+template <int M, int K, bool SWZ>
+TC_DEVICE void tc_load_a_frag_km(unsigned a[4], unsigned base, int row0, int k0, int lane) {
+  const int j = lane >> 3;
+  tc_ldmatrix_x4_trans(a, tc_tile_chunk_addr<K, M, SWZ>(base, k0 + 8 * (j >> 1) + (lane & 7), row0 + 8 * (j & 1)));
+}
+
 /* B fragments for NI atoms of 8 columns starting at column n0, k-step at k0.
  * b[ni][0] holds k0..k0+7, b[ni][1] k0+8..k0+15. Pairs of atoms use one x4
  * (matrices (ni, k lo), (ni, k hi), (ni+1, k lo), (ni+1, k hi)); an odd last
@@ -378,7 +389,7 @@ TC_DEVICE void tc_load_b_swz(unsigned (&b)[NI][2], unsigned row, const unsigned 
   }
 }
 
-template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK>
+template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK, bool A_KM = false>
 TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp,
                           int lane) {
   TC_TILE_TAG_CHECK(TAG);
@@ -390,7 +401,7 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
   /* Fast addressing needs a multiple of 8 chunks per swizzled row, an even atom count
    * for B, and (for a [K][N] B) warp column offsets that are whole 8-chunk
    * groups. */
-  constexpr bool FAST_A = A_SWZ && K / 8 >= 8 && (K / 8) % 8 == 0;
+  constexpr bool FAST_A = !A_KM && A_SWZ && K / 8 >= 8 && (K / 8) % 8 == 0;
   constexpr bool FAST_B = B_SWZ && NI % 2 == 0 &&
                           (B_NK ? K / 8 >= 8 && (K / 8) % 8 == 0 : (N / 8 >= 8 && (N / 8) % 8 == 0 && (WN == 1 || NW % 64 == 0)));
   const int row0 = (warp / WN) * MW, n0 = (warp % WN) * NW;
@@ -417,6 +428,8 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
     for (int mi = 0; mi < MI; ++mi) {
       if constexpr (FAST_A)
         tc_ldmatrix_x4(a[mi], tc_swz_addr(a_row + 2u * 16u * K * mi, a_off, kk >> 2, kk & 3));
+      else if constexpr (A_KM)
+        tc_load_a_frag_km<M, K, A_SWZ>(a[mi], a_base, row0 + 16 * mi, 16 * kk, lane);
       else
         tc_load_a_frag<M, K, A_SWZ>(a[mi], a_base, row0 + 16 * mi, 16 * kk, lane);
     }

@@ -1,14 +1,15 @@
 /* tilec_wgmma.cuh - the Hopper (sm_90a) gemm: wgmma.mma_async from shared memory.
  *
- * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT>(As, Bs, acc, warp)
+ * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT, A_KM>(As, Bs, acc, warp)
  * tc_gemm_wgmma_rs<TAG, M, N, K, WARPS, B_SWZ, B_NK>(a_frag, Bs, acc, warp)
  *   acc += A @ B, the same contract as tc_gemm_ss with WM = WARPS, WN = 1 and
  *   M = 16 * WARPS, WARPS a multiple of 4: warpgroup g (warps 4g .. 4g+3)
  *   issues m64nNk16 for rows [64g, 64g + 64). The accumulator is then
  *   exactly tilec's MMA_C fragment (warp w owns rows 16w .. 16w+15, all N
  *   columns), so the code around the gemm does not change.
- *   A is the shared tile [M][K] (K-major); B is [N][K] (K-major) when B_NK,
- *   else [K][N] (N-major, read with wgmma's transpose bit).
+ *   A is the shared tile [M][K] (K-major), or [K][M] (M-major, wgmma's
+ *   transpose bit for A) with A_KM (transpose_A); B is [N][K] (K-major)
+ *   when B_NK, else [K][N] (N-major, read with wgmma's transpose bit).
  *   Every operand must be swizzled (A_SWZ / B_SWZ != 0) with rows of 32, 64
  *   or 128 bytes (SWZ 1) or stored as panels (SWZ 2: 64-column panels when
  *   the width is a multiple of 64, else 32- or 16-column ones, e.g. three
@@ -93,12 +94,19 @@ struct tc_wgmma_is_bf16<tc_bf16_t> {
     }                                                             \
   }
 
-/* One m64nNk16 into acc (N / 2 floats), A and B from descriptors. */
+/* One m64nNk16 into acc (N / 2 floats), A and B from descriptors; A_KM:
+ * A is M-major (a [K][M] tile, wgmma's transpose bit for A). */
 #define TC_WGMMA_SS_ONE(NN, TY, TB) \
-  if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, TB, acc, da, db);
-template <typename TAG, int N, bool B_NK>
+  if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, "0", TB, acc, da, db);
+#define TC_WGMMA_SS_ONE_TA(NN, TY, TB) \
+  if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, "1", TB, acc, da, db);
+template <typename TAG, int N, bool B_NK, bool A_KM = false>
 TC_DEVICE void tc_wgmma_m64k16(float *acc, unsigned long long da, unsigned long long db) {
-  TC_WGMMA_SELECT(TC_WGMMA_SS_ONE)
+  if constexpr (A_KM) {
+    TC_WGMMA_SELECT(TC_WGMMA_SS_ONE_TA)
+  } else {
+    TC_WGMMA_SELECT(TC_WGMMA_SS_ONE)
+  }
 }
 
 /* The same with A from registers (a[4]: mma.sync's m16n8k16 A fragment of
@@ -110,6 +118,7 @@ TC_DEVICE void tc_wgmma_rs_m64k16(float *acc, const unsigned (&a)[4], unsigned l
   TC_WGMMA_SELECT(TC_WGMMA_RS_ONE)
 }
 #undef TC_WGMMA_SS_ONE
+#undef TC_WGMMA_SS_ONE_TA
 #undef TC_WGMMA_RS_ONE
 #undef TC_WGMMA_SELECT
 #undef TC_WGMMA_EACH_N
@@ -160,19 +169,30 @@ TC_DEVICE unsigned long long tc_wgmma_b_desc(unsigned b_base, int kk) {
     return tc_wgmma_desc(b_base + 16u * kk * B_ROW, LBO, 8u * B_ROW, B_ROW);
 }
 
-/* Descriptor of A [M][K] (K-major) for warpgroup g's 64 rows and the k16
- * step kk; a_addr is the tile's .shared address. */
-template <int M, int K, int A_SWZ>
+/* Descriptor of A for warpgroup g's 64 rows and the k16 step kk; a_addr is
+ * the tile's .shared address. A is [M][K] (K-major), or with A_KM the
+ * [K][M] tile of transpose_A (M-major, read with wgmma's transpose bit for
+ * A: as an N-major B, start = row k0 of the panel holding rows 64g..,
+ * SBO = 8 rows, LBO = one panel). */
+template <int M, int K, int A_SWZ, bool A_KM = false>
 TC_DEVICE unsigned long long tc_wgmma_a_desc(unsigned a_addr, int g, int kk) {
+  constexpr int AC = A_KM ? M : K; /* A's contiguous extent */
   static_assert(A_SWZ != 0, "tc_gemm_wgmma_ss: A must be swizzled");
-  static_assert(A_SWZ == 2 || K == 16 || K == 32 || K == 64,
+  static_assert(A_SWZ == 2 || AC == 16 || AC == 32 || AC == 64,
                 "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or panels");
-  constexpr int A_ROW = tc_wgmma_row_elems<K, A_SWZ>() * 2;
-  const unsigned a_base = a_addr + tc_wgmma_kmajor_offset<M, K, A_SWZ>(g * 64, 0);
-  return tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
+  constexpr int A_ROW = tc_wgmma_row_elems<AC, A_SWZ>() * 2;
+  if constexpr (A_KM) {
+    static_assert(A_ROW == 128, "tc_gemm_wgmma_ss: an M-major A needs 64-column panels (M a multiple of 64)");
+    return tc_wgmma_desc(a_addr + (unsigned)g * (unsigned)K * 128u + 16u * (unsigned)kk * 128u,
+                         (unsigned)K * 128u, 8u * 128u, 128);
+  } else {
+    const unsigned a_base = a_addr + tc_wgmma_kmajor_offset<M, K, A_SWZ>(g * 64, 0);
+    return tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
+  }
 }
 
-template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0>
+template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0,
+          bool A_KM = false>
 TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1, "tc_gemm_wgmma_ss: INFLIGHT is 0 or 1");
   TC_TILE_TAG_CHECK(TAG);
@@ -184,8 +204,8 @@ TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *
   tc_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    tc_wgmma_m64k16<TAG, N, B_NK>(acc, tc_wgmma_a_desc<M, K, A_SWZ>(a_addr, warp / 4, kk),
-                                  tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
+    tc_wgmma_m64k16<TAG, N, B_NK, A_KM>(acc, tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(a_addr, warp / 4, kk),
+                                        tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
   tc_wgmma_commit();
   tc_wgmma_wait<INFLIGHT>();
   tc_wgmma_fence_acc<N>(acc);

@@ -179,21 +179,21 @@ static void run_ss(Dev *d, const TileSsCase *sc) {
   char name[128];
   tile_ss_name(sc, name, sizeof name);
   const int M = sc->m, N = sc->n, K = sc->k;
-  const int BR = sc->b_nk ? N : K, BC = sc->b_nk ? K : N;
+  const int BR = sc->b_nk ? N : K, BC = sc->b_nk ? K : N, AR = sc->a_km ? K : M, AC = sc->a_km ? M : K;
   int failed = 0;
   for (int variant = 0; variant < 3; variant++) {
     /* 0: partial tiles, cp.async; 1: partial, scalar path; 2: full tiles */
     bool full = variant == 2;
-    int a_rows = full ? M : M - 5, a_cols = full ? K : K - 5;
+    int a_rows = full ? AR : AR - 5, a_cols = full ? AC : AC - 5;
     int b_rows = full ? BR : sc->b_nk ? N - 3 : K - 5, b_cols = full ? BC : sc->b_nk ? K - 5 : N - 3;
-    long long lda = variant == 1 ? K + 5 : K + 8, ldb = variant == 1 ? BC + 5 : BC + 8;
+    long long lda = variant == 1 ? AC + 5 : AC + 8, ldb = variant == 1 ? BC + 5 : BC + 8;
     float *a = (float *)malloc(sizeof(float) * (size_t)(M * K));
     float *b = (float *)malloc(sizeof(float) * (size_t)(BR * BC));
-    uint16_t *ga = make_global(sc->bf16, M, K, lda, a_rows, a_cols, 1, a);
+    uint16_t *ga = make_global(sc->bf16, AR, AC, lda, a_rows, a_cols, 1, a);
     uint16_t *gb = make_global(sc->bf16, BR, BC, ldb, b_rows, b_cols, 2, b);
     float *out = (float *)malloc(sizeof(float) * (size_t)(M * N));
     uint16_t *dump = (uint16_t *)malloc(2u * (size_t)(M * K + BR * BC));
-    RtCuDevPtr da = dev_alloc(d, ga, 2u * (size_t)(M * lda + 8));
+    RtCuDevPtr da = dev_alloc(d, ga, 2u * (size_t)(AR * lda + 8));
     RtCuDevPtr db = dev_alloc(d, gb, 2u * (size_t)(BR * ldb + 8));
     RtCuDevPtr dout = dev_alloc(d, NULL, sizeof(float) * (size_t)(M * N));
     RtCuDevPtr ddump = dev_alloc(d, NULL, 2u * (size_t)(M * K + BR * BC));
@@ -205,7 +205,7 @@ static void run_ss(Dev *d, const TileSsCase *sc) {
     snprintf(what, sizeof what, "%s %s a %dx%d/lda %lld b %dx%d/ldb %lld", name,
              variant == 1 ? "scalar" : "cp.async", a_rows, a_cols, lda, b_rows, b_cols, ldb);
     if (dev_done(d, what)) {
-      int bad_copy = check_tile("A", dump, M, K, sc->a_swz, ga, lda, a_rows, a_cols) +
+      int bad_copy = check_tile("A", dump, AR, AC, sc->a_swz, ga, lda, a_rows, a_cols) +
                      check_tile("B", dump + M * K, BR, BC, sc->b_swz, gb, ldb, b_rows, b_cols);
       CHECK_MSG(bad_copy == 0, "%s: %d wrong shared-tile elements after tc_copy_g2s", what, bad_copy);
       int bad = 0;
@@ -213,7 +213,7 @@ static void run_ss(Dev *d, const TileSsCase *sc) {
         for (int c = 0; c < N; c++) {
           double want = acc_init(r, c);
           for (int k = 0; k < K; k++)
-            want += (double)a[r * K + k] * (sc->b_nk ? b[c * K + k] : b[k * N + c]);
+            want += (double)(sc->a_km ? a[k * M + r] : a[r * K + k]) * (sc->b_nk ? b[c * K + k] : b[k * N + c]);
           double got = out[r * N + c];
           if (!(fabs(got - want) <= 1e-5 * fmax(1.0, fabs(want))) && bad++ < MAX_REPORT)
             fprintf(stderr, "  %s: out[%d][%d] = %.9g, want %.9g (warp tile of this element: %d, %d)\n",

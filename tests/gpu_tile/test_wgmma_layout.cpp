@@ -19,7 +19,8 @@
  * panels with 64-byte rows; 80: five 16-column ones; 160; 48), both B
  * layouts, one and two warpgroups. The existing 64-column cases ran on an
  * H100/H200 (test_wgmma_gpu), which is what ties this model to the hardware.
- * Also checks tc_panel_cols against swizzle-layout's rule and that a panel
+ * transpose_A's M-major A ([K][M], wgmma's transpose bit for A) is walked
+ * as an N-major B. Also checks tc_panel_cols against swizzle-layout's rule and that a panel
  * tile is a bijection onto [0, ROWS * COLS).
  */
 #include "emu_device.h"
@@ -107,22 +108,24 @@ constexpr int swz_of() {
 /* acc += A @ B as tc_gemm_wgmma_ss issues it: every k16 step of every
  * warpgroup reads A [M][K] through tc_wgmma_a_desc and B through
  * tc_wgmma_b_desc; each element read must be the logical one. */
-template <int M, int N, int K, bool B_NK>
+template <int M, int N, int K, bool B_NK, bool A_KM = false>
 static void check_gemm() {
-  constexpr int A_SWZ = swz_of<K>();
+  constexpr int AR = A_KM ? K : M, AC = A_KM ? M : K, A_SWZ = swz_of<AC>();
   constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N, B_SWZ = swz_of<BC>();
   char what[96];
-  snprintf(what, sizeof what, "gemm %dx%dx%d %s", M, N, K, B_NK ? "B [N][K]" : "B [K][N]");
-  const std::vector<int> ia = inverse<M, K, A_SWZ>(what), ib = inverse<BR, BC, B_SWZ>(what);
+  snprintf(what, sizeof what, "gemm %dx%dx%d %s %s", M, N, K, A_KM ? "A [K][M]" : "A [M][K]",
+           B_NK ? "B [N][K]" : "B [K][N]");
+  const std::vector<int> ia = inverse<AR, AC, A_SWZ>(what), ib = inverse<BR, BC, B_SWZ>(what);
   int bad = 0;
   for (int g = 0; g < M / 64; g++)
     for (int kk = 0; kk < K / 16; kk++) {
-      const Desc da = decode(tc_wgmma_a_desc<M, K, A_SWZ>(0u, g, kk));
-      CHECK(da.span == (A_SWZ == 2 ? 2u * tc_panel_cols<K>() : 2u * K), "%s: A's swizzle span %u", what, da.span);
+      const Desc da = decode(tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(0u, g, kk));
+      CHECK(da.span == (A_SWZ == 2 ? 2u * tc_panel_cols<AC>() : 2u * AC), "%s: A's swizzle span %u", what, da.span);
       for (int m = 0; m < 64; m++)
         for (int k = 0; k < 16; k++) {
-          const unsigned a = kmajor_addr(da, m, k);
-          const int want = (64 * g + m) * K + 16 * kk + k;
+          /* An M-major A is read as an N-major B is (wgmma's transpose bit). */
+          const unsigned a = A_KM ? nmajor_addr(da, m, k) : kmajor_addr(da, m, k);
+          const int want = A_KM ? (16 * kk + k) * M + 64 * g + m : (64 * g + m) * K + 16 * kk + k;
           if (a % 2 || a / 2 >= ia.size() || ia[a / 2] != want) bad++;
         }
       if (g) continue; /* B is the same for every warpgroup */
@@ -179,6 +182,11 @@ int main() {
   check_gemm<64, 80, 48, false>();
   check_gemm<64, 48, 96, false>();
   check_gemm<128, 224, 96, true>();
+  /* transpose_A: A stored [K][M], M-major (64-column panels per warpgroup). */
+  check_gemm<64, 64, 32, false, true>();
+  check_gemm<128, 128, 32, false, true>();
+  check_gemm<128, 96, 96, true, true>();
+  check_gemm<256, 64, 64, true, true>();
 
   check_tma_panels<128, 128>();
   check_tma_panels<128, 96>();

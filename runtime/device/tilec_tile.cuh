@@ -182,6 +182,21 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
   static_assert(sizeof(T) == 2, "tc_copy_g2s: 16-bit elements only");
   static_assert(ROWS > 0 && COLS > 0 && COLS % 8 == 0, "tc_copy_g2s: COLS must be a multiple of 8");
   static_assert(THREADS > 0, "tc_copy_g2s: THREADS must be positive");
+  /* Panels narrower than 64 columns (128 bytes): one copy per panel, each
+   * a swizzled [ROWS][P] tile of its own. In row-major chunk order the
+   * same row of two panels would share bank groups (every panel starts on
+   * a 128-byte boundary); panel by panel, 8 consecutive chunks fill whole
+   * 128-byte lines. */
+  if constexpr (SWZ == 2 && COLS > tc_panel_cols<COLS>() && tc_panel_cols<COLS>() < 64) {
+    constexpr int P = tc_panel_cols<COLS>();
+#pragma unroll
+    for (int p = 0; p < COLS / P; ++p)
+      /* A panel past cols_valid reads nothing and is given g itself: no
+       * address past the tensor is formed. */
+      tc_copy_g2s<ROWS, P, THREADS, 1, T>(smem + p * ROWS * P, p * P < cols_valid ? g + p * P : g, g_row_stride,
+                                          rows_valid, cols_valid - p * P, tid);
+    return;
+  }
   constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR;
   constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
   const unsigned base = tc_smem_addr(smem);

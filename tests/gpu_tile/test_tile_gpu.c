@@ -115,18 +115,27 @@ static bool dev_done(Dev *d, const char *what) {
   return ok;
 }
 
+/* The same with panels (SWZ 2): columns [Pp, Pp + P) form a swizzled
+ * [rows][P] tile at p * rows * P, P the widest of 64, 32, 16 dividing cols. */
+static int host_tile_index(int rows, int cols, int swz, int r, int c) {
+  int p = cols % 64 == 0 ? 64 : cols % 32 == 0 ? 32 : 16;
+  if (swz != 2 || cols <= p) return host_index(cols, swz != 0, r, c);
+  return (c / p) * rows * p + host_index(p, true, r, c % p);
+}
+
 /* Compares a raw shared tile [rows][cols] (as dumped) with the expected
- * 16-bit contents of logical (r, c): g[r * stride + c] when valid, else 0. */
-static int check_tile(const char *what, const uint16_t *dump, int rows, int cols, bool swz,
+ * 16-bit contents of logical (r, c): g[r * stride + c] when valid, else 0.
+ * swz: 0 plain, 1 swizzled rows, 2 panels. */
+static int check_tile(const char *what, const uint16_t *dump, int rows, int cols, int swz,
                       const uint16_t *g, long long stride, int rv, int cv) {
   int bad = 0;
   for (int r = 0; r < rows; r++)
     for (int c = 0; c < cols; c++) {
       uint16_t want = (r < rv && c < cv) ? g[r * stride + c] : 0;
-      uint16_t got = dump[host_index(cols, swz, r, c)];
+      uint16_t got = dump[host_tile_index(rows, cols, swz, r, c)];
       if (got != want && bad++ < MAX_REPORT)
         fprintf(stderr, "  %s: shared (%d, %d) at index %d = 0x%04x, want 0x%04x%s\n", what, r, c,
-                host_index(cols, swz, r, c), got, want,
+                host_tile_index(rows, cols, swz, r, c), got, want,
                 got == POISON ? " (never written, or poison read)" : "");
     }
   return bad;
@@ -160,7 +169,7 @@ static void run_copy(Dev *d, const TileCopyCase *cc) {
       if (dev_done(d, name)) {
         char what[192];
         snprintf(what, sizeof what, "%s path %d rows_valid %d cols_valid %d", name, path, rv, cv);
-        int bad = check_tile(what, dump, R, C, cc->swz, g + off, stride, grv, gcv);
+        int bad = check_tile(what, dump, R, C, cc->panels ? 2 : cc->swz, g + off, stride, grv, gcv);
         CHECK_MSG(bad == 0, "%s: %d wrong elements", what, bad);
         failed += bad != 0;
       } else {

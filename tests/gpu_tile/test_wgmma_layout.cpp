@@ -20,7 +20,9 @@
  * layouts, one and two warpgroups. The existing 64-column cases ran on an
  * H100/H200 (test_wgmma_gpu), which is what ties this model to the hardware.
  * transpose_A's M-major A ([K][M], wgmma's transpose bit for A) is walked
- * as an N-major B. Also checks tc_panel_cols against swizzle-layout's rule and that a panel
+ * as an N-major B. Also checks that panel tiles are free of shared-memory
+ * bank conflicts for column reads of 8 rows and for tc_copy_g2s's cp.async
+ * order, tc_panel_cols against swizzle-layout's rule and that a panel
  * tile is a bijection onto [0, ROWS * COLS).
  */
 #include "emu_device.h"
@@ -156,6 +158,42 @@ static void check_tma_panels() {
   CHECK(bad == 0, "TMA panels [%d][%d]: %d elements disagree", ROWS, COLS, bad);
 }
 
+/* Bank conflicts of a panel tile under the accesses threads make: 16-byte
+ * chunks, 8 to a phase (128 bytes, the 32 banks once). (a) the same logical
+ * chunk of 8 consecutive rows (an ldmatrix / column read); (b) tc_copy_g2s's
+ * cp.async order, 8 consecutive chunks i = tid + j * THREADS per phase: at
+ * (i / CPR, i % CPR) for 64-column panels, panel by panel for narrower ones
+ * (tc_copy_g2s copies those one panel at a time; in row-major order the
+ * rows of two 32-column panels would share bank groups). Each phase must
+ * touch 8 distinct bank groups (16-byte address / 16 mod 8). */
+template <int ROWS, int COLS>
+static void check_panel_banks() {
+  constexpr int CPR = COLS / 8;
+  int bad = 0;
+  for (int r0 = 0; r0 + 8 <= ROWS; r0 += 8)
+    for (int c = 0; c < CPR; c++) {
+      unsigned seen = 0;
+      for (int r = r0; r < r0 + 8; r++) seen |= 1u << ((tc_smem_index<ROWS, COLS, 2>(r, 8 * c) / 8) % 8);
+      if (seen != 0xFFu) bad++;
+    }
+  CHECK(bad == 0, "panels [%d][%d]: %d column reads of 8 rows with a bank conflict", ROWS, COLS, bad);
+  bad = 0;
+  constexpr int P = tc_panel_cols<COLS>(), PCPR = P / 8;
+  for (int i0 = 0; i0 + 8 <= ROWS * CPR; i0 += 8) {
+    unsigned seen = 0;
+    for (int i = i0; i < i0 + 8; i++) {
+      int r = i / CPR, c = i % CPR;
+      if (P < 64) { /* panel i / (ROWS * PCPR), then row-major inside it */
+        const int p = i / (ROWS * PCPR), in = i % (ROWS * PCPR);
+        r = in / PCPR, c = p * PCPR + in % PCPR;
+      }
+      seen |= 1u << ((tc_smem_index<ROWS, COLS, 2>(r, 8 * c) / 8) % 8);
+    }
+    if (seen != 0xFFu) bad++;
+  }
+  CHECK(bad == 0, "panels [%d][%d]: %d cp.async phases with a bank conflict", ROWS, COLS, bad);
+}
+
 int main() {
   /* swizzle-layout's rule (compiler/passes/swizzle_layout.c). */
   CHECK(tc_panel_cols<128>() == 64 && tc_panel_cols<256>() == 64 && tc_panel_cols<192>() == 64, "panel width 64");
@@ -193,6 +231,13 @@ int main() {
   check_tma_panels<64, 160>();
   check_tma_panels<64, 80>();
   check_tma_panels<8, 48>();
+
+  check_panel_banks<128, 96>();
+  check_panel_banks<128, 128>();
+  check_panel_banks<64, 160>();
+  check_panel_banks<64, 80>();
+  check_panel_banks<64, 48>();
+  check_panel_banks<64, 192>();
 
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);

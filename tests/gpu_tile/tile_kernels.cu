@@ -39,7 +39,7 @@ __device__ __forceinline__ void tile_dump(unsigned short *dst, const unsigned sh
 }
 
 // ---- tc_copy_g2s alone: the raw shared tile is written to dump. ----
-template <int ROWS, int COLS, bool SWZ>
+template <int ROWS, int COLS, int SWZ>
 __device__ void tile_copy_body(const unsigned short *g, long long stride, int rows_valid,
                                int cols_valid, unsigned short *dump) {
   unsigned short *s = (unsigned short *)tile_smem;

@@ -89,6 +89,7 @@ typedef struct TileRsCase {
 typedef struct TileCopyCase {
   int rows, cols;
   bool swz;
+  bool panels; /* SWZ 2: panels of tc_panel_cols<cols>() columns (wgmma operands) */
 } TileCopyCase;
 
 static inline void tile_ss_name(const TileSsCase *c, char *buf, size_t cap) {
@@ -103,7 +104,7 @@ static inline void tile_rs_name(const TileRsCase *c, char *buf, size_t cap) {
 }
 
 static inline void tile_copy_name(const TileCopyCase *c, char *buf, size_t cap) {
-  snprintf(buf, cap, "tile_copy_%dx%d_%s", c->rows, c->cols, c->swz ? "S" : "p");
+  snprintf(buf, cap, "tile_copy_%dx%d_%s", c->rows, c->cols, c->panels ? "P" : c->swz ? "S" : "p");
 }
 
 /* Dynamic shared memory of each kernel, bytes. */
@@ -163,7 +164,7 @@ static inline char *tile_source(const TileSsCase *ss, int nss, const TileRsCase 
     const TileCopyCase *c = &cp[i];
     tile_copy_name(c, name, sizeof name);
     snprintf(line, sizeof line, "TILE_COPY_KERNEL(%s, %d, %d, %s)\n", name, c->rows, c->cols,
-             c->swz ? "true" : "false");
+             c->panels ? "2" : c->swz ? "true" : "false");
     tile_src_add(&s, line);
   }
   return s.p;
@@ -212,6 +213,8 @@ static const TileCopyCase tile_gpu_copy[] = {
     {8, 24, false}, /* 24 chunks: most threads idle */
     {1, 64, true},  {4, 8, true},    {16, 16, true}, {32, 40, false},
     {64, 128, true}, {128, 32, true}, {32, 128, false},
+    /* panels: three of 32 columns (dim 96), five of 16, two of 64 */
+    {128, 96, true, true}, {16, 80, true, true}, {8, 48, true, true}, {32, 128, true, true},
 };
 #define TILE_GPU_NCOPY ((int)(sizeof tile_gpu_copy / sizeof tile_gpu_copy[0]))
 

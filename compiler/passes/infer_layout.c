@@ -248,6 +248,13 @@ static void gemm_constraints(Infer *in, IrStmt *s) {
     in->failed = true;
     return;
   }
+  if (s->u.gemm.trans_a && a->scope != IR_SCOPE_SHARED) {
+    /* stage_gemm moved a fragment A of constant 2-D extents to shared. */
+    diag_error(in->diag, s->loc, "gemm: a transpose_A operand '%s' must be a shared tile (or a 2-D fragment) on the GPU",
+               a->name);
+    in->failed = true;
+    return;
+  }
   int M = dim_of(c, 0), N = dim_of(c, 1);
   int wm = in->warps, wn = 1;
   switch (s->u.gemm.policy) {

@@ -12,7 +12,11 @@ What it measures
              heads = 2048 / dim, dim 64 and 128, seq_len 512 .. 16384,
              causal and not, f16 and bf16. BSHD tensors (SDPA gets the
              [B, H, S, D] transposed view, which its kernels take as is).
-             TFLOP/s = 4 * B * H * S^2 * D / t, half of that when causal.
+             TFLOP/s = 4 * B * H * S^2 * D / t, half of that when causal,
+             from the shape actually run. `--dims 96,256` adds the other
+             head dims FlashAttention publishes (heads = 2048 // dim: 21 at
+             dim 96, 8 at 256); triton_fa2 takes power-of-two dims only, so
+             it does not run at dim 96 (its cells read "-").
   gemm       tilec (examples/gemm.tile) against torch.matmul, f16 and bf16,
              4096^3 and 8192^3; TFLOP/s = 2 M N K / t.
   layouts    (--layouts compact,bhsd,packed) tilec's flash attention on the
@@ -96,6 +100,7 @@ def attn_flops(b, h, s, d, causal):
 
 
 def attn_shape(seq, dim, tokens=16384, hidden=2048):
+    """B, S, H, D; H = hidden // dim (dim 96: 21 heads, 2016 wide)."""
     return max(1, tokens // seq), seq, hidden // dim, dim  # B, S, H, D
 
 
@@ -847,6 +852,11 @@ def main():
         flops = attn_flops(b, h, s, d, row["causal"])
         for impl in impls:
             if impl == "tilec":
+                continue
+            if impl == "triton" and d & (d - 1):
+                row["res"][impl] = None  # "-": triton_fa2's tl.arange needs a power-of-two dim
+                log("triton [%d/%d] %s: not run (head dim %d is not a power of two)" % (i_row + 1, peer_rows,
+                                                                                     row["id"], d))
                 continue
             try:
                 r = peer_attention(torch, timer, impl, q, k, v, row["causal"], ref, row["dtype"])

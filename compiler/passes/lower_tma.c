@@ -32,8 +32,10 @@
  * by the runtime when it encodes the map); at most one other non-index
  * dimension (the rows); extents <= 256; destination a whole shared tile of
  * the same dtype laid out as TMA writes it: row-major rows of a multiple of
- * 16 bytes, or swizzled rows of exactly 32/64/128 bytes, or 64-column panels
- * of 128-byte swizzled rows (one box per panel). Pipelines inside another
+ * 16 bytes, or swizzled rows of exactly 32/64/128 bytes, or panels of 64,
+ * 32 or 16 columns (128/64/32-byte swizzled rows, one box per panel; a
+ * multiple of 8 rows, so every panel starts where its swizzle pattern
+ * does). Pipelines inside another
  * loop keep cp.async: the parity formula counts fills from the start of the
  * kernel. */
 #include <string.h>
@@ -88,9 +90,13 @@ static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
   } else if (l->kind == IR_LAYOUT_SWIZZLED) {
     if (!k->wgmma) return false; /* the hardware swizzle needs 1024-byte aligned tiles */
     if (l->panel_cols) {
-      if (l->panel_cols * 2 != 128 || cols % l->panel_cols != 0) return false;
+      const int pb = l->panel_cols * 2; /* a panel's row bytes = its swizzle span */
+      int64_t rows = 1;
+      for (int d = 0; d < inner; d++)
+        if (!src->is_index[d]) rows = map->box[d];
+      if ((pb != 32 && pb != 64 && pb != 128) || cols % l->panel_cols != 0 || rows % 8 != 0) return false;
       map->box[inner] = l->panel_cols;
-      map->swizzle_bytes = 128;
+      map->swizzle_bytes = pb;
     } else {
       if (row_bytes != l->swizzle_bytes || (row_bytes != 32 && row_bytes != 64 && row_bytes != 128)) return false;
       map->swizzle_bytes = row_bytes;

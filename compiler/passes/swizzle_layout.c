@@ -11,11 +11,14 @@
  * consumed. The swizzle itself (tc_swizzle_offset in the device header)
  * permutes the 16-byte chunks of each row so the 8 rows one ldmatrix reads
  * land in 8 different bank groups. On sm_90a the operands of a wgmma gemm
- * (infer-layout's gemm.wgmma) with rows over 128 bytes are stored as
- * 64-column panels instead (panel_cols = 64), and every shared buffer of
- * such a kernel gets smem_align = 1024; a gemm whose operands cannot be laid
- * out for wgmma loses its wgmma mark (the MMA_C split it got still works
- * for mma.sync), and so on until no gemm changes. */
+ * (infer-layout's gemm.wgmma) whose rows are not one of wgmma's swizzled
+ * rows (32, 64 or 128 bytes) are stored as panels instead: panel_cols = 64
+ * (swizzle_bytes 128) when the width is a multiple of 64, else 32 (64-byte
+ * rows; dim 96 = three panels) or 16 (32-byte rows), as tc_panel_cols in
+ * the device header. Every shared buffer of such a kernel gets smem_align =
+ * 1024; a gemm whose operands cannot be laid out for wgmma loses its wgmma
+ * mark (the MMA_C split it got still works for mma.sync), and so on until
+ * no gemm changes. */
 #include "passes.h"
 
 static bool can_swizzle(const IrBuffer *b, int *row_bytes) {
@@ -45,14 +48,23 @@ static void swizzle(IrBuffer *b) {
   b->layout.swizzle_bytes = bytes;
 }
 
-/* A wgmma operand: swizzled rows up to 128 bytes are already what wgmma's
- * 32/64/128-byte swizzle modes read; wider rows become 64-column panels. */
+/* Rows wgmma's 32/64/128-byte swizzle modes read as they are. */
+static bool wgmma_rows(const IrLayout *l) {
+  return l->kind == IR_LAYOUT_SWIZZLED &&
+         (l->panel_cols || l->swizzle_bytes == 32 || l->swizzle_bytes == 64 || l->swizzle_bytes == 128);
+}
+
+/* A wgmma operand: swizzled rows of 32, 64 or 128 bytes are already what
+ * wgmma's swizzle modes read; other rows whose width is a multiple of 16
+ * become panels of the widest of 64, 32, 16 columns that divides it. */
 static void swizzle_for_wgmma(IrBuffer *b) {
   swizzle(b);
-  if (b->layout.kind == IR_LAYOUT_SWIZZLED && b->layout.swizzle_bytes > 128) {
-    b->layout.swizzle_bytes = 128;
-    b->layout.panel_cols = 64;
-  }
+  IrLayout *l = &b->layout;
+  if (l->kind != IR_LAYOUT_SWIZZLED || wgmma_rows(l)) return;
+  int cols = l->swizzle_bytes / 2;
+  if (cols % 16) return; /* drop_wgmma_on_plain_rows takes the gemm back */
+  l->panel_cols = cols % 64 == 0 ? 64 : cols % 32 == 0 ? 32 : 16;
+  l->swizzle_bytes = 2 * l->panel_cols;
 }
 
 typedef struct Ctx {
@@ -84,8 +96,7 @@ static void drop_wgmma_on_plain_rows(IrStmt *s, void *vctx) {
   if (s->kind != IR_STMT_GEMM || !s->u.gemm.wgmma) return;
   const IrLayout *la = &s->u.gemm.a.buf->layout, *lb = &s->u.gemm.b.buf->layout;
   bool a_regs = s->u.gemm.a.buf->scope == IR_SCOPE_FRAGMENT;
-  if ((!a_regs && (la->kind != IR_LAYOUT_SWIZZLED || (la->swizzle_bytes > 128 && !la->panel_cols))) ||
-      lb->kind != IR_LAYOUT_SWIZZLED || (lb->swizzle_bytes > 128 && !lb->panel_cols))
+  if ((!a_regs && !wgmma_rows(la)) || !wgmma_rows(lb))
     s->u.gemm.wgmma = false, c->dropped = true;
   else
     c->kept_wgmma = true;

@@ -18,9 +18,11 @@
  * tc_smem_index<ROWS, COLS, SWZ>(r, c)
  *   Element index of (r, c) in a row-major [ROWS][COLS] 16-bit shared tile;
  *   with SWZ 1 the 16-byte chunks are permuted by tc_swizzle_offset(r, c / 8,
- *   COLS / 8) (COLS / 8 must then be 1 or even); with SWZ 2 and COLS >
- *   64 the tile is COLS / 64 panels of [ROWS][64], each swizzled with 128-byte
- *   rows (wgmma operands, tilec_wgmma.cuh). SWZ 0 (false): plain rows.
+ *   COLS / 8) (COLS / 8 must then be 1 or even); with SWZ 2 and COLS wider
+ *   than P = tc_panel_cols<COLS>() (64 for multiples of 64, else 32, else
+ *   16) the tile is COLS / P panels of [ROWS][P], each swizzled with 2P-byte
+ *   rows (wgmma operands, tilec_wgmma.cuh; dim 96: three 32-column panels
+ *   with 64-byte rows). SWZ 0 (false): plain rows.
  *
  * tc_ceildiv(a, b)
  *   ceil(a / b) for b != 0, exact for negative operands too.
@@ -38,9 +40,10 @@
  *   scalar path (plain loads, 16-byte shared stores) that only needs the
  *   __syncthreads. smem must be 16-byte aligned; COLS % 8 == 0.
  *
- * tc_gemm_ss<TAG, M, N, K, WM, WN, A_SWZ, B_SWZ, B_NK>(As, Bs, acc, warp, lane)
+ * tc_gemm_ss<TAG, M, N, K, WM, WN, A_SWZ, B_SWZ, B_NK, A_KM>(As, Bs, acc, warp, lane)
  *   acc += A @ B over WM x WN warps (the warps 0 .. WM*WN-1 must all call it,
- *   full warps, no divergence). A is the shared tile [M][K]; B is the shared
+ *   full warps, no divergence). A is the shared tile [M][K], or [K][M] with
+ *   A_KM (transpose_A; read with ldmatrix .trans); B is the shared
  *   tile [N][K] when B_NK (B transposed, as in Q K^T), else [K][N]. acc is the
  *   thread's 4 * MI * NI floats in the MMA_C layout of [M, N] (MI = M/WM/16,
  *   NI = N/WN/8). Reads shared memory only: the caller synchronises.
@@ -101,16 +104,27 @@ TC_DEVICE long long tc_ceildiv(long long a, long long b) {
   return q;
 }
 
+/* The panel width of a SWZ 2 tile of COLS columns: the widest of wgmma's
+ * swizzled rows (64, 32 or 16 elements = 128, 64 or 32 bytes) that divides
+ * COLS. The compiler's swizzle-layout pass picks the same width. */
+template <int COLS>
+TC_DEVICE constexpr int tc_panel_cols() {
+  return COLS % 64 == 0 ? 64 : COLS % 32 == 0 ? 32 : 16;
+}
+
 template <int ROWS, int COLS, int SWZ>
 TC_DEVICE int tc_smem_index(int r, int c) {
   static_assert(COLS % 8 == 0, "tc_smem_index: COLS must be a multiple of 8 (16-byte chunks)");
   static_assert(SWZ != 1 || TC_SWIZZLE_ROWS_OK(COLS / 8),
                 "tc_smem_index: a swizzled tile needs one or an even number of chunks per row");
+  static_assert(SWZ != 2 || COLS % 16 == 0, "tc_smem_index: a tile of panels needs a multiple of 16 columns");
   static_assert(SWZ >= 0 && SWZ <= 2, "tc_smem_index: SWZ is 0 (plain), 1 (swizzled rows) or 2 (panels)");
-  /* Panels: columns [64p, 64p + 64) of every row form panel p, a swizzled
-   * [ROWS][64] tile of its own (the layout wgmma reads, tilec_wgmma.cuh). */
-  if constexpr (SWZ == 2 && COLS > 64)
-    return (c >> 6) * (ROWS * 64) + (int)tc_swizzle_offset((unsigned)r, ((unsigned)c >> 3) & 7u, 8) * 8 + (c & 7);
+  /* Panels: columns [Pp, Pp + P) of every row form panel p, a swizzled
+   * [ROWS][P] tile of its own (the layout wgmma reads, tilec_wgmma.cuh). */
+  constexpr int P = tc_panel_cols<COLS>(), PSHIFT = P == 64 ? 6 : P == 32 ? 5 : 4;
+  if constexpr (SWZ == 2 && COLS > P)
+    return (c >> PSHIFT) * (ROWS * P) +
+           (int)tc_swizzle_offset((unsigned)r, ((unsigned)c >> 3) & (unsigned)(P / 8 - 1), P / 8) * 8 + (c & 7);
   if constexpr (SWZ) return (int)tc_swizzle_offset((unsigned)r, (unsigned)c >> 3, COLS / 8) * 8 + (c & 7);
   return r * COLS + c;
 }
@@ -168,6 +182,21 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
   static_assert(sizeof(T) == 2, "tc_copy_g2s: 16-bit elements only");
   static_assert(ROWS > 0 && COLS > 0 && COLS % 8 == 0, "tc_copy_g2s: COLS must be a multiple of 8");
   static_assert(THREADS > 0, "tc_copy_g2s: THREADS must be positive");
+  /* Panels narrower than 64 columns (128 bytes): one copy per panel, each
+   * a swizzled [ROWS][P] tile of its own. In row-major chunk order the
+   * same row of two panels would share bank groups (every panel starts on
+   * a 128-byte boundary); panel by panel, 8 consecutive chunks fill whole
+   * 128-byte lines. */
+  if constexpr (SWZ == 2 && COLS > tc_panel_cols<COLS>() && tc_panel_cols<COLS>() < 64) {
+    constexpr int P = tc_panel_cols<COLS>();
+#pragma unroll
+    for (int p = 0; p < COLS / P; ++p)
+      /* A panel past cols_valid reads nothing and is given g itself: no
+       * address past the tensor is formed. */
+      tc_copy_g2s<ROWS, P, THREADS, 1, T>(smem + p * ROWS * P, p * P < cols_valid ? g + p * P : g, g_row_stride,
+                                          rows_valid, cols_valid - p * P, tid);
+    return;
+  }
   constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR;
   constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
   const unsigned base = tc_smem_addr(smem);
@@ -176,7 +205,7 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
    * threads cover whole rows) and the swizzle pattern repeats every RS rows,
    * the per-chunk work is one pointer step and one shared-address step. */
   constexpr int RS = THREADS % CPR == 0 ? THREADS / CPR : 0;
-  constexpr int PITCH = SWZ == 2 && COLS > 64 ? 64 : COLS; /* elements between rows */
+  constexpr int PITCH = SWZ == 2 && COLS > tc_panel_cols<COLS>() ? tc_panel_cols<COLS>() : COLS; /* between rows */
   constexpr bool REGULAR = CHUNKS % THREADS == 0 && RS > 0 && RS % 8 == 0 && (CPR >= 8 || (THREADS / 8) % CPR == 0);
   if constexpr (REGULAR) {
     if (vec && rows_valid >= ROWS && cols_valid >= COLS) {
@@ -266,6 +295,16 @@ TC_DEVICE void tc_copy_s2g(T *g, long long g_row_stride, int rows_valid, int col
 template <int M, int K, bool SWZ>
 TC_DEVICE void tc_load_a_frag(unsigned a[4], unsigned base, int row0, int k0, int lane) {
   tc_ldmatrix_x4(a, tc_tile_chunk_addr<M, K, SWZ>(base, row0 + (lane & 15), k0 + ((lane >> 4) << 3)));
+}
+
+/* The same fragment from the [K][M] tile of transpose_A (ldmatrix .trans):
+ * lane 8j + r supplies k-row k0 + 8 * (j >> 1) + r at column row0 +
+ * 8 * (j & 1), so matrix j is (rows 8 * (j & 1).., k 8 * (j >> 1)..) as
+ * above, each transposed on the way in. */
+template <int M, int K, bool SWZ>
+TC_DEVICE void tc_load_a_frag_km(unsigned a[4], unsigned base, int row0, int k0, int lane) {
+  const int j = lane >> 3;
+  tc_ldmatrix_x4_trans(a, tc_tile_chunk_addr<K, M, SWZ>(base, k0 + 8 * (j >> 1) + (lane & 7), row0 + 8 * (j & 1)));
 }
 
 /* B fragments for NI atoms of 8 columns starting at column n0, k-step at k0.
@@ -365,7 +404,7 @@ TC_DEVICE void tc_load_b_swz(unsigned (&b)[NI][2], unsigned row, const unsigned 
   }
 }
 
-template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK>
+template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK, bool A_KM = false>
 TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp,
                           int lane) {
   TC_TILE_TAG_CHECK(TAG);
@@ -377,7 +416,7 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
   /* Fast addressing needs a multiple of 8 chunks per swizzled row, an even atom count
    * for B, and (for a [K][N] B) warp column offsets that are whole 8-chunk
    * groups. */
-  constexpr bool FAST_A = A_SWZ && K / 8 >= 8 && (K / 8) % 8 == 0;
+  constexpr bool FAST_A = !A_KM && A_SWZ && K / 8 >= 8 && (K / 8) % 8 == 0;
   constexpr bool FAST_B = B_SWZ && NI % 2 == 0 &&
                           (B_NK ? K / 8 >= 8 && (K / 8) % 8 == 0 : (N / 8 >= 8 && (N / 8) % 8 == 0 && (WN == 1 || NW % 64 == 0)));
   const int row0 = (warp / WN) * MW, n0 = (warp % WN) * NW;
@@ -404,6 +443,8 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
     for (int mi = 0; mi < MI; ++mi) {
       if constexpr (FAST_A)
         tc_ldmatrix_x4(a[mi], tc_swz_addr(a_row + 2u * 16u * K * mi, a_off, kk >> 2, kk & 3));
+      else if constexpr (A_KM)
+        tc_load_a_frag_km<M, K, A_SWZ>(a[mi], a_base, row0 + 16 * mi, 16 * kk, lane);
       else
         tc_load_a_frag<M, K, A_SWZ>(a[mi], a_base, row0 + 16 * mi, 16 * kk, lane);
     }

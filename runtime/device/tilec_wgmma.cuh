@@ -1,19 +1,22 @@
 /* tilec_wgmma.cuh - the Hopper (sm_90a) gemm: wgmma.mma_async from shared memory.
  *
- * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT>(As, Bs, acc, warp)
+ * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT, A_KM>(As, Bs, acc, warp)
  * tc_gemm_wgmma_rs<TAG, M, N, K, WARPS, B_SWZ, B_NK>(a_frag, Bs, acc, warp)
  *   acc += A @ B, the same contract as tc_gemm_ss with WM = WARPS, WN = 1 and
  *   M = 16 * WARPS, WARPS a multiple of 4: warpgroup g (warps 4g .. 4g+3)
  *   issues m64nNk16 for rows [64g, 64g + 64). The accumulator is then
  *   exactly tilec's MMA_C fragment (warp w owns rows 16w .. 16w+15, all N
  *   columns), so the code around the gemm does not change.
- *   A is the shared tile [M][K] (K-major); B is [N][K] (K-major) when B_NK,
- *   else [K][N] (N-major, read with wgmma's transpose bit).
- *   Every operand must be swizzled (A_SWZ / B_SWZ != 0) with rows of at most
- *   128 bytes (SWZ 1) or stored as 64-column panels (SWZ 2, rows over 128
- *   bytes): then its chunks sit exactly where wgmma's 32/64/128-byte swizzle
- *   modes expect them (tc_swizzle_offset is that swizzle), and each tile
- *   must start at a 1024-byte aligned shared address.
+ *   A is the shared tile [M][K] (K-major), or [K][M] (M-major, wgmma's
+ *   transpose bit for A) with A_KM (transpose_A); B is [N][K] (K-major)
+ *   when B_NK, else [K][N] (N-major, read with wgmma's transpose bit).
+ *   Every operand must be swizzled (A_SWZ / B_SWZ != 0) with rows of 32, 64
+ *   or 128 bytes (SWZ 1) or stored as panels (SWZ 2: 64-column panels when
+ *   the width is a multiple of 64, else 32- or 16-column ones, e.g. three
+ *   of 32 for a head dim of 96; tc_panel_cols): then its chunks sit exactly
+ *   where wgmma's 32/64/128-byte swizzle modes expect them
+ *   (tc_swizzle_offset is that swizzle), and each tile must start at a
+ *   1024-byte aligned shared address. N is any multiple of 16 up to 256.
  *   With INFLIGHT = 0 it waits for its own wgmmas before returning (the
  *   tiles may be overwritten afterwards). With INFLIGHT = TC_WGMMA_ISSUE_ONLY
  *   it issues and commits them and returns at once: tc_wgmma_wait_acc or
@@ -27,11 +30,13 @@
  *   tc_fence_proxy_async() by the writers, then the block barrier.
  *
  * How a descriptor walks a tile (docs/gpu-codegen.md, "wgmma"):
- *   K-major operand, rows of P = min(K, 64) elements: the start address is
- *   the row block's first row plus (k0 % 64) * 2 bytes inside the swizzled
- *   row (plus the panel for k0 >= 64); SBO = 8 rows = 8 * 2P bytes.
- *   N-major B, rows of P = min(N, 64) elements: start = row k0; SBO = 8 rows
- *   (8 * 2P bytes, the next 8 k); LBO = one panel (K * 128 bytes, the next 64
+ *   K-major operand, swizzled rows of P elements (the whole row, or the
+ *   panel width): the start address is the row block's first row plus
+ *   (k0 % P) * 2 bytes inside the swizzled row (plus the panel k0 / P);
+ *   SBO = 8 rows = 8 * 2P bytes; the swizzle mode follows 2P (each k16 step
+ *   lies inside one panel).
+ *   N-major B, rows of P elements: start = row k0; SBO = 8 rows (8 * 2P
+ *   bytes, the next 8 k); LBO = one panel (K * 2P bytes, the next P
  *   columns).
  */
 #ifndef TILEC_WGMMA_CUH
@@ -82,10 +87,13 @@ struct tc_wgmma_is_bf16<tc_bf16_t> {
 /* The per-N instruction macros, picked by N, the element type and B's
  * major-ness (TB "1": N-major B, wgmma's transpose bit). ONE(NN, TY, TB)
  * expands to one guarded instruction. */
-#define TC_WGMMA_EACH_N(ONE, TY, TB) ONE(16, TY, TB) ONE(32, TY, TB) ONE(64, TY, TB) ONE(128, TY, TB) ONE(256, TY, TB)
+#define TC_WGMMA_EACH_N(ONE, TY, TB)                                                                     \
+  ONE(16, TY, TB) ONE(32, TY, TB) ONE(48, TY, TB) ONE(64, TY, TB) ONE(80, TY, TB) ONE(96, TY, TB)         \
+  ONE(112, TY, TB) ONE(128, TY, TB) ONE(144, TY, TB) ONE(160, TY, TB) ONE(176, TY, TB) ONE(192, TY, TB) \
+  ONE(208, TY, TB) ONE(224, TY, TB) ONE(240, TY, TB) ONE(256, TY, TB)
 #define TC_WGMMA_SELECT(ONE)                                      \
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, \
-                "tc_gemm_wgmma_*: N must be 16, 32, 64, 128 or 256"); \
+  static_assert(N % 16 == 0 && N >= 16 && N <= 256,               \
+                "tc_gemm_wgmma_*: N must be a multiple of 16 up to 256"); \
   if constexpr (!tc_wgmma_is_bf16<TAG>::value) {                  \
     if constexpr (B_NK) {                                         \
       TC_WGMMA_EACH_N(ONE, "f16", "0")                            \
@@ -100,12 +108,19 @@ struct tc_wgmma_is_bf16<tc_bf16_t> {
     }                                                             \
   }
 
-/* One m64nNk16 into acc (N / 2 floats), A and B from descriptors. */
+/* One m64nNk16 into acc (N / 2 floats), A and B from descriptors; A_KM:
+ * A is M-major (a [K][M] tile, wgmma's transpose bit for A). */
 #define TC_WGMMA_SS_ONE(NN, TY, TB) \
-  if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, TB, acc, da, db);
-template <typename TAG, int N, bool B_NK>
+  if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, "0", TB, acc, da, db);
+#define TC_WGMMA_SS_ONE_TA(NN, TY, TB) \
+  if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, "1", TB, acc, da, db);
+template <typename TAG, int N, bool B_NK, bool A_KM = false>
 TC_DEVICE void tc_wgmma_m64k16(float *acc, unsigned long long da, unsigned long long db) {
-  TC_WGMMA_SELECT(TC_WGMMA_SS_ONE)
+  if constexpr (A_KM) {
+    TC_WGMMA_SELECT(TC_WGMMA_SS_ONE_TA)
+  } else {
+    TC_WGMMA_SELECT(TC_WGMMA_SS_ONE)
+  }
 }
 
 /* The same with A from registers (a[4]: mma.sync's m16n8k16 A fragment of
@@ -117,80 +132,116 @@ TC_DEVICE void tc_wgmma_rs_m64k16(float *acc, const unsigned (&a)[4], unsigned l
   TC_WGMMA_SELECT(TC_WGMMA_RS_ONE)
 }
 #undef TC_WGMMA_SS_ONE
+#undef TC_WGMMA_SS_ONE_TA
 #undef TC_WGMMA_RS_ONE
 #undef TC_WGMMA_SELECT
 #undef TC_WGMMA_EACH_N
 
+#define TC_WGMMA_FENCE_ONE(NN) \
+  if constexpr (N == NN) TC_WGMMA_FENCE_N##NN(acc);
 template <int N>
 TC_DEVICE void tc_wgmma_fence_acc(float *acc) {
-  if constexpr (N == 16) TC_WGMMA_FENCE_N16(acc);
-  if constexpr (N == 32) TC_WGMMA_FENCE_N32(acc);
-  if constexpr (N == 64) TC_WGMMA_FENCE_N64(acc);
-  if constexpr (N == 128) TC_WGMMA_FENCE_N128(acc);
-  if constexpr (N == 256) TC_WGMMA_FENCE_N256(acc);
+  TC_WGMMA_FENCE_ONE(16) TC_WGMMA_FENCE_ONE(32) TC_WGMMA_FENCE_ONE(48) TC_WGMMA_FENCE_ONE(64)
+  TC_WGMMA_FENCE_ONE(80) TC_WGMMA_FENCE_ONE(96) TC_WGMMA_FENCE_ONE(112) TC_WGMMA_FENCE_ONE(128)
+  TC_WGMMA_FENCE_ONE(144) TC_WGMMA_FENCE_ONE(160) TC_WGMMA_FENCE_ONE(176) TC_WGMMA_FENCE_ONE(192)
+  TC_WGMMA_FENCE_ONE(208) TC_WGMMA_FENCE_ONE(224) TC_WGMMA_FENCE_ONE(240) TC_WGMMA_FENCE_ONE(256)
+}
+#undef TC_WGMMA_FENCE_ONE
+
+/* Elements per swizzled row wgmma reads in an operand of COLS contiguous
+ * elements stored in the layout SWZ: the panel width (tc_panel_cols) for
+ * panels, the whole row for swizzled rows (16, 32 or 64 elements). */
+template <int COLS, int SWZ>
+TC_DEVICE constexpr int tc_wgmma_row_elems() {
+  return SWZ == 2 ? tc_panel_cols<COLS>() : COLS;
 }
 
 /* Byte offset of element (r, c0) of a K-major [ROWS][COLS] operand, c0 a
- * multiple of 16, in the layout SWZ (1: swizzled rows, 2: 64-column panels). */
+ * multiple of 16, in the layout SWZ (1: swizzled rows, 2: panels of
+ * P = tc_panel_cols<COLS>() columns, P * 2-byte rows). */
 template <int ROWS, int COLS, int SWZ>
 TC_DEVICE constexpr unsigned tc_wgmma_kmajor_offset(int r, int c0) {
-  return SWZ == 2 ? (unsigned)((c0 / 64) * ROWS * 128 + r * 128 + (c0 % 64) * 2) : (unsigned)(r * COLS * 2 + c0 * 2);
+  constexpr int P = tc_panel_cols<COLS>();
+  return SWZ == 2 ? (unsigned)((c0 / P) * ROWS * (2 * P) + r * (2 * P) + (c0 % P) * 2)
+                  : (unsigned)(r * COLS * 2 + c0 * 2);
 }
 
-/* B's descriptor: [N][K] K-major when B_NK, else [K][N] N-major (LBO = one
- * 64-column panel of K rows). tc_wgmma_b_lo/hi give the halves at k-slice
- * 0; tc_wgmma_b_step<kk>() the byte offset of k16 slice kk from there. */
+/* Descriptor of B for the k16 step kk: [N][K] K-major when B_NK, else
+ * [K][N] N-major (LBO = one panel of K rows: the next P columns). */
 template <int N, int K, int B_SWZ, bool B_NK>
-struct tc_wgmma_b_shape {
-  static constexpr int BC = B_NK ? K : N; /* B's contiguous extent */
+TC_DEVICE unsigned long long tc_wgmma_b_desc(unsigned b_base, int kk) {
+  constexpr int BC = B_NK ? K : N; /* B's contiguous extent */
   static_assert(B_SWZ != 0, "tc_gemm_wgmma_*: B must be swizzled");
-  static_assert(B_SWZ == 2 ? BC % 64 == 0 : (BC == 16 || BC == 32 || BC == 64),
-                "tc_gemm_wgmma_*: B's rows must be 32, 64 or 128 bytes, or 64-column panels");
-  static constexpr int ROW = (BC < 64 ? BC : 64) * 2;
-  static constexpr unsigned LBO = B_NK ? 16u : (unsigned)K * 128u;
-};
-template <int N, int K, int B_SWZ, bool B_NK>
-TC_DEVICE constexpr unsigned tc_wgmma_b_step(int kk) {
-  return B_NK ? tc_wgmma_kmajor_offset<N, K, B_SWZ>(0, 16 * kk)
-              : 16u * kk * tc_wgmma_b_shape<N, K, B_SWZ, B_NK>::ROW;
+  static_assert(B_SWZ == 2 ? BC % 16 == 0 : (BC == 16 || BC == 32 || BC == 64),
+                "tc_gemm_wgmma_*: B's rows must be 32, 64 or 128 bytes, or panels");
+  constexpr int B_ROW = tc_wgmma_row_elems<BC, B_SWZ>() * 2;
+  /* Only read with more than one panel; 64-column panels: K * 128. */
+  constexpr unsigned LBO = B_SWZ == 2 ? (unsigned)K * (unsigned)B_ROW : (unsigned)K * 128u;
+  if constexpr (B_NK)
+    return tc_wgmma_desc(b_base + tc_wgmma_kmajor_offset<N, K, B_SWZ>(0, 16 * kk), 16u, 8u * B_ROW, B_ROW);
+  else
+    return tc_wgmma_desc(b_base + 16u * kk * B_ROW, LBO, 8u * B_ROW, B_ROW);
 }
-template <int N, int K, int B_SWZ, bool B_NK>
-TC_DEVICE unsigned tc_wgmma_b_lo(unsigned b_base) {
-  return tc_wgmma_desc_lo(b_base, tc_wgmma_b_shape<N, K, B_SWZ, B_NK>::LBO);
-}
-template <int N, int K, int B_SWZ, bool B_NK>
-TC_DEVICE unsigned tc_wgmma_b_hi() {
-  using S = tc_wgmma_b_shape<N, K, B_SWZ, B_NK>;
-  return tc_wgmma_desc_hi(8u * S::ROW, S::ROW);
+
+/* Descriptor of A for warpgroup g's 64 rows and the k16 step kk; a_addr is
+ * the tile's .shared address. A is [M][K] (K-major), or with A_KM the
+ * [K][M] tile of transpose_A (M-major, read with wgmma's transpose bit for
+ * A: as an N-major B, start = row k0 of the panel holding rows 64g..,
+ * SBO = 8 rows, LBO = one panel). */
+template <int M, int K, int A_SWZ, bool A_KM = false>
+TC_DEVICE unsigned long long tc_wgmma_a_desc(unsigned a_addr, int g, int kk) {
+  constexpr int AC = A_KM ? M : K; /* A's contiguous extent */
+  static_assert(A_SWZ != 0, "tc_gemm_wgmma_ss: A must be swizzled");
+  static_assert(A_SWZ == 2 || AC == 16 || AC == 32 || AC == 64,
+                "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or panels");
+  constexpr int A_ROW = tc_wgmma_row_elems<AC, A_SWZ>() * 2;
+  if constexpr (A_KM) {
+    static_assert(A_ROW == 128, "tc_gemm_wgmma_ss: an M-major A needs 64-column panels (M a multiple of 64)");
+    return tc_wgmma_desc(a_addr + (unsigned)g * (unsigned)K * 128u + 16u * (unsigned)kk * 128u,
+                         (unsigned)K * 128u, 8u * 128u, 128);
+  } else {
+    const unsigned a_base = a_addr + tc_wgmma_kmajor_offset<M, K, A_SWZ>(g * 64, 0);
+    return tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
+  }
 }
 
 /* The INFLIGHT value of a gemm that only issues (see the top of the file). */
 #define TC_WGMMA_ISSUE_ONLY (-1)
 
-template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0>
+/* A descriptor steps through its tile's k16 slices by adding to the
+ * address field (tc_wgmma_desc_lo): the change from slice 0 to slice kk is
+ * the difference of the descriptors of a tile at address 0, which the
+ * compiler folds to a constant, so each slice costs one add. */
+TC_DEVICE unsigned long long tc_wgmma_desc_add(unsigned long long desc, unsigned step) {
+  return tc_wgmma_desc_join((unsigned)desc + step, (unsigned)(desc >> 32));
+}
+template <int M, int K, int A_SWZ, bool A_KM>
+TC_DEVICE unsigned tc_wgmma_a_step(int kk) {
+  return (unsigned)(tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(0u, 0, kk) - tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(0u, 0, 0));
+}
+template <int N, int K, int B_SWZ, bool B_NK>
+TC_DEVICE unsigned tc_wgmma_b_step(int kk) {
+  return (unsigned)(tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(0u, kk) - tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(0u, 0));
+}
+
+template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0,
+          bool A_KM = false>
 TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
                 "tc_gemm_wgmma_ss: INFLIGHT is 0, 1 or TC_WGMMA_ISSUE_ONLY");
   TC_TILE_TAG_CHECK(TAG);
   static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_ss: M must be 64 per warpgroup");
   static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
-  static_assert(A_SWZ != 0, "tc_gemm_wgmma_ss: A must be swizzled");
-  static_assert(A_SWZ == 2 ? K % 64 == 0 : (K == 16 || K == 32 || K == 64),
-                "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or 64-column panels");
-  constexpr int A_ROW = (K < 64 ? K : 64) * 2;
-  const unsigned a_base = tc_smem_addr(As) + tc_wgmma_kmajor_offset<M, K, A_SWZ>((warp / 4) * 64, 0);
+  const unsigned a_addr = tc_smem_addr(As);
   const unsigned b_base = tc_smem_addr(Bs);
-  const unsigned a_lo = tc_wgmma_desc_lo(a_base, 16u), a_hi = tc_wgmma_desc_hi(8u * A_ROW, A_ROW);
-  const unsigned b_lo = tc_wgmma_b_lo<N, K, B_SWZ, B_NK>(b_base), b_hi = tc_wgmma_b_hi<N, K, B_SWZ, B_NK>();
+  const unsigned long long da0 = tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(a_addr, warp / 4, 0);
+  const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, 0);
   tc_wgmma_fence_acc<N>(acc);
   tc_wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    const unsigned long long da =
-        tc_wgmma_desc_join(a_lo + (tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk) >> 4), a_hi);
-    const unsigned long long db = tc_wgmma_desc_join(b_lo + (tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk) >> 4), b_hi);
-    tc_wgmma_m64k16<TAG, N, B_NK>(acc, da, db);
-  }
+  for (int kk = 0; kk < K / 16; ++kk)
+    tc_wgmma_m64k16<TAG, N, B_NK, A_KM>(acc, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, K, A_SWZ, A_KM>(kk)),
+                                        tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk)));
   tc_wgmma_commit();
   if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
     tc_wgmma_wait<INFLIGHT>();
@@ -223,13 +274,12 @@ TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned sho
     a[kk][2] = tc_pack2(top[2], top[3]);
     a[kk][3] = tc_pack2(bot[2], bot[3]);
   }
-  const unsigned b_lo = tc_wgmma_b_lo<N, K, B_SWZ, B_NK>(b_base), b_hi = tc_wgmma_b_hi<N, K, B_SWZ, B_NK>();
+  const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, 0);
   tc_wgmma_fence_acc<N>(acc);
   tc_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    tc_wgmma_rs_m64k16<TAG, N, B_NK>(acc, a[kk],
-                                     tc_wgmma_desc_join(b_lo + (tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk) >> 4), b_hi));
+    tc_wgmma_rs_m64k16<TAG, N, B_NK>(acc, a[kk], tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk)));
   tc_wgmma_commit();
   if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
     tc_wgmma_wait<0>();

@@ -6,9 +6,11 @@
  *                             of 1/8 in [-1, 1], so every sum is exact in f32)
  *   test_wgmma_gpu --nvrtc    (CI) only compiles the kernels for sm_90a
  * The cases cover every descriptor shape the compiler can ask for: A rows of
- * 32, 64, 128 bytes and 64-column panels; B K-major ([N][K]) and N-major
- * ([K][N]) with one and several panels; one and two warpgroups; N from 16 to
- * 256; f16 and bf16; A from shared memory and (wg_rs_*) from registers. Exit 77 (skip) without libnvrtc or an sm_90 GPU.
+ * 32, 64, 128 bytes and panels of 64, 32 and 16 columns (dim 96: three of
+ * 32); B K-major ([N][K]) and N-major ([K][N]) with one and several panels;
+ * one and two warpgroups; N from 16 to 256 (96, 160, 80 included); f16 and
+ * bf16; A from shared memory and (wg_rs_*) from registers. The same
+ * descriptors are walked on the CPU by test_wgmma_layout. Exit 77 (skip) without libnvrtc or an sm_90 GPU.
  */
 #include <math.h>
 #include <stdint.h>
@@ -24,6 +26,7 @@ typedef struct WgCase {
   int m, n, k;
   bool b_nk;
   bool a_regs; /* tc_gemm_wgmma_rs: A from registers */
+  bool a_km;   /* A stored [K][M] (transpose_A: wgmma's transpose bit for A) */
 } WgCase;
 
 static const WgCase cases[] = {
@@ -40,12 +43,26 @@ static const WgCase cases[] = {
     {false, 128, 128, 64, false, true}, /* flash attention's O = P V, d 128: V in panels */
     {true, 64, 64, 128, false, true},   /* O = P V, d 64, a 128-key block */
     {false, 64, 32, 32, true, true},
+    /* Widths that are not a power of two: panels of 32 or 16 columns
+     * (64- / 32-byte swizzle), N = 96, 160, 80. */
+    {false, 128, 128, 96, true},        /* flash attention d 96: S = Q K^T, A and B in 32-column panels */
+    {true, 128, 128, 96, true},
+    {false, 128, 96, 128, false, true}, /* d 96: O = P V, V [128][96] in three N-major panels */
+    {true, 128, 96, 128, false, true},
+    {true, 64, 64, 160, true},          /* d 160: five 32-column panels */
+    {false, 64, 160, 64, false},        /* N-major B of five panels, N = 160 */
+    {false, 64, 80, 48, false},         /* 16-column panels: A three, B five; N = 80 */
+    {true, 64, 80, 80, true},
+    /* transpose_A: A [K][M], M-major (64-column panels per warpgroup). */
+    {false, 64, 64, 32, false, false, true},
+    {true, 128, 128, 64, false, false, true},
+    {false, 128, 96, 96, true, false, true},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
 static void case_name(const WgCase *c, char *buf, size_t cap) {
-  snprintf(buf, cap, "wg_%s%s_%dx%dx%d_%s", c->a_regs ? "rs_" : "", c->bf16 ? "bf16" : "f16", c->m, c->n, c->k,
-           c->b_nk ? "nk" : "kn");
+  snprintf(buf, cap, "wg_%s%s_%dx%dx%d_%s%s", c->a_regs ? "rs_" : "", c->bf16 ? "bf16" : "f16", c->m, c->n, c->k,
+           c->b_nk ? "nk" : "kn", c->a_km ? "_ta" : "");
 }
 
 static char *source(void) {
@@ -56,7 +73,7 @@ static char *source(void) {
   for (int i = 0; i < NCASES; i++) {
     const WgCase *c = &cases[i];
     case_name(c, name, sizeof name);
-    snprintf(line, sizeof line, "%s(%s, %s, %d, %d, %d, %s)\n", c->a_regs ? "WG_RS_KERNEL" : "WG_KERNEL", name,
+    snprintf(line, sizeof line, "%s(%s, %s, %d, %d, %d, %s)\n", c->a_regs ? "WG_RS_KERNEL" : c->a_km ? "WG_TA_KERNEL" : "WG_KERNEL", name,
              c->bf16 ? "tc_bf16_t" : "tc_f16_t",
              c->m, c->n, c->k, c->b_nk ? "true" : "false");
     tile_src_add(&s, line);
@@ -71,7 +88,11 @@ static void run_case(RtCuda *cu, RtCuModule mod, const WgCase *c) {
   float *a = malloc(sizeof *a * M * K), *b = malloc(sizeof *b * K * N), *out = malloc(sizeof *out * M * N);
   uint16_t *ah = malloc(2u * M * K), *bh = malloc(2u * K * N);
   for (int r = 0; r < M; r++)
-    for (int k = 0; k < K; k++) a[r * K + k] = tile_test_value(r, k, 1), ah[r * K + k] = tile_enc16(c->bf16, a[r * K + k]);
+    for (int k = 0; k < K; k++) {
+      a[r * K + k] = tile_test_value(r, k, 1);
+      /* A as stored in global memory: [M][K], or [K][M] when a_km. */
+      ah[c->a_km ? k * M + r : r * K + k] = tile_enc16(c->bf16, a[r * K + k]);
+    }
   for (int k = 0; k < K; k++)
     for (int n = 0; n < N; n++) {
       b[k * N + n] = tile_test_value(k, n, 2);

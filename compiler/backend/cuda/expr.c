@@ -53,7 +53,9 @@ void cuda_linear_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *id
 }
 
 /* The SWZ template argument of a shared tile: false (row-major), true
- * (swizzled rows) or 2 (64-column panels, wgmma operands). */
+ * (swizzled rows) or 2 (panels, wgmma operands: the device header derives
+ * the panel width from the tile's columns, tc_panel_cols, the same rule as
+ * swizzle-layout's). */
 const char *cuda_swizzle_arg(const IrBuffer *b) {
   if (b->layout.kind != IR_LAYOUT_SWIZZLED) return "false";
   return b->layout.panel_cols ? "2" : "true";

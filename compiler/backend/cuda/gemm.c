@@ -8,7 +8,9 @@
  * warpgroup; an in-flight wgmma (wgmma_async) is drained later by the
  * WGMMA_WAIT statement that software-pipeline placed. Template arguments
  * carry the tile sizes, the warp split, the swizzle of each shared operand
- * and transpose_B; the tag type (tc_f16_t / tc_bf16_t) picks the mma. */
+ * and transpose_B (and transpose_A, a trailing `true`: A is the [K, M]
+ * tile, read with ldmatrix .trans or wgmma's transpose bit for A); the tag
+ * type (tc_f16_t / tc_bf16_t) picks the mma. */
 #include "cuda_emit.h"
 
 void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
@@ -24,7 +26,13 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
   }
   int ad[IR_MAX_RANK];
   cuda_tile_dims(a, ad);
-  int64_t K = cuda_const(a->extent[ad[1]]);
+  /* transpose_A: A is the [K, M] shared tile (A_KM, read transposed). */
+  const bool ta = s->u.gemm.trans_a;
+  int64_t K = cuda_const(a->extent[ad[ta ? 0 : 1]]);
+  if (ta && a->buf->scope != IR_SCOPE_SHARED) {
+    cuda_fail(C, s->loc, "gemm: a transpose_A operand '%s' must be a shared tile", a->buf->name);
+    return;
+  }
   /* tc_half and tc_bf16 are both 16-bit storage; the tag picks the mma. */
   const char *T = b->buf->dtype == DTYPE_F16 ? "tc_f16_t" : "tc_bf16_t";
   StrBuf *o = C->out;
@@ -43,11 +51,13 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
        * wgmma by each warpgroup (tilec_wgmma.cuh). */
       sb_printf(o, "tc_gemm_wgmma_ss<%s, %d, %d, %lld, %d, %s, %s, %s, ", T, lc->rows, lc->cols, (long long)K,
                 lc->warps_m, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
-      if (s->u.gemm.wgmma_issue_only) sb_puts(o, "TC_WGMMA_ISSUE_ONLY>(");
-      else sb_printf(o, "%d>(", s->u.gemm.wgmma_async ? 1 : 0);
+      if (s->u.gemm.wgmma_issue_only) sb_puts(o, "TC_WGMMA_ISSUE_ONLY");
+      else sb_printf(o, "%d", s->u.gemm.wgmma_async ? 1 : 0);
+      sb_printf(o, "%s>(", ta ? ", true" : "");
     } else {
-      sb_printf(o, "tc_gemm_ss<%s, %d, %d, %lld, %d, %d, %s, %s, %s>(", T, lc->rows, lc->cols, (long long)K,
-                lc->warps_m, lc->warps_n, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
+      sb_printf(o, "tc_gemm_ss<%s, %d, %d, %lld, %d, %d, %s, %s, %s%s>(", T, lc->rows, lc->cols, (long long)K,
+                lc->warps_m, lc->warps_n, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
+                ta ? ", true" : "");
     }
     cuda_tile_base(C, o, a);
     sb_puts(o, ", ");

@@ -26,10 +26,11 @@
  * behind G1, and the statements between them overlap it: the dependences
  * between statements decide what moves, not the kernel's names. The wait
  * pins the registers written under G2 (nvcc would otherwise sink that
- * arithmetic past the wait). With several consumer warpgroups, each takes
- * its turn before issuing (warpgroup_turn wait) and hands it on right after
- * (warpgroup_turn pass): one warpgroup's X and Y run under the others'
- * gemms (FA3's ping-pong). Loops that do not match are left as they are.
+ * arithmetic past the wait). With PINGPONG_TURNS on, each consumer
+ * warpgroup also takes its turn before issuing (warpgroup_turn wait) and
+ * hands it on right after (warpgroup_turn pass): FA3's ping-pong, off
+ * because it measured slower (below). Loops that do not match are left as
+ * they are.
  * The issue and its wait<1> sit on one path (if k > 0 { issue; wait })
  * because ptxas serializes every wgmma (C7514) when it cannot prove the
  * accumulator is not read between start and end of a pipeline stage. */
@@ -225,10 +226,22 @@ static void pin(IrStmt *wait, IrBuffer *b) {
   wait->u.wgmma_wait.pinned[wait->u.wgmma_wait.npinned++] = b;
 }
 
+/* Ping-pong turns between the consumer warpgroups: built, racecheck-clean,
+ * and measured SLOWER than the overlap alone on an H100 (bf16, dim 128,
+ * seq 2048/8192, causal and not: 513-563 against 555-598 TFLOP/s, one
+ * device call; bench/results/2026-11-23-nvidia-h100-session2-notes.md).
+ * Off: turn() then makes nothing and the dumps show no warpgroup_turn. */
+enum { PINGPONG_TURNS = 0 };
+
 static IrStmt *turn(IrModule *m, IrTurn t, SrcLoc loc) {
+  if (!PINGPONG_TURNS) return NULL;
   IrStmt *s = ir_stmt_new(m, IR_STMT_WG_TURN, loc);
   s->u.turn = t;
   return s;
+}
+
+static void push(IrModule *m, IrStmt *seq, IrStmt *s) {
+  if (s) ir_seq_push(m, seq, s);
 }
 
 static IrStmt *seq_of(IrModule *m, SrcLoc loc, IrStmt *a, IrStmt *b) {
@@ -253,7 +266,7 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   /* Up to G1, which is now only issued, in this warpgroup's turn. */
   for (int i = 0; i < p->g1; i++) ir_seq_push(m, out, body->u.seq.items[i]);
   for (int j = 0; j < p->ng1; j++) p->g1_gemms[j]->u.gemm.wgmma_issue_only = true;
-  ir_seq_push(m, out, turn(m, IR_TURN_WAIT, loc));
+  push(m, out, turn(m, IR_TURN_WAIT, loc));
   ir_seq_push(m, out, body->u.seq.items[p->g1]);
 
   /* G2 of the previous iteration, issued behind G1; the next warpgroup's
@@ -264,7 +277,7 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   IrStmt *g2_prev = at_iteration(m, g2, kv, prev);
   g2_prev->u.gemm.wgmma_issue_only = true;
   ir_seq_push(m, late, g2_prev);
-  ir_seq_push(m, late, turn(m, IR_TURN_PASS, loc));
+  push(m, late, turn(m, IR_TURN_PASS, loc));
   ir_seq_push(m, late, wgmma_wait(m, c1, 1, loc));
   /* The issue and its wait<1> stay on one path: ptxas serializes every
    * wgmma (C7514) when some path could read C1 with only G1 in flight. */
@@ -326,9 +339,12 @@ static void walk(IrModule *m, IrStmt *seq) {
     if (s->kind != IR_STMT_FOR || s->u.for_.kind != IR_FOR_PIPELINED || !find_pattern(s, &p)) continue;
     IrStmt *after = overlap_loop(m, s, &p);
     ir_seq_insert(m, seq, i + 1, after);
-    ir_seq_insert(m, seq, i + 2, turn(m, IR_TURN_END, s->loc));
-    ir_seq_insert(m, seq, i, turn(m, IR_TURN_START, s->loc));
-    i += 3;
+    i += 1;
+    if (PINGPONG_TURNS) {
+      ir_seq_insert(m, seq, i + 1, turn(m, IR_TURN_END, s->loc));
+      ir_seq_insert(m, seq, i - 1, turn(m, IR_TURN_START, s->loc));
+      i += 2;
+    }
   }
 }
 

@@ -23,6 +23,15 @@
  *   or cp.async) must be published to the async proxy:
  *   tc_fence_proxy_async() by the writers, then the block barrier.
  *
+ * tc_gemm_wgmma_fp8_ss<TA, TB, M, N, K, WARPS, A_SWZ, B_SWZ, INFLIGHT>(As, Bs, acc, warp)
+ *   The FP8 form: acc += A @ B^T with A [M][K] and B [N][K] both K-major
+ *   tiles of FP8 codes (unsigned char), TA / TB tc_e4m3_t or tc_e5m2_t (they
+ *   may differ); m64nNk32 steps, f32 accumulation, otherwise the contract of
+ *   tc_gemm_wgmma_ss. FP8 wgmma has no transpose bits, so there is no
+ *   [K][N] B here: the compiler stores B as [N, K] (gemm transpose_B).
+ *   Rows of at most 128 bytes (K = 32, 64 or 128) or 128-column panels
+ *   (SWZ 2, K a multiple of 128).
+ *
  * How a descriptor walks a tile (docs/gpu-codegen.md, "wgmma"):
  *   K-major operand, rows of P = min(K, 64) elements: the start address is
  *   the row block's first row plus (k0 % 64) * 2 bytes inside the swizzled
@@ -30,6 +39,8 @@
  *   N-major B, rows of P = min(N, 64) elements: start = row k0; SBO = 8 rows
  *   (8 * 2P bytes, the next 8 k); LBO = one panel (K * 128 bytes, the next 64
  *   columns).
+ *   FP8 (K-major only): the same in bytes, rows of P = min(K, 128) codes;
+ *   k32 step kk starts 32 * kk bytes into the row (the panel for kk >= 4).
  */
 #ifndef TILEC_WGMMA_CUH
 #define TILEC_WGMMA_CUH
@@ -191,6 +202,81 @@ TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned sho
     tc_wgmma_rs_m64k16<TAG, N, B_NK>(acc, a[kk], tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
   tc_wgmma_commit();
   tc_wgmma_wait<0>();
+  tc_wgmma_fence_acc<N>(acc);
+}
+
+/* ---- FP8 (e4m3 / e5m2), m64nNk32, both operands K-major ------------------ */
+
+struct tc_e4m3_t {};
+struct tc_e5m2_t {};
+template <typename T>
+struct tc_fp8_traits {
+  static constexpr bool valid = false;
+};
+template <>
+struct tc_fp8_traits<tc_e4m3_t> {
+  static constexpr bool valid = true, e5m2 = false;
+};
+template <>
+struct tc_fp8_traits<tc_e5m2_t> {
+  static constexpr bool valid = true, e5m2 = true;
+};
+
+#define TC_WGMMA_FP8_EACH_N(TA, TB)                                       \
+  if constexpr (N == 16) TC_WGMMA_FP8_M64N16K32(TA, TB, acc, da, db);     \
+  if constexpr (N == 32) TC_WGMMA_FP8_M64N32K32(TA, TB, acc, da, db);     \
+  if constexpr (N == 64) TC_WGMMA_FP8_M64N64K32(TA, TB, acc, da, db);     \
+  if constexpr (N == 128) TC_WGMMA_FP8_M64N128K32(TA, TB, acc, da, db);   \
+  if constexpr (N == 256) TC_WGMMA_FP8_M64N256K32(TA, TB, acc, da, db);
+/* One m64nNk32 into acc (N / 2 floats), A and B from descriptors. */
+template <typename TA, typename TB, int N>
+TC_DEVICE void tc_wgmma_fp8_m64k32(float *acc, unsigned long long da, unsigned long long db) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256,
+                "tc_gemm_wgmma_fp8_ss: N must be 16, 32, 64, 128 or 256");
+  constexpr bool A5 = tc_fp8_traits<TA>::e5m2, B5 = tc_fp8_traits<TB>::e5m2;
+  if constexpr (!A5 && !B5) {
+    TC_WGMMA_FP8_EACH_N("e4m3", "e4m3")
+  } else if constexpr (!A5 && B5) {
+    TC_WGMMA_FP8_EACH_N("e4m3", "e5m2")
+  } else if constexpr (A5 && !B5) {
+    TC_WGMMA_FP8_EACH_N("e5m2", "e4m3")
+  } else {
+    TC_WGMMA_FP8_EACH_N("e5m2", "e5m2")
+  }
+}
+#undef TC_WGMMA_FP8_EACH_N
+
+/* Byte offset of code (r, c0) of a K-major [ROWS][COLS] FP8 operand, c0 a
+ * multiple of 32, in the layout SWZ (1: swizzled rows, 2: 128-column panels). */
+template <int ROWS, int COLS, int SWZ>
+TC_DEVICE constexpr unsigned tc_wgmma_fp8_offset(int r, int c0) {
+  return SWZ == 2 ? (unsigned)((c0 / 128) * ROWS * 128 + r * 128 + c0 % 128) : (unsigned)(r * COLS + c0);
+}
+
+template <typename TA, typename TB, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, int INFLIGHT = 0>
+TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char *Bs, float *acc, int warp) {
+  static_assert(tc_fp8_traits<TA>::valid && tc_fp8_traits<TB>::valid,
+                "tc_gemm_wgmma_fp8_ss: TA and TB must be tc_e4m3_t or tc_e5m2_t");
+  static_assert(INFLIGHT == 0 || INFLIGHT == 1, "tc_gemm_wgmma_fp8_ss: INFLIGHT is 0 or 1");
+  static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_fp8_ss: M must be 64 per warpgroup");
+  static_assert(K % 32 == 0, "tc_gemm_wgmma_fp8_ss: K must be a multiple of 32");
+  static_assert(A_SWZ != 0 && B_SWZ != 0, "tc_gemm_wgmma_fp8_ss: A and B must be swizzled");
+  static_assert((A_SWZ == 2 ? K % 128 == 0 : (K == 32 || K == 64 || K == 128)) &&
+                    (B_SWZ == 2 ? K % 128 == 0 : (K == 32 || K == 64 || K == 128)),
+                "tc_gemm_wgmma_fp8_ss: rows must be 32, 64 or 128 bytes, or 128-column panels");
+  constexpr int ROW = K < 128 ? K : 128; /* bytes per (panel) row */
+  const unsigned a_base = tc_smem_addr(As) + tc_wgmma_fp8_offset<M, K, A_SWZ>((warp / 4) * 64, 0);
+  const unsigned b_base = tc_smem_addr(Bs);
+  tc_wgmma_fence_acc<N>(acc);
+  tc_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 32; ++kk) {
+    const unsigned long long da = tc_wgmma_desc(a_base + tc_wgmma_fp8_offset<M, K, A_SWZ>(0, 32 * kk), 16u, 8u * ROW, ROW);
+    const unsigned long long db = tc_wgmma_desc(b_base + tc_wgmma_fp8_offset<N, K, B_SWZ>(0, 32 * kk), 16u, 8u * ROW, ROW);
+    tc_wgmma_fp8_m64k32<TA, TB, N>(acc, da, db);
+  }
+  tc_wgmma_commit();
+  tc_wgmma_wait<INFLIGHT>();
   tc_wgmma_fence_acc<N>(acc);
 }
 

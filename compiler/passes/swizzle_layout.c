@@ -3,26 +3,30 @@
  * Needs: check-shapes.
  * Guarantees: every shared buffer that is a gemm operand, or that an
  * annotate_layout(x, swizzled) asks for, is IR_LAYOUT_SWIZZLED with
- * swizzle_bytes = its row size, when it is a 2-D tile of a 16-bit type whose
- * rows are one or an even number of 16-byte chunks (tc_swizzle_offset;
- * 192-byte rows of dim 96 included). An annotated buffer whose rows are an odd
+ * swizzle_bytes = its row size, when it is a 2-D tile of a 16-bit or 8-bit
+ * (FP8) type whose rows are one or an even number of 16-byte chunks
+ * (tc_swizzle_offset; 192-byte rows of dim 96 included). An annotated buffer whose rows are an odd
  * number of chunks stays row-major (already conflict free); any other
  * annotated buffer is an error, an unannotated one stays row-major. ANNOTATE_LAYOUT statements are
  * consumed. The swizzle itself (tc_swizzle_offset in the device header)
  * permutes the 16-byte chunks of each row so the 8 rows one ldmatrix reads
  * land in 8 different bank groups. On sm_90a the operands of a wgmma gemm
  * (infer-layout's gemm.wgmma) with rows over 128 bytes are stored as
- * 64-column panels instead (panel_cols = 64), and every shared buffer of
+ * panels of 128-byte rows instead (panel_cols = 64 for 16-bit, 128 for FP8), and every shared buffer of
  * such a kernel gets smem_align = 1024; a gemm whose operands cannot be laid
  * out for wgmma loses its wgmma mark (the MMA_C split it got still works
  * for mma.sync). */
 #include "passes.h"
 
+/* 16-bit elements, or 8-bit ones (FP8 codes): the swizzle moves 16-byte
+ * chunks, whatever they hold. */
+static bool swizzle_dtype(DType t) { return dtype_size(t) == 2 || dtype_size(t) == 1; }
+
 static bool can_swizzle(const IrBuffer *b, int *row_bytes) {
   int64_t cols;
-  if (b->scope != IR_SCOPE_SHARED || b->rank != 2 || dtype_size(b->dtype) != 2) return false;
+  if (b->scope != IR_SCOPE_SHARED || b->rank != 2 || !swizzle_dtype(b->dtype)) return false;
   if (!ir_expr_is_int_const(b->shape[1], &cols)) return false;
-  *row_bytes = (int)cols * 2;
+  *row_bytes = (int)cols * dtype_size(b->dtype);
   int cpr = *row_bytes / 16;
   /* tc_swizzle_offset's rows (TC_SWIZZLE_ROWS_OK): one chunk or an even
    * number of chunks (192-byte rows of dim 96 included). */
@@ -33,9 +37,10 @@ static bool can_swizzle(const IrBuffer *b, int *row_bytes) {
  * 16-byte chunks (8 consecutive rows start in 8 distinct bank groups). */
 static bool conflict_free_as_is(const IrBuffer *b) {
   int64_t cols;
-  if (b->scope != IR_SCOPE_SHARED || b->rank != 2 || dtype_size(b->dtype) != 2) return false;
+  if (b->scope != IR_SCOPE_SHARED || b->rank != 2 || !swizzle_dtype(b->dtype)) return false;
   if (!ir_expr_is_int_const(b->shape[1], &cols)) return false;
-  return cols * 2 % 16 == 0 && (cols * 2 / 16) % 2 == 1;
+  int64_t bytes = cols * dtype_size(b->dtype);
+  return bytes % 16 == 0 && (bytes / 16) % 2 == 1;
 }
 
 static void swizzle(IrBuffer *b) {
@@ -46,12 +51,13 @@ static void swizzle(IrBuffer *b) {
 }
 
 /* A wgmma operand: swizzled rows up to 128 bytes are already what wgmma's
- * 32/64/128-byte swizzle modes read; wider rows become 64-column panels. */
+ * 32/64/128-byte swizzle modes read; wider rows become panels of 128-byte
+ * rows (64 columns of 16-bit elements, 128 of FP8). */
 static void swizzle_for_wgmma(IrBuffer *b) {
   swizzle(b);
   if (b->layout.kind == IR_LAYOUT_SWIZZLED && b->layout.swizzle_bytes > 128) {
     b->layout.swizzle_bytes = 128;
-    b->layout.panel_cols = 64;
+    b->layout.panel_cols = 128 / dtype_size(b->dtype);
   }
 }
 
@@ -112,8 +118,8 @@ static void visit(IrStmt *s, void *vctx) {
     if (!can_swizzle(b, &bytes)) {
       if (conflict_free_as_is(b)) return;
       diag_error(c->diag, s->loc,
-                 "annotate_layout: '%s' cannot be swizzled (needs a 2-D shared tile of a 16-bit type whose rows are "
-                 "a multiple of 16 bytes)",
+                 "annotate_layout: '%s' cannot be swizzled (needs a 2-D shared tile of a 16-bit or 8-bit type whose "
+                 "rows are a multiple of 16 bytes)",
                  b->name);
       c->ok = false;
       return;

@@ -109,11 +109,13 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
     cuda_indent(C, depth);
     sb_printf(C->out, "%s *const %s = (%s *)(tc_smem + %d);  // [", t, b->name, t, C->smem_offset);
     for (int d = 0; d < b->rank; d++) sb_printf(C->out, "%s%lld", d ? ", " : "", (long long)cuda_const(b->shape[d]));
-    sb_printf(C->out, "] %s\n",
-              b->is_mbarrier                         ? "mbarriers"
-              : b->layout.panel_cols                 ? "64-column panels"
-              : b->layout.kind == IR_LAYOUT_SWIZZLED ? "swizzled"
-                                                     : "row-major");
+    if (!b->is_mbarrier && b->layout.panel_cols)
+      sb_printf(C->out, "] %d-column panels\n", b->layout.panel_cols);
+    else
+      sb_printf(C->out, "] %s\n",
+                b->is_mbarrier                         ? "mbarriers"
+                : b->layout.kind == IR_LAYOUT_SWIZZLED ? "swizzled"
+                                                       : "row-major");
     C->smem_offset += (int)ir_buffer_bytes_aligned(b);
     if (b->is_mbarrier) cuda_emit_mbarrier_init(C, b, depth);
     return;

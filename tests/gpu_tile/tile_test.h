@@ -87,7 +87,8 @@ typedef struct TileRsCase {
 
 typedef struct TileCopyCase {
   int rows, cols;
-  bool swz;
+  int swz;   /* 0 plain, 1 swizzled rows, 2 panels of 128-byte rows */
+  int bytes; /* element size: 2 (0 means 2) or 1 (FP8 codes, tile_copy8_*) */
 } TileCopyCase;
 
 static inline void tile_ss_name(const TileSsCase *c, char *buf, size_t cap) {
@@ -101,7 +102,8 @@ static inline void tile_rs_name(const TileRsCase *c, char *buf, size_t cap) {
 }
 
 static inline void tile_copy_name(const TileCopyCase *c, char *buf, size_t cap) {
-  snprintf(buf, cap, "tile_copy_%dx%d_%s", c->rows, c->cols, c->swz ? "S" : "p");
+  snprintf(buf, cap, "tile_copy%s_%dx%d_%s", c->bytes == 1 ? "8" : "", c->rows, c->cols,
+           c->swz == 2 ? "P" : c->swz ? "S" : "p");
 }
 
 /* Dynamic shared memory of each kernel, bytes. */
@@ -159,8 +161,11 @@ static inline char *tile_source(const TileSsCase *ss, int nss, const TileRsCase 
   for (int i = 0; i < ncp; i++) {
     const TileCopyCase *c = &cp[i];
     tile_copy_name(c, name, sizeof name);
-    snprintf(line, sizeof line, "TILE_COPY_KERNEL(%s, %d, %d, %s)\n", name, c->rows, c->cols,
-             c->swz ? "true" : "false");
+    if (c->bytes == 1)
+      snprintf(line, sizeof line, "TILE_COPY8_KERNEL(%s, %d, %d, %d)\n", name, c->rows, c->cols, c->swz);
+    else
+      snprintf(line, sizeof line, "TILE_COPY_KERNEL(%s, %d, %d, %s)\n", name, c->rows, c->cols,
+               c->swz ? "true" : "false");
     tile_src_add(&s, line);
   }
   return s.p;
@@ -204,6 +209,11 @@ static const TileCopyCase tile_gpu_copy[] = {
     {8, 24, false}, /* 24 chunks: most threads idle */
     {1, 64, true},  {4, 8, true},    {16, 16, true}, {32, 40, false},
     {64, 128, true}, {128, 32, true}, {32, 128, false},
+    /* 8-bit (FP8 codes, 16 per chunk): 128-byte rows (gemm_fp8_nt's
+     * block_K 128), 64 and 32 bytes, one chunk, plain, 128-column panels,
+     * and a tile of more chunks than threads in a ragged pattern. */
+    {128, 128, 1, 1}, {64, 64, 1, 1}, {32, 32, 1, 1}, {8, 16, 1, 1},
+    {16, 48, 0, 1},   {64, 256, 2, 1}, {24, 160, 0, 1},
 };
 #define TILE_GPU_NCOPY ((int)(sizeof tile_gpu_copy / sizeof tile_gpu_copy[0]))
 

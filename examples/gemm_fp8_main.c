@@ -4,7 +4,8 @@
  *   gemm_fp8 [--m N] [--n N] [--k N] [--a-dtype f8e4m3|f8e5m2]
  *            [--b-dtype f8e4m3|f8e5m2] [--out-dtype f16|bf16|f32]
  *            [--tiles f16|bf16|fp8] [--b-layout kn|nk] [--device auto|cpu|cuda]
- *            [--block-m N --block-n N --block-k N] [--stages N] [--threads N] [--iters N]
+ *            [--block-m N --block-n N --block-k N] [--stages N] [--threads N]
+ *            [--define NAME=VALUE] [--iters N]
  *
  * The inputs are float32 matrices (uniform in [-2, 2]) quantized per tensor:
  * scale = max|x| / largest finite FP8, code = fp8(x / scale) (host_util's
@@ -23,6 +24,8 @@
  * nk runs examples/gemm_fp8_nt.tile, B given as Bt [N, K] row-major (B
  * column-major, as torch._scaled_mm takes it), which FP8 wgmma needs. With
  * --tiles fp8 and no --block-k, nk uses block_K 128 (128-byte rows).
+ * --define NAME=VALUE: any other -D (repeatable; e.g. K=1040 binds K, which
+ * lets sm_90a load the tiles with TMA).
  * Exit status: 0 correct, 1 wrong result or runtime error, 2 bad usage,
  * 77 --device cuda without a GPU (or --tiles fp8 on a GPU older than sm_90). */
 #include <math.h>
@@ -49,6 +52,8 @@ static double quantize(HostTensor *t, const double *x, size_t n) {
 int main(int argc, char **argv) {
   long M = 200, N = 136, K = 150, iters = 0;
   const char *tiles = "f16", *stages = NULL, *threads = NULL;
+  const char *extra[4];
+  int nextra = 0;
   bool b_nk = false;
   const char *blocks[3] = {NULL, NULL, NULL};
   const char *a_name = "f8e4m3", *b_name = "f8e4m3", *out_name = "f16", *device_name = "auto";
@@ -58,7 +63,7 @@ int main(int argc, char **argv) {
       printf("usage: %s [--m N] [--n N] [--k N] [--a-dtype f8e4m3|f8e5m2] [--b-dtype f8e4m3|f8e5m2]\n"
              "          [--out-dtype f16|bf16|f32] [--tiles f16|bf16|fp8] [--b-layout kn|nk]\n"
              "          [--device auto|cpu|cuda] [--block-m N] [--block-n N] [--block-k N] [--stages N]\n"
-             "          [--threads N] [--iters N]\n",
+             "          [--threads N] [--define NAME=VALUE] [--iters N]\n",
              argv[0]);
       return 0;
     } else if (host_opt(argc, argv, &i, "--m", &v)) {
@@ -85,6 +90,12 @@ int main(int argc, char **argv) {
       stages = v;
     } else if (host_opt(argc, argv, &i, "--threads", &v)) {
       threads = v;
+    } else if (host_opt(argc, argv, &i, "--define", &v)) {
+      if (!strchr(v, '=') || v[0] == '=' || nextra == 4) {
+        fprintf(stderr, "%s: --define takes NAME=VALUE (at most 4)\n", argv[0]);
+        return 2;
+      }
+      extra[nextra++] = v;
     } else if (host_opt(argc, argv, &i, "--block-m", &v)) {
       blocks[0] = v;
     } else if (host_opt(argc, argv, &i, "--block-n", &v)) {
@@ -126,7 +137,7 @@ int main(int argc, char **argv) {
   if (!ctx) return 1;
   TilertDevice dev = tilert_context_device(ctx);
   bool fp8_tiles = strcmp(tiles, "fp8") == 0;
-  TilecDefine defs[12] = {{"a_dtype", a_name}, {"b_dtype", b_name}, {"out_dtype", out_name},
+  TilecDefine defs[16] = {{"a_dtype", a_name}, {"b_dtype", b_name}, {"out_dtype", out_name},
                          {"a_tile", fp8_tiles ? a_name : tiles}, {"b_tile", fp8_tiles ? b_name : tiles}};
   int ndefs = 5;
   static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
@@ -135,6 +146,12 @@ int main(int argc, char **argv) {
   if (b_nk && fp8_tiles && !blocks[2]) defs[ndefs++] = (TilecDefine){"block_K", "128"};
   if (stages) defs[ndefs++] = (TilecDefine){"num_stages", stages};
   if (threads) defs[ndefs++] = (TilecDefine){"threads", threads};
+  char extra_names[4][64];
+  for (int e = 0; e < nextra; e++) {
+    size_t n = (size_t)(strchr(extra[e], '=') - extra[e]);
+    snprintf(extra_names[e], sizeof extra_names[e], "%.*s", (int)(n < 63 ? n : 63), extra[e]);
+    defs[ndefs++] = (TilecDefine){extra_names[e], strchr(extra[e], '=') + 1};
+  }
   TilertModule *mod = NULL;
   TilertKernel *kern = NULL;
   const char *file = b_nk ? "gemm_fp8_nt.tile" : "gemm_fp8.tile", *kname = b_nk ? "gemm_fp8_nt" : "gemm_fp8";

@@ -25,13 +25,13 @@
  *     destination is followed by `mbar_wait B_full[0] parity(0)`.
  *   - each TMA destination B gets an mbarrier buffer B_full (i64[stages],
  *     allocated right after B; the CUDA backend initialises it there).
- * A box is: global source of rank <= 5 in 16-bit elements whose innermost
- * dimension is the tile's columns and a constant whose bytes are a multiple
- * of 16 (then every row stride is too); at most one other non-index
+ * A box is: global source of rank <= 5 in 16-bit or 8-bit (FP8) elements
+ * whose innermost dimension is the tile's columns and a constant whose
+ * bytes are a multiple of 16 (then every row stride is too); at most one other non-index
  * dimension (the rows); extents <= 256; destination a whole shared tile of
  * the same dtype laid out as TMA writes it: row-major rows of a multiple of
- * 16 bytes, or swizzled rows of exactly 32/64/128 bytes, or 64-column panels
- * of 128-byte swizzled rows (one box per panel). Pipelines inside another
+ * 16 bytes, or swizzled rows of exactly 32/64/128 bytes, or panels of
+ * 128-byte swizzled rows (64 or 128 columns; one box per panel). Pipelines inside another
  * loop keep cp.async: the parity formula counts fills from the start of the
  * kernel. */
 #include <string.h>
@@ -46,10 +46,11 @@ static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   const IrBuffer *g = src->buf, *sh = dst->buf;
   if (g->scope != IR_SCOPE_GLOBAL || sh->scope != IR_SCOPE_SHARED || g->dtype != sh->dtype) return false;
-  if (dtype_size(g->dtype) != 2 || g->rank > 5 || g->param_index < 0 || sh->alias_of) return false;
+  const int es = dtype_size(g->dtype); /* 2 (f16/bf16) or 1 (FP8 codes) */
+  if ((es != 2 && es != 1) || g->rank > 5 || g->param_index < 0 || sh->alias_of) return false;
   int inner = g->rank - 1;
   int64_t inner_size = 0;
-  if (src->is_index[inner] || !ir_expr_is_int_const(g->shape[inner], &inner_size) || inner_size * 2 % 16 != 0)
+  if (src->is_index[inner] || !ir_expr_is_int_const(g->shape[inner], &inner_size) || inner_size * es % 16 != 0)
     return false;
   memset(map, 0, sizeof *map);
   map->param = g->param_index;
@@ -72,14 +73,14 @@ static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
     if (!ir_expr_is_int_const(dst->start[d], &zero) || zero != 0 || !ir_expr_equal(dst->extent[d], sh->shape[d]))
       return false;
   }
-  const int cols = map->box[inner], row_bytes = cols * 2;
+  const int cols = map->box[inner], row_bytes = cols * es;
   const IrLayout *l = &sh->layout;
   if (l->kind == IR_LAYOUT_ROW_MAJOR) {
     if (row_bytes % 16 != 0) return false;
   } else if (l->kind == IR_LAYOUT_SWIZZLED) {
     if (!k->wgmma) return false; /* the hardware swizzle needs 1024-byte aligned tiles */
     if (l->panel_cols) {
-      if (l->panel_cols * 2 != 128 || cols % l->panel_cols != 0) return false;
+      if (l->panel_cols * es != 128 || cols % l->panel_cols != 0) return false;
       map->box[inner] = l->panel_cols;
       map->swizzle_bytes = 128;
     } else {

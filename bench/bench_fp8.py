@@ -3,7 +3,7 @@
 
     python3 bench/bench_fp8.py [--sizes 4096,8192] [--formats e4m3,e5m2_e4m3]
                                [--out-dtype bf16] [--define NAME=VALUE ...]
-                               [--variants fp8,f16] [--out-dir DIR]
+                               [--variants fp8,fp8-tma,f16] [--out-dir DIR]
 
 C = (A @ B) * scale_a * scale_b with FP8 codes A [M, K] and B [K, N] given
 the way torch._scaled_mm takes it: B column-major, i.e. Bt = B^T [N, K]
@@ -13,10 +13,13 @@ accumulation, C in --out-dtype. Sizes are squares ("4096") or MxNxK
 
 Rows per size and format:
   torch     torch._scaled_mm(A, Bt.t(), scale_a, scale_b, out_dtype) (cuBLASLt)
-  tilec-fp8 FP8 shared tiles, FP8 wgmma m64nNk32 (sm_90a): -D a_tile=a_dtype
-            -D b_tile=b_dtype -D block_K=128, plus --define
-  tilec-f16 the portable path: the copies widen the codes to f16 tiles and
-            the gemm runs f16 wgmma (the example's defaults)
+  tilec-fp8     FP8 shared tiles, FP8 wgmma m64nNk32 (sm_90a): -D a_tile=a_dtype
+                -D b_tile=b_dtype -D block_K=128, plus --define; M, N, K
+                dynamic (tiles by cp.async)
+  tilec-fp8-tma the same with -D K=<K> (a constant row length: the tiles
+                come by TMA)
+  tilec-f16     the portable path: the copies widen the codes to f16 tiles
+                and the gemm runs f16 wgmma (the example's defaults)
 Formats: e4m3 (A and B e4m3), e5m2_e4m3 (A e5m2, B e4m3: gradients times
 weights); cuBLASLt has no e5m2 x e5m2, so --formats e5m2 times tilec only.
 
@@ -85,7 +88,8 @@ def main():
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--formats", default="e4m3,e5m2_e4m3")
     ap.add_argument("--out-dtype", default="bf16", choices=sorted(OUT_BOUND))
-    ap.add_argument("--variants", default="fp8,f16", help="tilec rows: fp8 (FP8 tiles), f16 (f16 tiles)")
+    ap.add_argument("--variants", default="fp8,fp8-tma,f16",
+                    help="tilec rows: fp8 (FP8 tiles), fp8-tma (FP8 tiles, K bound: TMA), f16 (f16 tiles)")
     ap.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
                     help="-D for the tilec-fp8 rows (e.g. block_N=256, num_stages=3)")
     ap.add_argument("--min-runs", type=int, default=20)
@@ -115,11 +119,15 @@ def main():
             out_t = torch_out(torch, args.out_dtype)
             impls = [("torch", None)]
             base = {"a_dtype": a_name, "b_dtype": b_name, "out_dtype": args.out_dtype}
-            if "fp8" in args.variants.split(","):
-                d = dict(base, a_tile=a_name, b_tile=b_name, block_K=128)
-                d.update(extra)
-                impls.append(("tilec-fp8", d))
-            if "f16" in args.variants.split(","):
+            variants = args.variants.split(",")
+            for v in ("fp8", "fp8-tma"):
+                if v in variants:
+                    d = dict(base, a_tile=a_name, b_tile=b_name, block_K=128)
+                    d.update(extra)
+                    if v == "fp8-tma":
+                        d["K"] = K
+                    impls.append(("tilec-" + v, d))
+            if "f16" in variants:
                 impls.append(("tilec-f16", dict(base)))
             for impl, defines in impls:
                 row = {"size": "%dx%dx%d" % (M, N, K), "format": fmt, "impl": impl, "out": args.out_dtype}
@@ -154,8 +162,10 @@ def main():
                                                  if "ms" in row else row["error"]), flush=True)
 
     # The table: one line per (size, format), tilec's rows as a ratio of torch's TFLOP/s.
-    lines = ["| M x N x K | format | out | torch._scaled_mm TFLOP/s | tilec-fp8 TFLOP/s | ratio | "
-             "tilec-f16 tiles TFLOP/s | ratio |", "|---|---|---|---|---|---|---|---|"]
+    tilec_impls = [i for i in ("tilec-fp8", "tilec-fp8-tma", "tilec-f16") if any(r["impl"] == i for r in rows)]
+    lines = ["| M x N x K | format | out | torch._scaled_mm TFLOP/s | " +
+             " | ".join("%s TFLOP/s | ratio" % i for i in tilec_impls) + " |",
+             "|---|---|---|---|" + "---|---|" * len(tilec_impls)]
     keys = []
     for r in rows:
         if (r["size"], r["format"]) not in keys:
@@ -173,9 +183,8 @@ def main():
             return "%.1f" % r["tflops"], ("%.2fx" % (r["tflops"] / t)) if t else "-"
 
         tc = "%.1f" % t if t else ("failed: " + by.get("torch", {}).get("error", "?")[:80])
-        f8, f8r = cell("tilec-fp8")
-        f16, f16r = cell("tilec-f16")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (size, fmt, args.out_dtype, tc, f8, f8r, f16, f16r))
+        cells = [c for i in tilec_impls for c in cell(i)]
+        lines.append("| %s | %s | %s | %s | %s |" % (size, fmt, args.out_dtype, tc, " | ".join(cells)))
     table = "\n".join(lines)
     configs = sorted({r["config"] for r in rows if r.get("config")})
     print("\n" + gpu + "\n" + table + "\n\ntilec configs:\n  " + "\n  ".join(configs))

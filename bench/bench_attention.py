@@ -12,9 +12,20 @@ What it measures
              heads = 2048 / dim, dim 64 and 128, seq_len 512 .. 16384,
              causal and not, f16 and bf16. BSHD tensors (SDPA gets the
              [B, H, S, D] transposed view, which its kernels take as is).
-             TFLOP/s = 4 * B * H * S^2 * D / t, half of that when causal.
+             TFLOP/s = 4 * B * H * S^2 * D / t, half of that when causal,
+             from the shape actually run. `--dims 96,256` adds the other
+             head dims FlashAttention publishes (heads = 2048 // dim: 21 at
+             dim 96, 8 at 256); triton_fa2 takes power-of-two dims only, so
+             it does not run at dim 96 (its cells read "-").
   gemm       tilec (examples/gemm.tile) against torch.matmul, f16 and bf16,
              4096^3 and 8192^3; TFLOP/s = 2 M N K / t.
+  layouts    (--layouts compact,bhsd,packed) tilec's flash attention on the
+             same rows with strided inputs, no copy (the flagship declares
+             strides (...)): `bhsd` passes q/k/v/out as .transpose(1, 2)
+             views of [B, H, S, D] tensors, `packed` passes q/k/v as the
+             .unbind(2) slices of one [B, S, 3, H, D] tensor (out compact).
+             A table gives each layout's TFLOP/s and its ratio to compact
+             from the same run.
   compile    tilec's front end (`tilec --emit=cuda`), a cold load (a fresh
              process, empty cache: front end + NVRTC + module load), a cache
              hit (another fresh process; bench/compile_times.py has the full
@@ -89,6 +100,7 @@ def attn_flops(b, h, s, d, causal):
 
 
 def attn_shape(seq, dim, tokens=16384, hidden=2048):
+    """B, S, H, D; H = hidden // dim (dim 96: 21 heads, 2016 wide)."""
     return max(1, tokens // seq), seq, hidden // dim, dim  # B, S, H, D
 
 
@@ -317,9 +329,8 @@ def tilec_attention(torch, timer, kernel, row, stream, tune=None):
     k = kernel(os.path.join(ROOT, "examples", "flash_attention.tile"), "flash_attention", defines)
     load_s = time.perf_counter() - t0
     bsz, _, heads, _ = attn_shape(seq, dim)
-    shape = (bsz, seq, heads, dim)
-    q, kk, v = (torch.randn(shape, device="cuda", dtype=torch_dtype(torch, dt)) for _ in range(3))
-    out = torch.full_like(q, float("nan"))
+    q, kk, v, out = attn_inputs(torch, row.get("layout", "compact"), bsz, seq, heads, dim,
+                                torch_dtype(torch, dt))
     scale = math.log2(math.e) / math.sqrt(dim)
     k(q, kk, v, out, scale, stream=stream)
     torch.cuda.synchronize()
@@ -333,6 +344,44 @@ def tilec_attention(torch, timer, kernel, row, stream, tune=None):
     ms, n = timer(run)
     res.update(ms=ms, runs=n, tflops=attn_flops(bsz, heads, seq, dim, causal) / ms * 1e-9)
     return res
+
+
+def attn_inputs(torch, layout, bsz, seq, heads, dim, dtype):
+    """q, k, v, out as [B, S, H, D] tensors in the given layout (views, no
+    copy): compact BSHD; bhsd: transpose(1, 2) views of [B, H, S, D]
+    tensors; packed: q/k/v the unbind(2) slices of one [B, S, 3, H, D]
+    tensor, out compact. out is NaN-poisoned."""
+    if layout == "compact":
+        q, k, v = (torch.randn((bsz, seq, heads, dim), device="cuda", dtype=dtype) for _ in range(3))
+        return q, k, v, torch.full_like(q, float("nan"))
+    if layout == "bhsd":
+        q, k, v, out = (torch.randn((bsz, heads, seq, dim), device="cuda", dtype=dtype).transpose(1, 2)
+                        for _ in range(4))
+        out.fill_(float("nan"))
+        return q, k, v, out
+    if layout == "packed":
+        q, k, v = torch.randn((bsz, seq, 3, heads, dim), device="cuda", dtype=dtype).unbind(2)
+        return q, k, v, torch.full((bsz, seq, heads, dim), float("nan"), device="cuda", dtype=dtype)
+    raise ValueError("unknown layout %r" % layout)
+
+
+def layout_table(attn_rows, layout_rows):
+    """TFLOP/s of tilec per layout beside compact (same run), and the ratio."""
+    layouts = sorted({r["layout"] for r in layout_rows})
+    head = ["dtype", "dim", "causal", "seq", "compact"]
+    for l in layouts:
+        head += [l, l + "/compact"]
+    lines = [head]
+    by_key = {(r["dtype"], r["dim"], r["causal"], r["seq"], r["layout"]): r["res"].get("tilec")
+              for r in layout_rows}
+    for row in attn_rows:
+        base = row["res"].get("tilec")
+        line = [row["dtype"], str(row["dim"]), "yes" if row["causal"] else "no", str(row["seq"]), fmt_t(base)]
+        for l in layouts:
+            r = by_key.get((row["dtype"], row["dim"], row["causal"], row["seq"], l))
+            line += [fmt_t(r), ratio(r, base)]
+        lines.append(line)
+    return lines
 
 
 def gemm_reference(torch, a, b):
@@ -693,6 +742,9 @@ def main():
     ap.add_argument("--gemm-dtypes", default="bf16,f16")
     ap.add_argument("--impls", default=",".join(IMPLS), help="subset of " + ",".join(IMPLS))
     ap.add_argument("--no-compile-times", action="store_true")
+    ap.add_argument("--layouts", default="compact",
+                    help="tilec attention input layouts, e.g. compact,bhsd,packed (strided views, "
+                         "no copy; compared with compact in the same run)")
     ap.add_argument("--tilec-define", action="append", default=[], metavar="NAME=VALUE",
                     help="extra define for tilec's attention kernel (e.g. block_M=128)")
     ap.add_argument("--gemm-define", action="append", default=[], metavar="NAME=VALUE",
@@ -744,11 +796,17 @@ def main():
                     attn_rows.append({"id": "attn-%s-d%d-%s-s%d" % (dt, dim, "c" if causal else "n", seq),
                                       "kind": "attn", "dtype": dt, "dim": dim, "causal": causal,
                                       "seq": seq, "B": b, "H": h, "defines": extra, "res": {}})
+    layouts = [x.strip() for x in args.layouts.split(",") if x.strip()]
+    bad_layouts = [x for x in layouts if x not in ("compact", "bhsd", "packed")]
+    if bad_layouts:
+        ap.error("unknown layout %s (compact, bhsd, packed)" % bad_layouts)
+    layout_rows = [dict(r, id="%s-%s" % (r["id"], l), layout=l, res={})
+                   for l in layouts if l != "compact" for r in attn_rows]
     if args.autotune:
         seqs = [int(x) for x in args.seqlens.split(",")]
         tune = {"seq": min(seqs) if args.quick else 4096, "space": AUTOTUNE_SPACE,
                 "cache_file": os.path.abspath(args.autotune_cache) if args.autotune_cache else None}
-        for r in attn_rows:
+        for r in attn_rows + layout_rows:
             r["autotune"] = tune
     gemm_extra = dict(d.split("=", 1) for d in args.gemm_define)
     gemm_rows = [{"id": "gemm-%s-%s" % (dt, n), "kind": "gemm", "dtype": dt, "n": int(n), "defines": gemm_extra,
@@ -769,13 +827,13 @@ def main():
 
     # 2. tilec, in worker processes.
     if "tilec" in impls:
-        rows = [dict((k, v) for k, v in r.items() if k != "res") for r in attn_rows + gemm_rows]
+        rows = [dict((k, v) for k, v in r.items() if k != "res") for r in attn_rows + layout_rows + gemm_rows]
         if not args.no_compile_times:
             rows.insert(0, {"id": "compile", "kind": "compile"})
         torch.cuda.empty_cache()
         log("tilec: %d rows in a worker process" % len(rows))
         res = run_tilec_rows(rows, args, log)
-        for r in attn_rows + gemm_rows:
+        for r in attn_rows + layout_rows + gemm_rows:
             r["res"]["tilec"] = res.get(r["id"], {"error": "no result"})
             cfg = r["res"]["tilec"].get("config")
             log("tilec %s: %s%s" % (r["id"], fmt_result(r["res"]["tilec"]),
@@ -794,6 +852,11 @@ def main():
         flops = attn_flops(b, h, s, d, row["causal"])
         for impl in impls:
             if impl == "tilec":
+                continue
+            if impl == "triton" and d & (d - 1):
+                row["res"][impl] = None  # "-": triton_fa2's tl.arange needs a power-of-two dim
+                log("triton [%d/%d] %s: not run (head dim %d is not a power of two)" % (i_row + 1, peer_rows,
+                                                                                     row["id"], d))
                 continue
             try:
                 r = peer_attention(torch, timer, impl, q, k, v, row["causal"], ref, row["dtype"])
@@ -838,6 +901,10 @@ def main():
         f.write("Flash attention forward, TFLOP/s (a FAIL cell is explained below the table). batch*seq_len = 16384, "
                 "heads = 2048/dim, BSHD; median of >= %d runs.\n\n" % args.min_runs)
         f.write(md_table(attention_table(attn_rows)) + "\n\n")
+        if layout_rows:
+            f.write("tilec flash attention on strided views (no copy) against compact BSHD, same run, TFLOP/s "
+                    "(bhsd: transpose(1, 2) views of [B, H, S, D]; packed: unbind(2) of [B, S, 3, H, D])\n\n"
+                    + md_table(layout_table(attn_rows, layout_rows)) + "\n\n")
         if gemm_rows:
             f.write("GEMM, TFLOP/s\n\n" + md_table(gemm_table(gemm_rows)) + "\n\n")
         if compile_lines:
@@ -846,7 +913,7 @@ def main():
         if tune_lines:
             f.write("Autotune (tilec.autotune over %s)\n\n" % AUTOTUNE_SPACE
                     + "\n".join(tune_lines) + "\n\n")
-        fl = failures(attn_rows + gemm_rows, list(IMPLS) + ["torch"])
+        fl = failures(attn_rows + layout_rows + gemm_rows, list(IMPLS) + ["torch"])
         if fl:
             f.write("Failures\n\n" + "\n".join(fl) + "\n\n")
         errs = max_errors(attn_rows + gemm_rows)
@@ -855,13 +922,14 @@ def main():
         if have_plot:
             f.write("\n![plot](%s)\n" % os.path.basename(png_path))
     with open(md_path[:-3] + ".json", "w") as f:
-        json.dump({"gpu": gpu, "attention": attn_rows, "gemm": gemm_rows, "compile": compile_info},
+        json.dump({"gpu": gpu, "attention": attn_rows, "layouts": layout_rows, "gemm": gemm_rows,
+                   "compile": compile_info},
                   f, indent=1, default=str)
 
     print()
     for l in compile_lines:
         print(l)
-    for l in failures(attn_rows + gemm_rows, list(IMPLS) + ["torch"]):
+    for l in failures(attn_rows + layout_rows + gemm_rows, list(IMPLS) + ["torch"]):
         print(l)
     print("\nwrote %s%s (%.0f s)" % (md_path, " and " + png_path if have_plot else "",
                                      time.perf_counter() - t_start))
@@ -871,6 +939,9 @@ def main():
     if tune_lines:
         print("\nAutotune\n" + "\n".join(tune_lines))
     print("\nFlash attention forward on %s, TFLOP/s\n" % gpu + text_table(attention_table(attn_rows)))
+    if layout_rows:
+        print("\ntilec on strided views vs compact (same run), TFLOP/s\n"
+              + text_table(layout_table(attn_rows, layout_rows)))
     return 0
 
 

@@ -6,6 +6,9 @@
 #   tests      ctest -L gpu -L numerics for the variants (7 cases)
 #   sanitizer  compute-sanitizer memcheck/racecheck/synccheck cases (9)
 #   gqa | decoding | varlen   bench/bench_attention_variants.py --modes STEP
+#   bwd-tests      ctest -L gpu numerics of the backward (4 cases)
+#   bwd-sanitizer  compute-sanitizer cases of the backward (6)
+#   bwd            bench/bench_attention_bwd.py (backward vs SDPA FLASH/CUDNN)
 # Each bench step stays under ~8 minutes on an H100 (one 10-minute device
 # command): e.g. `tests decoding`, then `varlen gqa`, then `sanitizer`.
 OUT=${OUT:-variants-out}
@@ -25,6 +28,20 @@ tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-gpu-variants.log" | tai
         >"$OUT/ctest-sanitizer-variants.log" 2>&1
       summary="$summary
 sanitizer: $(grep -E 'tests passed|tests failed' "$OUT/ctest-sanitizer-variants.log" | tail -1), $(grep -c '(Skipped)' "$OUT/ctest-sanitizer-variants.log") skipped" ;;
+    bwd-tests)
+      ctest --test-dir build -L numerics -R "gpu\.attention_bwd" --output-on-failure \
+        >"$OUT/ctest-gpu-bwd.log" 2>&1
+      summary="$summary
+bwd-tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest-gpu-bwd.log" | tail -1), $(grep -c '(Skipped)' "$OUT/ctest-gpu-bwd.log") skipped" ;;
+    bwd-sanitizer)
+      ctest --test-dir build -L sanitizer -R "attention_bwd" --output-on-failure \
+        >"$OUT/ctest-sanitizer-bwd.log" 2>&1
+      summary="$summary
+bwd-sanitizer: $(grep -E 'tests passed|tests failed' "$OUT/ctest-sanitizer-bwd.log" | tail -1), $(grep -c '(Skipped)' "$OUT/ctest-sanitizer-bwd.log") skipped" ;;
+    bwd)
+      timeout 570 python3 bench/bench_attention_bwd.py --out-dir "$OUT/bwd" >"$OUT/bench-bwd.log" 2>&1
+      summary="$summary
+bench bwd: exit $? (table: $OUT/bwd/*-bwd.md)" ;;
     gqa|decoding|varlen)
       timeout 570 python3 bench/bench_attention_variants.py --modes "$step" --out-dir "$OUT/$step" \
         >"$OUT/bench-$step.log" 2>&1
@@ -36,6 +53,7 @@ done
 for step in "$@"; do
   case $step in
     gqa|decoding|varlen) cat "$OUT/$step"/*-variants.md 2>/dev/null | grep -v '^$' ;;
+    bwd) cat "$OUT/bwd"/*-bwd.md 2>/dev/null | grep -v '^$' ;;
   esac
 done
 echo "$summary"

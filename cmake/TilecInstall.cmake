@@ -23,8 +23,8 @@
 #
 # Under scikit-build-core (SKBUILD is set) only what the Python package loads is
 # installed, into the package folder: tilec/lib/libtilert.so,
-# tilec/bin/tilec and tilec/kernels/flash_attention.tile (python/tilec/_ffi.py,
-# _cli.py and torch.py look there first).
+# tilec/bin/tilec and tilec/kernels/{flash_attention,gemm,gemm_splitk}.tile
+# (python/tilec/_ffi.py, _cli.py, torch.py and splitk.py look there first).
 
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -45,8 +45,10 @@ if(SKBUILD)
   # The wheel: one file per binary (a wheel cannot hold symlinks), loaded by path.
   install(FILES $<TARGET_FILE:tilert> DESTINATION tilec/lib RENAME libtilert.so COMPONENT python)
   install(PROGRAMS $<TARGET_FILE:tilec_cli> DESTINATION tilec/bin COMPONENT python)
-  # The flagship kernel behind tilec.torch.flash_attention.
-  install(FILES ${PROJECT_SOURCE_DIR}/examples/flash_attention.tile DESTINATION tilec/kernels
+  # The flagship kernel behind tilec.torch.flash_attention, and the gemms
+  # behind tilec.gemm (python/tilec/splitk.py).
+  install(FILES ${PROJECT_SOURCE_DIR}/examples/flash_attention.tile ${PROJECT_SOURCE_DIR}/examples/gemm.tile
+                ${PROJECT_SOURCE_DIR}/examples/gemm_splitk.tile DESTINATION tilec/kernels
           COMPONENT python)
   return()
 endif()

@@ -133,6 +133,9 @@ typedef struct AstParam {
   const char *dtype;  /* as written: f16, bf16, f32, ... */
   AstArg *dims;       /* NULL for a scalar */
   int ndims;
+  AstArg *strides;    /* `strides (...)`, or NULL: compact row-major */
+  int nstrides;
+  SrcLoc strides_loc;
   bool is_tensor;
   SrcLoc loc;
   struct AstParam *next;

@@ -136,6 +136,17 @@ static int shared_bytes_of(const IrStmt *s) {
   return total;
 }
 
+/* A dim or stride of a tensor parameter: a dynamic symbol or a constant. */
+static void dim_info(const IrExpr *e, const char *name, TilecDim *dim) {
+  dim->name = name;
+  if (e->kind == IR_EXPR_VAR && !e->u.var->bound) {
+    dim->is_dynamic = true;
+    dim->symbol = e->u.var->dynamic_index;
+  } else {
+    ir_expr_is_int_const(e, &dim->value);
+  }
+}
+
 static void build_infos(TilecResult *r) {
   IrModule *m = r->module;
   r->nkernels = m->nkernels;
@@ -154,16 +165,10 @@ static void build_infos(TilecResult *r) {
       if (!p->is_tensor) continue;
       params[i].rank = p->buffer->rank;
       for (int d = 0; d < p->buffer->rank; d++) {
-        const IrExpr *e = p->buffer->shape[d];
-        TilecDim *dim = &params[i].dims[d];
-        dim->name = p->dim_names[d];
-        if (e->kind == IR_EXPR_VAR && !e->u.var->bound) {
-          dim->is_dynamic = true;
-          dim->symbol = e->u.var->dynamic_index;
-        } else {
-          ir_expr_is_int_const(e, &dim->value);
-        }
+        dim_info(p->buffer->shape[d], p->dim_names[d], &params[i].dims[d]);
+        if (p->buffer->strides) dim_info(p->buffer->strides[d], p->stride_names[d], &params[i].strides[d]);
       }
+      params[i].has_strides = p->buffer->strides != NULL;
     }
     info->params = params;
     info->nparams = k->nparams;
@@ -226,9 +231,12 @@ static bool define_is_known(const AstModule *ast, const char *name) {
   for (const AstKernel *k = ast->kernels; k; k = k->next) {
     for (const AstConst *c = k->consts; c; c = c->next)
       if (strcmp(c->name, name) == 0) return true;
-    for (const AstParam *p = k->params; p; p = p->next)
+    for (const AstParam *p = k->params; p; p = p->next) {
       for (const AstArg *d = p->dims; d; d = d->next)
         if (d->value->kind == AST_EXPR_NAME && strcmp(d->value->u.name, name) == 0) return true;
+      for (const AstArg *d = p->strides; d; d = d->next)
+        if (d->value->kind == AST_EXPR_NAME && strcmp(d->value->u.name, name) == 0) return true;
+    }
   }
   return false;
 }
@@ -276,12 +284,17 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
   AstModule *ast = parse_tile(r->arena, r->diag, file, text, len);
   if (!ast) return 1;
   for (int i = 0; i < options->ndefines; i++)
-    if (!define_is_known(ast, options->defines[i].name)) {
-      diag_error(r->diag, none, "-D %s: the program has no constant or shape symbol named '%s'",
+    if (strcmp(options->defines[i].name, "target_sm") == 0) {
+      diag_error(r->diag, none,
+                 "-D target_sm: target_sm follows the compilation target (--target: sm_80 gives 80, "
+                 "sm_90a 90, cpu 0) and cannot be set with -D; set the consts that depend on it instead");
+      return 2;
+    } else if (!define_is_known(ast, options->defines[i].name)) {
+      diag_error(r->diag, none, "-D %s: the program has no constant, shape or stride symbol named '%s'",
                  options->defines[i].name, options->defines[i].name);
       return 2;
     }
-  r->module = sema_build(r->arena, r->diag, ast, options->defines, options->ndefines);
+  r->module = sema_build(r->arena, r->diag, ast, options->defines, options->ndefines, target);
   if (!r->module) return 1;
 
   DumpCtx ctx = {options, r, r->diag, false};

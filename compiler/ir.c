@@ -374,6 +374,7 @@ IrStmt *ir_stmt_clone_tile_op(IrModule *m, const IrStmt *s) {
   c->u = s->u;
   switch (s->kind) {
   case IR_STMT_COPY:
+  case IR_STMT_ATOMIC_ADD:
     region_clone_exprs(m, &c->u.copy.src);
     region_clone_exprs(m, &c->u.copy.dst);
     break;
@@ -531,6 +532,7 @@ void ir_stmt_rewrite_exprs(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx)
     rewrite_slot(m, &s->u.if_.cond, fn, ctx);
     break;
   case IR_STMT_COPY:
+  case IR_STMT_ATOMIC_ADD:
     rewrite_region(m, &s->u.copy.src, fn, ctx);
     rewrite_region(m, &s->u.copy.dst, fn, ctx);
     break;

@@ -242,6 +242,10 @@ struct IrBuffer {
   IrScope scope;
   int rank;
   IrExpr *shape[IR_MAX_RANK]; /* constants after specialization for non-global */
+  /* GLOBAL tensors declared with `strides (...)`: the element stride of each
+   * dim (the last is the constant 1). NULL when not declared: compact
+   * row-major, addressed by the Horner index over shape (docs/language.md). */
+  IrExpr **strides;
   IrLayout layout;
   int param_index;           /* GLOBAL params: position in the parameter list; else -1 */
   struct IrBuffer *alias_of; /* SHARED: lives in the storage of this (dead) buffer; set by stage-stores */
@@ -277,6 +281,12 @@ typedef struct IrRegion {
 
 typedef struct IrStmt IrStmt;
 
+/* WG_TURN: START (before the loop: the last warpgroup hands the first
+ * one its turn), WAIT (for this warpgroup's turn), PASS (to the next
+ * warpgroup), END (after the loop: the first warpgroup takes back the last
+ * hand-over). */
+typedef enum IrTurn { IR_TURN_START, IR_TURN_WAIT, IR_TURN_PASS, IR_TURN_END } IrTurn;
+
 struct IrStmt {
   IrStmtKind kind;
   SrcLoc loc;
@@ -307,7 +317,10 @@ struct IrStmt {
       IrExpr *cond;
       IrStmt *then_, *else_; /* SEQs; else_ may be NULL */
     } if_;
-    struct {             /* COPY src -> dst (converting dtype if they differ) */
+    struct {             /* COPY src -> dst (converting dtype if they differ);
+                            ATOMIC_ADD: dst += src, element by element, dst a
+                            global f32 slice, each element added atomically
+                            (async, tma unused) */
       IrRegion src, dst;
       bool async;        /* GPU: issued as cp.async by software-pipeline; the
                             loop's ASYNC_COMMIT/ASYNC_WAIT/BARRIER complete it */
@@ -327,6 +340,8 @@ struct IrStmt {
       IrBuffer *bar;
       IrExpr *stage, *parity;
     } mbar_wait;
+    IrTurn turn;         /* WG_TURN (overlap-wgmma): the consumer warpgroups take
+                            turns issuing their gemms (ping-pong) */
     struct {             /* WARP_ROLES (warp-specialize): the warpgroup of warps
                             [producer_warp, producer_warp + 4) gives up registers and
                             runs `producer` on one thread, then exits; the other
@@ -337,8 +352,18 @@ struct IrStmt {
       int producer_regs, consumer_regs; /* setmaxnreg counts */
     } roles;
     int async_pending;   /* ASYNC_WAIT: wait until at most this many groups are in flight */
-    IrBuffer *wgmma_acc; /* WGMMA_WAIT: wait for the wgmmas still writing this accumulator
-                            (after a loop whose gemm is wgmma_async) */
+    struct {             /* WGMMA_WAIT: wait until at most `pending` of this warpgroup's
+                            wgmma groups are in flight (they complete in issue order);
+                            acc's registers are then ready (after a loop whose gemm
+                            is wgmma_async: pending 0; overlap-wgmma: 1 or 0) */
+      IrBuffer *acc;
+      int pending;
+      /* fragments whose values are computed before the wait and must stay
+       * there (the work that overlaps the wgmmas): the CUDA backend pins
+       * their registers, or nvcc would sink that arithmetic past the wait */
+      IrBuffer *pinned[8];
+      int npinned;
+    } wgmma_wait;
     struct {             /* FILL dst with value (clear(x) is fill(x, 0)) */
       IrRegion dst;
       IrExpr *value;
@@ -350,6 +375,8 @@ struct IrStmt {
       bool wgmma;        /* sm_90a: issued as wgmma (set by infer-layout) */
       bool wgmma_async;  /* returns with its wgmmas in flight; the pipelined
                             loop around it waits at exit (software-pipeline) */
+      bool wgmma_issue_only; /* issues and commits its wgmmas and returns at
+                            once; a later WGMMA_WAIT completes them (overlap-wgmma) */
     } gemm;
     struct {             /* REDUCE src along dim into dst */
       IrReduceKind kind;
@@ -379,6 +406,7 @@ typedef struct IrParam {
   IrBuffer *buffer;    /* tensor: a GLOBAL buffer */
   IrVar *scalar;       /* scalar: an IR_VAR_SCALAR_PARAM */
   const char *dim_names[IR_MAX_RANK]; /* tensor: the symbol each dim was written as, or NULL */
+  const char *stride_names[IR_MAX_RANK]; /* the same for a `strides (...)` clause */
   SrcLoc loc;
 } IrParam;
 
@@ -407,6 +435,8 @@ typedef struct IrKernel {
   IrExpr *threads;
   IrVar *block_vars[IR_MAX_GRID];
   IrStmt *body;         /* a SEQ */
+  IrVar *target_sm;     /* the builtin const target_sm when the kernel names it
+                           (also in symbols), else NULL */
   /* Set by passes. */
   int raster_panel;     /* use_swizzle panel size; 0 = no rasterization */
   bool wgmma;           /* some gemm runs as wgmma (set by swizzle-layout) */
@@ -526,6 +556,11 @@ void ir_print_module(FILE *out, const IrModule *m);
 char *ir_module_to_string(const IrModule *m); /* malloc'd; caller frees */
 void ir_print_expr(FILE *out, const IrExpr *e);
 char *ir_expr_to_string(Arena *arena, const IrExpr *e);
+/* For a kernel that names target_sm: one line "<comment> K: configuration
+ * for target_sm = 90: block_M = 128, ..." (every bound const), which the
+ * backends write above the kernel; nothing for other kernels. */
+struct StrBuf;
+void ir_print_kernel_config(struct StrBuf *sb, const char *comment, const IrKernel *k);
 
 /* Structural checks run between passes: dtypes consistent, ranks match,
  * every var in scope, regions inside rank. Reports through diag as internal

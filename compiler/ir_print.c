@@ -350,6 +350,12 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     if (s->u.copy.tma)
       sb_printf(sb, " map(%d) mbarrier(%s)", s->u.copy.tma_map, buf_name(p, s->u.copy.dst.buf->tma_bar));
     break;
+  case IR_STMT_ATOMIC_ADD:
+    sb_puts(sb, "atomic_add ");
+    print_region(p, sb, &s->u.copy.src);
+    sb_puts(sb, " -> ");
+    print_region(p, sb, &s->u.copy.dst);
+    break;
   case IR_STMT_FILL:
     sb_puts(sb, "fill ");
     print_region(p, sb, &s->u.fill.dst);
@@ -366,7 +372,8 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     if (s->u.gemm.trans_a) sb_puts(sb, " transpose_A");
     if (s->u.gemm.trans_b) sb_puts(sb, " transpose_B");
     sb_printf(sb, " policy(%s)", ir_gemm_policy_name(s->u.gemm.policy));
-    if (s->u.gemm.wgmma) sb_puts(sb, s->u.gemm.wgmma_async ? " wgmma(in_flight)" : " wgmma");
+    if (s->u.gemm.wgmma)
+      sb_puts(sb, s->u.gemm.wgmma_issue_only ? " wgmma(issue)" : s->u.gemm.wgmma_async ? " wgmma(in_flight)" : " wgmma");
     break;
   case IR_STMT_REDUCE:
     sb_printf(sb, "%s %s -> %s dim(%d) clear(%s)", ir_reduce_name(s->u.reduce.kind),
@@ -393,8 +400,17 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_printf(sb, "cp_async_wait(%d)", s->u.async_pending);
     break;
   case IR_STMT_WGMMA_WAIT:
-    sb_printf(sb, "wgmma_wait %s", buf_name(p, s->u.wgmma_acc));
+    sb_printf(sb, "wgmma_wait %s", buf_name(p, s->u.wgmma_wait.acc));
+    if (s->u.wgmma_wait.pending) sb_printf(sb, " pending(%d)", s->u.wgmma_wait.pending);
+    for (int i = 0; i < s->u.wgmma_wait.npinned; i++)
+      sb_printf(sb, "%s%s", i ? ", " : " after(", buf_name(p, s->u.wgmma_wait.pinned[i]));
+    if (s->u.wgmma_wait.npinned) sb_puts(sb, ")");
     break;
+  case IR_STMT_WG_TURN: {
+    static const char *const what[] = {"start", "wait", "pass", "end"};
+    sb_printf(sb, "warpgroup_turn %s", what[s->u.turn]);
+    break;
+  }
   case IR_STMT_MBAR_ARRIVE:
     sb_printf(sb, "mbar_arrive %s[", buf_name(p, s->u.mbar_wait.bar));
     print_expr(p, sb, s->u.mbar_wait.stage);
@@ -457,6 +473,14 @@ static void print_kernel(StrBuf *sb, const IrKernel *k) {
       const IrBuffer *b = prm->buffer;
       sb_printf(sb, "%s: ", buf_name(p, b));
       print_shape(p, sb, b);
+      if (b->strides) {
+        sb_puts(sb, " strides(");
+        for (int d = 0; d < b->rank && d < IR_MAX_RANK; d++) {
+          if (d) sb_puts(sb, ", ");
+          print_expr(p, sb, b->strides[d]);
+        }
+        sb_puts(sb, ")");
+      }
       sb_printf(sb, " %s", ir_scope_name(b->scope));
       if (b->layout.kind != IR_LAYOUT_ROW_MAJOR) {
         sb_puts(sb, " ");
@@ -547,4 +571,20 @@ char *ir_expr_to_string(Arena *arena, const IrExpr *e) {
   char *text = arena_strdup(arena, sb.data ? sb.data : "");
   sb_free(&sb);
   return text;
+}
+
+void ir_print_kernel_config(StrBuf *sb, const char *comment, const IrKernel *k) {
+  if (!k->target_sm) return;
+  sb_printf(sb, "%s %s: configuration for target_sm = ", comment, k->name);
+  print_expr(NULL, sb, k->target_sm->bound ? k->target_sm->value : k->target_sm->default_value);
+  bool first = true;
+  for (int i = 0; i < k->nsymbols; i++) {
+    const IrVar *v = k->symbols[i];
+    if (v == k->target_sm || !v->is_const_decl || !v->bound) continue;
+    sb_puts(sb, first ? ": " : ", ");
+    first = false;
+    sb_printf(sb, "%s = ", v->name);
+    print_expr(NULL, sb, v->value);
+  }
+  sb_puts(sb, "\n");
 }

@@ -216,6 +216,8 @@ static void check_shape(Verifier *v, const IrBuffer *b) {
   }
   if (!valid_dtype(b->dtype)) fail(v, b->loc, "buffer '%s' has a bad dtype", b->name);
   for (int d = 0; d < b->rank; d++) check_int_expr(v, b->shape[d], "buffer shape");
+  if (b->strides && b->scope != IR_SCOPE_GLOBAL) fail(v, b->loc, "buffer '%s' has strides but is not a tensor", b->name);
+  for (int d = 0; b->strides && d < b->rank; d++) check_int_expr(v, b->strides[d], "tensor stride");
 }
 
 static void check_stmt(Verifier *v, const IrStmt *s);
@@ -321,6 +323,9 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     check_block(v, s->u.roles.producer, "producer role");
     check_block(v, s->u.roles.consumer, "consumer role");
     return;
+  case IR_STMT_WG_TURN:
+    if ((unsigned)s->u.turn > IR_TURN_END) fail(v, s->loc, "warpgroup_turn with a bad kind %d", (int)s->u.turn);
+    return;
   case IR_STMT_MBAR_ARRIVE:
     if (!s->u.mbar_wait.bar || !s->u.mbar_wait.bar->is_mbarrier)
       fail(v, s->loc, "mbar_arrive needs an mbarrier buffer");
@@ -331,6 +336,12 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     check_region(v, &s->u.copy.dst, "copy destination");
     if (!v->failed && s->u.copy.tma && (!s->u.copy.dst.buf->tma_bar || s->u.copy.tma_map < 0))
       fail(v, s->loc, "TMA copy into '%s' without an mbarrier or a tensor map", s->u.copy.dst.buf->name);
+    return;
+  case IR_STMT_ATOMIC_ADD:
+    check_region(v, &s->u.copy.src, "atomic_add source");
+    check_region(v, &s->u.copy.dst, "atomic_add destination");
+    if (!v->failed && (s->u.copy.dst.buf->scope != IR_SCOPE_GLOBAL || s->u.copy.dst.buf->dtype != DTYPE_F32))
+      fail(v, s->loc, "atomic_add into '%s', which is not a global f32 tensor", s->u.copy.dst.buf->name);
     return;
   case IR_STMT_FILL:
     check_region(v, &s->u.fill.dst, "fill destination");
@@ -368,7 +379,7 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     if (s->u.async_pending < 0) fail(v, s->loc, "cp_async_wait with %d pending groups", s->u.async_pending);
     return;
   case IR_STMT_WGMMA_WAIT:
-    if (!s->u.wgmma_acc || s->u.wgmma_acc->scope != IR_SCOPE_FRAGMENT)
+    if (!s->u.wgmma_wait.acc || s->u.wgmma_wait.acc->scope != IR_SCOPE_FRAGMENT || s->u.wgmma_wait.pending < 0)
       fail(v, s->loc, "wgmma_wait needs a fragment accumulator");
     return;
   case IR_STMT_MBAR_WAIT:

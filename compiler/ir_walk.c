@@ -63,7 +63,8 @@ int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b) {
   RefCount rc = {b, 0};
   switch (s->kind) {
   case IR_STMT_STORE: rc.count += s->u.store.buf == b; break;
-  case IR_STMT_COPY: rc.count += (s->u.copy.src.buf == b) + (s->u.copy.dst.buf == b); break;
+  case IR_STMT_COPY:
+  case IR_STMT_ATOMIC_ADD: rc.count += (s->u.copy.src.buf == b) + (s->u.copy.dst.buf == b); break;
   case IR_STMT_FILL: rc.count += s->u.fill.dst.buf == b; break;
   case IR_STMT_GEMM:
     rc.count += (s->u.gemm.a.buf == b) + (s->u.gemm.b.buf == b) + (s->u.gemm.c.buf == b);
@@ -71,7 +72,7 @@ int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b) {
   case IR_STMT_REDUCE:
     rc.count += (s->u.reduce.src == b) + (s->u.reduce.dst == b) + (s->u.reduce.scratch == b);
     break;
-  case IR_STMT_WGMMA_WAIT: rc.count += s->u.wgmma_acc == b; break;
+  case IR_STMT_WGMMA_WAIT: rc.count += s->u.wgmma_wait.acc == b; break;
   case IR_STMT_MBAR_WAIT:
   case IR_STMT_MBAR_ARRIVE: rc.count += s->u.mbar_wait.bar == b; break;
   default: break;

@@ -30,7 +30,7 @@ static const char usage[] =
     "  --emit=cuda|c|ir|cubin|ptx   what to write (default cuda); cubin and ptx run\n"
     "                         NVRTC (libnvrtc, no GPU needed) for --target\n"
     "  -o PATH                output file (default stdout)\n"
-    "  -D NAME=VALUE          bind a constant or shape symbol (repeatable)\n"
+    "  -D NAME=VALUE          bind a constant, shape or stride symbol (repeatable)\n"
     "  --target=sm_80|sm_90a|cpu   (default: cpu for --emit=c, sm_80 otherwise);\n"
     "                         sm_86, sm_87, sm_89: the sm_80 code, a cubin for that arch\n"
     "  --cache-dir=DIR        --emit=cubin: also store it in the runtime cache DIR,\n"

@@ -11,11 +11,13 @@
  * a placeholder), so one run reports as many problems as possible. */
 #include "sema.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "name_table.h"
+#include "simplify.h"
 
 typedef enum EntityKind {
   ENTITY_VAR,    /* symbol, scalar param, block index, loop var, let */
@@ -39,6 +41,7 @@ typedef struct Sema {
   IrKernel *k;
   const TilecDefine *defines;
   int ndefines;
+  int target_sm; /* the value of the builtin const target_sm (80, 90; 0 on the CPU) */
   Entity *scope;
   int nscope, capscope;
   /* Hash index over scope, entry i naming scope[i], so a name lookup does
@@ -83,7 +86,7 @@ static bool is_reserved(const char *name) {
 
 static bool is_builtin_name(const char *name) {
   DType t;
-  return dtype_from_name(name, &t) || strcmp(name, "inf") == 0;
+  return dtype_from_name(name, &t) || strcmp(name, "inf") == 0 || strcmp(name, "target_sm") == 0;
 }
 
 /* Declares a name in the innermost scope; a redefinition anywhere in the
@@ -112,6 +115,26 @@ static const TilecDefine *find_define(Sema *s, const char *name) {
   for (int i = 0; i < s->ndefines; i++)
     if (strcmp(s->defines[i].name, name) == 0) return &s->defines[i];
   return NULL;
+}
+
+static void add_symbol(Sema *s, IrVar *v);
+
+/* The builtin const `target_sm`: the SM version the kernel is compiled for
+ * (80 for sm_80, 90 for sm_90a, 0 for the CPU backend), so const defaults
+ * can follow the target: block_N = if_then_else(target_sm >= 90, 256, 128).
+ * It becomes a const symbol of the kernel (bound by specialize like any
+ * other, printed in the IR dumps) the first time the kernel names it; a
+ * kernel that never names it is unchanged. */
+static IrVar *target_sm_symbol(Sema *s, SrcLoc loc) {
+  if (!s->k->target_sm) {
+    IrVar *var = ir_var_new(s->m, "target_sm", IR_VAR_SYMBOL, DTYPE_I64, loc);
+    var->default_value = ir_int(s->m, s->target_sm, loc);
+    var->is_const_decl = true;
+    var->dynamic_index = -1;
+    s->k->target_sm = var;
+    add_symbol(s, var);
+  }
+  return s->k->target_sm;
 }
 
 /* ---- expressions -------------------------------------------------------- */
@@ -248,7 +271,7 @@ static IrExpr *call_expr(Sema *s, const AstExpr *e) {
     for (int i = 0; i < arity; i++) args[i] = convert(s, args[i], t);
     return ir_call_n(s->m, (IrIntrinsic)f, args, e->loc);
   }
-  static const char *const tile_ops[] = {"copy", "fill", "clear", "gemm", "reduce_max",
+  static const char *const tile_ops[] = {"copy", "atomic_add", "fill", "clear", "gemm", "reduce_max",
                                          "reduce_sum", "reduce_min", "annotate_layout",
                                          "use_swizzle", "alloc_shared", "alloc_fragment",
                                          "alloc_local", "parallel", "pipelined", "serial"};
@@ -329,6 +352,7 @@ static IrExpr *expr_checked(Sema *s, const AstExpr *e) {
       return poison(s, e->loc);
     }
     if (strcmp(e->u.name, "inf") == 0) return ir_float(s->m, INFINITY, DTYPE_F32, e->loc);
+    if (strcmp(e->u.name, "target_sm") == 0) return ir_var_ref(s->m, target_sm_symbol(s, e->loc), e->loc);
     DType t;
     if ((ent && ent->kind == ENTITY_DTYPE) || dtype_from_name(e->u.name, &t)) {
       diag_error(s->diag, e->loc, "dtype '%s' used as a value", e->u.name);
@@ -490,6 +514,37 @@ static const AstExpr *option(const CallArgs *a, int pos, const char *name) {
   return pos >= 0 && pos < a->npos ? a->pos[pos]->value : NULL;
 }
 
+/* The value a const will have after specialize, known already in sema:
+ * its -D binding, else its default evaluated over the consts before it
+ * (target_sm is known from the target). For num_stages, which sema needs. */
+typedef struct ConstEval {
+  Sema *s;
+  int depth;
+} ConstEval;
+
+static bool const_var_value(const IrVar *v, void *ctx, int64_t *out) {
+  ConstEval *ce = ctx;
+  if (v->kind != IR_VAR_SYMBOL || ce->depth > 64) return false;
+  const TilecDefine *d = find_define(ce->s, v->name);
+  if (d) {
+    if (strcmp(d->value, "true") == 0 || strcmp(d->value, "false") == 0) return *out = d->value[0] == 't', true;
+    char *end;
+    errno = 0;
+    long long x = strtoll(d->value, &end, 0);
+    return *d->value && *end == '\0' && errno == 0 ? (*out = x, true) : false;
+  }
+  if (!v->default_value) return false;
+  ce->depth++;
+  bool ok = ir_eval_int(v->default_value, const_var_value, ce, out);
+  ce->depth--;
+  return ok;
+}
+
+static bool sema_const_value(Sema *s, const IrExpr *e, int64_t *out) {
+  ConstEval ce = {s, 0};
+  return ir_eval_int(e, const_var_value, &ce, out);
+}
+
 static bool const_bool(Sema *s, const AstExpr *e, bool *out) {
   if (e->kind == AST_EXPR_BOOL) return *out = e->u.bool_value, true;
   if (e->kind == AST_EXPR_INT) return *out = e->u.int_value != 0, true;
@@ -522,6 +577,27 @@ static IrStmt *tile_op(Sema *s, const AstExpr *call) {
       return NULL;
     if (st->u.copy.src.buf == st->u.copy.dst.buf) {
       diag_error(s->diag, loc, "copy: source and destination are the same buffer '%s'", st->u.copy.src.buf->name);
+      return NULL;
+    }
+    return st;
+  }
+  if (strcmp(op, "atomic_add") == 0) {
+    /* atomic_add(src, G[slice]): G[slice] += src, each element atomically
+     * (TileLang's T.atomic_add). */
+    if (!split_args(s, call, NULL, 2, &a) || !require_args(s, call, &a, 2)) return NULL;
+    st = ir_stmt_new(s->m, IR_STMT_ATOMIC_ADD, loc);
+    if (!region(s, a.pos[0]->value, &st->u.copy.src) || !region(s, a.pos[1]->value, &st->u.copy.dst))
+      return NULL;
+    const IrBuffer *src = st->u.copy.src.buf, *dst = st->u.copy.dst.buf;
+    if (dst->scope != IR_SCOPE_GLOBAL || dst->dtype != DTYPE_F32) {
+      diag_error(s->diag, a.pos[1]->value->loc,
+                 "atomic_add: the destination '%s' must be a global f32 tensor (it is %s %s)", dst->name,
+                 ir_scope_name(dst->scope), dtype_name(dst->dtype));
+      return NULL;
+    }
+    if (src->scope == IR_SCOPE_GLOBAL) {
+      diag_error(s->diag, a.pos[0]->value->loc,
+                 "atomic_add: the source '%s' must be a fragment or a shared tile, not a global tensor", src->name);
       return NULL;
     }
     return st;
@@ -813,15 +889,14 @@ static void for_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
           return;
         }
         num_stages = (int)c;
-      } else if (v->kind == IR_EXPR_VAR && v->u.var->default_value &&
-                 ir_expr_is_int_const(v->u.var->default_value, &c)) {
-        num_stages = (int)c;
-        const TilecDefine *d = find_define(s, v->u.var->name);
-        if (d) num_stages = atoi(d->value);
-        if (num_stages < 1 || num_stages > 8) {
-          diag_error(s->diag, ns->loc, "num_stages must be between 1 and 8, got %d", num_stages);
+      } else if (sema_const_value(s, v, &c)) {
+        /* A const, or an expression of consts (target_sm included), as
+         * specialize will bind it: -D values first, then the defaults. */
+        if (c < 1 || c > 8) {
+          diag_error(s->diag, ns->loc, "num_stages must be between 1 and 8, got %lld", (long long)c);
           return;
         }
+        num_stages = (int)c;
       } else {
         diag_error(s->diag, ns->loc, "num_stages must be a compile-time constant");
         return;
@@ -920,6 +995,36 @@ static void const_decl(Sema *s, const AstConst *c) {
   add_symbol(s, var);
 }
 
+/* One entry of a tensor's shape or strides: a positive integer or a symbol
+ * name (a const, or a shape/stride symbol: dynamic unless -D binds it). */
+static IrExpr *dim_or_stride(Sema *s, const AstExpr *d, const char *what, const char **name_out) {
+  if (d->kind == AST_EXPR_INT) {
+    if (d->u.int_value < 1) diag_error(s->diag, d->loc, "a %s must be positive", what);
+    return ir_int(s->m, d->u.int_value, d->loc);
+  }
+  if (d->kind != AST_EXPR_NAME) {
+    diag_error(s->diag, d->loc, "a tensor %s must be an integer or a symbol name", what);
+    return ir_int(s->m, 1, d->loc);
+  }
+  Entity *ent = lookup(s, d->u.name);
+  if (!ent) {
+    /* First mention of a shape or stride symbol: dynamic unless -D binds it. */
+    IrVar *v = ir_var_new(s->m, d->u.name, IR_VAR_SYMBOL, DTYPE_I64, d->loc);
+    v->dynamic_index = -1;
+    if (is_reserved(d->u.name) || is_builtin_name(d->u.name))
+      diag_error(s->diag, d->loc, "'%s' cannot name a %s symbol", d->u.name, strcmp(what, "stride") == 0 ? "stride" : "shape");
+    ent = declare(s, d->u.name, ENTITY_VAR, d->loc);
+    ent->var = v;
+    add_symbol(s, v);
+  }
+  if (ent->kind != ENTITY_VAR || ent->var->kind != IR_VAR_SYMBOL || ent->var->dtype != DTYPE_I64) {
+    diag_error(s->diag, d->loc, "'%s' cannot be used as a %s", d->u.name, what);
+    return ir_int(s->m, 1, d->loc);
+  }
+  *name_out = ent->var->name;
+  return ir_var_ref(s->m, ent->var, d->loc);
+}
+
 static void param_decl(Sema *s, const AstParam *p, IrParam *out, int index) {
   out->name = p->name;
   out->loc = p->loc;
@@ -944,36 +1049,23 @@ static void param_decl(Sema *s, const AstParam *p, IrParam *out, int index) {
   }
   IrExpr *dims[IR_MAX_RANK];
   int n = 0;
-  for (const AstArg *a = p->dims; a; a = a->next, n++) {
-    const AstExpr *d = a->value;
-    if (d->kind == AST_EXPR_INT) {
-      if (d->u.int_value < 1) diag_error(s->diag, d->loc, "a dimension must be positive");
-      dims[n] = ir_int(s->m, d->u.int_value, d->loc);
-    } else if (d->kind == AST_EXPR_NAME) {
-      Entity *ent = lookup(s, d->u.name);
-      if (!ent) {
-        /* First mention of a shape symbol: dynamic unless -D binds it. */
-        IrVar *v = ir_var_new(s->m, d->u.name, IR_VAR_SYMBOL, DTYPE_I64, d->loc);
-        v->dynamic_index = -1;
-        if (is_reserved(d->u.name) || is_builtin_name(d->u.name))
-          diag_error(s->diag, d->loc, "'%s' cannot name a shape symbol", d->u.name);
-        ent = declare(s, d->u.name, ENTITY_VAR, d->loc);
-        ent->var = v;
-        add_symbol(s, v);
-      }
-      if (ent->kind != ENTITY_VAR || ent->var->kind != IR_VAR_SYMBOL || ent->var->dtype != DTYPE_I64) {
-        diag_error(s->diag, d->loc, "'%s' cannot be used as a dimension", d->u.name);
-        dims[n] = ir_int(s->m, 1, d->loc);
-      } else {
-        dims[n] = ir_var_ref(s->m, ent->var, d->loc);
-        out->dim_names[n] = ent->var->name;
-      }
+  for (const AstArg *a = p->dims; a; a = a->next, n++) dims[n] = dim_or_stride(s, a->value, "dimension", &out->dim_names[n]);
+  out->buffer = ir_buffer_new(s->m, p->name, t, IR_SCOPE_GLOBAL, n, dims, p->loc);
+  if (p->strides) {
+    if (p->nstrides != p->ndims) {
+      diag_error(s->diag, p->strides_loc, "'%s' has %d dimension%s but strides (...) lists %d", p->name, p->ndims,
+                 p->ndims == 1 ? "" : "s", p->nstrides);
     } else {
-      diag_error(s->diag, d->loc, "a tensor dimension must be an integer or a symbol name");
-      dims[n] = ir_int(s->m, 1, d->loc);
+      out->buffer->strides = ARENA_NEW_ARRAY(s->arena, IrExpr *, n);
+      int d = 0;
+      for (const AstArg *a = p->strides; a; a = a->next, d++) {
+        out->buffer->strides[d] = dim_or_stride(s, a->value, "stride", &out->stride_names[d]);
+        if (d == n - 1 && !(a->value->kind == AST_EXPR_INT && a->value->u.int_value == 1))
+          diag_error(s->diag, a->value->loc,
+                     "the innermost stride of '%s' must be 1 (tensors need a contiguous last dimension)", p->name);
+      }
     }
   }
-  out->buffer = ir_buffer_new(s->m, p->name, t, IR_SCOPE_GLOBAL, n, dims, p->loc);
   out->buffer->param_index = index;
   declare(s, p->name, ENTITY_BUFFER, p->loc)->buf = out->buffer;
 }
@@ -1016,8 +1108,9 @@ static IrKernel *kernel(Sema *s, const AstKernel *ak) {
 }
 
 IrModule *sema_build(Arena *arena, Diag *diag, const AstModule *ast, const TilecDefine *defines,
-                     int ndefines) {
-  Sema s = {.arena = arena, .diag = diag, .defines = defines, .ndefines = ndefines};
+                     int ndefines, TilecTarget target) {
+  Sema s = {.arena = arena, .diag = diag, .defines = defines, .ndefines = ndefines,
+            .target_sm = target == TILEC_TARGET_SM90A ? 90 : target == TILEC_TARGET_SM80 ? 80 : 0};
   name_table_init(&s.names, arena, NAME_KEY_STRING);
   s.m = ir_module_new(arena, ast->file);
   int errors = diag_error_count(diag);

@@ -10,8 +10,9 @@
 
 /* Builds the IR module of `ast`. `defines` are the -D bindings: sema uses the
  * ones that name dtype constants (`const (dtype = f16)`); specialize binds the
- * rest. Returns NULL after reporting errors. */
+ * rest. `target` gives the builtin const target_sm (80, 90, or 0 for the
+ * CPU). Returns NULL after reporting errors. */
 IrModule *sema_build(Arena *arena, Diag *diag, const AstModule *ast,
-                     const TilecDefine *defines, int ndefines);
+                     const TilecDefine *defines, int ndefines, TilecTarget target);
 
 #endif

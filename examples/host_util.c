@@ -226,6 +226,39 @@ bool host_tensor_download(HostTensor *t) {
   return tilert_copy_to_host(t->gpu, t->host, t->dl.data, t->nbytes) == TILERT_OK;
 }
 
+void host_view_init(HostView *v, const HostTensor *storage, int ndim, const int64_t *shape,
+                    const int64_t *strides, int64_t offset) {
+  memset(v, 0, sizeof *v);
+  v->dl = storage->dl;
+  v->dl.ndim = ndim;
+  for (int d = 0; d < ndim; d++) {
+    v->shape[d] = shape[d];
+    v->strides[d] = strides[d];
+  }
+  v->offset = offset;
+  v->dl.shape = v->shape;
+  v->dl.strides = v->strides;
+  v->dl.byte_offset = storage->dl.byte_offset + (uint64_t)offset * (storage->dl.dtype.bits / 8);
+}
+
+/* Storage index of the view's i-th element in row-major order. */
+static size_t view_index(const HostView *v, size_t i) {
+  int64_t at = v->offset;
+  for (int d = v->dl.ndim - 1; d >= 0; d--) {
+    at += (int64_t)(i % (size_t)v->shape[d]) * v->strides[d];
+    i /= (size_t)v->shape[d];
+  }
+  return (size_t)at;
+}
+
+void host_view_gather(const HostView *v, const HostTensor *storage, HostTensor *t) {
+  for (size_t i = 0; i < t->numel; i++) host_tensor_set(t, i, host_tensor_get(storage, view_index(v, i)));
+}
+
+void host_view_scatter(const HostView *v, HostTensor *storage, const HostTensor *t) {
+  for (size_t i = 0; i < t->numel; i++) host_tensor_set(storage, view_index(v, i), host_tensor_get(t, i));
+}
+
 bool host_launch_timed(TilertContext *ctx, TilertKernel *kern, const TilertArg *args, int nargs,
                        HostTensor *const *tensors, int ntensors, HostTensor *out, long iters,
                        double *best_ms) {

@@ -72,6 +72,23 @@ void host_tensor_poison(HostTensor *t);
 bool host_tensor_upload(HostTensor *t);
 bool host_tensor_download(HostTensor *t);
 
+/* A strided view of a storage tensor (what a PyTorch slice or transpose is):
+ * `dl` has the view's shape, element strides and byte offset over the
+ * storage's data (host or device), for a kernel parameter declared with
+ * strides (...). */
+typedef struct HostView {
+  DLTensor dl;
+  int64_t shape[HOST_MAX_RANK];
+  int64_t strides[HOST_MAX_RANK];
+  int64_t offset; /* in elements */
+} HostView;
+void host_view_init(HostView *v, const HostTensor *storage, int ndim, const int64_t *shape,
+                    const int64_t *strides, int64_t offset);
+/* Copies the view's elements out of / into the storage's host copy, as the
+ * compact tensor `t` (same dtype; t->shape must be the view's shape). */
+void host_view_gather(const HostView *v, const HostTensor *storage, HostTensor *t);
+void host_view_scatter(const HostView *v, HostTensor *storage, const HostTensor *t);
+
 /* Uploads the `ntensors` tensors, launches kern `iters` (>= 1) times and
  * downloads `out`; *best_ms is the fastest launch (host wall clock around a
  * synchronous launch). The first launch is the one whose output is checked:

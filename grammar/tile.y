@@ -263,7 +263,8 @@ param_list:
   | param_list ',' param { $$ = $1; $$.tail->next = $3; $$.tail = $3; $$.n++; }
   ;
 
-/* param := IDENT ':' IDENT [ '[' expr {',' expr} ']' ] */
+/* param := IDENT ':' IDENT [ '[' expr {',' expr} ']' [ 'strides' '(' expr {',' expr} ')' ] ]
+ * strides is a plain identifier, like grid and threads. */
 param:
     IDENT ':' IDENT {
       $$ = ARENA_NEW(ps->arena, AstParam);
@@ -277,6 +278,20 @@ param:
       $$->dtype = $3;
       $$->dims = $5.head;
       $$->ndims = $5.n;
+      $$->is_tensor = true;
+      $$->loc = LOC(@1);
+    }
+  | IDENT ':' IDENT '[' expr_list ']' IDENT '(' expr_list ')' {
+      if (strcmp($7, "strides") != 0)
+        diag_error(ps->diag, LOC(@7), "expected 'strides' or ',' after the shape of '%s', found '%s'", $1, $7);
+      $$ = ARENA_NEW(ps->arena, AstParam);
+      $$->name = $1;
+      $$->dtype = $3;
+      $$->dims = $5.head;
+      $$->ndims = $5.n;
+      $$->strides = $9.head;
+      $$->nstrides = $9.n;
+      $$->strides_loc = LOC(@7);
       $$->is_tensor = true;
       $$->loc = LOC(@1);
     }

@@ -4,9 +4,14 @@
  * The compiler says which tensor parameter each descriptor describes and
  * the box it loads (TilecKernelInfo.tensor_maps); the tensor's extents come
  * from the DLTensor at launch, so dynamic shapes need nothing special.
+ * The global strides are the tensor's own (DLPack strides in elements, NULL
+ * meaning compact; a parameter declared with `strides (...)` may be a view),
+ * converted to bytes; TMA wants each a multiple of 16 bytes, and a tensor
+ * whose strides are not gets a launch error saying so (no fallback: the
+ * kernel was compiled with TMA copies only).
  * Encoding is pure host work but not free (a driver call per map), so each
  * kernel keeps the last descriptor per map and reuses it while the tensor's
- * data pointer and shape stay the same (the common case: the same buffers
+ * data pointer, shape and strides stay the same (the common case: the same buffers
  * launched again and again). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,30 +19,56 @@
 
 #include "rt_tma.h"
 
-static bool slot_matches(const RtTmaSlot *s, RtCuDevPtr base, const DLTensor *t) {
+/* The element strides of t (DLPack strides, or compact when NULL). */
+static void tensor_strides(const DLTensor *t, int64_t *out) {
+  int64_t stride = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    out[d] = t->strides ? t->strides[d] : stride;
+    stride *= t->shape[d] > 0 ? t->shape[d] : 1;
+  }
+}
+
+static bool slot_matches(const RtTmaSlot *s, RtCuDevPtr base, const DLTensor *t, const int64_t *strides) {
   if (!s->valid || s->base != base) return false;
   for (int d = 0; d < t->ndim; d++)
-    if (s->shape[d] != t->shape[d]) return false;
+    if (s->shape[d] != t->shape[d] || s->strides[d] != strides[d]) return false;
   return true;
 }
 
-/* Encodes slot s for tensor t (compact row-major) with map m's box. */
-static bool encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTensor *t, RtCuDevPtr base,
-                   RtTmaSlot *s) {
+/* Encodes slot s for tensor t (element strides `st`, innermost 1) with map
+ * m's box. TMA takes the global strides of all but the innermost dim in
+ * bytes, each a multiple of 16: checked here so the message can say which
+ * dim (the driver's own error would not). */
+static bool encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTensor *t, const int64_t *st,
+                   RtCuDevPtr base, RtTmaSlot *s, char *why, size_t cap) {
   const int rank = t->ndim, elem = (t->dtype.bits * t->dtype.lanes + 7) / 8;
   uint64_t dims[TILEC_MAX_RANK], strides[TILEC_MAX_RANK];
   uint32_t box[TILEC_MAX_RANK];
-  uint64_t stride = (uint64_t)elem;
+  s->valid = false;
   for (int i = 0; i < rank; i++) { /* innermost first */
     const int d = rank - 1 - i;
     dims[i] = (uint64_t)t->shape[d];
     box[i] = (uint32_t)m->box[d];
-    if (i > 0) strides[i - 1] = stride;
-    stride *= (uint64_t)(t->shape[d] > 0 ? t->shape[d] : 1);
+    if (i == 0) continue;
+    const uint64_t bytes = (uint64_t)st[d] * (uint64_t)elem;
+    if (bytes % 16 != 0 && t->shape[d] > 1) {
+      snprintf(why, cap,
+               "dim %d has stride %lld elements (%llu bytes), and TMA needs strides that are "
+               "multiples of 16 bytes (pass a tensor whose row pitch is a multiple of %d elements, "
+               "or compile for sm_80, whose cp.async copies take any stride)",
+               d, (long long)st[d], (unsigned long long)bytes, 16 / elem);
+      return false;
+    }
+    /* A size-1 dim's stride is never stepped: give TMA a valid one. */
+    strides[i - 1] = bytes % 16 == 0 ? bytes : (uint64_t)16;
   }
   s->valid = rt_cuda_tensor_map(cu, &s->map, base, elem, rank, dims, strides, box, m->swizzle_bytes);
   s->base = base;
-  for (int d = 0; d < rank; d++) s->shape[d] = t->shape[d];
+  for (int d = 0; d < rank; d++) {
+    s->shape[d] = t->shape[d];
+    s->strides[d] = st[d];
+  }
+  if (!s->valid) snprintf(why, cap, "%s", rt_cuda_last_error(cu));
   return s->valid;
 }
 
@@ -58,9 +89,12 @@ bool rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *arg
     const DLTensor *t = args[m->param].tensor;
     const RtCuDevPtr base = (RtCuDevPtr)(uintptr_t)t->data + t->byte_offset;
     RtTmaSlot *s = &(*slots)[i];
-    if (!slot_matches(s, base, t) && !encode(cu, m, t, base, s)) {
+    int64_t st[TILEC_MAX_RANK];
+    char why[384];
+    tensor_strides(t, st);
+    if (!slot_matches(s, base, t, st) && !encode(cu, m, t, st, base, s, why, sizeof why)) {
       snprintf(msg, cap, "%s: tensor '%s' cannot be loaded by TMA: %s", info->name,
-               info->params[m->param].name, rt_cuda_last_error(cu));
+               info->params[m->param].name, why);
       return false;
     }
     params[i] = &s->map;

@@ -17,15 +17,20 @@ typedef struct RtTmaSlot {
   bool valid;
   RtCuDevPtr base;
   int64_t shape[TILEC_MAX_RANK];
+  int64_t strides[TILEC_MAX_RANK]; /* in elements, compact ones filled in */
 } RtTmaSlot;
 
 /* Points params[i] at the descriptor of info->tensor_maps[i] for this
- * launch's tensors (args, already validated: compact row-major). *slots is
- * the kernel's cache (allocated on first use, one per map; free with
+ * launch's tensors (args, already validated: compact row-major, or strided
+ * with a unit innermost stride where the parameter declares strides). The
+ * descriptor's global strides are the tensor's real ones, in bytes. *slots
+ * is the kernel's cache (allocated on first use, one per map; free with
  * rt_tma_free): a descriptor is encoded again only when its tensor's data
- * pointer or shape changed since the kernel's last launch. False with a
- * message naming the tensor when the driver cannot describe it (e.g. a
- * base address not 16-byte aligned). */
+ * pointer, shape or strides changed since the kernel's last launch. False
+ * with a message naming the tensor when TMA cannot describe it: a stride
+ * that is not a multiple of 16 bytes (said here, before the driver is
+ * asked), or what the driver refuses (e.g. a base address not 16-byte
+ * aligned). */
 bool rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, RtTmaSlot **slots,
                    void **params, char *msg, size_t cap);
 

@@ -5,8 +5,11 @@
  * Per argument, in order: tensor vs scalar; for a tensor its device type and
  * ordinal (the CUDA path wants device 0, the context's), dtype, rank, each
  * dim (a constant must match; a dynamic symbol is bound by the first tensor
- * that mentions it and every later mention must agree), compact
- * row-major strides (size-1 dims ignored), non-NULL and aligned data (unless
+ * that mentions it and every later mention must agree), strides: compact
+ * row-major (size-1 dims ignored), or for a parameter declared with
+ * `strides (...)` any positive, non-overlapping strides with a unit
+ * innermost one, which bind the declared strides as dims bind shapes
+ * (DLPack strides are in elements; NULL means compact), non-NULL and aligned data (unless
  * it has no elements). For a scalar, that its kind converts to the dtype. The
  * first mismatch becomes a message that names the kernel, the argument's
  * position (1-based) and name, and what was expected. A valid scalar is then
@@ -179,6 +182,95 @@ static bool check_scalar(const Checker *c, int i, const TilertArg *a) {
   return true;
 }
 
+/* Dim (or stride) d of argument i has value n; `want` is what the signature
+ * says: a constant must match, a dynamic symbol is bound by its first
+ * mention and every later one must agree. */
+static bool bind_dim(const Checker *c, int i, const char *what, int d, int64_t n, const TilecDim *want,
+                     int64_t *dyn, int *bound_by) {
+  const TilecKernelInfo *info = c->info;
+  if (!want->is_dynamic) {
+    if (n == want->value) return true;
+    if (want->name)
+      return fail(c, i, "%s %d is %lld, expected %lld (%s)", what, d, (long long)n, (long long)want->value,
+                  want->name);
+    return fail(c, i, "%s %d is %lld, expected %lld", what, d, (long long)n, (long long)want->value);
+  }
+  int s = want->symbol;
+  if (s < 0 || s >= info->ndynamic)
+    return fail(c, i, "%s %d names dynamic symbol #%d of %d (bad kernel info)", what, d, s, info->ndynamic);
+  if (bound_by[s] < 0) {
+    bound_by[s] = i;
+    dyn[s] = n;
+  } else if (dyn[s] != n) {
+    return fail(c, i, "%s %d is %lld but %s = %lld from argument %d '%s'", what, d, (long long)n,
+                info->dynamic_symbols[s], (long long)dyn[s], bound_by[s] + 1, info->params[bound_by[s]].name);
+  }
+  return true;
+}
+
+/* A parameter declared with `strides (...)`: the tensor's element strides
+ * (DLPack's, or compact when NULL) bind the declared ones. The innermost
+ * must be 1, none negative or zero, and no two elements may share an
+ * address (sorted by stride, each stride at least the span of the dims
+ * inside it). A dim of size 1 is never stepped: its stride is free (not
+ * checked against a symbol bound elsewhere; binds it only if nothing else
+ * does). An empty tensor is not addressed at all. */
+static bool check_declared_strides(const Checker *c, int i, const DLTensor *t, bool empty, int64_t *dyn,
+                                   int *bound_by) {
+  const TilecParamInfo *p = &c->info->params[i];
+  const int rank = p->rank;
+  int64_t st[TILEC_MAX_RANK], compact = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    st[d] = t->strides ? t->strides[d] : compact;
+    compact *= t->shape[d];
+  }
+  if (empty) {
+    /* Bind what the strides name so the symbols exist; nothing is checked. */
+    for (int d = 0; d < rank; d++)
+      if (p->strides[d].is_dynamic && bound_by[p->strides[d].symbol] < 0)
+        (void)bind_dim(c, i, "stride", d, st[d], &p->strides[d], dyn, bound_by);
+    return true;
+  }
+  for (int d = 0; d < rank; d++) {
+    if (t->shape[d] == 1) continue;
+    if (d == rank - 1 && st[d] != 1)
+      return fail(c, i,
+                  "the innermost dim %d has stride %lld; tensors need a contiguous last dim (stride 1); "
+                  "copy it first (e.g. .contiguous())", d, (long long)st[d]);
+    if (st[d] < 1)
+      return fail(c, i, "dim %d has stride %lld; strides must be positive (no flipped or broadcast views)", d,
+                  (long long)st[d]);
+  }
+  /* No overlap: sort the dims of size > 1 by stride (insertion sort, rank <= 8). */
+  int order[TILEC_MAX_RANK], n = 0;
+  for (int d = 0; d < rank; d++) {
+    if (t->shape[d] == 1) continue;
+    int k = n++;
+    while (k > 0 && st[order[k - 1]] > st[d]) {
+      order[k] = order[k - 1];
+      k--;
+    }
+    order[k] = d;
+  }
+  for (int k = 1; k < n; k++) {
+    const int in = order[k - 1], out = order[k];
+    const int64_t span = st[in] * t->shape[in];
+    if (st[out] < span)
+      return fail(c, i,
+                  "strides overlap: dim %d (stride %lld) steps inside dim %d (stride %lld x %lld elements), "
+                  "so two indices name one element", out, (long long)st[out], in, (long long)st[in],
+                  (long long)t->shape[in]);
+  }
+  for (int pass = 0; pass < 2; pass++) /* size-1 dims last: they bind only what nothing else does */
+    for (int d = 0; d < rank; d++) {
+      const TilecDim *want = &p->strides[d];
+      if ((t->shape[d] == 1) != (pass == 1)) continue;
+      if (t->shape[d] == 1 && (!want->is_dynamic || bound_by[want->symbol] >= 0)) continue;
+      if (!bind_dim(c, i, "stride", d, st[d], want, dyn, bound_by)) return false;
+    }
+  return true;
+}
+
 static bool check_tensor(const Checker *c, int i, const TilertArg *a, DLDeviceType want_device,
                          int want_device_id, int64_t *dyn, int *bound_by) {
   const TilecKernelInfo *info = c->info;
@@ -207,38 +299,20 @@ static bool check_tensor(const Checker *c, int i, const TilertArg *a, DLDeviceTy
   bool empty = false;
   for (int d = 0; d < p->rank; d++) {
     int64_t n = t->shape[d];
-    const TilecDim *dim = &p->dims[d];
     if (n < 0) return fail(c, i, "dim %d is %lld (negative)", d, (long long)n);
     if (n == 0) empty = true;
-    if (!dim->is_dynamic) {
-      if (n != dim->value) {
-        if (dim->name)
-          return fail(c, i, "dim %d is %lld, expected %lld (%s)", d, (long long)n,
-                      (long long)dim->value, dim->name);
-        return fail(c, i, "dim %d is %lld, expected %lld", d, (long long)n, (long long)dim->value);
-      }
-      continue;
-    }
-    int s = dim->symbol;
-    if (s < 0 || s >= info->ndynamic)
-      return fail(c, i, "dim %d names dynamic symbol #%d of %d (bad kernel info)", d, s,
-                  info->ndynamic);
-    if (bound_by[s] < 0) {
-      bound_by[s] = i;
-      dyn[s] = n;
-    } else if (dyn[s] != n) {
-      return fail(c, i, "dim %d is %lld but %s = %lld from argument %d '%s'", d, (long long)n,
-                  info->dynamic_symbols[s], (long long)dyn[s], bound_by[s] + 1,
-                  info->params[bound_by[s]].name);
-    }
+    if (!bind_dim(c, i, "dim", d, n, &p->dims[d], dyn, bound_by)) return false;
   }
 
-  if (t->strides && !empty) {
+  if (p->has_strides) {
+    if (!check_declared_strides(c, i, t, empty, dyn, bound_by)) return false;
+  } else if (t->strides && !empty) {
     int64_t expect = 1;
     for (int d = p->rank - 1; d >= 0; d--) {
       if (t->shape[d] != 1 && t->strides[d] != expect)
         return fail(c, i,
-                    "strides are not compact row-major: dim %d has stride %lld, expected %lld",
+                    "strides are not compact row-major: dim %d has stride %lld, expected %lld "
+                    "(a parameter declared with strides (...) takes views whose last dim has stride 1)",
                     d, (long long)t->strides[d], (long long)expect);
       expect *= t->shape[d];
     }

@@ -9,7 +9,9 @@
  * one CPU thread plays the whole block.
  *
  * Buffers: GLOBAL tensors are compact row-major, indexed by a Horner flat
- * index over their (possibly symbolic) shape; SHARED/FRAGMENT/LOCAL buffers
+ * index over their (possibly symbolic) shape, unless declared with
+ * `strides (...)`: then by the sum of index times stride (same expressions
+ * as the CUDA backend, compiler/backend/cuda/expr.c); SHARED/FRAGMENT/LOCAL buffers
  * are C arrays with constant dimensions declared at their ALLOC. Layouts
  * (swizzled, fragment) describe GPU placement only and do not change the
  * logical element a CPU index names, so they are ignored here.
@@ -325,6 +327,20 @@ static void emit_element(Emitter *E, StrBuf *sb, const IrBuffer *b, IrExpr *cons
       emit_expr(E, sb, idx[d]);
       sb_puts(sb, "]");
     }
+    return;
+  }
+  if (b->strides) {
+    /* Declared strides: i0 * s0 + i1 * s1 + ... + i_last (its stride is 1). */
+    sb_puts(sb, "[");
+    for (int d = 0; d < b->rank; d++) {
+      if (d > 0) sb_puts(sb, " + ");
+      emit_expr(E, sb, idx[d]);
+      if (d < b->rank - 1) {
+        sb_puts(sb, " * ");
+        emit_expr(E, sb, b->strides[d]);
+      }
+    }
+    sb_puts(sb, "]");
     return;
   }
   /* Row-major flat index, Horner form: ((i0 * d1 + i1) * d2 + i2). */
@@ -673,7 +689,7 @@ static void emit_stmt(Emitter *E, const IrStmt *s, int depth) {
     line(E, depth);
     sb_puts(o, "/* use_swizzle: every block runs; the order does not matter */\n");
     return;
-  case IR_STMT_COPY: case IR_STMT_FILL: case IR_STMT_GEMM: case IR_STMT_REDUCE:
+  case IR_STMT_COPY: case IR_STMT_FILL: case IR_STMT_GEMM: case IR_STMT_REDUCE: case IR_STMT_ATOMIC_ADD:
     fail(E, s->loc, "'%s' was not lowered (lower-tile-ops must run before the C backend)",
          ir_stmt_kind_name(s->kind));
     return;
@@ -697,8 +713,9 @@ static void emit_kernel(Emitter *E, const IrKernel *k) {
     fail(E, k->loc, "kernel '%s' has %d grid dimensions", k->name, k->ngrid);
     return;
   }
-  sb_printf(o, "\n/* kernel %s */\nvoid tilec_%s(void **tc_args, const int64_t *tc_dyn) {\n",
-            k->name, k->name);
+  sb_printf(o, "\n/* kernel %s */\n", k->name);
+  ir_print_kernel_config(o, "//", k); /* which target_sm-dependent defaults were chosen */
+  sb_printf(o, "void tilec_%s(void **tc_args, const int64_t *tc_dyn) {\n", k->name);
   sb_puts(o, "  (void)tc_args;\n  (void)tc_dyn;\n");
 
   /* Symbols: dynamic ones from tc_dyn, bound ones as constants. */

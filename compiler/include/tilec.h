@@ -8,7 +8,8 @@
  * C backend (--emit=c): for each kernel K the output defines
  *     void tilec_K(void **args, const int64_t *dyn);
  * args[i] is the i-th parameter: for a tensor, a pointer to its first element
- * (compact row-major); for a scalar, a pointer to a value of its dtype (float
+ * (compact row-major, or with the strides its `strides (...)` clause names,
+ * whose dynamic symbols are in dyn[] like shape symbols); for a scalar, a pointer to a value of its dtype (float
  * for f32, double for f64, int32_t for i32, int64_t for i64, unsigned char for
  * bool). dyn[j] is the value of the j-th dynamic symbol (TilecKernelInfo).
  * The function runs the whole grid. f16/bf16 elements are uint16_t bit
@@ -74,6 +75,12 @@ typedef struct TilecParamInfo {
   TilecDType dtype;
   int rank;                       /* 0 for scalars */
   TilecDim dims[TILEC_MAX_RANK];
+  /* Declared with `strides (...)`: the element stride of each dim, a
+   * constant or a dynamic symbol the launcher reads from the DLTensor's
+   * strides (the last is the constant 1). Otherwise the tensor must be
+   * compact row-major. */
+  bool has_strides;
+  TilecDim strides[TILEC_MAX_RANK];
 } TilecParamInfo;
 
 /* A TMA tensor map the CUDA kernel takes (sm_90a, pass lower-tma): the

@@ -52,8 +52,8 @@ static void check_gemm_dtypes(IrStmt *s, void *ctx) {
     if (g->opts->target == TILEC_TARGET_SM90A && s->u.gemm.wgmma) return;
     if (g->opts->target == TILEC_TARGET_SM90A)
       diag_error(g->diag, s->loc, "gemm: operand '%s' is %s; FP8 gemm on sm_90a runs only as wgmma, whose "
-                 "descriptors need each tile's rows swizzled as 32, 64 or 128 bytes or 128-byte panels "
-                 "(swizzle-layout could not): use a block_K of 32, 64, 128 or a multiple of 128",
+                 "descriptors need each tile's rows swizzled as 32, 64 or 128 bytes or as panels of them "
+                 "(swizzle-layout could not): use a block_K that is a multiple of 32",
                  b->name, dtype_name(b->dtype));
     else
       diag_error(g->diag, s->loc, "gemm: operand '%s' is %s; sm_80 has no FP8 tensor cores (FP8 gemm needs "

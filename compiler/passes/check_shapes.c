@@ -73,14 +73,16 @@ static bool buffer_shape(const IrBuffer *b, Shape *out) {
   return true;
 }
 
+/* copy and atomic_add: the two tiles agree (unit dimensions aside). */
 static void check_copy(const IrStmt *s, Diag *diag) {
   Shape a, b;
   char sa[96], sb[96];
-  if (!tile_shape(&s->u.copy.src, "copy", s->loc, diag, &a) || !tile_shape(&s->u.copy.dst, "copy", s->loc, diag, &b))
+  const char *op = ir_stmt_kind_name(s->kind);
+  if (!tile_shape(&s->u.copy.src, op, s->loc, diag, &a) || !tile_shape(&s->u.copy.dst, op, s->loc, diag, &b))
     return;
   Shape ua = drop_units(&a), ub = drop_units(&b);
   if (!shape_eq(&ua, &ub))
-    diag_error(diag, s->loc, "copy: shapes differ: '%s' tile is %s but '%s' tile is %s", s->u.copy.src.buf->name,
+    diag_error(diag, s->loc, "%s: shapes differ: '%s' tile is %s but '%s' tile is %s", op, s->u.copy.src.buf->name,
                shape_str(sa, sizeof sa, &a), s->u.copy.dst.buf->name, shape_str(sb, sizeof sb, &b));
 }
 
@@ -183,6 +185,7 @@ static void check_stmt(IrStmt *s, void *ctx) {
     break;
   }
   case IR_STMT_COPY:
+  case IR_STMT_ATOMIC_ADD:
     check_copy(s, c->diag);
     break;
   case IR_STMT_FILL: {

@@ -73,6 +73,7 @@ static void walk(Ranges *r, IrStmt *s) {
     walk(r, s->u.if_.else_);
     return;
   case IR_STMT_COPY:
+  case IR_STMT_ATOMIC_ADD:
     guard_region(r, &s->u.copy.src);
     guard_region(r, &s->u.copy.dst);
     return;

@@ -23,9 +23,11 @@
  *    the wrong warp split or K, ...) is an error that names the reason;
  *  - first, a gemm the GPU templates cannot read as written is given
  *    shared operands through staging statements inserted before it (and
- *    visible in this pass's dump): a transpose_A operand is transposed into
- *    a shared [M, K] tile (tc_at_*) by a parallel loop, a B operand in a
- *    fragment is copied into a shared tile (tc_b_*).
+ *    visible in this pass's dump): a transpose_A operand in a fragment is
+ *    copied into a shared [K, M] tile (tc_a_*), a B operand in a fragment
+ *    into a shared tile (tc_b_*). A shared transpose_A operand stays as it
+ *    is: the templates read the [K, M] tile transposed (ldmatrix .trans;
+ *    wgmma's transpose bit for A, M-major).
  * Constraints are propagated to a fixpoint, so statement order does not
  * matter. A thread count that is not a multiple of 32 is rounded up to
  * one (whole warps; the dumps show the count the kernel launches with). */
@@ -111,9 +113,9 @@ static IrLayout col_vector_of(const IrLayout *l) {
 }
 
 /* A contiguous operand extent wgmma can read: rows of 32, 64 or 128 bytes,
- * or 64-column panels (swizzle-layout stores wider rows that way). A power
- * of two, as swizzle-layout's swizzle needs; anything else stays mma.sync. */
-static bool wgmma_row_ok(int cols) { return cols >= 16 && (cols & (cols - 1)) == 0; }
+ * or panels of 64, 32 or 16 columns (swizzle-layout stores other widths
+ * that way: dim 96 as three 32-column panels). Any multiple of 16. */
+static bool wgmma_row_ok(int cols) { return cols >= 16 && cols % 16 == 0; }
 
 /* Why an FP8 gemm cannot be wgmma's FP8 form (m64nNk32 .e4m3/.e5m2, the
  * only FP8 tensor-core instruction tilec drives), or NULL when it can. FP8
@@ -128,16 +130,19 @@ static const char *fp8_wgmma_unfit(const Infer *in, const IrStmt *s, int M, int 
   if (!s->u.gemm.trans_b)
     return "FP8 wgmma reads B K-major only (no transpose bit for 8-bit types): store B as an [N, K] tile "
            "(B^T row-major, as torch._scaled_mm takes it) and write gemm(A, B, C, transpose_B = true)";
+  if (s->u.gemm.trans_a)
+    return "FP8 wgmma reads A K-major only (no transpose bit for 8-bit types): store A as an [M, K] tile and "
+           "drop transpose_A";
   if (s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL)
     return "policy = full_col splits the columns over warps; wgmma needs full_row or square";
   if (in->warps % 4 || M != 16 * in->warps)
     return "wgmma needs the accumulator's rows M = 16 * warps with warps a multiple of 4 (e.g. block_M 128 "
            "with threads 256, or block_M 64 with threads 128)";
-  if (N != 16 && N != 32 && N != 64 && N != 128 && N != 256) return "the accumulator's N must be 16, 32, 64, 128 or 256";
+  if (N % 16 || N > 256) return "the accumulator's N must be a multiple of 16 up to 256";
   int K = dim_of(a, 1);
-  if (K < 32 || (K & (K - 1)))
-    return "K (the tiles' row length) must be 32, 64, 128 or a larger power of two (rows of 32, 64, 128 bytes, or "
-           "128-byte panels)";
+  if (K % 32)
+    return "K (the tiles' row length) must be a multiple of 32 (wgmma steps K by 32; rows of 32, 64, 128 bytes, "
+           "or panels of the widest of them that divides the row)";
   for (int i = 0; i < in->nno_wgmma; i++)
     if (in->no_wgmma[i] == s) return "an operand is staged through shared memory inside a pipelined loop";
   return NULL;
@@ -150,7 +155,7 @@ static const char *fp8_wgmma_unfit(const Infer *in, const IrStmt *s, int M, int 
  * FP8 tiles: when fp8_wgmma_unfit finds nothing against it. */
 static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
   const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
-  if (!in->sm90a || s->u.gemm.trans_a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
+  if (!in->sm90a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
   if (dtype_is_fp8(a->dtype) || dtype_is_fp8(b->dtype)) return fp8_wgmma_unfit(in, s, M, N) == NULL;
   for (int i = 0; i < in->nno_wgmma; i++)
     if (in->no_wgmma[i] == s) return false;
@@ -159,10 +164,11 @@ static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
       (a->dtype != DTYPE_F16 && a->dtype != DTYPE_BF16) || a->rank != 2 || b->rank != 2)
     return false;
   if (in->warps % 4 || M != 16 * in->warps) return false;
-  if (N != 16 && N != 32 && N != 64 && N != 128 && N != 256) return false;
-  int K = dim_of(a, 1);
+  if (N % 16 || N > 256) return false; /* m64nNk16 with N = 16, 32, ... 256 */
+  /* transpose_A: A is the [K, M] tile, read M-major (wgmma's transpose bit). */
+  int K = dim_of(a, s->u.gemm.trans_a ? 0 : 1);
   if (K % 16) return false;
-  return (a_regs || wgmma_row_ok(K)) && wgmma_row_ok(s->u.gemm.trans_b ? K : N);
+  return (a_regs || wgmma_row_ok(s->u.gemm.trans_a ? M : K)) && wgmma_row_ok(s->u.gemm.trans_b ? K : N);
 }
 
 /* ---- staging of gemm operands the templates cannot read --------------------- */
@@ -204,29 +210,6 @@ static void insert_before(IrModule *m, IrStmt *seq, int *at, IrStmt *item) {
   (*at)++;
 }
 
-/* for i, j in parallel(M, K) dst[i, j] = src[.. j .., .. i ..] (src a 2-D
- * tile [K, M] of a shared buffer). */
-static IrStmt *transpose_loop(Infer *in, IrBuffer *dst, const IrRegion *src, const int dims[2], int M, int K,
-                              SrcLoc loc) {
-  IrModule *m = in->m;
-  IrVar *vi = ir_var_new(m, arena_printf(m->arena, "tc_i%d", m->next_id++), IR_VAR_LOOP, DTYPE_I64, loc);
-  IrVar *vj = ir_var_new(m, arena_printf(m->arena, "tc_j%d", m->next_id++), IR_VAR_LOOP, DTYPE_I64, loc);
-  IrExpr *sidx[IR_MAX_RANK];
-  for (int d = 0; d < src->rank; d++) {
-    IrVar *v = d == dims[0] ? vj : d == dims[1] ? vi : NULL;
-    sidx[d] = v ? ir_binary(m, IR_OP_ADD, ir_expr_clone(m, src->start[d]), ir_var_ref(m, v, loc), loc)
-                : ir_expr_clone(m, src->start[d]);
-  }
-  IrExpr *didx[2] = {ir_var_ref(m, vi, loc), ir_var_ref(m, vj, loc)};
-  IrStmt *store = ir_store_new(m, dst, didx, ir_load(m, src->buf, sidx, loc), loc);
-  IrStmt *inner_body = ir_seq_new(m, loc);
-  ir_seq_push(m, inner_body, store);
-  IrStmt *inner = ir_for_new(m, IR_FOR_PARALLEL, vj, ir_int(m, K, loc), inner_body, loc);
-  IrStmt *outer_body = ir_seq_new(m, loc);
-  ir_seq_push(m, outer_body, inner);
-  return ir_for_new(m, IR_FOR_PARALLEL, vi, ir_int(m, M, loc), outer_body, loc);
-}
-
 static IrStmt *copy_stmt(IrModule *m, IrRegion src, IrRegion dst, SrcLoc loc) {
   IrStmt *c = ir_stmt_new(m, IR_STMT_COPY, loc);
   c->u.copy.src = src;
@@ -240,21 +223,18 @@ static void stage_gemm(Infer *in, IrStmt *seq, int *at, bool overlapped) {
   IrModule *m = in->m;
   IrRegion *a = &s->u.gemm.a, *b = &s->u.gemm.b;
   int dims[2], ext[2];
-  if (s->u.gemm.trans_a && (a->buf->scope == IR_SCOPE_SHARED || a->buf->scope == IR_SCOPE_FRAGMENT) &&
-      region_tile(a, dims, ext)) {
-    int K = ext[0], M = ext[1];
-    IrRegion src = *a;
-    if (a->buf->scope == IR_SCOPE_FRAGMENT) {
-      /* Registers are read in their own layout only: through shared first. */
-      IrBuffer *sh = stage_buffer(in, seq, at, "tc_a", a->buf->dtype, K, M, s->loc);
-      src = ir_region_whole(m, sh, s->loc);
-      insert_before(m, seq, at, copy_stmt(m, *a, src, s->loc));
-      dims[0] = 0, dims[1] = 1;
-    }
-    IrBuffer *at_buf = stage_buffer(in, seq, at, "tc_at", a->buf->dtype, M, K, s->loc);
-    insert_before(m, seq, at, transpose_loop(in, at_buf, &src, dims, M, K, s->loc));
-    *a = ir_region_whole(m, at_buf, s->loc);
-    s->u.gemm.trans_a = false;
+  if (s->u.gemm.trans_a && a->buf->scope == IR_SCOPE_FRAGMENT && region_tile(a, dims, ext)) {
+    /* Registers are read in their own layout only: through shared first,
+     * as the [K, M] tile the templates read transposed (ldmatrix .trans,
+     * wgmma's transpose bit for A). */
+    IrBuffer *sh = stage_buffer(in, seq, at, "tc_a", a->buf->dtype, ext[0], ext[1], s->loc);
+    IrRegion dst = ir_region_whole(m, sh, s->loc);
+    insert_before(m, seq, at, copy_stmt(m, *a, dst, s->loc));
+    *a = dst;
+  } else if (s->u.gemm.trans_a && a->buf->scope == IR_SCOPE_SHARED && !region_tile(a, dims, ext)) {
+    diag_error(in->diag, s->loc, "gemm: transpose_A needs a 2-D tile of constant extents as A on the GPU");
+    in->failed = true;
+    return;
   }
   if (b->buf->scope == IR_SCOPE_FRAGMENT && region_tile(b, dims, ext)) {
     IrBuffer *sh = stage_buffer(in, seq, at, "tc_b", b->buf->dtype, ext[0], ext[1], s->loc);
@@ -303,8 +283,10 @@ static void gemm_constraints(Infer *in, IrStmt *s) {
     in->failed = true;
     return;
   }
-  if (s->u.gemm.trans_a) {
-    diag_error(in->diag, s->loc, "gemm: transpose_A is not supported by the GPU backend yet");
+  if (s->u.gemm.trans_a && a->scope != IR_SCOPE_SHARED) {
+    /* stage_gemm moved a fragment A of constant 2-D extents to shared. */
+    diag_error(in->diag, s->loc, "gemm: a transpose_A operand '%s' must be a shared tile (or a 2-D fragment) on the GPU",
+               a->name);
     in->failed = true;
     return;
   }
@@ -336,7 +318,7 @@ static void gemm_constraints(Infer *in, IrStmt *s) {
     /* sm_90a's only FP8 tensor-core path is wgmma: say what keeps this one off it. */
     const char *why = fp8_wgmma_unfit(in, s, M, N);
     diag_error(in->diag, s->loc, "gemm: FP8 gemm on sm_90a runs only as wgmma (m64nNk32 .e4m3/.e5m2), and this one "
-               "cannot: %s", why ? why : "transpose_A is not supported");
+               "cannot: %s", why ? why : "no wgmma form fits it");
     in->failed = true;
     return;
   }

@@ -60,6 +60,9 @@ static void access_of(IrStmt *s, void *ctx) {
       set_add(&a->writes, s->u.copy.dst.buf);
     }
     break;
+  case IR_STMT_ATOMIC_ADD: /* writes global memory only */
+    set_add(&a->reads, s->u.copy.src.buf);
+    break;
   case IR_STMT_FILL: set_add(&a->writes, s->u.fill.dst.buf); break;
   case IR_STMT_GEMM:
     set_add(&a->reads, s->u.gemm.a.buf);

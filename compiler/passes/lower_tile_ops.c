@@ -2,12 +2,14 @@
  *
  * Needs: check-shapes (constant, agreeing tile shapes) and guard-bounds
  * (guard flags on global slices).
- * Guarantees: no COPY, FILL, GEMM or REDUCE remains. Each becomes a nest of
+ * Guarantees: no COPY, FILL, GEMM, REDUCE or ATOMIC_ADD remains. Each becomes a nest of
  * parallel loops over its tile (serial loops for the reduced/contracted
  * dimension) around scalar loads and stores:
  *   copy   dst[d] = src[s]        (zero when a guarded source index is out of
  *                                  range; skipped when a guarded destination is)
  *   fill   dst[d] = value
+ *   atomic_add dst[d] = dst[d] + src[s]   (skipped where a guarded index of
+ *                                  either side is out of range)
  *   gemm   C[i, j] = C[i, j] + A[i, k] * B[k, j]   (k serial, in C's dtype)
  *   reduce dst[i] = op(dst[i], src[i, r])           (r serial; identity first
  *                                                    when clear)
@@ -94,6 +96,28 @@ static IrStmt *seq_of(IrModule *m, IrStmt *s, SrcLoc loc) {
   IrStmt *seq = ir_seq_new(m, loc);
   ir_seq_push(m, seq, s);
   return seq;
+}
+
+/* dst[d] = dst[d] + src[s], skipped where a guarded index of either side is
+ * out of range. The C backend runs one block at a time, so a plain
+ * read-modify-write is the atomic add. */
+static IrStmt *lower_atomic_add(Lower *l, IrStmt *s) {
+  IrModule *m = l->m;
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  TileLoops t;
+  tile_loops(l, dst, s->loc, &t);
+  IrExpr *si[IR_MAX_RANK], *di[IR_MAX_RANK], *old[IR_MAX_RANK];
+  region_indices(m, src, t.var, si);
+  region_indices(m, dst, t.var, di);
+  for (int d = 0; d < dst->rank; d++) old[d] = ir_expr_clone(m, di[d]);
+  DType dt = dst->buf->dtype;
+  IrExpr *sum = ir_binary(m, IR_OP_ADD, ir_load(m, dst->buf, old, s->loc),
+                          convert(m, ir_load(m, src->buf, si, s->loc), dt), s->loc);
+  IrStmt *body = ir_store_new(m, dst->buf, di, sum, s->loc);
+  IrExpr *ok = guard_cond(m, dst, di), *src_ok = guard_cond(m, src, si);
+  if (src_ok) ok = ok ? ir_binary(m, IR_OP_AND, ok, src_ok, s->loc) : src_ok;
+  if (ok) body = ir_if_new(m, ok, seq_of(m, body, s->loc), NULL, s->loc);
+  return wrap_loops(l, &t, 0, body, IR_FOR_PARALLEL, s->loc);
 }
 
 static IrStmt *lower_copy(Lower *l, IrStmt *s) {
@@ -259,6 +283,8 @@ static IrStmt *lower_stmt(Lower *l, IrStmt *s) {
     return s;
   case IR_STMT_COPY:
     return lower_copy(l, s);
+  case IR_STMT_ATOMIC_ADD:
+    return lower_atomic_add(l, s);
   case IR_STMT_FILL:
     return lower_fill(l, s);
   case IR_STMT_GEMM:

@@ -27,11 +27,16 @@
  *     allocated right after B; the CUDA backend initialises it there).
  * A box is: global source of rank <= 5 in 16-bit or 8-bit (FP8) elements
  * whose innermost dimension is the tile's columns and a constant whose
- * bytes are a multiple of 16 (then every row stride is too); at most one other non-index
- * dimension (the rows); extents <= 256; destination a whole shared tile of
- * the same dtype laid out as TMA writes it: row-major rows of a multiple of
- * 16 bytes, or swizzled rows of exactly 32/64/128 bytes, or panels of
- * 128-byte swizzled rows (64 or 128 columns; one box per panel). Pipelines inside another
+ * bytes are a multiple of 16 (then every compact row stride is too; of
+ * declared strides, every constant one must be a multiple of 16 bytes and a
+ * dynamic one is checked by the runtime when it encodes the map); at most
+ * one other non-index dimension (the rows); extents <= 256; destination a
+ * whole shared tile of the same dtype laid out as TMA writes it: row-major
+ * rows of a multiple of 16 bytes, or swizzled rows of exactly 32/64/128
+ * bytes, or panels of 128, 64 or 32 bytes (64, 32 or 16 columns of a 16-bit
+ * type, 128, 64 or 32 of FP8; swizzled rows, one box per panel; a multiple
+ * of 8 rows, so every panel starts where its swizzle pattern does).
+ * Pipelines inside another
  * loop keep cp.async: the parity formula counts fills from the start of the
  * kernel. */
 #include <string.h>
@@ -52,6 +57,13 @@ static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
   int64_t inner_size = 0;
   if (src->is_index[inner] || !ir_expr_is_int_const(g->shape[inner], &inner_size) || inner_size * es % 16 != 0)
     return false;
+  /* Declared strides: a constant one that is not a multiple of 16 bytes
+   * keeps the copy on cp.async; a dynamic one is checked at launch
+   * (runtime/rt_tma.c refuses such a tensor with a message saying so). */
+  for (int d = 0; g->strides && d < inner; d++) {
+    int64_t st = 0;
+    if (ir_expr_is_int_const(g->strides[d], &st) && st * es % 16 != 0) return false;
+  }
   memset(map, 0, sizeof *map);
   map->param = g->param_index;
   int ranges = 0;
@@ -80,9 +92,13 @@ static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
   } else if (l->kind == IR_LAYOUT_SWIZZLED) {
     if (!k->wgmma) return false; /* the hardware swizzle needs 1024-byte aligned tiles */
     if (l->panel_cols) {
-      if (l->panel_cols * es != 128 || cols % l->panel_cols != 0) return false;
+      const int pb = l->panel_cols * es; /* a panel's row bytes = its swizzle span */
+      int64_t rows = 1;
+      for (int d = 0; d < inner; d++)
+        if (!src->is_index[d]) rows = map->box[d];
+      if ((pb != 32 && pb != 64 && pb != 128) || cols % l->panel_cols != 0 || rows % 8 != 0) return false;
       map->box[inner] = l->panel_cols;
-      map->swizzle_bytes = 128;
+      map->swizzle_bytes = pb;
     } else {
       if (row_bytes != l->swizzle_bytes || (row_bytes != 32 && row_bytes != 64 && row_bytes != 128)) return false;
       map->swizzle_bytes = row_bytes;

@@ -62,6 +62,7 @@ void pass_rewrite_kernel(IrModule *m, IrKernel *k, IrExprRewriter fn, void *ctx)
     IrBuffer *b = k->params[i].buffer;
     if (!b) continue;
     for (int d = 0; d < b->rank; d++) b->shape[d] = fn(m, b->shape[d], ctx);
+    for (int d = 0; b->strides && d < b->rank; d++) b->strides[d] = fn(m, b->strides[d], ctx);
   }
   for (int g = 0; g < IR_MAX_GRID; g++)
     if (k->grid[g]) k->grid[g] = fn(m, k->grid[g], ctx);

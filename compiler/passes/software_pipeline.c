@@ -202,7 +202,8 @@ static void stage_stmt(IrStmt *s, void *ctx) {
       s->u.store.nidx++;
     }
     break;
-  case IR_STMT_COPY: region_add_stage(st, &s->u.copy.src), region_add_stage(st, &s->u.copy.dst); break;
+  case IR_STMT_COPY:
+  case IR_STMT_ATOMIC_ADD: region_add_stage(st, &s->u.copy.src), region_add_stage(st, &s->u.copy.dst); break;
   case IR_STMT_FILL: region_add_stage(st, &s->u.fill.dst); break;
   case IR_STMT_GEMM:
     region_add_stage(st, &s->u.gemm.a), region_add_stage(st, &s->u.gemm.b), region_add_stage(st, &s->u.gemm.c);
@@ -243,7 +244,7 @@ static IrStmt *marker(IrModule *m, IrStmtKind kind, SrcLoc loc) { return ir_stmt
 /* Waits for the wgmmas an in-flight gemm left running on acc. */
 static IrStmt *wgmma_wait(IrModule *m, IrBuffer *acc, SrcLoc loc) {
   IrStmt *w = ir_stmt_new(m, IR_STMT_WGMMA_WAIT, loc);
-  w->u.wgmma_acc = acc;
+  w->u.wgmma_wait.acc = acc;
   return w;
 }
 

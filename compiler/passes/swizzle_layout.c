@@ -11,11 +11,15 @@
  * consumed. The swizzle itself (tc_swizzle_offset in the device header)
  * permutes the 16-byte chunks of each row so the 8 rows one ldmatrix reads
  * land in 8 different bank groups. On sm_90a the operands of a wgmma gemm
- * (infer-layout's gemm.wgmma) with rows over 128 bytes are stored as
- * panels of 128-byte rows instead (panel_cols = 64 for 16-bit, 128 for FP8), and every shared buffer of
- * such a kernel gets smem_align = 1024; a gemm whose operands cannot be laid
- * out for wgmma loses its wgmma mark (the MMA_C split it got still works
- * for mma.sync). */
+ * (infer-layout's gemm.wgmma) whose rows are not one of wgmma's swizzled
+ * rows (32, 64 or 128 bytes) are stored as panels instead: panels of the
+ * widest of 128, 64, 32 bytes that divides the row (swizzle_bytes = that
+ * width; panel_cols = 64, 32 or 16 for 16-bit elements, 128, 64 or 32 for
+ * FP8; dim 96 = three 32-column panels), as tc_panel_cols in the device
+ * header. Every shared buffer of such a kernel gets smem_align = 1024; a
+ * gemm whose operands cannot be laid out for wgmma loses its wgmma mark
+ * (the MMA_C split it got still works for mma.sync; an FP8 gemm then fails
+ * check-resources, having no other form), and so on until no gemm changes. */
 #include "passes.h"
 
 /* 16-bit elements, or 8-bit ones (FP8 codes): the swizzle moves 16-byte
@@ -50,15 +54,25 @@ static void swizzle(IrBuffer *b) {
   b->layout.swizzle_bytes = bytes;
 }
 
-/* A wgmma operand: swizzled rows up to 128 bytes are already what wgmma's
- * 32/64/128-byte swizzle modes read; wider rows become panels of 128-byte
- * rows (64 columns of 16-bit elements, 128 of FP8). */
+/* Rows wgmma's 32/64/128-byte swizzle modes read as they are. */
+static bool wgmma_rows(const IrLayout *l) {
+  return l->kind == IR_LAYOUT_SWIZZLED &&
+         (l->panel_cols || l->swizzle_bytes == 32 || l->swizzle_bytes == 64 || l->swizzle_bytes == 128);
+}
+
+/* A wgmma operand: swizzled rows of 32, 64 or 128 bytes are already what
+ * wgmma's swizzle modes read; other rows of a multiple of 32 bytes become
+ * panels of the widest of 128, 64, 32 bytes that divides them (64, 32, 16
+ * columns of a 16-bit type; 128, 64, 32 of FP8). */
 static void swizzle_for_wgmma(IrBuffer *b) {
   swizzle(b);
-  if (b->layout.kind == IR_LAYOUT_SWIZZLED && b->layout.swizzle_bytes > 128) {
-    b->layout.swizzle_bytes = 128;
-    b->layout.panel_cols = 128 / dtype_size(b->dtype);
-  }
+  IrLayout *l = &b->layout;
+  if (l->kind != IR_LAYOUT_SWIZZLED || wgmma_rows(l)) return;
+  int bytes = l->swizzle_bytes; /* the row's bytes */
+  if (bytes % 32) return;       /* drop_wgmma_on_plain_rows takes the gemm back */
+  int panel_bytes = bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : 32;
+  l->panel_cols = panel_bytes / dtype_size(b->dtype);
+  l->swizzle_bytes = panel_bytes;
 }
 
 typedef struct Ctx {
@@ -67,6 +81,7 @@ typedef struct Ctx {
   bool ok;
   bool has_wgmma;  /* the kernel being visited asks for wgmma */
   bool kept_wgmma; /* ... and some gemm still runs as wgmma after layouts */
+  bool dropped;    /* drop_wgmma_on_plain_rows took a gemm off wgmma */
 } Ctx;
 
 /* The ldmatrix gemm cannot read panels: a tile shared by a wgmma gemm and
@@ -89,9 +104,8 @@ static void drop_wgmma_on_plain_rows(IrStmt *s, void *vctx) {
   if (s->kind != IR_STMT_GEMM || !s->u.gemm.wgmma) return;
   const IrLayout *la = &s->u.gemm.a.buf->layout, *lb = &s->u.gemm.b.buf->layout;
   bool a_regs = s->u.gemm.a.buf->scope == IR_SCOPE_FRAGMENT;
-  if ((!a_regs && (la->kind != IR_LAYOUT_SWIZZLED || (la->swizzle_bytes > 128 && !la->panel_cols))) ||
-      lb->kind != IR_LAYOUT_SWIZZLED || (lb->swizzle_bytes > 128 && !lb->panel_cols))
-    s->u.gemm.wgmma = false;
+  if ((!a_regs && !wgmma_rows(la)) || !wgmma_rows(lb))
+    s->u.gemm.wgmma = false, c->dropped = true;
   else
     c->kept_wgmma = true;
 }
@@ -153,7 +167,13 @@ bool pass_swizzle_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
     IrStmt *body = m->kernels[i]->body;
     c.has_wgmma = c.kept_wgmma = false;
     pass_visit_stmts(body, visit, &c);
-    if (c.has_wgmma) {
+    /* A gemm taken off wgmma becomes an mma.sync one whose other operand
+     * may still be in panels for a third gemm: repeat until nothing moves
+     * (the backward's dQ = dS K on mma.sync unpanels K, so K Q^T falls back,
+     * which unpanels Q, ...). */
+    c.dropped = c.has_wgmma;
+    while (c.dropped) {
+      c.dropped = c.kept_wgmma = false;
       pass_visit_stmts(body, unpanel_mma_sync_operands, &c);
       pass_visit_stmts(body, drop_wgmma_on_plain_rows, &c);
     }

@@ -48,7 +48,7 @@ from . import _ffi
 __all__ = [
     "Context", "Module", "Kernel", "KernelInfo", "ParamInfo", "BoundLaunch",
     "TilecError", "version", "library_path", "STATUS_NAMES",
-    "autotune", "AutotuneResult", "AutotuneError",
+    "autotune", "AutotuneResult", "AutotuneError", "gemm", "splitk",
 ]
 
 STATUS_NAMES = _ffi.STATUS_NAMES
@@ -109,14 +109,19 @@ class ParamInfo:
     name, is_tensor, dtype ("f16", "f32", ...), rank (0 for scalars),
     dims: a tuple with, per dim, an int (a constant) or a str (the name of a
     dynamic symbol, bound by the tensors at launch); dim_names: per dim, the
-    constant's name when it was written as one (e.g. "dim"), else None.
+    constant's name when it was written as one (e.g. "dim"), else None;
+    strides: None for a tensor that must be compact row-major, or, for one
+    declared with strides (...), a tuple like dims (element strides, the
+    last 1): such a parameter takes views (a transpose, a slice) as they
+    are, without a copy.
     """
 
-    __slots__ = ("name", "is_tensor", "dtype", "rank", "dims", "dim_names")
+    __slots__ = ("name", "is_tensor", "dtype", "rank", "dims", "dim_names", "strides")
 
-    def __init__(self, name, is_tensor, dtype, rank, dims, dim_names):
+    def __init__(self, name, is_tensor, dtype, rank, dims, dim_names, strides=None):
         self.name, self.is_tensor, self.dtype = name, is_tensor, dtype
         self.rank, self.dims, self.dim_names = rank, dims, dim_names
+        self.strides = strides
 
     @property
     def type_str(self):
@@ -147,7 +152,7 @@ class KernelInfo:
         for i in range(raw.nparams):
             p = raw.params[i]
             dtype = _ffi.DTYPE_NAMES[p.dtype] if 0 <= p.dtype < len(_ffi.DTYPE_NAMES) else "?%d" % p.dtype
-            dims, names = [], []
+            dims, names, strides = [], [], []
             for d in range(p.rank if p.is_tensor else 0):
                 dim = p.dims[d]
                 if dim.is_dynamic:
@@ -156,8 +161,11 @@ class KernelInfo:
                 else:
                     dims.append(int(dim.value))
                     names.append(_s(dim.name))
+                st = p.strides[d]
+                strides.append(self.dynamic_symbols[st.symbol] if st.is_dynamic else int(st.value))
             params.append(ParamInfo(_s(p.name), bool(p.is_tensor), dtype, int(p.rank),
-                                    tuple(dims), tuple(names)))
+                                    tuple(dims), tuple(names),
+                                    tuple(strides) if p.is_tensor and p.has_strides else None))
         self.params = tuple(params)
         self.threads = int(raw.threads)
         self.shared_bytes = int(raw.shared_bytes)
@@ -446,8 +454,9 @@ class Kernel:
 
         kernel(q, k, v, out, 0.18, stream=None)
 
-    tensors: objects with __dlpack__ (compact row-major, on the context's
-    device); scalars: Python ints and floats (an int also passes for a float
+    tensors: objects with __dlpack__ (compact row-major; for a parameter
+    declared with strides (...), any view whose last dim is contiguous; on
+    the context's device); scalars: Python ints and floats (an int also passes for a float
     parameter). stream: the CUDA stream to launch on (None: the default
     stream, and the call waits for the kernel; an int CUstream, a
     torch.cuda.Stream or a CuPy stream: asynchronous); ignored on the CPU,
@@ -500,3 +509,6 @@ class BoundLaunch:
 
 # Last: autotune.py imports TilecError and version from this module.
 from .autotune import autotune, AutotuneResult, AutotuneError  # noqa: E402
+# C = A @ B choosing gemm.tile or split-K (gemm_splitk.tile) from the shape.
+from . import splitk  # noqa: E402
+from .splitk import gemm  # noqa: E402

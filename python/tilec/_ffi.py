@@ -78,6 +78,8 @@ class TilecParamInfo(ctypes.Structure):
         ("dtype", ctypes.c_int),
         ("rank", ctypes.c_int),
         ("dims", TilecDim * TILEC_MAX_RANK),
+        ("has_strides", ctypes.c_bool),
+        ("strides", TilecDim * TILEC_MAX_RANK),
     ]
 
 

@@ -18,7 +18,9 @@ function is registered as a torch.library custom operator
 `torch.ops.tilec.<kernel>_<hash>` with
 
   - a real implementation for CPU and CUDA tensors: the inputs made
-    contiguous, fresh outputs from torch's allocator, and one launch through
+    contiguous (except, for a parameter declared with strides (...), a
+    view the kernel takes as it is: last dim contiguous, other strides
+    positive), fresh outputs from torch's allocator, and one launch through
     libtilert on torch's current CUDA stream (asynchronous, nothing
     synchronizes; the default stream is passed as CU_STREAM_LEGACY), so it
     can be captured in a CUDA graph;
@@ -37,7 +39,8 @@ ready-made entry point for examples/flash_attention.tile, with SDPA's
 conventions: scale=None means 1/sqrt(head_dim), and `scale` is the factor on
 QK^T itself (the kernel wants log2(e) folded in, since it uses exp2; that is
 done here). layout="bhsd" takes and returns (batch, heads, seq, dim) tensors,
-SDPA's layout (they are transposed, and copied, for the kernel).
+SDPA's layout (transposed views: the flagship declares strides (...), so no
+copy is made; neither for a packed-QKV slice).
 """
 
 import hashlib
@@ -287,7 +290,8 @@ class TorchKernel:
         dtype = _device_type(device)
         k = self._kernel_for(dtype)
         # detach: DLPack refuses tensors that require grad (the op is forward-only).
-        args = [a.detach().contiguous() if isinstance(a, torch.Tensor) else a for a in args]
+        args = [_for_param(a.detach(), self.info.params[i].strides is not None)
+                if isinstance(a, torch.Tensor) else a for a, i in zip(args, self.in_idx)]
         outs = [torch.empty(s, dtype=dt, device=device) for s, dt in self._out_shapes(args)]
         full = [None] * len(self.info.params)
         for a, i in zip(args, self.in_idx):
@@ -365,6 +369,23 @@ def _fa_check(q, k, v):
         raise ValueError("tilec.torch.flash_attention: q, k, v are on different devices")
 
 
+def _view_ok(t):
+    """Whether a kernel parameter declared with strides (...) takes t as it
+    is: last dim contiguous, every other stride positive (the runtime's
+    rules; an overlapping as_strided view would still be refused there)."""
+    if t.dim() == 0:
+        return True
+    if t.shape[-1] > 1 and t.stride(-1) != 1:
+        return False
+    return all(st > 0 for n, st in zip(t.shape, t.stride()) if n > 1)
+
+
+def _for_param(t, strided):
+    """t as the runtime should see it: itself when the parameter takes
+    views and t is one it accepts, else a contiguous copy."""
+    return t if strided and _view_ok(t) else t.contiguous()
+
+
 def _fa_fake(q, k, v, causal, scale):
     _fa_check(q, k, v)
     return torch.empty_like(q, memory_format=torch.contiguous_format)
@@ -384,8 +405,8 @@ def _fa_real(q, k, v, causal, scale):
                 mod = context(dev).load(_flash_attention_source(),
                                         defines={"dtype": dt, "dim": dim, "is_causal": bool(causal)})
                 kern = _fa_kernels[key] = mod.kernel("flash_attention")
-    q, k, v = (t.detach().contiguous() for t in (q, k, v))
-    out = torch.empty_like(q)
+    q, k, v = (_for_param(t.detach(), True) for t in (q, k, v))
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     kern(q, k, v, out, float(scale) * LOG2E, stream=_stream_for(dev))
     return out
 
@@ -402,8 +423,8 @@ def flash_attention(q, k, v, causal=False, scale=None, layout="bshd"):
     q, k, v:  float16 or bfloat16, one shape, on the CPU or CUDA device 0.
               layout="bshd" (default, the kernel's own): (batch, seq, heads,
               dim), and the result is too; layout="bhsd": SDPA's (batch,
-              heads, seq, dim), in and out (transposed, and copied, for the
-              kernel).
+              heads, seq, dim), in and out (passed as transposed views,
+              without a copy; the result is a transposed view too).
     causal:   query i sees keys j <= i (as SDPA's is_causal=True).
     scale:    as SDPA's: the factor on Q K^T; None means 1/sqrt(dim). (The
               kernel uses exp2, so log2(e) is folded in here.)

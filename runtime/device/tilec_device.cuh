@@ -125,6 +125,22 @@ TC_DEVICE unsigned tc_pack_bf16x2(float lo, float hi) {
   return r;
 }
 
+/* Two f32 -> two 16-bit values through one packed conversion. Written per
+ * element, ptxas packs adjacent conversions itself, but not when the pair is
+ * next read in another loop iteration (a wgmma issued one iteration late):
+ * then it converts one at a time and re-packs. */
+TC_DEVICE void tc_f32x2_to_f16x2(float lo, float hi, tc_half &out_lo, tc_half &out_hi) {
+  asm("{ .reg .b32 tc_t;\n\t cvt.rn.f16x2.f32 tc_t, %3, %2;\n\t mov.b32 {%0, %1}, tc_t; }"
+      : "=h"(out_lo), "=h"(out_hi)
+      : "f"(lo), "f"(hi));
+}
+
+TC_DEVICE void tc_f32x2_to_bf16x2(float lo, float hi, tc_bf16 &out_lo, tc_bf16 &out_hi) {
+  asm("{ .reg .b32 tc_t;\n\t cvt.rn.bf16x2.f32 tc_t, %3, %2;\n\t mov.b32 {%0, %1}, tc_t; }"
+      : "=h"(out_lo), "=h"(out_hi)
+      : "f"(lo), "f"(hi));
+}
+
 /* ---------------------------------------------------------------------------
  * Tensor cores: mma.sync.aligned.m16n8k16.row.col, f32 accumulate.
  *

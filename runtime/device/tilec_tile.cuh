@@ -20,9 +20,12 @@
  *   ES-byte elements (2: f16/bf16, 1: FP8; a 16-byte chunk holds E = 16 / ES
  *   of them); with SWZ 1 the 16-byte chunks are permuted by
  *   tc_swizzle_offset(r, c / E, COLS / E) (COLS / E must then be 1 or even);
- *   with SWZ 2 and rows over 128 bytes the tile is panels of 128-byte rows
- *   ([ROWS][128 / ES] each), each swizzled (wgmma operands,
- *   tilec_wgmma.cuh). SWZ 0 (false): plain rows.
+ *   with SWZ 2 and COLS wider than P = tc_panel_cols<COLS, ES>() (the widest
+ *   of 128, 64, 32 bytes that divides a row: 64, 32 or 16 columns of 16-bit
+ *   elements, 128, 64 or 32 of FP8) the tile is COLS / P panels of
+ *   [ROWS][P], each swizzled with P * ES-byte rows (wgmma operands,
+ *   tilec_wgmma.cuh; dim 96: three 32-column panels with 64-byte rows).
+ *   SWZ 0 (false): plain rows.
  *
  * tc_ceildiv(a, b)
  *   ceil(a / b) for b != 0, exact for negative operands too.
@@ -42,9 +45,10 @@
  *   bytes. T is a 16-bit type or an 8-bit one (FP8 codes: the chunks hold
  *   16 elements, g_row_stride % 16 == 0 for the vector path).
  *
- * tc_gemm_ss<TAG, M, N, K, WM, WN, A_SWZ, B_SWZ, B_NK>(As, Bs, acc, warp, lane)
+ * tc_gemm_ss<TAG, M, N, K, WM, WN, A_SWZ, B_SWZ, B_NK, A_KM>(As, Bs, acc, warp, lane)
  *   acc += A @ B over WM x WN warps (the warps 0 .. WM*WN-1 must all call it,
- *   full warps, no divergence). A is the shared tile [M][K]; B is the shared
+ *   full warps, no divergence). A is the shared tile [M][K], or [K][M] with
+ *   A_KM (transpose_A; read with ldmatrix .trans); B is the shared
  *   tile [N][K] when B_NK (B transposed, as in Q K^T), else [K][N]. acc is the
  *   thread's 4 * MI * NI floats in the MMA_C layout of [M, N] (MI = M/WM/16,
  *   NI = N/WN/8). Reads shared memory only: the caller synchronises.
@@ -105,21 +109,34 @@ TC_DEVICE long long tc_ceildiv(long long a, long long b) {
   return q;
 }
 
+/* The panel width (in elements) of a SWZ 2 tile of COLS ES-byte elements:
+ * the widest of wgmma's swizzled rows (128, 64 or 32 bytes; 64, 32 or 16
+ * columns of a 16-bit type, 128, 64 or 32 of FP8) that divides a row of
+ * COLS * ES bytes. The compiler's swizzle-layout pass picks the same width. */
+template <int COLS, int ES = 2>
+TC_DEVICE constexpr int tc_panel_cols() {
+  return (COLS * ES) % 128 == 0 ? 128 / ES : (COLS * ES) % 64 == 0 ? 64 / ES : 32 / ES;
+}
+
 template <int ROWS, int COLS, int SWZ, int ES = 2>
 TC_DEVICE int tc_smem_index(int r, int c) {
   static_assert(ES == 1 || ES == 2, "tc_smem_index: ES (bytes per element) is 1 (FP8) or 2 (f16/bf16)");
-  constexpr int EPC = 16 / ES, PANEL = 128 / ES; /* elements per 16-byte chunk, per 128-byte panel row */
+  constexpr int EPC = 16 / ES; /* elements per 16-byte chunk */
   static_assert(COLS % EPC == 0, "tc_smem_index: rows must be a multiple of 16 bytes (16-byte chunks)");
   static_assert(SWZ != 1 || TC_SWIZZLE_ROWS_OK(COLS / EPC),
                 "tc_smem_index: a swizzled tile needs one or an even number of chunks per row");
+  static_assert(SWZ != 2 || (COLS * ES) % 32 == 0, "tc_smem_index: a tile of panels needs rows of a multiple of 32 bytes");
   static_assert(SWZ >= 0 && SWZ <= 2, "tc_smem_index: SWZ is 0 (plain), 1 (swizzled rows) or 2 (panels)");
-  /* Panels: columns [PANEL p, PANEL (p + 1)) of every row form panel p, a
-   * swizzled [ROWS][PANEL] tile of 128-byte rows (the layout wgmma reads,
-   * tilec_wgmma.cuh). */
-  if constexpr (SWZ == 2 && COLS > PANEL)
-    return ((unsigned)c / PANEL) * (ROWS * PANEL) +
-           (int)tc_swizzle_offset((unsigned)r, ((unsigned)c / EPC) & 7u, 8) * EPC + ((unsigned)c % EPC);
-  if constexpr (SWZ) return (int)tc_swizzle_offset((unsigned)r, (unsigned)c / EPC, COLS / EPC) * EPC + ((unsigned)c % EPC);
+  /* Panels: columns [Pp, Pp + P) of every row form panel p, a swizzled
+   * [ROWS][P] tile of its own (the layout wgmma reads, tilec_wgmma.cuh). */
+  constexpr int P = tc_panel_cols<COLS, ES>(), PC = P / EPC; /* panel width in elements, in chunks */
+  constexpr int PSHIFT = P == 128 ? 7 : P == 64 ? 6 : P == 32 ? 5 : 4, ESHIFT = EPC == 16 ? 4 : 3;
+  if constexpr (SWZ == 2 && COLS > P)
+    return (c >> PSHIFT) * (ROWS * P) +
+           (int)tc_swizzle_offset((unsigned)r, ((unsigned)c >> ESHIFT) & (unsigned)(PC - 1), PC) * EPC +
+           (c & (EPC - 1));
+  if constexpr (SWZ)
+    return (int)tc_swizzle_offset((unsigned)r, (unsigned)c >> ESHIFT, COLS / EPC) * EPC + (c & (EPC - 1));
   return r * COLS + c;
 }
 
@@ -184,6 +201,21 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
   constexpr int ES = (int)sizeof(T), EPC = 16 / ES; /* bytes per element, elements per 16-byte chunk */
   static_assert(ROWS > 0 && COLS > 0 && COLS % EPC == 0, "tc_copy_g2s: rows must be a multiple of 16 bytes");
   static_assert(THREADS > 0, "tc_copy_g2s: THREADS must be positive");
+  /* Panels narrower than 128 bytes: one copy per panel, each a swizzled
+   * [ROWS][P] tile of its own. In row-major chunk order the same row of two
+   * panels would share bank groups (every panel starts on a 128-byte
+   * boundary); panel by panel, 8 consecutive chunks fill whole 128-byte
+   * lines. */
+  constexpr int P = tc_panel_cols<COLS, ES>(); /* the panel width of SWZ 2, in elements */
+  if constexpr (SWZ == 2 && COLS > P && P * ES < 128) {
+#pragma unroll
+    for (int p = 0; p < COLS / P; ++p)
+      /* A panel past cols_valid reads nothing and is given g itself: no
+       * address past the tensor is formed. */
+      tc_copy_g2s<ROWS, P, THREADS, 1, T>(smem + p * ROWS * P, p * P < cols_valid ? g + p * P : g, g_row_stride,
+                                          rows_valid, cols_valid - p * P, tid);
+    return;
+  }
   constexpr int CPR = COLS / EPC, CHUNKS = ROWS * CPR;
   constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
   const unsigned base = tc_smem_addr(smem);
@@ -192,8 +224,7 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
    * threads cover whole rows) and the swizzle pattern repeats every RS rows,
    * the per-chunk work is one pointer step and one shared-address step. */
   constexpr int RS = THREADS % CPR == 0 ? THREADS / CPR : 0;
-  constexpr int PANEL = 128 / ES;                                /* a 128-byte panel row, in elements */
-  constexpr int PITCH = SWZ == 2 && COLS > PANEL ? PANEL : COLS; /* elements between rows */
+  constexpr int PITCH = SWZ == 2 && COLS > P ? P : COLS; /* elements between rows */
   constexpr bool REGULAR = CHUNKS % THREADS == 0 && RS > 0 && RS % 8 == 0 && (CPR >= 8 || (THREADS / 8) % CPR == 0);
   if constexpr (REGULAR) {
     if (vec && rows_valid >= ROWS && cols_valid >= COLS) {
@@ -284,6 +315,16 @@ TC_DEVICE void tc_copy_s2g(T *g, long long g_row_stride, int rows_valid, int col
 template <int M, int K, bool SWZ>
 TC_DEVICE void tc_load_a_frag(unsigned a[4], unsigned base, int row0, int k0, int lane) {
   tc_ldmatrix_x4(a, tc_tile_chunk_addr<M, K, SWZ>(base, row0 + (lane & 15), k0 + ((lane >> 4) << 3)));
+}
+
+/* The same fragment from the [K][M] tile of transpose_A (ldmatrix .trans):
+ * lane 8j + r supplies k-row k0 + 8 * (j >> 1) + r at column row0 +
+ * 8 * (j & 1), so matrix j is (rows 8 * (j & 1).., k 8 * (j >> 1)..) as
+ * above, each transposed on the way in. */
+template <int M, int K, bool SWZ>
+TC_DEVICE void tc_load_a_frag_km(unsigned a[4], unsigned base, int row0, int k0, int lane) {
+  const int j = lane >> 3;
+  tc_ldmatrix_x4_trans(a, tc_tile_chunk_addr<K, M, SWZ>(base, k0 + 8 * (j >> 1) + (lane & 7), row0 + 8 * (j & 1)));
 }
 
 /* B fragments for NI atoms of 8 columns starting at column n0, k-step at k0.
@@ -383,7 +424,7 @@ TC_DEVICE void tc_load_b_swz(unsigned (&b)[NI][2], unsigned row, const unsigned 
   }
 }
 
-template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK>
+template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK, bool A_KM = false>
 TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp,
                           int lane) {
   TC_TILE_TAG_CHECK(TAG);
@@ -395,7 +436,7 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
   /* Fast addressing needs a multiple of 8 chunks per swizzled row, an even atom count
    * for B, and (for a [K][N] B) warp column offsets that are whole 8-chunk
    * groups. */
-  constexpr bool FAST_A = A_SWZ && K / 8 >= 8 && (K / 8) % 8 == 0;
+  constexpr bool FAST_A = !A_KM && A_SWZ && K / 8 >= 8 && (K / 8) % 8 == 0;
   constexpr bool FAST_B = B_SWZ && NI % 2 == 0 &&
                           (B_NK ? K / 8 >= 8 && (K / 8) % 8 == 0 : (N / 8 >= 8 && (N / 8) % 8 == 0 && (WN == 1 || NW % 64 == 0)));
   const int row0 = (warp / WN) * MW, n0 = (warp % WN) * NW;
@@ -422,6 +463,8 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
     for (int mi = 0; mi < MI; ++mi) {
       if constexpr (FAST_A)
         tc_ldmatrix_x4(a[mi], tc_swz_addr(a_row + 2u * 16u * K * mi, a_off, kk >> 2, kk & 3));
+      else if constexpr (A_KM)
+        tc_load_a_frag_km<M, K, A_SWZ>(a[mi], a_base, row0 + 16 * mi, 16 * kk, lane);
       else
         tc_load_a_frag<M, K, A_SWZ>(a[mi], a_base, row0 + 16 * mi, 16 * kk, lane);
     }

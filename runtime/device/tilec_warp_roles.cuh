@@ -30,5 +30,53 @@ TC_DEVICE void tc_consumer_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
 }
 
+/* Ping-pong: NWG consumer warpgroups take turns issuing their gemms, so one
+ * warpgroup's softmax runs while the tensor cores work on the next one's
+ * gemms. Warpgroup w waits on named barrier 2 + w, which warpgroup w - 1
+ * (mod NWG) arrives on when it has issued: 128 waiting + 128 arriving
+ * threads. The barrier numbers are immediates (one branch per warpgroup,
+ * uniform in a warpgroup): with a register operand ptxas reserves all 16
+ * hardware barriers, and compute-sanitizer's racecheck did not pair the
+ * epilogue's barrier 1 correctly. */
+template <int ID>
+TC_DEVICE void tc_named_bar_sync256() {
+  asm volatile("bar.sync %0, 256;\n" ::"n"(ID) : "memory");
+}
+template <int ID>
+TC_DEVICE void tc_named_bar_arrive256() {
+  asm volatile("bar.arrive %0, 256;\n" ::"n"(ID) : "memory");
+}
+
+template <int NWG>
+TC_DEVICE void tc_turn_wait(int wg) {
+  static_assert(NWG >= 2 && NWG <= 4, "tc_turn_*: 2 to 4 consumer warpgroups");
+  if (wg == 0) tc_named_bar_sync256<2>();
+  else if (wg == 1) tc_named_bar_sync256<3>();
+  else if (wg == 2) tc_named_bar_sync256<4>();
+  else tc_named_bar_sync256<5>();
+}
+
+template <int NWG>
+TC_DEVICE void tc_turn_pass(int wg) {
+  static_assert(NWG >= 2 && NWG <= 4, "tc_turn_*: 2 to 4 consumer warpgroups");
+  const int next = (wg + 1) % NWG;
+  if (next == 0) tc_named_bar_arrive256<2>();
+  else if (next == 1) tc_named_bar_arrive256<3>();
+  else if (next == 2) tc_named_bar_arrive256<4>();
+  else tc_named_bar_arrive256<5>();
+}
+
+/* Before the loop the last warpgroup hands the first its turn; after it the
+ * first takes back the last hand-over, so every arrival is matched. */
+template <int NWG>
+TC_DEVICE void tc_turn_start(int wg) {
+  if (wg == NWG - 1) tc_turn_pass<NWG>(wg);
+}
+
+template <int NWG>
+TC_DEVICE void tc_turn_end(int wg) {
+  if (wg == 0) tc_turn_wait<NWG>(wg);
+}
+
 #endif /* __CUDA_ARCH__ >= 900 */
 #endif /* TILEC_WARP_ROLES_CUH */

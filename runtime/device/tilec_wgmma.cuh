@@ -1,21 +1,27 @@
 /* tilec_wgmma.cuh - the Hopper (sm_90a) gemm: wgmma.mma_async from shared memory.
  *
- * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT>(As, Bs, acc, warp)
+ * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT, A_KM>(As, Bs, acc, warp)
  * tc_gemm_wgmma_rs<TAG, M, N, K, WARPS, B_SWZ, B_NK>(a_frag, Bs, acc, warp)
  *   acc += A @ B, the same contract as tc_gemm_ss with WM = WARPS, WN = 1 and
  *   M = 16 * WARPS, WARPS a multiple of 4: warpgroup g (warps 4g .. 4g+3)
  *   issues m64nNk16 for rows [64g, 64g + 64). The accumulator is then
  *   exactly tilec's MMA_C fragment (warp w owns rows 16w .. 16w+15, all N
  *   columns), so the code around the gemm does not change.
- *   A is the shared tile [M][K] (K-major); B is [N][K] (K-major) when B_NK,
- *   else [K][N] (N-major, read with wgmma's transpose bit).
- *   Every operand must be swizzled (A_SWZ / B_SWZ != 0) with rows of at most
- *   128 bytes (SWZ 1) or stored as 64-column panels (SWZ 2, rows over 128
- *   bytes): then its chunks sit exactly where wgmma's 32/64/128-byte swizzle
- *   modes expect them (tc_swizzle_offset is that swizzle), and each tile
- *   must start at a 1024-byte aligned shared address.
+ *   A is the shared tile [M][K] (K-major), or [K][M] (M-major, wgmma's
+ *   transpose bit for A) with A_KM (transpose_A); B is [N][K] (K-major)
+ *   when B_NK, else [K][N] (N-major, read with wgmma's transpose bit).
+ *   Every operand must be swizzled (A_SWZ / B_SWZ != 0) with rows of 32, 64
+ *   or 128 bytes (SWZ 1) or stored as panels (SWZ 2: 64-column panels when
+ *   the width is a multiple of 64, else 32- or 16-column ones, e.g. three
+ *   of 32 for a head dim of 96; tc_panel_cols): then its chunks sit exactly
+ *   where wgmma's 32/64/128-byte swizzle modes expect them
+ *   (tc_swizzle_offset is that swizzle), and each tile must start at a
+ *   1024-byte aligned shared address. N is any multiple of 16 up to 256.
  *   With INFLIGHT = 0 it waits for its own wgmmas before returning (the
- *   tiles may be overwritten afterwards). With INFLIGHT = 1 it returns with
+ *   tiles may be overwritten afterwards). With INFLIGHT = TC_WGMMA_ISSUE_ONLY
+ *   it issues and commits them and returns at once: tc_wgmma_wait_acc or
+ *   tc_wgmma_drain completes them later (the rs form takes the same last
+ *   parameter). With INFLIGHT = 1 it returns with
  *   them running and waits only for the warpgroup's earlier ones: acc must
  *   not be touched, nor these tiles overwritten, until the next call has
  *   returned (for the tiles: and a barrier has followed) or
@@ -27,20 +33,24 @@
  *   The FP8 form: acc += A @ B^T with A [M][K] and B [N][K] both K-major
  *   tiles of FP8 codes (unsigned char), TA / TB tc_e4m3_t or tc_e5m2_t (they
  *   may differ); m64nNk32 steps, f32 accumulation, otherwise the contract of
- *   tc_gemm_wgmma_ss. FP8 wgmma has no transpose bits, so there is no
- *   [K][N] B here: the compiler stores B as [N, K] (gemm transpose_B).
- *   Rows of at most 128 bytes (K = 32, 64 or 128) or 128-column panels
- *   (SWZ 2, K a multiple of 128).
+ *   tc_gemm_wgmma_ss (INFLIGHT included). FP8 wgmma has no transpose bits,
+ *   so there is no [K][N] B here: the compiler stores B as [N, K] (gemm
+ *   transpose_B). K a multiple of 32: rows of 32, 64 or 128 bytes (SWZ 1)
+ *   or panels (SWZ 2) of the widest of 128, 64, 32 bytes dividing the row,
+ *   tc_panel_cols<K, 1>() codes.
  *
  * How a descriptor walks a tile (docs/gpu-codegen.md, "wgmma"):
- *   K-major operand, rows of P = min(K, 64) elements: the start address is
- *   the row block's first row plus (k0 % 64) * 2 bytes inside the swizzled
- *   row (plus the panel for k0 >= 64); SBO = 8 rows = 8 * 2P bytes.
- *   N-major B, rows of P = min(N, 64) elements: start = row k0; SBO = 8 rows
- *   (8 * 2P bytes, the next 8 k); LBO = one panel (K * 128 bytes, the next 64
+ *   K-major operand, swizzled rows of P elements (the whole row, or the
+ *   panel width): the start address is the row block's first row plus
+ *   (k0 % P) * 2 bytes inside the swizzled row (plus the panel k0 / P);
+ *   SBO = 8 rows = 8 * 2P bytes; the swizzle mode follows 2P (each k16 step
+ *   lies inside one panel).
+ *   N-major B, rows of P elements: start = row k0; SBO = 8 rows (8 * 2P
+ *   bytes, the next 8 k); LBO = one panel (K * 2P bytes, the next P
  *   columns).
- *   FP8 (K-major only): the same in bytes, rows of P = min(K, 128) codes;
- *   k32 step kk starts 32 * kk bytes into the row (the panel for kk >= 4).
+ *   FP8 (K-major only): the same in bytes (an FP8 row of K codes is a
+ *   16-bit row of K / 2 elements); k32 step kk starts 32 * kk bytes into the
+ *   row (into panel 32 * kk / panel bytes).
  */
 #ifndef TILEC_WGMMA_CUH
 #define TILEC_WGMMA_CUH
@@ -49,11 +59,22 @@
 #include "tilec_wgmma_ops.cuh"
 
 /* Shared-memory matrix descriptor: address, LBO and SBO in 16-byte units,
- * swizzle mode 1/2/3 for 128/64/32-byte rows. */
+ * swizzle mode 1/2/3 for 128/64/32-byte rows. Built as two 32-bit halves so
+ * a gemm computes a tile's descriptor once and steps through its k-slices by
+ * adding (offset >> 4) to the low half: the address field has 14 bits and
+ * shared memory ends below 2^18 bytes, so the sum never carries into LBO. */
+TC_DEVICE unsigned tc_wgmma_desc_lo(unsigned addr, unsigned lbo_bytes) {
+  return ((addr & 0x3FFFFu) >> 4) | (((lbo_bytes >> 4) & 0x3FFFu) << 16);
+}
+TC_DEVICE unsigned tc_wgmma_desc_hi(unsigned sbo_bytes, int row_bytes) {
+  const unsigned mode = row_bytes == 128 ? 1u : row_bytes == 64 ? 2u : 3u;
+  return ((sbo_bytes >> 4) & 0x3FFFu) | (mode << 30);
+}
+TC_DEVICE unsigned long long tc_wgmma_desc_join(unsigned lo, unsigned hi) {
+  return ((unsigned long long)hi << 32) | lo;
+}
 TC_DEVICE unsigned long long tc_wgmma_desc(unsigned addr, unsigned lbo_bytes, unsigned sbo_bytes, int row_bytes) {
-  const unsigned long long mode = row_bytes == 128 ? 1ull : row_bytes == 64 ? 2ull : 3ull;
-  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo_bytes >> 4) & 0x3FFFu) << 16) |
-         ((unsigned long long)((sbo_bytes >> 4) & 0x3FFFu) << 32) | (mode << 62);
+  return tc_wgmma_desc_join(tc_wgmma_desc_lo(addr, lbo_bytes), tc_wgmma_desc_hi(sbo_bytes, row_bytes));
 }
 
 /* Makes this thread's earlier shared-memory writes visible to wgmma (the
@@ -79,10 +100,13 @@ struct tc_wgmma_is_bf16<tc_bf16_t> {
 /* The per-N instruction macros, picked by N, the element type and B's
  * major-ness (TB "1": N-major B, wgmma's transpose bit). ONE(NN, TY, TB)
  * expands to one guarded instruction. */
-#define TC_WGMMA_EACH_N(ONE, TY, TB) ONE(16, TY, TB) ONE(32, TY, TB) ONE(64, TY, TB) ONE(128, TY, TB) ONE(256, TY, TB)
+#define TC_WGMMA_EACH_N(ONE, TY, TB)                                                                     \
+  ONE(16, TY, TB) ONE(32, TY, TB) ONE(48, TY, TB) ONE(64, TY, TB) ONE(80, TY, TB) ONE(96, TY, TB)         \
+  ONE(112, TY, TB) ONE(128, TY, TB) ONE(144, TY, TB) ONE(160, TY, TB) ONE(176, TY, TB) ONE(192, TY, TB) \
+  ONE(208, TY, TB) ONE(224, TY, TB) ONE(240, TY, TB) ONE(256, TY, TB)
 #define TC_WGMMA_SELECT(ONE)                                      \
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, \
-                "tc_gemm_wgmma_*: N must be 16, 32, 64, 128 or 256"); \
+  static_assert(N % 16 == 0 && N >= 16 && N <= 256,               \
+                "tc_gemm_wgmma_*: N must be a multiple of 16 up to 256"); \
   if constexpr (!tc_wgmma_is_bf16<TAG>::value) {                  \
     if constexpr (B_NK) {                                         \
       TC_WGMMA_EACH_N(ONE, "f16", "0")                            \
@@ -97,12 +121,19 @@ struct tc_wgmma_is_bf16<tc_bf16_t> {
     }                                                             \
   }
 
-/* One m64nNk16 into acc (N / 2 floats), A and B from descriptors. */
+/* One m64nNk16 into acc (N / 2 floats), A and B from descriptors; A_KM:
+ * A is M-major (a [K][M] tile, wgmma's transpose bit for A). */
 #define TC_WGMMA_SS_ONE(NN, TY, TB) \
-  if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, TB, acc, da, db);
-template <typename TAG, int N, bool B_NK>
+  if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, "0", TB, acc, da, db);
+#define TC_WGMMA_SS_ONE_TA(NN, TY, TB) \
+  if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, "1", TB, acc, da, db);
+template <typename TAG, int N, bool B_NK, bool A_KM = false>
 TC_DEVICE void tc_wgmma_m64k16(float *acc, unsigned long long da, unsigned long long db) {
-  TC_WGMMA_SELECT(TC_WGMMA_SS_ONE)
+  if constexpr (A_KM) {
+    TC_WGMMA_SELECT(TC_WGMMA_SS_ONE_TA)
+  } else {
+    TC_WGMMA_SELECT(TC_WGMMA_SS_ONE)
+  }
 }
 
 /* The same with A from registers (a[4]: mma.sync's m16n8k16 A fragment of
@@ -114,72 +145,133 @@ TC_DEVICE void tc_wgmma_rs_m64k16(float *acc, const unsigned (&a)[4], unsigned l
   TC_WGMMA_SELECT(TC_WGMMA_RS_ONE)
 }
 #undef TC_WGMMA_SS_ONE
+#undef TC_WGMMA_SS_ONE_TA
 #undef TC_WGMMA_RS_ONE
 #undef TC_WGMMA_SELECT
 #undef TC_WGMMA_EACH_N
 
+#define TC_WGMMA_FENCE_ONE(NN) \
+  if constexpr (N == NN) TC_WGMMA_FENCE_N##NN(acc);
 template <int N>
 TC_DEVICE void tc_wgmma_fence_acc(float *acc) {
-  if constexpr (N == 16) TC_WGMMA_FENCE_N16(acc);
-  if constexpr (N == 32) TC_WGMMA_FENCE_N32(acc);
-  if constexpr (N == 64) TC_WGMMA_FENCE_N64(acc);
-  if constexpr (N == 128) TC_WGMMA_FENCE_N128(acc);
-  if constexpr (N == 256) TC_WGMMA_FENCE_N256(acc);
+  TC_WGMMA_FENCE_ONE(16) TC_WGMMA_FENCE_ONE(32) TC_WGMMA_FENCE_ONE(48) TC_WGMMA_FENCE_ONE(64)
+  TC_WGMMA_FENCE_ONE(80) TC_WGMMA_FENCE_ONE(96) TC_WGMMA_FENCE_ONE(112) TC_WGMMA_FENCE_ONE(128)
+  TC_WGMMA_FENCE_ONE(144) TC_WGMMA_FENCE_ONE(160) TC_WGMMA_FENCE_ONE(176) TC_WGMMA_FENCE_ONE(192)
+  TC_WGMMA_FENCE_ONE(208) TC_WGMMA_FENCE_ONE(224) TC_WGMMA_FENCE_ONE(240) TC_WGMMA_FENCE_ONE(256)
+}
+#undef TC_WGMMA_FENCE_ONE
+
+/* Elements per swizzled row wgmma reads in an operand of COLS contiguous
+ * elements stored in the layout SWZ: the panel width (tc_panel_cols) for
+ * panels, the whole row for swizzled rows (16, 32 or 64 elements). */
+template <int COLS, int SWZ>
+TC_DEVICE constexpr int tc_wgmma_row_elems() {
+  return SWZ == 2 ? tc_panel_cols<COLS>() : COLS;
 }
 
 /* Byte offset of element (r, c0) of a K-major [ROWS][COLS] operand, c0 a
- * multiple of 16, in the layout SWZ (1: swizzled rows, 2: 64-column panels). */
+ * multiple of 16, in the layout SWZ (1: swizzled rows, 2: panels of
+ * P = tc_panel_cols<COLS>() columns, P * 2-byte rows). */
 template <int ROWS, int COLS, int SWZ>
 TC_DEVICE constexpr unsigned tc_wgmma_kmajor_offset(int r, int c0) {
-  return SWZ == 2 ? (unsigned)((c0 / 64) * ROWS * 128 + r * 128 + (c0 % 64) * 2) : (unsigned)(r * COLS * 2 + c0 * 2);
+  constexpr int P = tc_panel_cols<COLS>();
+  return SWZ == 2 ? (unsigned)((c0 / P) * ROWS * (2 * P) + r * (2 * P) + (c0 % P) * 2)
+                  : (unsigned)(r * COLS * 2 + c0 * 2);
 }
 
 /* Descriptor of B for the k16 step kk: [N][K] K-major when B_NK, else
- * [K][N] N-major (LBO = one 64-column panel of K rows). */
+ * [K][N] N-major (LBO = one panel of K rows: the next P columns). */
 template <int N, int K, int B_SWZ, bool B_NK>
 TC_DEVICE unsigned long long tc_wgmma_b_desc(unsigned b_base, int kk) {
   constexpr int BC = B_NK ? K : N; /* B's contiguous extent */
   static_assert(B_SWZ != 0, "tc_gemm_wgmma_*: B must be swizzled");
-  static_assert(B_SWZ == 2 ? BC % 64 == 0 : (BC == 16 || BC == 32 || BC == 64),
-                "tc_gemm_wgmma_*: B's rows must be 32, 64 or 128 bytes, or 64-column panels");
-  constexpr int B_ROW = (BC < 64 ? BC : 64) * 2;
+  static_assert(B_SWZ == 2 ? BC % 16 == 0 : (BC == 16 || BC == 32 || BC == 64),
+                "tc_gemm_wgmma_*: B's rows must be 32, 64 or 128 bytes, or panels");
+  constexpr int B_ROW = tc_wgmma_row_elems<BC, B_SWZ>() * 2;
+  /* Only read with more than one panel; 64-column panels: K * 128. */
+  constexpr unsigned LBO = B_SWZ == 2 ? (unsigned)K * (unsigned)B_ROW : (unsigned)K * 128u;
   if constexpr (B_NK)
     return tc_wgmma_desc(b_base + tc_wgmma_kmajor_offset<N, K, B_SWZ>(0, 16 * kk), 16u, 8u * B_ROW, B_ROW);
   else
-    return tc_wgmma_desc(b_base + 16u * kk * B_ROW, (unsigned)K * 128u, 8u * B_ROW, B_ROW);
+    return tc_wgmma_desc(b_base + 16u * kk * B_ROW, LBO, 8u * B_ROW, B_ROW);
 }
 
-template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0>
+/* Descriptor of A for warpgroup g's 64 rows and the k16 step kk; a_addr is
+ * the tile's .shared address. A is [M][K] (K-major), or with A_KM the
+ * [K][M] tile of transpose_A (M-major, read with wgmma's transpose bit for
+ * A: as an N-major B, start = row k0 of the panel holding rows 64g..,
+ * SBO = 8 rows, LBO = one panel). */
+template <int M, int K, int A_SWZ, bool A_KM = false>
+TC_DEVICE unsigned long long tc_wgmma_a_desc(unsigned a_addr, int g, int kk) {
+  constexpr int AC = A_KM ? M : K; /* A's contiguous extent */
+  static_assert(A_SWZ != 0, "tc_gemm_wgmma_ss: A must be swizzled");
+  static_assert(A_SWZ == 2 || AC == 16 || AC == 32 || AC == 64,
+                "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or panels");
+  constexpr int A_ROW = tc_wgmma_row_elems<AC, A_SWZ>() * 2;
+  if constexpr (A_KM) {
+    static_assert(A_ROW == 128, "tc_gemm_wgmma_ss: an M-major A needs 64-column panels (M a multiple of 64)");
+    return tc_wgmma_desc(a_addr + (unsigned)g * (unsigned)K * 128u + 16u * (unsigned)kk * 128u,
+                         (unsigned)K * 128u, 8u * 128u, 128);
+  } else {
+    const unsigned a_base = a_addr + tc_wgmma_kmajor_offset<M, K, A_SWZ>(g * 64, 0);
+    return tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
+  }
+}
+
+/* The INFLIGHT value of a gemm that only issues (see the top of the file). */
+#define TC_WGMMA_ISSUE_ONLY (-1)
+
+/* A descriptor steps through its tile's k16 slices by adding to the
+ * address field (tc_wgmma_desc_lo): the change from slice 0 to slice kk is
+ * the difference of the descriptors of a tile at address 0, which the
+ * compiler folds to a constant, so each slice costs one add. */
+TC_DEVICE unsigned long long tc_wgmma_desc_add(unsigned long long desc, unsigned step) {
+  return tc_wgmma_desc_join((unsigned)desc + step, (unsigned)(desc >> 32));
+}
+template <int M, int K, int A_SWZ, bool A_KM>
+TC_DEVICE unsigned tc_wgmma_a_step(int kk) {
+  return (unsigned)(tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(0u, 0, kk) - tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(0u, 0, 0));
+}
+template <int N, int K, int B_SWZ, bool B_NK>
+TC_DEVICE unsigned tc_wgmma_b_step(int kk) {
+  return (unsigned)(tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(0u, kk) - tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(0u, 0));
+}
+
+template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0,
+          bool A_KM = false>
 TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
-  static_assert(INFLIGHT == 0 || INFLIGHT == 1, "tc_gemm_wgmma_ss: INFLIGHT is 0 or 1");
+  static_assert(INFLIGHT == 0 || INFLIGHT == 1 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
+                "tc_gemm_wgmma_ss: INFLIGHT is 0, 1 or TC_WGMMA_ISSUE_ONLY");
   TC_TILE_TAG_CHECK(TAG);
   static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_ss: M must be 64 per warpgroup");
   static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
-  static_assert(A_SWZ != 0, "tc_gemm_wgmma_ss: A must be swizzled");
-  static_assert(A_SWZ == 2 ? K % 64 == 0 : (K == 16 || K == 32 || K == 64),
-                "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or 64-column panels");
-  constexpr int A_ROW = (K < 64 ? K : 64) * 2;
-  const unsigned a_base = tc_smem_addr(As) + tc_wgmma_kmajor_offset<M, K, A_SWZ>((warp / 4) * 64, 0);
+  const unsigned a_addr = tc_smem_addr(As);
   const unsigned b_base = tc_smem_addr(Bs);
+  const unsigned long long da0 = tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(a_addr, warp / 4, 0);
+  const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, 0);
   tc_wgmma_fence_acc<N>(acc);
   tc_wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    const unsigned long long da =
-        tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
-    tc_wgmma_m64k16<TAG, N, B_NK>(acc, da, tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
-  }
+  for (int kk = 0; kk < K / 16; ++kk)
+    tc_wgmma_m64k16<TAG, N, B_NK, A_KM>(acc, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, K, A_SWZ, A_KM>(kk)),
+                                        tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk)));
   tc_wgmma_commit();
-  tc_wgmma_wait<INFLIGHT>();
-  tc_wgmma_fence_acc<N>(acc);
+  if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
+    tc_wgmma_wait<INFLIGHT>();
+    tc_wgmma_fence_acc<N>(acc);
+  }
 }
 
 /* acc += A @ B with A from registers: a_frag is the 16-bit fragment of
  * [M, K] in the MMA_C layout with one 16-row slice per warp (K / 4 values
  * per row slot, as tc_gemm_rs takes it). B as in tc_gemm_wgmma_ss. Waits for
- * its wgmmas before returning (they read a_frag's registers). */
-template <typename TAG, int M, int N, int K, int WARPS, int B_SWZ, bool B_NK>
+ * its wgmmas before returning (they read a_frag's registers), unless
+ * INFLIGHT is TC_WGMMA_ISSUE_ONLY: then a_frag must stay unchanged until a
+ * later wait has completed them. */
+template <typename TAG, int M, int N, int K, int WARPS, int B_SWZ, bool B_NK, int INFLIGHT = 0>
 TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned short *Bs, float *acc, int warp) {
+  static_assert(INFLIGHT == 0 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
+                "tc_gemm_wgmma_rs: INFLIGHT is 0 or TC_WGMMA_ISSUE_ONLY");
   TC_TILE_TAG_CHECK(TAG);
   static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_rs: M must be 64 per warpgroup");
   static_assert(K % 16 == 0, "tc_gemm_wgmma_rs: K must be a multiple of 16");
@@ -195,14 +287,17 @@ TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned sho
     a[kk][2] = tc_pack2(top[2], top[3]);
     a[kk][3] = tc_pack2(bot[2], bot[3]);
   }
+  const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, 0);
   tc_wgmma_fence_acc<N>(acc);
   tc_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    tc_wgmma_rs_m64k16<TAG, N, B_NK>(acc, a[kk], tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, kk));
+    tc_wgmma_rs_m64k16<TAG, N, B_NK>(acc, a[kk], tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk)));
   tc_wgmma_commit();
-  tc_wgmma_wait<0>();
-  tc_wgmma_fence_acc<N>(acc);
+  if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
+    tc_wgmma_wait<0>();
+    tc_wgmma_fence_acc<N>(acc);
+  }
 }
 
 /* ---- FP8 (e4m3 / e5m2), m64nNk32, both operands K-major ------------------ */
@@ -222,17 +317,19 @@ struct tc_fp8_traits<tc_e5m2_t> {
   static constexpr bool valid = true, e5m2 = true;
 };
 
-#define TC_WGMMA_FP8_EACH_N(TA, TB)                                       \
-  if constexpr (N == 16) TC_WGMMA_FP8_M64N16K32(TA, TB, acc, da, db);     \
-  if constexpr (N == 32) TC_WGMMA_FP8_M64N32K32(TA, TB, acc, da, db);     \
-  if constexpr (N == 64) TC_WGMMA_FP8_M64N64K32(TA, TB, acc, da, db);     \
-  if constexpr (N == 128) TC_WGMMA_FP8_M64N128K32(TA, TB, acc, da, db);   \
-  if constexpr (N == 256) TC_WGMMA_FP8_M64N256K32(TA, TB, acc, da, db);
 /* One m64nNk32 into acc (N / 2 floats), A and B from descriptors. */
+#define TC_WGMMA_FP8_ONE(NN, TA, TB) \
+  if constexpr (N == NN) TC_WGMMA_FP8_M64N##NN##K32(TA, TB, acc, da, db);
+#define TC_WGMMA_FP8_EACH_N(TA, TB)                                                                        \
+  TC_WGMMA_FP8_ONE(16, TA, TB) TC_WGMMA_FP8_ONE(32, TA, TB) TC_WGMMA_FP8_ONE(48, TA, TB)                  \
+  TC_WGMMA_FP8_ONE(64, TA, TB) TC_WGMMA_FP8_ONE(80, TA, TB) TC_WGMMA_FP8_ONE(96, TA, TB)                  \
+  TC_WGMMA_FP8_ONE(112, TA, TB) TC_WGMMA_FP8_ONE(128, TA, TB) TC_WGMMA_FP8_ONE(144, TA, TB)               \
+  TC_WGMMA_FP8_ONE(160, TA, TB) TC_WGMMA_FP8_ONE(176, TA, TB) TC_WGMMA_FP8_ONE(192, TA, TB)               \
+  TC_WGMMA_FP8_ONE(208, TA, TB) TC_WGMMA_FP8_ONE(224, TA, TB) TC_WGMMA_FP8_ONE(240, TA, TB)               \
+  TC_WGMMA_FP8_ONE(256, TA, TB)
 template <typename TA, typename TB, int N>
 TC_DEVICE void tc_wgmma_fp8_m64k32(float *acc, unsigned long long da, unsigned long long db) {
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256,
-                "tc_gemm_wgmma_fp8_ss: N must be 16, 32, 64, 128 or 256");
+  static_assert(N % 16 == 0 && N >= 16 && N <= 256, "tc_gemm_wgmma_fp8_ss: N must be a multiple of 16 up to 256");
   constexpr bool A5 = tc_fp8_traits<TA>::e5m2, B5 = tc_fp8_traits<TB>::e5m2;
   if constexpr (!A5 && !B5) {
     TC_WGMMA_FP8_EACH_N("e4m3", "e4m3")
@@ -245,39 +342,40 @@ TC_DEVICE void tc_wgmma_fp8_m64k32(float *acc, unsigned long long da, unsigned l
   }
 }
 #undef TC_WGMMA_FP8_EACH_N
+#undef TC_WGMMA_FP8_ONE
 
-/* Byte offset of code (r, c0) of a K-major [ROWS][COLS] FP8 operand, c0 a
- * multiple of 32, in the layout SWZ (1: swizzled rows, 2: 128-column panels). */
-template <int ROWS, int COLS, int SWZ>
-TC_DEVICE constexpr unsigned tc_wgmma_fp8_offset(int r, int c0) {
-  return SWZ == 2 ? (unsigned)((c0 / 128) * ROWS * 128 + r * 128 + c0 % 128) : (unsigned)(r * COLS + c0);
-}
-
+/* An FP8 tile of K codes per row is, byte for byte, a 16-bit tile of K / 2
+ * elements per row: the same 16-byte chunks, the same swizzle, the same
+ * panels (tc_panel_cols<K, 1>() = 2 * tc_panel_cols<K / 2>(): both pick the
+ * widest of 128, 64, 32 bytes dividing the row), and a k32 step of FP8 is
+ * the 32 bytes of a k16 step of 16-bit elements. So the FP8 gemm takes its
+ * descriptors and their k-slice steps from the 16-bit K-major helpers at
+ * K / 2 (tc_wgmma_a_desc / b_desc with B_NK, tc_wgmma_a_step / b_step). */
 template <typename TA, typename TB, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, int INFLIGHT = 0>
 TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char *Bs, float *acc, int warp) {
   static_assert(tc_fp8_traits<TA>::valid && tc_fp8_traits<TB>::valid,
                 "tc_gemm_wgmma_fp8_ss: TA and TB must be tc_e4m3_t or tc_e5m2_t");
-  static_assert(INFLIGHT == 0 || INFLIGHT == 1, "tc_gemm_wgmma_fp8_ss: INFLIGHT is 0 or 1");
+  static_assert(INFLIGHT == 0 || INFLIGHT == 1 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
+                "tc_gemm_wgmma_fp8_ss: INFLIGHT is 0, 1 or TC_WGMMA_ISSUE_ONLY");
   static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_fp8_ss: M must be 64 per warpgroup");
   static_assert(K % 32 == 0, "tc_gemm_wgmma_fp8_ss: K must be a multiple of 32");
   static_assert(A_SWZ != 0 && B_SWZ != 0, "tc_gemm_wgmma_fp8_ss: A and B must be swizzled");
-  static_assert((A_SWZ == 2 ? K % 128 == 0 : (K == 32 || K == 64 || K == 128)) &&
-                    (B_SWZ == 2 ? K % 128 == 0 : (K == 32 || K == 64 || K == 128)),
-                "tc_gemm_wgmma_fp8_ss: rows must be 32, 64 or 128 bytes, or 128-column panels");
-  constexpr int ROW = K < 128 ? K : 128; /* bytes per (panel) row */
-  const unsigned a_base = tc_smem_addr(As) + tc_wgmma_fp8_offset<M, K, A_SWZ>((warp / 4) * 64, 0);
-  const unsigned b_base = tc_smem_addr(Bs);
+  static_assert((A_SWZ == 2 || K == 32 || K == 64 || K == 128) && (B_SWZ == 2 || K == 32 || K == 64 || K == 128),
+                "tc_gemm_wgmma_fp8_ss: rows must be 32, 64 or 128 bytes, or panels (SWZ 2)");
+  constexpr int KH = K / 2; /* the rows as 16-bit elements */
+  const unsigned long long da0 = tc_wgmma_a_desc<M, KH, A_SWZ>(tc_smem_addr(As), warp / 4, 0);
+  const unsigned long long db0 = tc_wgmma_b_desc<N, KH, B_SWZ, true>(tc_smem_addr(Bs), 0);
   tc_wgmma_fence_acc<N>(acc);
   tc_wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < K / 32; ++kk) {
-    const unsigned long long da = tc_wgmma_desc(a_base + tc_wgmma_fp8_offset<M, K, A_SWZ>(0, 32 * kk), 16u, 8u * ROW, ROW);
-    const unsigned long long db = tc_wgmma_desc(b_base + tc_wgmma_fp8_offset<N, K, B_SWZ>(0, 32 * kk), 16u, 8u * ROW, ROW);
-    tc_wgmma_fp8_m64k32<TA, TB, N>(acc, da, db);
-  }
+  for (int kk = 0; kk < K / 32; ++kk)
+    tc_wgmma_fp8_m64k32<TA, TB, N>(acc, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, KH, A_SWZ, false>(kk)),
+                                   tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, B_SWZ, true>(kk)));
   tc_wgmma_commit();
-  tc_wgmma_wait<INFLIGHT>();
-  tc_wgmma_fence_acc<N>(acc);
+  if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
+    tc_wgmma_wait<INFLIGHT>();
+    tc_wgmma_fence_acc<N>(acc);
+  }
 }
 
 /* Waits for every wgmma of this warpgroup; acc (N / 2 floats) may then be
@@ -285,6 +383,24 @@ TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char
 template <int N>
 TC_DEVICE void tc_wgmma_drain(float *acc) {
   tc_wgmma_wait<0>();
+  tc_wgmma_fence_acc<N>(acc);
+}
+
+/* Makes the N floats of x count as used here: their values are computed
+ * before this point (register-only arithmetic could otherwise be moved past
+ * a following wgmma wait, out of the window where it overlaps the wgmmas). */
+template <int N>
+TC_DEVICE void tc_pin_regs(float *x) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(x[i])::"memory");
+}
+
+/* Waits until at most PENDING of this warpgroup's wgmma groups are in
+ * flight (groups complete in issue order), then acc (N / 2 floats), which
+ * an older group wrote, may be read. */
+template <int PENDING, int N>
+TC_DEVICE void tc_wgmma_wait_acc(float *acc) {
+  tc_wgmma_wait<PENDING>();
   tc_wgmma_fence_acc<N>(acc);
 }
 

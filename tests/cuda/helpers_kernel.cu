@@ -118,8 +118,16 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
     float lo = d[0][2 * h], hi = d[0][2 * h + 1];
     int idx = tc_acc_row(lane, 2 * h) * 8 + tc_acc_col(lane, 2 * h);
     Dh[idx / 2] = BF16 ? tc_pack_bf16x2(lo, hi) : tc_pack_f16x2(lo, hi);
-    Dr[idx] = BF16 ? tc_bf16_to_f32(tc_f32_to_bf16(lo)) : tc_f16_to_f32(tc_f32_to_f16(lo));
-    Dr[idx + 1] = BF16 ? tc_bf16_to_f32(tc_f32_to_bf16(hi)) : tc_f16_to_f32(tc_f32_to_f16(hi));
+    if (h == 0) { // the pair conversion (one packed cvt, two 16-bit results)
+      unsigned short plo, phi;
+      if (BF16) tc_f32x2_to_bf16x2(lo, hi, plo, phi);
+      else tc_f32x2_to_f16x2(lo, hi, plo, phi);
+      Dr[idx] = BF16 ? tc_bf16_to_f32(plo) : tc_f16_to_f32(plo);
+      Dr[idx + 1] = BF16 ? tc_bf16_to_f32(phi) : tc_f16_to_f32(phi);
+    } else { // one at a time
+      Dr[idx] = BF16 ? tc_bf16_to_f32(tc_f32_to_bf16(lo)) : tc_f16_to_f32(tc_f32_to_f16(lo));
+      Dr[idx + 1] = BF16 ? tc_bf16_to_f32(tc_f32_to_bf16(hi)) : tc_f16_to_f32(tc_f32_to_f16(hi));
+    }
   }
 }
 

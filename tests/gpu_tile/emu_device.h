@@ -107,6 +107,14 @@ TC_DEVICE float tc_bf16_to_f32(tc_bf16 h) {
 TC_DEVICE unsigned tc_pack2(unsigned short lo, unsigned short hi) { return lo | (unsigned)hi << 16; }
 TC_DEVICE unsigned tc_pack_f16x2(float lo, float hi) { return tc_pack2(tc_f32_to_f16(lo), tc_f32_to_f16(hi)); }
 TC_DEVICE unsigned tc_pack_bf16x2(float lo, float hi) { return tc_pack2(tc_f32_to_bf16(lo), tc_f32_to_bf16(hi)); }
+TC_DEVICE void tc_f32x2_to_f16x2(float lo, float hi, tc_half &out_lo, tc_half &out_hi) {
+  out_lo = tc_f32_to_f16(lo);
+  out_hi = tc_f32_to_f16(hi);
+}
+TC_DEVICE void tc_f32x2_to_bf16x2(float lo, float hi, tc_bf16 &out_lo, tc_bf16 &out_hi) {
+  out_lo = tc_f32_to_bf16(lo);
+  out_hi = tc_f32_to_bf16(hi);
+}
 TC_DEVICE unsigned short tc_unpack_lo(unsigned r) { return (unsigned short)(r & 0xffffu); }
 TC_DEVICE unsigned short tc_unpack_hi(unsigned r) { return (unsigned short)(r >> 16); }
 

@@ -7,7 +7,8 @@
  *                cp.async path (aligned, stride % 8 == 0) and the scalar path
  *                (odd stride; base one element off alignment).
  *   tile_copy8_* the same for 8-bit elements (FP8 codes, 16 per chunk;
- *                stride % 16 == 0 for cp.async) incl. 128-column panels.
+ *                stride % 16 == 0 for cp.async) incl. panels of 128, 64
+ *                and 32 bytes.
  *   tile_ss_*    copy A and B (partial tiles) then tc_gemm_ss on an
  *                accumulator that starts non-zero; out = init + A @ B.
  *   tile_rs_*    flash attention's pair: S = Q K^T (ss), P = 16-bit(S) in
@@ -117,32 +118,39 @@ static bool dev_done(Dev *d, const char *what) {
   return ok;
 }
 
+/* The same with panels (SWZ 2): columns [Pp, Pp + P) form a swizzled
+ * [rows][P] tile at p * rows * P, P the widest of 64, 32, 16 dividing cols. */
+static int host_tile_index(int rows, int cols, int swz, int r, int c) {
+  int p = cols % 64 == 0 ? 64 : cols % 32 == 0 ? 32 : 16;
+  if (swz != 2 || cols <= p) return host_index(cols, swz != 0, r, c);
+  return (c / p) * rows * p + host_index(p, true, r, c % p);
+}
+
 /* Compares a raw shared tile [rows][cols] (as dumped) with the expected
- * 16-bit contents of logical (r, c): g[r * stride + c] when valid, else 0. */
-static int check_tile(const char *what, const uint16_t *dump, int rows, int cols, bool swz,
+ * 16-bit contents of logical (r, c): g[r * stride + c] when valid, else 0.
+ * swz: 0 plain, 1 swizzled rows, 2 panels. */
+static int check_tile(const char *what, const uint16_t *dump, int rows, int cols, int swz,
                       const uint16_t *g, long long stride, int rv, int cv) {
   int bad = 0;
   for (int r = 0; r < rows; r++)
     for (int c = 0; c < cols; c++) {
       uint16_t want = (r < rv && c < cv) ? g[r * stride + c] : 0;
-      uint16_t got = dump[host_index(cols, swz, r, c)];
+      uint16_t got = dump[host_tile_index(rows, cols, swz, r, c)];
       if (got != want && bad++ < MAX_REPORT)
         fprintf(stderr, "  %s: shared (%d, %d) at index %d = 0x%04x, want 0x%04x%s\n", what, r, c,
-                host_index(cols, swz, r, c), got, want,
+                host_tile_index(rows, cols, swz, r, c), got, want,
                 got == POISON ? " (never written, or poison read)" : "");
     }
   return bad;
 }
 
 /* tc_smem_index<ROWS, COLS, SWZ, 1> as docs/gpu-codegen.md defines it:
- * 16 codes per chunk; SWZ 2 with rows over 128 bytes: 128-column panels,
- * each a [rows][128] tile with swizzled 128-byte rows. */
+ * 16 codes per chunk; SWZ 2: panels of P codes, P the widest of 128, 64, 32
+ * bytes dividing the row, each a [rows][P] tile with swizzled P-byte rows. */
 static int host_index8(int rows, int cols, int swz, int r, int c) {
   if (swz == 0) return r * cols + c;
-  if (swz == 2 && cols > 128) {
-    unsigned chunk = ((unsigned)c % 128u) / 16u;
-    return (c / 128) * rows * 128 + r * 128 + (int)((chunk ^ ((unsigned)r & 7u)) * 16u) + c % 16;
-  }
+  int p = cols % 128 == 0 ? 128 : cols % 64 == 0 ? 64 : 32;
+  if (swz == 2 && cols > p) return (c / p) * rows * p + host_index8(rows, p, 1, r, c % p);
   unsigned cpr = (unsigned)cols / 16, chunk = (unsigned)c / 16, x;
   x = cpr >= 8 ? ((unsigned)r & 7u) : ((unsigned)r / (8u / cpr)) & (cpr - 1u);
   return (int)(((unsigned)r * cpr + (chunk ^ x)) * 16 + (unsigned)c % 16);
@@ -181,7 +189,7 @@ static void run_copy8(Dev *d, const TileCopyCase *cc) {
         for (int r = 0; r < R; r++)
           for (int c = 0; c < C; c++) {
             int want = (r < grv && c < gcv) ? (r * 7 + c * 3) % 255 : 0;
-            int at = host_index8(R, C, cc->swz, r, c), got = dump[at];
+            int at = host_index8(R, C, cc->panels ? 2 : cc->swz, r, c), got = dump[at];
             if (got != want && bad++ < MAX_REPORT)
               fprintf(stderr, "  %s path %d rows_valid %d cols_valid %d: shared (%d, %d) at %d = 0x%02x, want 0x%02x%s\n",
                       name, path, rv, cv, r, c, at, got, want, got == 0xff ? " (never written, or poison read)" : "");
@@ -230,7 +238,7 @@ static void run_copy(Dev *d, const TileCopyCase *cc) {
       if (dev_done(d, name)) {
         char what[192];
         snprintf(what, sizeof what, "%s path %d rows_valid %d cols_valid %d", name, path, rv, cv);
-        int bad = check_tile(what, dump, R, C, cc->swz, g + off, stride, grv, gcv);
+        int bad = check_tile(what, dump, R, C, cc->panels ? 2 : cc->swz, g + off, stride, grv, gcv);
         CHECK_MSG(bad == 0, "%s: %d wrong elements", what, bad);
         failed += bad != 0;
       } else {
@@ -249,21 +257,21 @@ static void run_ss(Dev *d, const TileSsCase *sc) {
   char name[128];
   tile_ss_name(sc, name, sizeof name);
   const int M = sc->m, N = sc->n, K = sc->k;
-  const int BR = sc->b_nk ? N : K, BC = sc->b_nk ? K : N;
+  const int BR = sc->b_nk ? N : K, BC = sc->b_nk ? K : N, AR = sc->a_km ? K : M, AC = sc->a_km ? M : K;
   int failed = 0;
   for (int variant = 0; variant < 3; variant++) {
     /* 0: partial tiles, cp.async; 1: partial, scalar path; 2: full tiles */
     bool full = variant == 2;
-    int a_rows = full ? M : M - 5, a_cols = full ? K : K - 5;
+    int a_rows = full ? AR : AR - 5, a_cols = full ? AC : AC - 5;
     int b_rows = full ? BR : sc->b_nk ? N - 3 : K - 5, b_cols = full ? BC : sc->b_nk ? K - 5 : N - 3;
-    long long lda = variant == 1 ? K + 5 : K + 8, ldb = variant == 1 ? BC + 5 : BC + 8;
+    long long lda = variant == 1 ? AC + 5 : AC + 8, ldb = variant == 1 ? BC + 5 : BC + 8;
     float *a = (float *)malloc(sizeof(float) * (size_t)(M * K));
     float *b = (float *)malloc(sizeof(float) * (size_t)(BR * BC));
-    uint16_t *ga = make_global(sc->bf16, M, K, lda, a_rows, a_cols, 1, a);
+    uint16_t *ga = make_global(sc->bf16, AR, AC, lda, a_rows, a_cols, 1, a);
     uint16_t *gb = make_global(sc->bf16, BR, BC, ldb, b_rows, b_cols, 2, b);
     float *out = (float *)malloc(sizeof(float) * (size_t)(M * N));
     uint16_t *dump = (uint16_t *)malloc(2u * (size_t)(M * K + BR * BC));
-    RtCuDevPtr da = dev_alloc(d, ga, 2u * (size_t)(M * lda + 8));
+    RtCuDevPtr da = dev_alloc(d, ga, 2u * (size_t)(AR * lda + 8));
     RtCuDevPtr db = dev_alloc(d, gb, 2u * (size_t)(BR * ldb + 8));
     RtCuDevPtr dout = dev_alloc(d, NULL, sizeof(float) * (size_t)(M * N));
     RtCuDevPtr ddump = dev_alloc(d, NULL, 2u * (size_t)(M * K + BR * BC));
@@ -275,7 +283,7 @@ static void run_ss(Dev *d, const TileSsCase *sc) {
     snprintf(what, sizeof what, "%s %s a %dx%d/lda %lld b %dx%d/ldb %lld", name,
              variant == 1 ? "scalar" : "cp.async", a_rows, a_cols, lda, b_rows, b_cols, ldb);
     if (dev_done(d, what)) {
-      int bad_copy = check_tile("A", dump, M, K, sc->a_swz, ga, lda, a_rows, a_cols) +
+      int bad_copy = check_tile("A", dump, AR, AC, sc->a_swz, ga, lda, a_rows, a_cols) +
                      check_tile("B", dump + M * K, BR, BC, sc->b_swz, gb, ldb, b_rows, b_cols);
       CHECK_MSG(bad_copy == 0, "%s: %d wrong shared-tile elements after tc_copy_g2s", what, bad_copy);
       int bad = 0;
@@ -283,7 +291,7 @@ static void run_ss(Dev *d, const TileSsCase *sc) {
         for (int c = 0; c < N; c++) {
           double want = acc_init(r, c);
           for (int k = 0; k < K; k++)
-            want += (double)a[r * K + k] * (sc->b_nk ? b[c * K + k] : b[k * N + c]);
+            want += (double)(sc->a_km ? a[k * M + r] : a[r * K + k]) * (sc->b_nk ? b[c * K + k] : b[k * N + c]);
           double got = out[r * N + c];
           if (!(fabs(got - want) <= 1e-5 * fmax(1.0, fabs(want))) && bad++ < MAX_REPORT)
             fprintf(stderr, "  %s: out[%d][%d] = %.9g, want %.9g (warp tile of this element: %d, %d)\n",

@@ -6,11 +6,13 @@
  *                             of 1/8 in [-1, 1], so every sum is exact in f32)
  *   test_wgmma_gpu --nvrtc    (CI) only compiles the kernels for sm_90a
  * The cases cover every descriptor shape the compiler can ask for: A rows of
- * 32, 64, 128 bytes and 64-column panels; B K-major ([N][K]) and N-major
- * ([K][N]) with one and several panels; one and two warpgroups; N from 16 to
- * 256; f16 and bf16; A from shared memory and (wg_rs_*) from registers;
- * FP8 (wg_fp8_*: m64nNk32, e4m3 and e5m2, mixed, A and B K-major, rows of
- * 32, 64, 128 bytes and 128-column panels). Exit 77 (skip) without libnvrtc or an sm_90 GPU.
+ * 32, 64, 128 bytes and panels of 64, 32 and 16 columns (dim 96: three of
+ * 32); B K-major ([N][K]) and N-major ([K][N]) with one and several panels;
+ * one and two warpgroups; N from 16 to 256 (96, 160, 80 included); f16 and
+ * bf16; A from shared memory and (wg_rs_*) from registers; FP8 (wg_fp8_*:
+ * m64nNk32, e4m3 and e5m2, mixed, A and B K-major, rows of 32, 64, 128
+ * bytes and panels of 128, 64 and 32 bytes). The same 16-bit
+ * descriptors are walked on the CPU by test_wgmma_layout. Exit 77 (skip) without libnvrtc or an sm_90 GPU.
  */
 #include <math.h>
 #include <stdint.h>
@@ -26,6 +28,7 @@ typedef struct WgCase {
   int m, n, k;
   bool b_nk;
   bool a_regs; /* tc_gemm_wgmma_rs: A from registers */
+  bool a_km;   /* A stored [K][M] (transpose_A: wgmma's transpose bit for A) */
   int fp8;     /* tc_gemm_wgmma_fp8_ss: 0 no; else bit 0: A e5m2, bit 1: B e5m2 (plus 4: e4m3 x e4m3) */
 } WgCase;
 
@@ -43,12 +46,31 @@ static const WgCase cases[] = {
     {false, 128, 128, 64, false, true}, /* flash attention's O = P V, d 128: V in panels */
     {true, 64, 64, 128, false, true},   /* O = P V, d 64, a 128-key block */
     {false, 64, 32, 32, true, true},
+    /* Widths that are not a power of two: panels of 32 or 16 columns
+     * (64- / 32-byte swizzle), N = 96, 160, 80. */
+    {false, 128, 128, 96, true},        /* flash attention d 96: S = Q K^T, A and B in 32-column panels */
+    {true, 128, 128, 96, true},
+    {false, 128, 96, 128, false, true}, /* d 96: O = P V, V [128][96] in three N-major panels */
+    {true, 128, 96, 128, false, true},
+    {true, 64, 64, 160, true},          /* d 160: five 32-column panels */
+    {false, 64, 160, 64, false},        /* N-major B of five panels, N = 160 */
+    {false, 64, 80, 48, false},         /* 16-column panels: A three, B five; N = 80 */
+    {true, 64, 80, 80, true},
+    /* transpose_A: A [K][M], M-major (64-column panels per warpgroup). */
+    {false, 64, 64, 32, false, false, true},
+    {true, 128, 128, 64, false, false, true},
+    {false, 128, 96, 96, true, false, true},
     /* FP8 (B always [N][K]): 128-byte rows (examples/gemm_fp8.tile, block_K 128) */
-    {false, 128, 128, 128, true, false, 4},
-    {false, 64, 256, 128, true, false, 3},  /* e5m2 x e5m2, the widest N */
-    {false, 64, 64, 64, true, false, 2},    /* e4m3 x e5m2, 64-byte rows */
-    {false, 64, 16, 32, true, false, 1},    /* e5m2 x e4m3, 32-byte rows */
-    {false, 128, 64, 256, true, false, 4},  /* two 128-column panels */
+    {false, 128, 128, 128, true, false, false, 4},
+    {false, 64, 256, 128, true, false, false, 3}, /* e5m2 x e5m2, the widest N */
+    {false, 64, 64, 64, true, false, false, 2},   /* e4m3 x e5m2, 64-byte rows */
+    {false, 64, 16, 32, true, false, false, 1},   /* e5m2 x e4m3, 32-byte rows */
+    {false, 128, 64, 256, true, false, false, 4}, /* two 128-byte panels */
+    /* FP8 rows that are not a power of two: panels of 64 or 32 bytes (the
+     * 16-bit rule in bytes), N = 96, 80. */
+    {false, 128, 96, 192, true, false, false, 4}, /* three 64-byte panels */
+    {false, 64, 80, 96, true, false, false, 3},   /* three 32-byte panels */
+    {false, 64, 48, 384, true, false, false, 1},  /* three 128-byte panels */
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -59,8 +81,8 @@ static void case_name(const WgCase *c, char *buf, size_t cap) {
     snprintf(buf, cap, "wg_fp8_%s_%s_%dx%dx%d", fp8_name(c, 0), fp8_name(c, 1), c->m, c->n, c->k);
     return;
   }
-  snprintf(buf, cap, "wg_%s%s_%dx%dx%d_%s", c->a_regs ? "rs_" : "", c->bf16 ? "bf16" : "f16", c->m, c->n, c->k,
-           c->b_nk ? "nk" : "kn");
+  snprintf(buf, cap, "wg_%s%s_%dx%dx%d_%s%s", c->a_regs ? "rs_" : "", c->bf16 ? "bf16" : "f16", c->m, c->n, c->k,
+           c->b_nk ? "nk" : "kn", c->a_km ? "_ta" : "");
 }
 
 static char *source(void) {
@@ -77,7 +99,7 @@ static char *source(void) {
       tile_src_add(&s, line);
       continue;
     }
-    snprintf(line, sizeof line, "%s(%s, %s, %d, %d, %d, %s)\n", c->a_regs ? "WG_RS_KERNEL" : "WG_KERNEL", name,
+    snprintf(line, sizeof line, "%s(%s, %s, %d, %d, %d, %s)\n", c->a_regs ? "WG_RS_KERNEL" : c->a_km ? "WG_TA_KERNEL" : "WG_KERNEL", name,
              c->bf16 ? "tc_bf16_t" : "tc_f16_t",
              c->m, c->n, c->k, c->b_nk ? "true" : "false");
     tile_src_add(&s, line);
@@ -108,7 +130,8 @@ static void run_case(RtCuda *cu, RtCuModule mod, const WgCase *c) {
     for (int k = 0; k < K; k++) {
       a[r * K + k] = tile_test_value(r, k, 1);
       if (c->fp8) a8[r * K + k] = enc_fp8(c->fp8 & 1, a[r * K + k]);
-      else ah[r * K + k] = tile_enc16(c->bf16, a[r * K + k]);
+      /* A as stored in global memory: [M][K], or [K][M] when a_km. */
+      else ah[c->a_km ? k * M + r : r * K + k] = tile_enc16(c->bf16, a[r * K + k]);
     }
   for (int k = 0; k < K; k++)
     for (int n = 0; n < N; n++) {

@@ -39,7 +39,7 @@ __device__ __forceinline__ void tile_dump(unsigned short *dst, const unsigned sh
 }
 
 // ---- tc_copy_g2s alone: the raw shared tile is written to dump. ----
-template <int ROWS, int COLS, bool SWZ>
+template <int ROWS, int COLS, int SWZ>
 __device__ void tile_copy_body(const unsigned short *g, long long stride, int rows_valid,
                                int cols_valid, unsigned short *dump) {
   unsigned short *s = (unsigned short *)tile_smem;
@@ -80,22 +80,23 @@ __device__ void tile_copy8_body(const unsigned char *g, long long stride, int ro
     tile_copy8_body<ROWS, COLS, SWZ>(g, stride, rows_valid, cols_valid, dump);                   \
   }
 
-// ---- tc_gemm_ss: A [M][K] and B ([N][K] when NK, else [K][N]) copied
-// from global (partial tiles allowed), then out[r][c] = init(r, c) + (A@B)[r][c].
-// dump receives the raw shared A tile then the raw shared B tile. ----
-template <typename TAG, int M, int N, int K, int WM, int WN, bool AS, bool BS, bool NK>
+// ---- tc_gemm_ss: A [M][K] ([K][M] when AKM, transpose_A) and B ([N][K]
+// when NK, else [K][N]) copied from global (partial tiles allowed), then
+// out[r][c] = init(r, c) + (A@B)[r][c]. dump receives the raw shared A tile
+// then the raw shared B tile. ----
+template <typename TAG, int M, int N, int K, int WM, int WN, bool AS, bool BS, bool NK, bool AKM>
 __device__ void tile_ss_body(const unsigned short *A, long long lda, int a_rows, int a_cols,
                              const unsigned short *B, long long ldb, int b_rows, int b_cols,
                              float *out, unsigned short *dump) {
   static_assert(WM * WN * 32 == TILE_THREADS, "the ss test runs 4 warps");
-  constexpr int BR = NK ? N : K, BC = NK ? K : N;
+  constexpr int BR = NK ? N : K, BC = NK ? K : N, AR = AKM ? K : M, AC = AKM ? M : K;
   constexpr int CL = 2 * (N / WN / 8), RL = 2 * (M / WM / 16);
   unsigned short *As = (unsigned short *)tile_smem;
   unsigned short *Bs = As + M * K;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   tile_poison(As, M * K + BR * BC);
   __syncthreads();
-  tc_copy_g2s<M, K, TILE_THREADS, AS>(As, A, lda, a_rows, a_cols, tid);
+  tc_copy_g2s<AR, AC, TILE_THREADS, AS>(As, A, lda, a_rows, a_cols, tid);
   tc_copy_g2s<BR, BC, TILE_THREADS, BS>(Bs, B, ldb, b_rows, b_cols, tid);
   tc_cp_async_commit();
   tc_cp_async_wait<0>();
@@ -109,7 +110,7 @@ __device__ void tile_ss_body(const unsigned short *A, long long lda, int a_rows,
     for (int cs = 0; cs < CL; ++cs)
       acc[rs * CL + cs] = tile_acc_init(tile_mma_row<M, N, WM, WN>(warp, lane, rs),
                                         tile_mma_col<M, N, WM, WN>(warp, lane, cs));
-  tc_gemm_ss<TAG, M, N, K, WM, WN, AS, BS, NK>(As, Bs, acc, warp, lane);
+  tc_gemm_ss<TAG, M, N, K, WM, WN, AS, BS, NK, AKM>(As, Bs, acc, warp, lane);
 #pragma unroll
   for (int rs = 0; rs < RL; ++rs)
 #pragma unroll
@@ -118,12 +119,12 @@ __device__ void tile_ss_body(const unsigned short *A, long long lda, int a_rows,
           acc[rs * CL + cs];
 }
 
-#define TILE_SS_KERNEL(name, TAG, M, N, K, WM, WN, AS, BS, NK)                                   \
+#define TILE_SS_KERNEL(name, TAG, M, N, K, WM, WN, AS, BS, NK, AKM)                              \
   extern "C" __global__ void __launch_bounds__(TILE_THREADS)                                     \
       name(const unsigned short *A, long long lda, int a_rows, int a_cols,                      \
            const unsigned short *B, long long ldb, int b_rows, int b_cols, float *out,          \
            unsigned short *dump) {                                                               \
-    tile_ss_body<TAG, M, N, K, WM, WN, AS, BS, NK>(A, lda, a_rows, a_cols, B, ldb, b_rows,      \
+    tile_ss_body<TAG, M, N, K, WM, WN, AS, BS, NK, AKM>(A, lda, a_rows, a_cols, B, ldb, b_rows, \
                                                    b_cols, out, dump);                           \
   }
 

@@ -77,6 +77,7 @@ typedef struct TileSsCase {
   bool bf16;
   int m, n, k, wm, wn;
   bool a_swz, b_swz, b_nk;
+  bool a_km; /* A stored [K][M] (transpose_A: ldmatrix .trans) */
 } TileSsCase;
 
 typedef struct TileRsCase {
@@ -87,13 +88,15 @@ typedef struct TileRsCase {
 
 typedef struct TileCopyCase {
   int rows, cols;
-  int swz;   /* 0 plain, 1 swizzled rows, 2 panels of 128-byte rows */
-  int bytes; /* element size: 2 (0 means 2) or 1 (FP8 codes, tile_copy8_*) */
+  bool swz;
+  bool panels; /* SWZ 2: panels of tc_panel_cols<cols, bytes>() columns (wgmma operands) */
+  int bytes;   /* element size: 2 (0 means 2) or 1 (FP8 codes, tile_copy8_*) */
 } TileCopyCase;
 
 static inline void tile_ss_name(const TileSsCase *c, char *buf, size_t cap) {
-  snprintf(buf, cap, "tile_ss_%s_%dx%dx%d_w%dx%d_%s%s_%s", c->bf16 ? "bf16" : "f16", c->m, c->n,
-           c->k, c->wm, c->wn, c->a_swz ? "S" : "p", c->b_swz ? "S" : "p", c->b_nk ? "nk" : "kn");
+  snprintf(buf, cap, "tile_ss_%s_%dx%dx%d_w%dx%d_%s%s_%s%s", c->bf16 ? "bf16" : "f16", c->m, c->n,
+           c->k, c->wm, c->wn, c->a_swz ? "S" : "p", c->b_swz ? "S" : "p", c->b_nk ? "nk" : "kn",
+           c->a_km ? "_ta" : "");
 }
 
 static inline void tile_rs_name(const TileRsCase *c, char *buf, size_t cap) {
@@ -103,7 +106,7 @@ static inline void tile_rs_name(const TileRsCase *c, char *buf, size_t cap) {
 
 static inline void tile_copy_name(const TileCopyCase *c, char *buf, size_t cap) {
   snprintf(buf, cap, "tile_copy%s_%dx%d_%s", c->bytes == 1 ? "8" : "", c->rows, c->cols,
-           c->swz == 2 ? "P" : c->swz ? "S" : "p");
+           c->panels ? "P" : c->swz ? "S" : "p");
 }
 
 /* Dynamic shared memory of each kernel, bytes. */
@@ -145,9 +148,10 @@ static inline char *tile_source(const TileSsCase *ss, int nss, const TileRsCase 
   for (int i = 0; i < nss; i++) {
     const TileSsCase *c = &ss[i];
     tile_ss_name(c, name, sizeof name);
-    snprintf(line, sizeof line, "TILE_SS_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s, %s, %s)\n", name,
+    snprintf(line, sizeof line, "TILE_SS_KERNEL(%s, %s, %d, %d, %d, %d, %d, %s, %s, %s, %s)\n", name,
              c->bf16 ? "tc_bf16_t" : "tc_f16_t", c->m, c->n, c->k, c->wm, c->wn,
-             c->a_swz ? "true" : "false", c->b_swz ? "true" : "false", c->b_nk ? "true" : "false");
+             c->a_swz ? "true" : "false", c->b_swz ? "true" : "false", c->b_nk ? "true" : "false",
+             c->a_km ? "true" : "false");
     tile_src_add(&s, line);
   }
   for (int i = 0; i < nrs; i++) {
@@ -162,10 +166,11 @@ static inline char *tile_source(const TileSsCase *ss, int nss, const TileRsCase 
     const TileCopyCase *c = &cp[i];
     tile_copy_name(c, name, sizeof name);
     if (c->bytes == 1)
-      snprintf(line, sizeof line, "TILE_COPY8_KERNEL(%s, %d, %d, %d)\n", name, c->rows, c->cols, c->swz);
+      snprintf(line, sizeof line, "TILE_COPY8_KERNEL(%s, %d, %d, %d)\n", name, c->rows, c->cols,
+               c->panels ? 2 : c->swz ? 1 : 0);
     else
       snprintf(line, sizeof line, "TILE_COPY_KERNEL(%s, %d, %d, %s)\n", name, c->rows, c->cols,
-               c->swz ? "true" : "false");
+               c->panels ? "2" : c->swz ? "true" : "false");
     tile_src_add(&s, line);
   }
   return s.p;
@@ -189,6 +194,11 @@ static const TileSsCase tile_gpu_ss[] = {
     {true, 64, 24, 32, 4, 1, false, false, false},
     {false, 32, 16, 16, 2, 2, true, true, false},    /* NI = 1, MI = 1, one k-step */
     {true, 32, 16, 16, 2, 2, true, true, true},
+    /* transpose_A: A stored [K][M], fragments by ldmatrix .trans */
+    {false, 128, 128, 32, 2, 2, true, true, false, true},
+    {true, 64, 64, 64, 4, 1, true, true, true, true},
+    {false, 64, 128, 64, 2, 2, false, false, false, true},
+    {true, 32, 16, 16, 2, 2, true, true, true, true},
 };
 #define TILE_GPU_NSS ((int)(sizeof tile_gpu_ss / sizeof tile_gpu_ss[0]))
 
@@ -209,11 +219,15 @@ static const TileCopyCase tile_gpu_copy[] = {
     {8, 24, false}, /* 24 chunks: most threads idle */
     {1, 64, true},  {4, 8, true},    {16, 16, true}, {32, 40, false},
     {64, 128, true}, {128, 32, true}, {32, 128, false},
+    /* panels: three of 32 columns (dim 96), five of 16, two of 64 */
+    {128, 96, true, true}, {16, 80, true, true}, {8, 48, true, true}, {32, 128, true, true},
     /* 8-bit (FP8 codes, 16 per chunk): 128-byte rows (gemm_fp8_nt's
-     * block_K 128), 64 and 32 bytes, one chunk, plain, 128-column panels,
-     * and a tile of more chunks than threads in a ragged pattern. */
-    {128, 128, 1, 1}, {64, 64, 1, 1}, {32, 32, 1, 1}, {8, 16, 1, 1},
-    {16, 48, 0, 1},   {64, 256, 2, 1}, {24, 160, 0, 1},
+     * block_K 128), 64 and 32 bytes, one chunk, plain, a tile of more
+     * chunks than threads in a ragged pattern, and panels of 128 bytes
+     * (two), 64 bytes (three) and 32 bytes (three). */
+    {128, 128, true, false, 1}, {64, 64, true, false, 1}, {32, 32, true, false, 1}, {8, 16, true, false, 1},
+    {16, 48, false, false, 1},  {24, 160, false, false, 1}, {64, 256, true, true, 1}, {16, 192, true, true, 1},
+    {32, 96, true, true, 1},
 };
 #define TILE_GPU_NCOPY ((int)(sizeof tile_gpu_copy / sizeof tile_gpu_copy[0]))
 

@@ -2,25 +2,28 @@
 //
 // One block of M / 16 warps. A [M][K] and B ([K][N], or [N][K] when B_NK)
 // come from global memory in row-major order and are stored element by
-// element at tc_smem_index<rows, cols, SWZ> (SWZ 2, 64-column panels, for
-// rows over 128 bytes, else 1): the layouts the compiler gives wgmma
-// operands. The accumulator starts at wg_acc_init(r, c) and is written back
+// element at tc_smem_index<rows, cols, SWZ> (SWZ 1 for rows of 16, 32 or 64
+// elements, else 2: panels of tc_panel_cols<cols>() columns): the layouts
+// the compiler gives wgmma operands. The accumulator starts at wg_acc_init(r, c) and is written back
 // at the logical (row, column) of the MMA_C formula of docs/gpu-codegen.md,
 // computed here independently of the template.
 #include "tilec_wgmma.cuh"
 
 extern __shared__ __align__(1024) unsigned char wg_smem[];
 
+__device__ constexpr int wg_swz(int cols) { return cols == 16 || cols == 32 || cols == 64 ? 1 : 2; }
+
 __device__ __forceinline__ float wg_acc_init(int r, int c) { return (float)((r * 3 + c * 5) % 11 - 5) * 0.125f; }
 
-template <typename TAG, int M, int N, int K, bool B_NK>
+// A_KM: A comes from global as [K][M] and is stored so (transpose_A).
+template <typename TAG, int M, int N, int K, bool B_NK, bool A_KM>
 __device__ void wg_body(const unsigned short *A, const unsigned short *B, float *C) {
   constexpr int WARPS = M / 16, THREADS = WARPS * 32;
-  constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N;
-  constexpr int A_SWZ = K > 64 ? 2 : 1, B_SWZ = BC > 64 ? 2 : 1;
+  constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N, AR = A_KM ? K : M, AC = A_KM ? M : K;
+  constexpr int A_SWZ = wg_swz(AC), B_SWZ = wg_swz(BC);
   unsigned short *As = (unsigned short *)wg_smem;
   unsigned short *Bs = As + M * K; // M * K * 2 bytes is a multiple of 1024
-  for (int i = threadIdx.x; i < M * K; i += THREADS) As[tc_smem_index<M, K, A_SWZ>(i / K, i % K)] = A[i];
+  for (int i = threadIdx.x; i < M * K; i += THREADS) As[tc_smem_index<AR, AC, A_SWZ>(i / AC, i % AC)] = A[i];
   for (int i = threadIdx.x; i < BR * BC; i += THREADS) Bs[tc_smem_index<BR, BC, B_SWZ>(i / BC, i % BC)] = B[i];
   tc_fence_proxy_async();
   __syncthreads();
@@ -31,7 +34,7 @@ __device__ void wg_body(const unsigned short *A, const unsigned short *B, float 
     const int h = s / (N / 4), cs = s % (N / 4);
     acc[s] = wg_acc_init(warp * 16 + 8 * h + lane / 4, 8 * (cs / 2) + 2 * (lane % 4) + cs % 2);
   }
-  tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK>(As, Bs, acc, warp);
+  tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, 0, A_KM>(As, Bs, acc, warp);
 #pragma unroll
   for (int s = 0; s < N / 2; ++s) {
     const int h = s / (N / 4), cs = s % (N / 4);
@@ -45,7 +48,7 @@ template <typename TAG, int M, int N, int K, bool B_NK>
 __device__ void wg_rs_body(const unsigned short *A, const unsigned short *B, float *C) {
   constexpr int WARPS = M / 16, THREADS = WARPS * 32;
   constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N;
-  constexpr int B_SWZ = BC > 64 ? 2 : 1;
+  constexpr int B_SWZ = wg_swz(BC);
   unsigned short *Bs = (unsigned short *)wg_smem;
   for (int i = threadIdx.x; i < BR * BC; i += THREADS) Bs[tc_smem_index<BR, BC, B_SWZ>(i / BC, i % BC)] = B[i];
   tc_fence_proxy_async();
@@ -80,16 +83,21 @@ __device__ void wg_rs_body(const unsigned short *A, const unsigned short *B, flo
 #define WG_KERNEL(name, TAG, M, N, K, B_NK)                                                              \
   extern "C" __global__ void __launch_bounds__(M * 2) name(const unsigned short *A, const unsigned short *B, \
                                                           float *C) {                                    \
-    wg_body<TAG, M, N, K, B_NK>(A, B, C);                                                                \
+    wg_body<TAG, M, N, K, B_NK, false>(A, B, C);                                                         \
+  }
+#define WG_TA_KERNEL(name, TAG, M, N, K, B_NK)                                                           \
+  extern "C" __global__ void __launch_bounds__(M * 2) name(const unsigned short *A, const unsigned short *B, \
+                                                          float *C) {                                    \
+    wg_body<TAG, M, N, K, B_NK, true>(A, B, C);                                                          \
   }
 
 // FP8 (tc_gemm_wgmma_fp8_ss): A [M][K] and B [N][K] codes (one byte each),
-// both K-major, stored at tc_smem_index<rows, K, SWZ, 1> (SWZ 2, 128-column
-// panels, for rows over 128 bytes).
+// both K-major, stored at tc_smem_index<rows, K, SWZ, 1> (SWZ 1 for rows of
+// 32, 64 or 128 bytes, else 2: panels of tc_panel_cols<K, 1>() codes).
 template <typename TA, typename TB, int M, int N, int K>
 __device__ void wg_fp8_body(const unsigned char *A, const unsigned char *B, float *C) {
   constexpr int WARPS = M / 16, THREADS = WARPS * 32;
-  constexpr int SWZ = K > 128 ? 2 : 1;
+  constexpr int SWZ = K == 32 || K == 64 || K == 128 ? 1 : 2;
   unsigned char *As = wg_smem;
   unsigned char *Bs = As + (M * K + 1023) / 1024 * 1024;
   for (int i = threadIdx.x; i < M * K; i += THREADS) As[tc_smem_index<M, K, SWZ, 1>(i / K, i % K)] = A[i];

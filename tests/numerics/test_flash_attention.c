@@ -5,13 +5,24 @@
  *                        --mode dynamic|bound --lengths 1,63,64,100,257
  *                        [--define NAME=VALUE]... [--device cpu|cuda]
  *                        [--batch N] [--heads N]   (default 2 and 2)
+ *                        [--layout compact|bhsd|packed|padded]
  *
  * dynamic: seq_len stays a dynamic symbol; ONE load serves every length.
  * bound:   every length gets its own load with -D seq_len=L, and a launch
  *          with a different length must be refused (LAUNCH_MISMATCH).
  * Inputs are fresh random numbers each run (the seed is printed); the output
  * is poisoned with NaN before every launch, so an element the kernel never
- * writes fails the test. */
+ * writes fails the test.
+ *
+ * --layout passes strided views instead of compact BSHD tensors (the
+ * flagship declares strides (...)), without copying:
+ *   bhsd:   Q, K, V, Output are q.transpose(1, 2) views of BHSD tensors;
+ *   packed: Q, K, V are the three slices of one [B, S, 3, H, D] tensor and
+ *           Output a view of a padded [B, S, H, D + 8] tensor;
+ *   padded: all four are views of [B, S, H, D + 8] tensors (rows with a
+ *           pitch of D + 8 elements).
+ * The inputs are gathered into compact tensors for the reference; every
+ * element of the output's storage outside the view must still be NaN. */
 #include "numerics.h"
 
 #include <math.h>
@@ -40,6 +51,7 @@ typedef struct Config {
   TilecDefine extra[8]; /* --define: block sizes etc. */
   int nextra;
   long batch, heads;
+  const char *layout; /* compact, bhsd, packed, padded */
 } Config;
 
 static TilertModule *load(NumEnv *env, const Config *c, long seq_len_or_0) {
@@ -100,6 +112,93 @@ static void run_length(NumEnv *env, const Config *c, TilertKernel *k, long seq_l
   host_tensor_free(&q), host_tensor_free(&kt), host_tensor_free(&v), host_tensor_free(&o);
 }
 
+/* One tensor argument as a view: its storage, and the view over it. */
+typedef struct ViewArg {
+  HostTensor *storage;
+  HostView view;
+} ViewArg;
+
+/* The layouts of --layout: storage shapes and the views over them. */
+static void make_views(NumEnv *env, const Config *c, long seq_len, HostTensor st[4], ViewArg va[4]) {
+  const int64_t B = c->batch, S = seq_len, H = c->heads, D = c->dim, P = D + 8;
+  const int64_t shape[4] = {B, S, H, D};
+  bool ok = true;
+  if (strcmp(c->layout, "bhsd") == 0) {
+    for (int i = 0; i < 4; i++) {
+      ok &= host_tensor_init(&st[i], c->dtype, 4, (int64_t[]){B, H, S, D}, env->ctx);
+      va[i].storage = &st[i];
+      host_view_init(&va[i].view, &st[i], 4, shape, (int64_t[]){H * S * D, D, S * D, 1}, 0);
+    }
+  } else if (strcmp(c->layout, "packed") == 0) {
+    ok &= host_tensor_init(&st[0], c->dtype, 5, (int64_t[]){B, S, 3, H, D}, env->ctx);
+    ok &= host_tensor_init(&st[3], c->dtype, 4, (int64_t[]){B, S, H, P}, env->ctx);
+    for (int i = 0; i < 3; i++) {
+      va[i].storage = &st[0];
+      host_view_init(&va[i].view, &st[0], 4, shape, (int64_t[]){S * 3 * H * D, 3 * H * D, D, 1}, i * H * D);
+    }
+    va[3].storage = &st[3];
+    host_view_init(&va[3].view, &st[3], 4, shape, (int64_t[]){S * H * P, H * P, P, 1}, 0);
+  } else { /* padded */
+    for (int i = 0; i < 4; i++) {
+      ok &= host_tensor_init(&st[i], c->dtype, 4, (int64_t[]){B, S, H, P}, env->ctx);
+      va[i].storage = &st[i];
+      host_view_init(&va[i].view, &st[i], 4, shape, (int64_t[]){S * H * P, H * P, P, 1}, 0);
+    }
+  }
+  NUM_CHECK(ok, "allocating the %s storage for seq_len %ld", c->layout, seq_len);
+  if (!ok) exit(1);
+}
+
+/* run_length with strided views (--layout). */
+static void run_length_views(NumEnv *env, const Config *c, TilertKernel *k, long seq_len) {
+  int64_t shape[4] = {c->batch, seq_len, c->heads, c->dim};
+  HostTensor st[4] = {{{0}}}, q, kt, v, o;
+  ViewArg va[4];
+  make_views(env, c, seq_len, st, va);
+  bool ok = host_tensor_init(&q, c->dtype, 4, shape, NULL) && host_tensor_init(&kt, c->dtype, 4, shape, NULL) &&
+            host_tensor_init(&v, c->dtype, 4, shape, NULL) && host_tensor_init(&o, c->dtype, 4, shape, NULL);
+  NUM_CHECK(ok, "allocating seq_len %ld", seq_len);
+  if (!ok) exit(1);
+  /* Random inputs, NaN everywhere else (pads, the output). */
+  for (int i = 0; i < 4; i++)
+    if (st[i].host) host_tensor_poison(&st[i]);
+  HostTensor *in[3] = {&q, &kt, &v};
+  for (int i = 0; i < 3; i++) {
+    host_tensor_fill_uniform(in[i], &env->rng, -1, 1);
+    host_view_scatter(&va[i].view, va[i].storage, in[i]);
+  }
+  for (int i = 0; i < 4; i++) NUM_CHECK(!st[i].host || host_tensor_upload(&st[i]), "upload failed");
+
+  double scale = 1.0 / sqrt((double)c->dim) * 1.4426950408889634;
+  TilertArg args[] = {tilert_arg_tensor(&va[0].view.dl), tilert_arg_tensor(&va[1].view.dl),
+                      tilert_arg_tensor(&va[2].view.dl), tilert_arg_tensor(&va[3].view.dl), tilert_arg_f32(scale)};
+  TilertStatus status = tilert_launch(k, args, 5, NULL);
+  NUM_CHECK(status == TILERT_OK, "launch (%s views) seq_len %ld: %s: %s", c->layout, seq_len,
+            tilert_strerror(status), tilert_last_error(env->ctx));
+  if (status == TILERT_OK) {
+    HostTensor *out = va[3].storage;
+    NUM_CHECK(host_tensor_download(out), "download failed");
+    host_view_gather(&va[3].view, out, &o);
+    double *ref = malloc(o.numel * sizeof *ref);
+    host_ref_attention(&q, &kt, &v, c->causal, 1.0 / sqrt((double)c->dim), ref);
+    HostError e = host_compare(&o, ref);
+    double bound = bound_for(c->dtype);
+    /* The output's storage outside the view: untouched (still NaN). */
+    size_t written = 0;
+    for (size_t i = 0; i < out->numel; i++) written += !isnan(host_tensor_get(out, i));
+    printf("  seq_len %4ld (%s views): rel to max|ref| %.3e (bound %.0e), %zu non-finite, "
+           "%zu of %zu storage elements written\n",
+           seq_len, c->layout, e.rel_to_max, bound, e.nonfinite, written, out->numel);
+    NUM_CHECK(host_error_ok(&e, bound), "seq_len %ld (%s views): error %.3e (bound %.0e), %zu non-finite",
+              seq_len, c->layout, e.rel_to_max, bound, e.nonfinite);
+    NUM_CHECK(written == o.numel, "seq_len %ld (%s views): %zu storage elements written, the view has %zu",
+              seq_len, c->layout, written, o.numel);
+    free(ref);
+  }
+  host_tensor_free(&q), host_tensor_free(&kt), host_tensor_free(&v), host_tensor_free(&o);
+  for (int i = 0; i < 4; i++) host_tensor_free(&st[i]);
+}
+
 /* A kernel compiled for seq_len = bound_len must refuse another length
  * instead of reading out of bounds. */
 static void check_mismatch(NumEnv *env, const Config *c, TilertKernel *k, long bound_len) {
@@ -118,7 +217,8 @@ static void check_mismatch(NumEnv *env, const Config *c, TilertKernel *k, long b
 }
 
 int main(int argc, char **argv) {
-  Config c = {64, false, {kDLFloat, 16, 1}, "f16", false, {1, 63, 64, 100, 257}, 5, .batch = 2, .heads = 2};
+  Config c = {64, false, {kDLFloat, 16, 1}, "f16", false, {1, 63, 64, 100, 257}, 5, .batch = 2, .heads = 2,
+              .layout = "compact"};
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
@@ -126,6 +226,13 @@ int main(int argc, char **argv) {
       c.causal = true;
     } else if (host_opt(argc, argv, &i, "--batch", &v)) {
       c.batch = atol(v);
+    } else if (host_opt(argc, argv, &i, "--layout", &v)) {
+      if (strcmp(v, "compact") != 0 && strcmp(v, "bhsd") != 0 && strcmp(v, "packed") != 0 &&
+          strcmp(v, "padded") != 0) {
+        fprintf(stderr, "bad --layout %s (compact, bhsd, packed or padded)\n", v);
+        return 2;
+      }
+      c.layout = v;
     } else if (host_opt(argc, argv, &i, "--heads", &v)) {
       c.heads = atol(v);
     } else if (host_opt(argc, argv, &i, "--dim", &v)) {
@@ -171,8 +278,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < c.nextra; i++) free((char *)c.extra[i].name);
     return rc;
   }
-  printf("flash_attention: dim %ld, %s, %s, seq_len %s", c.dim, c.causal ? "causal" : "non-causal",
-         c.dtype_name, c.bound ? "bound with -D" : "dynamic");
+  printf("flash_attention: dim %ld, %s, %s, seq_len %s, %s tensors", c.dim, c.causal ? "causal" : "non-causal",
+         c.dtype_name, c.bound ? "bound with -D" : "dynamic", c.layout);
   for (int i = 0; i < c.nextra; i++) printf(", -D %s=%s", c.extra[i].name, c.extra[i].value);
   printf("\n");
 
@@ -186,7 +293,10 @@ int main(int argc, char **argv) {
       for (int i = 0; info && i < info->ndynamic; i++)
         has_seq |= strcmp(info->dynamic_symbols[i], "seq_len") == 0;
       NUM_CHECK(has_seq, "seq_len should be a dynamic symbol of the kernel");
-      for (int i = 0; i < c.nlengths; i++) run_length(&env, &c, k, c.lengths[i]);
+      for (int i = 0; i < c.nlengths; i++) {
+        if (strcmp(c.layout, "compact") == 0) run_length(&env, &c, k, c.lengths[i]);
+        else run_length_views(&env, &c, k, c.lengths[i]);
+      }
     } else {
       NUM_CHECK(false, "no kernel flash_attention: %s", tilert_last_error(env.ctx));
     }

@@ -1,12 +1,18 @@
 /* test_gemm.c - examples/gemm.tile against a double-precision reference.
  *
  *   test_gemm [--dtype f16|bf16] [--blocks BM,BN,BK] [--define N=V]... [--bind]
- *             --shapes MxNxK,MxNxK,... [--device cpu|cuda]
+ *             --shapes MxNxK,MxNxK,... [--device cpu|cuda] [--strided]
  *
  * Without --bind, M, N and K stay dynamic and one load serves every shape;
  * with --bind, each shape gets its own load with -D M= N= K=. --blocks binds
  * block_M, block_N and block_K (smaller tiles keep the CPU run short and put
- * the tile edges inside the matrix). */
+ * the tile edges inside the matrix).
+ *
+ * --strided runs tests/numerics/gemm_strided.tile (strides (...) on A, B
+ * and C) on views, without a copy: A with rows padded to K + 8, B the
+ * columns [8, 8 + N) of a [K, N + 24] matrix, C the rows [1, 1 + M) of an
+ * [M + 2, N + 8] matrix; every element of C's storage outside the view must
+ * still be NaN afterwards. */
 #include "numerics.h"
 
 #include <math.h>
@@ -58,6 +64,85 @@ static void run_shape(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s
   host_tensor_free(&a), host_tensor_free(&b), host_tensor_free(&c);
 }
 
+/* run_shape on views (--strided). */
+static void run_shape_strided(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s) {
+  HostTensor sa, sb, sc, a, b, c;
+  const int64_t pa = s.k + 8, pb = s.n + 24, pc = s.n + 8;
+  bool ok = host_tensor_init(&sa, dtype, 2, (int64_t[]){s.m, pa}, env->ctx) &&
+            host_tensor_init(&sb, dtype, 2, (int64_t[]){s.k, pb}, env->ctx) &&
+            host_tensor_init(&sc, dtype, 2, (int64_t[]){s.m + 2, pc}, env->ctx) &&
+            host_tensor_init(&a, dtype, 2, (int64_t[]){s.m, s.k}, NULL) &&
+            host_tensor_init(&b, dtype, 2, (int64_t[]){s.k, s.n}, NULL) &&
+            host_tensor_init(&c, dtype, 2, (int64_t[]){s.m, s.n}, NULL);
+  NUM_CHECK(ok, "allocating %ldx%ldx%ld", s.m, s.n, s.k);
+  if (!ok) exit(1);
+  HostView va, vb, vc;
+  host_view_init(&va, &sa, 2, (int64_t[]){s.m, s.k}, (int64_t[]){pa, 1}, 0);
+  host_view_init(&vb, &sb, 2, (int64_t[]){s.k, s.n}, (int64_t[]){pb, 1}, 8);
+  host_view_init(&vc, &sc, 2, (int64_t[]){s.m, s.n}, (int64_t[]){pc, 1}, pc);
+  host_tensor_poison(&sa), host_tensor_poison(&sb), host_tensor_poison(&sc);
+  host_tensor_fill_uniform(&a, &env->rng, -1, 1);
+  host_tensor_fill_uniform(&b, &env->rng, -1, 1);
+  host_view_scatter(&va, &sa, &a);
+  host_view_scatter(&vb, &sb, &b);
+  NUM_CHECK(host_tensor_upload(&sa) && host_tensor_upload(&sb) && host_tensor_upload(&sc), "upload failed");
+  TilertArg args[] = {tilert_arg_tensor(&va.dl), tilert_arg_tensor(&vb.dl), tilert_arg_tensor(&vc.dl)};
+  TilertStatus st = tilert_launch(kern, args, 3, NULL);
+  NUM_CHECK(st == TILERT_OK, "launch %ldx%ldx%ld (views): %s: %s", s.m, s.n, s.k, tilert_strerror(st),
+            tilert_last_error(env->ctx));
+  if (st == TILERT_OK) {
+    NUM_CHECK(host_tensor_download(&sc), "download failed");
+    host_view_gather(&vc, &sc, &c);
+    double *ref = malloc(c.numel * sizeof *ref);
+    host_ref_gemm(&a, &b, ref);
+    HostError e = host_compare(&c, ref);
+    double bound = bound_for(dtype);
+    size_t written = 0;
+    for (size_t i = 0; i < sc.numel; i++) written += !isnan(host_tensor_get(&sc, i));
+    printf("  %ldx%ldx%ld (views, pitches %lld/%lld/%lld): rel to max|ref| %.3e (bound %.1e), %zu non-finite, "
+           "%zu of %zu storage elements of C written\n",
+           s.m, s.n, s.k, (long long)pa, (long long)pb, (long long)pc, e.rel_to_max, bound, e.nonfinite, written,
+           sc.numel);
+    NUM_CHECK(host_error_ok(&e, bound), "%ldx%ldx%ld (views): error %.3e (bound %.1e), %zu non-finite", s.m, s.n,
+              s.k, e.rel_to_max, bound, e.nonfinite);
+    NUM_CHECK(written == c.numel, "%ldx%ldx%ld (views): %zu elements of C's storage written, the view has %zu",
+              s.m, s.n, s.k, written, c.numel);
+    free(ref);
+  }
+  host_tensor_free(&sa), host_tensor_free(&sb), host_tensor_free(&sc);
+  host_tensor_free(&a), host_tensor_free(&b), host_tensor_free(&c);
+}
+
+/* A kernel that loads A by TMA (sm_90a, shapes bound) refuses an A whose row
+ * pitch is not a multiple of 16 bytes, saying so, and writes nothing. */
+static void check_tma_refusal(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s) {
+  const TilecKernelInfo *info = tilert_kernel_info(kern);
+  if (!info || info->ntensor_maps == 0) return;
+  HostTensor sa, b, c;
+  const int64_t pa = s.k + 1;
+  bool ok = host_tensor_init(&sa, dtype, 2, (int64_t[]){s.m, pa}, env->ctx) &&
+            host_tensor_init(&b, dtype, 2, (int64_t[]){s.k, s.n}, env->ctx) &&
+            host_tensor_init(&c, dtype, 2, (int64_t[]){s.m, s.n}, env->ctx);
+  NUM_CHECK(ok, "allocating");
+  if (!ok) exit(1);
+  host_tensor_poison(&c);
+  NUM_CHECK(host_tensor_upload(&c), "upload failed");
+  HostView va;
+  host_view_init(&va, &sa, 2, (int64_t[]){s.m, s.k}, (int64_t[]){pa, 1}, 0);
+  TilertArg args[] = {tilert_arg_tensor(&va.dl), tilert_arg_tensor(&b.dl), tilert_arg_tensor(&c.dl)};
+  TilertStatus st = tilert_launch(kern, args, 3, NULL);
+  const char *err = tilert_last_error(env->ctx);
+  printf("  %ldx%ldx%ld, A pitch %lld under TMA: %s\n", s.m, s.n, s.k, (long long)pa, err);
+  NUM_CHECK(st == TILERT_LAUNCH_MISMATCH && strstr(err, "tensor 'A' cannot be loaded by TMA: dim 0 has stride") &&
+                strstr(err, "multiples of 16 bytes"),
+            "A of pitch %lld under TMA: got %s: %s", (long long)pa, tilert_strerror(st), err);
+  NUM_CHECK(host_tensor_download(&c), "download failed");
+  size_t written = 0;
+  for (size_t i = 0; i < c.numel; i++) written += !isnan(host_tensor_get(&c, i));
+  NUM_CHECK(written == 0, "a refused launch wrote %zu elements", written);
+  host_tensor_free(&sa), host_tensor_free(&b), host_tensor_free(&c);
+}
+
 int main(int argc, char **argv) {
   DLDataType dtype = {kDLFloat, 16, 1};
   const char *dtype_name = "f16";
@@ -65,7 +150,7 @@ int main(int argc, char **argv) {
   char extra_name[4][32];
   const char *extra_value[4];
   int nextra = 0;
-  bool bind = false;
+  bool bind = false, strided = false;
   Shape shapes[16];
   int nshapes = 0;
   TilertDevice device = TILERT_DEVICE_CPU;
@@ -73,6 +158,8 @@ int main(int argc, char **argv) {
     const char *v;
     if (strcmp(argv[i], "--bind") == 0) {
       bind = true;
+    } else if (strcmp(argv[i], "--strided") == 0) {
+      strided = true;
     } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
       if (!host_dtype_parse(v, &dtype)) {
         fprintf(stderr, "bad --dtype %s\n", v);
@@ -125,7 +212,7 @@ int main(int argc, char **argv) {
     num_close(&env);
     return rc;
   }
-  printf("gemm: %s, blocks %s,%s,%s, shapes %s\n", dtype_name, blocks[0][0] ? blocks[0] : "default",
+  printf("gemm%s: %s, blocks %s,%s,%s, shapes %s\n", strided ? " (strided views)" : "", dtype_name, blocks[0][0] ? blocks[0] : "default",
          blocks[1][0] ? blocks[1] : "default", blocks[2][0] ? blocks[2] : "default",
          bind ? "bound with -D" : "dynamic");
 
@@ -153,17 +240,30 @@ int main(int argc, char **argv) {
       }
       tilert_module_destroy(mod);
       kern = NULL;
-      mod = num_load(&env, "gemm.tile", defs, ndefs);
+      if (strided) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/gemm_strided.tile", TILEC_NUMERICS_DIR);
+        TilertStatus lst = tilert_module_load_file(env.ctx, path, defs, ndefs, &mod);
+        NUM_CHECK(lst == TILERT_OK, "loading %s: %s", path, tilert_last_error(env.ctx));
+        if (lst != TILERT_OK) {
+          tilert_module_destroy(mod);
+          mod = NULL;
+        }
+      } else {
+        mod = num_load(&env, "gemm.tile", defs, ndefs);
+      }
       if (!mod || tilert_module_get_kernel(mod, "gemm", &kern) != TILERT_OK) {
         NUM_CHECK(false, "no kernel gemm: %s", tilert_last_error(env.ctx));
         break;
       }
       const TilecKernelInfo *info = tilert_kernel_info(kern);
-      NUM_CHECK(info && info->ndynamic == (bind ? 0 : 3),
-                "expected %d dynamic symbols (M, N, K), got %d", bind ? 0 : 3,
+      const int want = (bind ? 0 : 3) + (strided ? 3 : 0); /* M, N, K; sa, sb, sc */
+      NUM_CHECK(info && info->ndynamic == want, "expected %d dynamic symbols, got %d", want,
                 info ? info->ndynamic : -1);
     }
-    run_shape(&env, kern, dtype, shapes[s]);
+    if (strided) run_shape_strided(&env, kern, dtype, shapes[s]);
+    if (strided && bind) check_tma_refusal(&env, kern, dtype, shapes[s]);
+    else run_shape(&env, kern, dtype, shapes[s]);
   }
   tilert_module_destroy(mod);
   num_close(&env);

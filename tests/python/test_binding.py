@@ -61,7 +61,10 @@ def test_flash_attention_info():
         assert q.type_str == "f16[batch, seq_len, heads, 64]"
         s = info.params[4]
         assert not s.is_tensor and s.rank == 0 and s.dims == () and s.dtype == "f32"
-        assert set(info.dynamic_symbols) == {"batch", "seq_len", "heads"}, info.dynamic_symbols
+        # The shapes' symbols, then the strides' (the flagship declares strides (...)).
+        assert set(info.dynamic_symbols) == {"batch", "seq_len", "heads"} | {
+            t + "_s" + d for t in "qkvo" for d in "bsh"}, info.dynamic_symbols
+        assert q.strides == ("q_sb", "q_ss", "q_sh", 1), q.strides
         assert info.threads == 64, info.threads
         assert info.shared_bytes >= 0
         assert "flash_attention(Q: f16[batch, seq_len, heads, 64]" in repr(info)

@@ -2,8 +2,10 @@
  * shared library: a .tile source compiled by tilec (emit C), built by the C
  * compiler, cached, and launched. The same scenarios as test_rt_hand.c
  * (cache miss/hit, corrupt entry, unusable dir, disabled cache, validation),
- * plus compile errors and -D bindings. */
+ * plus compile errors and -D bindings, and parameters declared with
+ * strides (...): views accepted, bad layouts refused. */
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "rt_test.h"
@@ -105,9 +107,152 @@ static void test_compile_error(void) {
   free(dir);
 }
 
+/* ---- strides (...) ----------------------------------------------------------- */
+
+static const char strided_src[] =
+    "kernel add(X: f32[m, k] strides(sx, 1), Z: f32[m, k] strides(sx, 1), Y: f32[m, k] strides(sy, 1))\n"
+    "  const (k = 8, block = 16)\n"
+    "  grid (ceildiv(m, block)) threads (block) as (bx)\n"
+    "{\n"
+    "    x = alloc_fragment([block, k], f32);\n"
+    "    z = alloc_fragment([block, k], f32);\n"
+    "    copy(X[bx*block : (bx+1)*block, :], x);\n"
+    "    copy(Z[bx*block : (bx+1)*block, :], z);\n"
+    "    for i, j in parallel(block, k) x[i, j] = x[i, j] + z[i, j];\n"
+    "    copy(x, Y[bx*block : (bx+1)*block, :]);\n"
+    "}\n";
+
+enum { SM = 21, SK = 8, PITCH = 12, MAXEL = SM * 16 };
+
+/* A 2-D f32 view [m, SK] over `base` with the given strides (NULL: none). */
+typedef struct View2 {
+  DLTensor t;
+  int64_t shape[2], strides[2];
+} View2;
+
+static void view2(View2 *v, float *base, int64_t m, const int64_t *strides) {
+  memset(v, 0, sizeof *v);
+  v->shape[0] = m, v->shape[1] = SK;
+  v->t.data = base;
+  v->t.device.device_type = kDLCPU;
+  v->t.ndim = 2;
+  v->t.dtype = (DLDataType){kDLFloat, 32, 1};
+  v->t.shape = v->shape;
+  if (strides) {
+    v->strides[0] = strides[0], v->strides[1] = strides[1];
+    v->t.strides = v->strides;
+  }
+}
+
+static TilertStatus launch3(TilertKernel *k, View2 *x, View2 *z, View2 *y) {
+  TilertArg a[3] = {tilert_arg_tensor(&x->t), tilert_arg_tensor(&z->t), tilert_arg_tensor(&y->t)};
+  return tilert_launch(k, a, 3, NULL);
+}
+
+static void test_strides(void) {
+  TilertContext *ctx = NULL;
+  TilertConfig cfg = {TILERT_DEVICE_CPU, NULL, true, NULL};
+  CHECK(tilert_context_create(&cfg, &ctx) == TILERT_OK, "context");
+  TilertModule *mod = NULL;
+  TilertKernel *k = NULL;
+  CHECK_STATUS(tilert_module_load_string(ctx, "strided.tile", strided_src, sizeof strided_src - 1, NULL, 0, &mod),
+               TILERT_OK, ctx);
+  if (!mod) return;
+  CHECK_STATUS(tilert_module_get_kernel(mod, "add", &k), TILERT_OK, ctx);
+  const TilecKernelInfo *info = tilert_kernel_info(k);
+  CHECK(info->ndynamic == 3 && info->params[0].has_strides && info->params[0].strides[0].is_dynamic &&
+            !info->params[0].strides[1].is_dynamic && info->params[0].strides[1].value == 1,
+        "kernel info of a strided parameter: ndynamic %d", info->ndynamic);
+
+  static float X[MAXEL], Z[MAXEL], Y[MAXEL];
+  for (int i = 0; i < MAXEL; i++) X[i] = (float)i * 0.5f, Z[i] = 1000.0f - (float)i;
+  /* X and Z: rows padded to PITCH (Z starting at column 2: a slice); Y: compact. */
+  View2 x, z, y;
+  view2(&x, X, SM, (int64_t[]){PITCH, 1});
+  view2(&z, Z + 2, SM, (int64_t[]){PITCH, 1});
+  for (int i = 0; i < MAXEL; i++) Y[i] = NAN;
+  view2(&y, Y, SM, NULL);
+  CHECK_STATUS(launch3(k, &x, &z, &y), TILERT_OK, ctx);
+  int wrong = 0;
+  for (int i = 0; i < SM; i++)
+    for (int j = 0; j < SK; j++) wrong += Y[i * SK + j] != X[i * PITCH + j] + Z[2 + i * PITCH + j];
+  CHECK(wrong == 0 && isnan(Y[SM * SK]), "padded inputs, compact output: %d wrong", wrong);
+
+  /* Y padded to 10 (dim 0 of stride 10): its pads stay NaN. */
+  for (int i = 0; i < MAXEL; i++) Y[i] = NAN;
+  view2(&y, Y, SM, (int64_t[]){10, 1});
+  CHECK_STATUS(launch3(k, &x, &z, &y), TILERT_OK, ctx);
+  wrong = 0;
+  int pads = 0;
+  for (int i = 0; i < SM; i++) {
+    for (int j = 0; j < SK; j++) wrong += Y[i * 10 + j] != X[i * PITCH + j] + Z[2 + i * PITCH + j];
+    pads += !isnan(Y[i * 10 + 8]) + !isnan(Y[i * 10 + 9]);
+  }
+  CHECK(wrong == 0 && pads == 0, "padded output: %d wrong, %d pads written", wrong, pads);
+
+  /* Refused layouts; the output stays untouched. */
+  struct {
+    int64_t strides[2];
+    int which; /* 0: X, 2: Y */
+    const char *want;
+  } bad[] = {
+      {{PITCH, 2}, 0, "add: argument 1 'X': the innermost dim 1 has stride 2; tensors need a contiguous last dim"},
+      {{-PITCH, 1}, 0, "add: argument 1 'X': dim 0 has stride -12; strides must be positive"},
+      {{0, 1}, 2, "add: argument 3 'Y': dim 0 has stride 0; strides must be positive"},
+      {{4, 1}, 2, "add: argument 3 'Y': strides overlap: dim 0 (stride 4) steps inside dim 1 (stride 1 x 8 elements)"},
+  };
+  for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+    for (int i = 0; i < MAXEL; i++) Y[i] = NAN;
+    View2 b, yy;
+    view2(&b, bad[c].which == 0 ? X + 4 * PITCH : Y, SM, bad[c].strides);
+    view2(&yy, Y, SM, NULL);
+    TilertStatus st = bad[c].which == 0 ? launch3(k, &b, &z, &yy) : launch3(k, &x, &z, &b);
+    CHECK_STATUS(st, TILERT_LAUNCH_MISMATCH, ctx);
+    CHECK_CONTAINS(tilert_last_error(ctx), bad[c].want);
+    int written = 0;
+    for (int i = 0; i < MAXEL; i++) written += !isnan(Y[i]);
+    CHECK(written == 0, "a refused launch wrote %d elements (%s)", written, bad[c].want);
+  }
+  /* X and Z share sx: a Z of another pitch is refused. */
+  View2 z10;
+  view2(&z10, Z, SM, (int64_t[]){10, 1});
+  view2(&y, Y, SM, NULL);
+  CHECK_STATUS(launch3(k, &x, &z10, &y), TILERT_LAUNCH_MISMATCH, ctx);
+  CHECK_CONTAINS(tilert_last_error(ctx), "add: argument 2 'Z': stride 0 is 10 but sx = 12 from argument 1 'X'");
+  /* One row: its stride is never stepped, so any value goes. */
+  View2 x1, z1, y1;
+  view2(&x1, X, 1, (int64_t[]){99999, 1});
+  view2(&z1, Z, 1, NULL);
+  for (int i = 0; i < MAXEL; i++) Y[i] = NAN;
+  view2(&y1, Y, 1, (int64_t[]){-5, 1});
+  CHECK_STATUS(launch3(k, &x1, &z1, &y1), TILERT_OK, ctx);
+  wrong = 0;
+  for (int j = 0; j < SK; j++) wrong += Y[j] != X[j] + Z[j];
+  CHECK(wrong == 0 && isnan(Y[SK]), "one row: %d wrong", wrong);
+  tilert_module_destroy(mod);
+
+  /* -D sy=8 binds Y's row stride: compact Y only, and sy is not dynamic. */
+  TilecDefine sy = {"sy", "8"};
+  mod = NULL;
+  CHECK_STATUS(tilert_module_load_string(ctx, "strided.tile", strided_src, sizeof strided_src - 1, &sy, 1, &mod),
+               TILERT_OK, ctx);
+  if (mod) {
+    CHECK_STATUS(tilert_module_get_kernel(mod, "add", &k), TILERT_OK, ctx);
+    CHECK(tilert_kernel_info(k)->ndynamic == 2, "sy bound with -D is still dynamic");
+    view2(&y, Y, SM, (int64_t[]){10, 1});
+    CHECK_STATUS(launch3(k, &x, &z, &y), TILERT_LAUNCH_MISMATCH, ctx);
+    CHECK_CONTAINS(tilert_last_error(ctx), "add: argument 3 'Y': stride 0 is 10, expected 8 (sy)");
+    view2(&y, Y, SM, NULL);
+    CHECK_STATUS(launch3(k, &x, &z, &y), TILERT_OK, ctx);
+  }
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+}
+
 int main(void) {
   rt_test_init();
   test_compile_error();
+  test_strides();
   rt_scenario_cache_hit(rt_test_load_tile);
   rt_scenario_corrupt_entry(rt_test_load_tile);
   rt_scenario_unusable_dir(rt_test_load_tile);

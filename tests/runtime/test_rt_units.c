@@ -1,12 +1,15 @@
 /* test_rt_units.c - the runtime's small pieces: SHA-256 against the FIPS
  * 180-4 / NIST example vectors (one-shot and streamed in odd chunks), the
  * f16/bf16 conversions (rounding, overflow, subnormals, NaN, exhaustive
- * round trips), splitting the C compiler command, mkdir -p. */
+ * round trips), splitting the C compiler command, mkdir -p, and the TMA
+ * stride check of rt_tma.c (a view whose row pitch is not a multiple of 16
+ * bytes is refused before the driver is asked, so no GPU is needed). */
 #include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include "rt_internal.h"
+#include "rt_tma.h"
 #include "rt_test.h"
 
 static void test_sha256(void) {
@@ -154,8 +157,48 @@ static void test_mkdir(void) {
   free(base);
 }
 
+static void test_tma_strides(void) {
+  TilecParamInfo p = {0};
+  p.name = "A";
+  p.is_tensor = true;
+  p.dtype = TILEC_DTYPE_F16;
+  p.rank = 2;
+  p.has_strides = true;
+  TilecTensorMapInfo m = {0};
+  m.param = 0;
+  m.box[0] = 64, m.box[1] = 64;
+  m.swizzle_bytes = 128;
+  TilecKernelInfo info = {0};
+  info.name = "gemm";
+  info.nparams = 1;
+  info.params = &p;
+  info.ntensor_maps = 1;
+  info.tensor_maps = &m;
+  int64_t shape[2] = {300, 200}, strides[2] = {201, 1};
+  DLTensor t = {0};
+  t.data = (void *)(uintptr_t)0x10000;
+  t.device.device_type = kDLCUDA;
+  t.ndim = 2;
+  t.dtype = (DLDataType){kDLFloat, 16, 1};
+  t.shape = shape;
+  t.strides = strides;
+  TilertArg arg = tilert_arg_tensor(&t);
+  RtTmaSlot *slots = NULL;
+  void *params[1] = {NULL};
+  char msg[512];
+  /* No RtCuda: the stride check comes first and needs none. */
+  bool ok = rt_tma_params(NULL, &info, &arg, &slots, params, msg, sizeof msg);
+  CHECK(!ok, "an A of pitch 201 (402 bytes) was accepted for TMA");
+  CHECK_CONTAINS(msg, "gemm: tensor 'A' cannot be loaded by TMA: dim 0 has stride 201 elements (402 bytes), "
+                      "and TMA needs strides that are multiples of 16 bytes (pass a tensor whose row pitch is "
+                      "a multiple of 8 elements");
+  CHECK(params[0] == NULL, "a refused map was handed out");
+  rt_tma_free(slots);
+}
+
 int main(void) {
   rt_test_init();
+  test_tma_strides();
   test_sha256();
   test_half();
   test_split();

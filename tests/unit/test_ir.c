@@ -799,6 +799,99 @@ static void test_grid_of_scalar(void) {
   tilec_result_destroy(r);
 }
 
+/* The builtin const target_sm: each target folds it to its value (80, 90,
+ * 0 on the CPU), a const default follows it, num_stages may depend on it,
+ * the IR dump and the generated code say what was chosen, -D overrides the
+ * consts that depend on it, and -D target_sm itself is refused. */
+static void test_target_sm(void) {
+  static const char src[] =
+      "kernel k(X: f32[M], Y: f32[M])\n"
+      "  const (block = if_then_else(target_sm >= 90, 256, if_then_else(target_sm == 0, 32, 128)),\n"
+      "         stages = if_then_else(target_sm >= 90, 4, 2), threads = 128)\n"
+      "  grid (ceildiv(M, block)) threads (threads) as (bx)\n"
+      "{\n"
+      "  t = alloc_shared([block], f32);\n"
+      "  for s in pipelined(2, num_stages = stages) copy(X[bx * block : (bx + 1) * block], t);\n"
+      "  copy(t, Y[bx * block : (bx + 1) * block]);\n"
+      "}\n";
+  static const struct {
+    TilecTarget target;
+    TilecEmit emit;
+    const char *symbols, *comment;
+  } cases[] = {
+      {TILEC_TARGET_CPU, TILEC_EMIT_C, "symbols(target_sm = 0, block = 32, stages = 2,",
+       "// k: configuration for target_sm = 0: block = 32, stages = 2, threads = 128"},
+      {TILEC_TARGET_SM80, TILEC_EMIT_CUDA, "symbols(target_sm = 80, block = 128, stages = 2,",
+       "// k: configuration for target_sm = 80: block = 128, stages = 2, threads = 128"},
+      {TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, "symbols(target_sm = 90, block = 256, stages = 4,",
+       "// k: configuration for target_sm = 90: block = 256, stages = 4, threads = 128"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = cases[c].emit;
+    o.target = cases[c].target;
+    TilecResult *r = NULL;
+    int rc = tilec_compile("target.tile", src, sizeof src - 1, &o, &r);
+    CHECK(rc == 0);
+    if (rc != 0) fprintf(stderr, "%s", tilec_result_diagnostics(r));
+    CHECK(strstr(tilec_result_specialized_ir(r), cases[c].symbols) != NULL);
+    CHECK(strstr(tilec_result_output(r), cases[c].comment) != NULL);
+    tilec_result_destroy(r);
+  }
+  /* pipelined's stage count follows the target (sm_90a: 4 stages). */
+  {
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_IR;
+    o.target = TILEC_TARGET_SM90A;
+    TilecResult *r = NULL;
+    CHECK(tilec_compile("target.tile", src, sizeof src - 1, &o, &r) == 0);
+    CHECK(strstr(tilec_result_specialized_ir(r), "num_stages = 4") != NULL);
+    tilec_result_destroy(r);
+  }
+  /* -D of a dependent const wins over the target's choice. */
+  {
+    TilecDefine d[] = {{"block", "64"}, {"stages", "3"}};
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_CUDA;
+    o.target = TILEC_TARGET_SM90A;
+    o.defines = d;
+    o.ndefines = 2;
+    TilecResult *r = NULL;
+    CHECK(tilec_compile("target.tile", src, sizeof src - 1, &o, &r) == 0);
+    CHECK(strstr(tilec_result_output(r), "target_sm = 90: block = 64, stages = 3,") != NULL);
+    tilec_result_destroy(r);
+  }
+  /* -D target_sm is refused (status 2) with a message naming --target. */
+  {
+    TilecDefine d[] = {{"target_sm", "90"}};
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.defines = d;
+    o.ndefines = 1;
+    TilecResult *r = NULL;
+    CHECK(tilec_compile("target.tile", src, sizeof src - 1, &o, &r) == 2);
+    CHECK(strstr(tilec_result_diagnostics(r), "-D target_sm: target_sm follows the compilation target (--target") != NULL);
+    tilec_result_destroy(r);
+  }
+  /* A kernel that never names target_sm has no such symbol and no comment. */
+  {
+    static const char plain[] = "kernel p(X: f32[64])\n  grid (1) threads (32) as (bx)\n"
+                                "{ for i in parallel(1) X[i] = 1.0; }\n";
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_CUDA;
+    o.target = TILEC_TARGET_SM90A;
+    TilecResult *r = NULL;
+    CHECK(tilec_compile("plain.tile", plain, sizeof plain - 1, &o, &r) == 0);
+    CHECK(strstr(tilec_result_specialized_ir(r), "target_sm") == NULL);
+    CHECK(strstr(tilec_result_output(r), "configuration for") == NULL);
+    tilec_result_destroy(r);
+  }
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(scratch, sizeof scratch, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -814,6 +907,7 @@ int main(void) {
   test_half_helpers();
   test_fp8_helpers();
   test_grid_of_scalar();
+  test_target_sm();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -10,7 +10,11 @@
  *   - anything else: one element per thread, strided over the tile.
  * Guards set by guard-bounds become bounds checks (rows/cols_valid for the
  * transfers, an `if` around strided stores; loads outside read zero). A fill
- * is a register loop for fragments, a strided store otherwise. */
+ * is a register loop for fragments, a strided store otherwise.
+ * atomic_add (dst a global f32 slice) takes the fragment or strided path of
+ * a copy with `atomicAdd(&dst[...], value)` in place of the store, under the
+ * same guards; its source must hold each element once (a 2-D fragment, or a
+ * shared tile), since a replicated element would be added once per copy. */
 #include <stdio.h>
 
 #include "cuda_emit.h"
@@ -103,12 +107,19 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
     sb_printf(o, "%lld", (long long)cols);
   }
   sb_puts(o, ";\n");
-  /* Row stride: product of the tensor's dims after the rows dim. */
+  /* Row stride: the declared stride of the rows dim, else the product of
+   * the tensor's dims after it. */
   cuda_indent(C, depth + 1);
-  sb_puts(o, "const long long tc_row_stride = 1LL");
-  for (int d = rows_dim + 1; rows_dim >= 0 && d < g->rank; d++) {
-    sb_puts(o, " * ");
-    cuda_emit_expr(C, o, g->shape[d]);
+  if (g->strides && rows_dim >= 0) {
+    sb_puts(o, "const long long tc_row_stride = (long long)(");
+    cuda_emit_expr(C, o, g->strides[rows_dim]);
+    sb_puts(o, ")");
+  } else {
+    sb_puts(o, "const long long tc_row_stride = 1LL");
+    for (int d = rows_dim + 1; rows_dim >= 0 && d < g->rank; d++) {
+      sb_puts(o, " * ");
+      cuda_emit_expr(C, o, g->shape[d]);
+    }
   }
   sb_puts(o, ";\n");
   cuda_indent(C, depth + 1);
@@ -136,8 +147,9 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(o, "}\n");
 }
 
-/* Copies where one side is a fragment: every thread moves its own elements. */
-static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
+/* Copies where one side is a fragment: every thread moves its own elements
+ * (atomic: atomic_add, the fragment is the source). */
+static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   const IrRegion *frag = src->buf->scope == IR_SCOPE_FRAGMENT ? src : dst;
   const IrRegion *other = frag == src ? dst : src;
@@ -150,11 +162,17 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
       return;
     }
     int n = l->rows_local * l->cols_local;
+    DType from = src->buf->dtype, to = dst->buf->dtype;
     cuda_indent(C, depth);
     sb_printf(o, "#pragma unroll\n");
     cuda_indent(C, depth);
+    if (from == DTYPE_F32 && cuda_is_16bit(to) && n % 2 == 0) {
+      /* f32 -> f16/bf16 two at a time (one packed cvt per pair). */
+      sb_printf(o, "for (int tc_e = 0; tc_e < %d; tc_e += 2) tc_f32x2_to_%s(%s[tc_e], %s[tc_e + 1], %s[tc_e], %s[tc_e + 1]);\n",
+                n, to == DTYPE_F16 ? "f16x2" : "bf16x2", src->buf->name, src->buf->name, dst->buf->name, dst->buf->name);
+      return;
+    }
     sb_printf(o, "for (int tc_e = 0; tc_e < %d; ++tc_e) %s[tc_e] = ", n, dst->buf->name);
-    DType from = src->buf->dtype, to = dst->buf->dtype;
     if (to == from) sb_printf(o, "%s[tc_e];\n", src->buf->name);
     else if (cuda_is_low_float(to) && cuda_is_low_float(from)) sb_printf(o, "%s(%s(%s[tc_e]));\n", cuda_from_f32(to), cuda_to_f32(from), src->buf->name);
     else if (cuda_is_low_float(to)) sb_printf(o, "%s((float)%s[tc_e]);\n", cuda_from_f32(to), src->buf->name);
@@ -209,8 +227,9 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
       cuda_emit_expr(C, o, cond);
       sb_puts(o, ") ");
     }
+    if (atomic) sb_puts(o, "atomicAdd(&");
     cuda_emit_element(C, o, other->buf, idx, other->rank, s->loc);
-    sb_puts(o, " = ");
+    sb_puts(o, atomic ? ", " : " = ");
     char val[128];
     if (cuda_is_low_float(src->buf->dtype))
       snprintf(val, sizeof val, "%s(%s%s)", cuda_to_f32(src->buf->dtype),
@@ -218,8 +237,9 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth) {
     else
       snprintf(val, sizeof val, "%s%s", src->buf->name, slot_text);
     DType to = other->buf->dtype;
-    if (cuda_is_low_float(to)) sb_printf(o, "%s((float)%s);\n", cuda_from_f32(to), val);
-    else sb_printf(o, "(%s)%s;\n", cuda_storage_type(to), val);
+    if (cuda_is_low_float(to)) sb_printf(o, "%s((float)%s)", cuda_from_f32(to), val);
+    else sb_printf(o, "(%s)%s", cuda_storage_type(to), val);
+    sb_puts(o, atomic ? ");\n" : ";\n");
   }
   cuda_close_slots(C, l, inner);
 }
@@ -263,9 +283,10 @@ static IrExpr *region_point(Cuda *C, const IrRegion *r, IrVar *vars, IrExpr **id
   return cond;
 }
 
-/* dst[idx] = value, under `if (cond)` when there is a guard. */
+/* dst[idx] = value (atomic: atomicAdd(&dst[idx], value)), under
+ * `if (cond)` when there is a guard. */
 static void guarded_store(Cuda *C, const IrBuffer *dst, IrExpr **idx, IrExpr *cond, const IrExpr *value, SrcLoc loc,
-                          int depth) {
+                          int depth, bool atomic) {
   StrBuf *o = C->out;
   cuda_indent(C, depth);
   if (cond) {
@@ -273,14 +294,16 @@ static void guarded_store(Cuda *C, const IrBuffer *dst, IrExpr **idx, IrExpr *co
     cuda_emit_expr(C, o, cond);
     sb_puts(o, ") ");
   }
+  if (atomic) sb_puts(o, "atomicAdd(&");
   cuda_emit_element(C, o, dst, idx, dst->rank, loc);
-  sb_puts(o, " = ");
+  sb_puts(o, atomic ? ", " : " = ");
   cuda_emit_stored_value(C, o, dst->dtype, value);
-  sb_puts(o, ";\n");
+  sb_puts(o, atomic ? ");\n" : ";\n");
 }
 
-/* Any other copy: one element per thread, strided over the tile. */
-static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth) {
+/* Any other copy: one element per thread, strided over the tile. atomic:
+ * atomic_add, which skips (adds nothing) where the source is outside. */
+static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth, bool atomic) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   IrModule *m = (IrModule *)C->m;
   IrVar vars[IR_MAX_RANK];
@@ -290,9 +313,11 @@ static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth) {
   IrExpr *src_ok = region_point(C, src, vars, si, s->loc);
   IrExpr *dst_ok = region_point(C, dst, vars, di, s->loc);
   IrExpr *v = ir_cast(m, dst->buf->dtype, ir_load(m, src->buf, si, s->loc), s->loc);
-  if (src_ok)
+  if (src_ok && atomic)
+    dst_ok = dst_ok ? ir_binary(m, IR_OP_AND, dst_ok, src_ok, s->loc) : src_ok;
+  else if (src_ok)
     v = ir_select(m, src_ok, v, ir_cast(m, dst->buf->dtype, ir_float(m, 0.0, DTYPE_F32, s->loc), s->loc), s->loc);
-  guarded_store(C, dst->buf, di, dst_ok, v, s->loc, depth + 1);
+  guarded_store(C, dst->buf, di, dst_ok, v, s->loc, depth + 1, atomic);
   cuda_indent(C, depth);
   sb_puts(C->out, "}\n");
 }
@@ -320,7 +345,7 @@ void cuda_emit_copy(Cuda *C, const IrStmt *s, int depth) {
   if (s->u.copy.tma) {
     cuda_emit_tma_copy(C, s, depth);
   } else if (src->buf->scope == IR_SCOPE_FRAGMENT || dst->buf->scope == IR_SCOPE_FRAGMENT) {
-    emit_copy_fragment(C, s, depth);
+    emit_copy_fragment(C, s, depth, false);
   } else if (is_tile_transfer(s)) {
     emit_tile_transfer(C, s, depth);
   } else {
@@ -328,7 +353,24 @@ void cuda_emit_copy(Cuda *C, const IrStmt *s, int depth) {
       cuda_fail(C, s->loc, "copy %s -> %s cannot be issued asynchronously", src->buf->name, dst->buf->name);
       return;
     }
-    emit_copy_generic(C, s, depth);
+    emit_copy_generic(C, s, depth, false);
+  }
+}
+
+void cuda_emit_atomic_add(Cuda *C, const IrStmt *s, int depth) {
+  const IrBuffer *src = s->u.copy.src.buf;
+  if (src->scope == IR_SCOPE_FRAGMENT) {
+    const IrLayout *l = &src->layout;
+    if (src->rank != 2 || !l->cols || ir_layout_is_col_vector(l)) {
+      cuda_fail(C, s->loc,
+                "atomic_add from the 1-D fragment '%s': its elements are replicated over threads; "
+                "add from a 2-D fragment or a shared tile",
+                src->name);
+      return;
+    }
+    emit_copy_fragment(C, s, depth, true);
+  } else {
+    emit_copy_generic(C, s, depth, true);
   }
 }
 
@@ -350,7 +392,7 @@ void cuda_emit_fill(Cuda *C, const IrStmt *s, int depth) {
   IrExpr *di[IR_MAX_RANK];
   open_strided(C, dst, vars, depth);
   IrExpr *ok = region_point(C, dst, vars, di, s->loc);
-  guarded_store(C, dst->buf, di, ok, s->u.fill.value, s->loc, depth + 1);
+  guarded_store(C, dst->buf, di, ok, s->u.fill.value, s->loc, depth + 1, false);
   cuda_indent(C, depth);
   sb_puts(o, "}\n");
 }

@@ -82,6 +82,7 @@ int cuda_tile_dims(const IrRegion *r, int *dims);
 void cuda_tile_base(Cuda *C, StrBuf *sb, const IrRegion *r);
 void cuda_emit_copy(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_fill(Cuda *C, const IrStmt *s, int depth);
+void cuda_emit_atomic_add(Cuda *C, const IrStmt *s, int depth);
 
 /* ---- gemm.c ---- */
 void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth);
@@ -95,5 +96,6 @@ void cuda_emit_mbar_arrive(Cuda *C, const IrStmt *s, int depth);
 /* warp_roles.c */
 void cuda_emit_warp_roles(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_barrier(Cuda *C, int depth);
+void cuda_emit_turn(Cuda *C, const IrStmt *s, int depth);
 
 #endif

@@ -4,7 +4,8 @@
  * as float: loads of 16-bit elements and f16/bf16 scalar parameters widen
  * through tc_f16_to_f32/tc_bf16_to_f32, casts to them round, and a stored
  * value is narrowed (cuda_emit_stored_value). Elements are addressed by
- * scope: a global or unswizzled tile by a row-major (Horner) index, a
+ * scope: a global or unswizzled tile by a row-major (Horner) index (a
+ * tensor declared with strides: sum of index times stride), a
  * swizzled shared tile through tc_smem_index<rows, cols, SWZ>, a fragment by
  * its register slot in the enclosing parallel loop (fragment.c).
  * The expression walk itself is compiler/expr_writer.c's; this file is the
@@ -18,8 +19,25 @@
 /* ---- element access -------------------------------------------------------------- */
 
 /* Linear index of idx in a row-major buffer, Horner style:
- * ((i0 * s1 + i1) * s2 + i2) ... */
+ * ((i0 * s1 + i1) * s2 + i2) ..., or for a tensor declared with strides
+ * the sum of index times stride. */
 void cuda_linear_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *idx) {
+  if (b->strides) {
+    /* A tensor with declared strides: i0 * s0 + ... + i_last (stride 1). */
+    sb_puts(sb, "(");
+    for (int d = 0; d < b->rank; d++) {
+      sb_puts(sb, d ? " + (long long)(" : "(long long)(");
+      cuda_emit_expr(C, sb, idx[d]);
+      sb_puts(sb, ")");
+      if (d < b->rank - 1) {
+        sb_puts(sb, " * (");
+        cuda_emit_expr(C, sb, b->strides[d]);
+        sb_puts(sb, ")");
+      }
+    }
+    sb_puts(sb, ")");
+    return;
+  }
   for (int d = 0; d < b->rank; d++) sb_puts(sb, "(");
   sb_puts(sb, "(long long)(");
   cuda_emit_expr(C, sb, idx[0]);
@@ -35,7 +53,9 @@ void cuda_linear_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *id
 }
 
 /* The SWZ template argument of a shared tile: false (row-major), true
- * (swizzled rows) or 2 (panels of 128-byte rows, wgmma operands). */
+ * (swizzled rows) or 2 (panels, wgmma operands: the device header derives
+ * the panel width from the tile's columns and element size, tc_panel_cols,
+ * the same rule as swizzle-layout's). */
 const char *cuda_swizzle_arg(const IrBuffer *b) {
   if (b->layout.kind != IR_LAYOUT_SWIZZLED) return "false";
   return b->layout.panel_cols ? "2" : "true";

@@ -109,7 +109,7 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
     cuda_indent(C, depth);
     sb_printf(C->out, "%s *const %s = (%s *)(tc_smem + %d);  // [", t, b->name, t, C->smem_offset);
     for (int d = 0; d < b->rank; d++) sb_printf(C->out, "%s%lld", d ? ", " : "", (long long)cuda_const(b->shape[d]));
-    if (!b->is_mbarrier && b->layout.panel_cols)
+    if (b->layout.panel_cols && !b->is_mbarrier)
       sb_printf(C->out, "] %d-column panels\n", b->layout.panel_cols);
     else
       sb_printf(C->out, "] %s\n",
@@ -201,6 +201,9 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   case IR_STMT_COPY:
     cuda_emit_copy(C, s, depth);
     return;
+  case IR_STMT_ATOMIC_ADD:
+    cuda_emit_atomic_add(C, s, depth);
+    return;
   case IR_STMT_FILL:
     cuda_emit_fill(C, s, depth);
     return;
@@ -212,6 +215,9 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     return;
   case IR_STMT_BARRIER:
     cuda_emit_barrier(C, depth);
+    return;
+  case IR_STMT_WG_TURN:
+    cuda_emit_turn(C, s, depth);
     return;
   case IR_STMT_WARP_ROLES:
     cuda_emit_warp_roles(C, s, depth);
@@ -229,7 +235,16 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     return;
   case IR_STMT_WGMMA_WAIT:
     cuda_indent(C, depth);
-    sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_acc->layout.cols, s->u.wgmma_acc->name);
+    for (int i = 0; i < s->u.wgmma_wait.npinned; i++) {
+      const IrBuffer *b = s->u.wgmma_wait.pinned[i];
+      sb_printf(o, "tc_pin_regs<%d>(%s);\n", b->layout.rows_local * b->layout.cols_local, b->name);
+      cuda_indent(C, depth);
+    }
+    if (s->u.wgmma_wait.pending == 0)
+      sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_wait.acc->layout.cols, s->u.wgmma_wait.acc->name);
+    else
+      sb_printf(o, "tc_wgmma_wait_acc<%d, %d>(%s);\n", s->u.wgmma_wait.pending, s->u.wgmma_wait.acc->layout.cols,
+                s->u.wgmma_wait.acc->name);
     return;
   case IR_STMT_MBAR_WAIT:
     cuda_emit_mbar_wait(C, s, depth);
@@ -276,6 +291,7 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
   C->smem_offset = 0;
   int64_t threads = cuda_const(k->threads);
   C->threads = (int)threads;
+  ir_print_kernel_config(o, "//", k); /* which target_sm-dependent defaults were chosen */
   /* Warp-specialized: one block per SM at most (setmaxnreg needs the
    * register cap the bound gives); the code outside the producer's role is
    * written for the consumer warps. */

@@ -8,10 +8,13 @@
  * warpgroup; an in-flight wgmma (wgmma_async) is drained later by the
  * WGMMA_WAIT statement that software-pipeline placed. Template arguments
  * carry the tile sizes, the warp split, the swizzle of each shared operand
- * and transpose_B; the tag type (tc_f16_t / tc_bf16_t) picks the mma.
+ * and transpose_B (and transpose_A, a trailing `true`: A is the [K, M]
+ * tile, read with ldmatrix .trans or wgmma's transpose bit for A); the tag
+ * type (tc_f16_t / tc_bf16_t) picks the mma.
  * FP8 tiles (sm_90a, wgmma only; infer-layout refuses the rest):
  * tc_gemm_wgmma_fp8_ss with one tag per operand (tc_e4m3_t / tc_e5m2_t),
- * B always [N, K] (transpose_B). */
+ * A always [M, K] and B always [N, K] (transpose_B; FP8 wgmma has no
+ * transpose bits). */
 #include "cuda_emit.h"
 
 static const char *fp8_tag(DType t) { return t == DTYPE_F8E5M2 ? "tc_e5m2_t" : "tc_e4m3_t"; }
@@ -20,10 +23,10 @@ static const char *fp8_tag(DType t) { return t == DTYPE_F8E5M2 ? "tc_e5m2_t" : "
 static void emit_gemm_fp8(Cuda *C, const IrStmt *s, int depth) {
   const IrRegion *a = &s->u.gemm.a, *b = &s->u.gemm.b, *c = &s->u.gemm.c;
   const IrLayout *lc = &c->buf->layout;
-  if (!s->u.gemm.wgmma || !s->u.gemm.trans_b || a->buf->scope != IR_SCOPE_SHARED || b->buf->scope != IR_SCOPE_SHARED ||
-      !dtype_is_fp8(a->buf->dtype) || !dtype_is_fp8(b->buf->dtype)) {
+  if (!s->u.gemm.wgmma || !s->u.gemm.trans_b || s->u.gemm.trans_a || a->buf->scope != IR_SCOPE_SHARED ||
+      b->buf->scope != IR_SCOPE_SHARED || !dtype_is_fp8(a->buf->dtype) || !dtype_is_fp8(b->buf->dtype)) {
     cuda_fail(C, s->loc, "gemm: FP8 operands '%s' and '%s' need sm_90a's wgmma (A [M, K] and B [N, K] shared tiles, "
-              "transpose_B = true)", a->buf->name, b->buf->name);
+              "transpose_B = true, no transpose_A)", a->buf->name, b->buf->name);
     return;
   }
   int ad[IR_MAX_RANK];
@@ -31,9 +34,11 @@ static void emit_gemm_fp8(Cuda *C, const IrStmt *s, int depth) {
   int64_t K = cuda_const(a->extent[ad[1]]);
   StrBuf *o = C->out;
   cuda_indent(C, depth);
-  sb_printf(o, "tc_gemm_wgmma_fp8_ss<%s, %s, %d, %d, %lld, %d, %s, %s, %d>(", fp8_tag(a->buf->dtype),
+  sb_printf(o, "tc_gemm_wgmma_fp8_ss<%s, %s, %d, %d, %lld, %d, %s, %s, ", fp8_tag(a->buf->dtype),
             fp8_tag(b->buf->dtype), lc->rows, lc->cols, (long long)K, lc->warps_m, cuda_swizzle_arg(a->buf),
-            cuda_swizzle_arg(b->buf), s->u.gemm.wgmma_async ? 1 : 0);
+            cuda_swizzle_arg(b->buf));
+  if (s->u.gemm.wgmma_issue_only) sb_puts(o, "TC_WGMMA_ISSUE_ONLY>(");
+  else sb_printf(o, "%d>(", s->u.gemm.wgmma_async ? 1 : 0);
   cuda_tile_base(C, o, a);
   sb_puts(o, ", ");
   cuda_tile_base(C, o, b);
@@ -57,15 +62,21 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
   }
   int ad[IR_MAX_RANK];
   cuda_tile_dims(a, ad);
-  int64_t K = cuda_const(a->extent[ad[1]]);
+  /* transpose_A: A is the [K, M] shared tile (A_KM, read transposed). */
+  const bool ta = s->u.gemm.trans_a;
+  int64_t K = cuda_const(a->extent[ad[ta ? 0 : 1]]);
+  if (ta && a->buf->scope != IR_SCOPE_SHARED) {
+    cuda_fail(C, s->loc, "gemm: a transpose_A operand '%s' must be a shared tile", a->buf->name);
+    return;
+  }
   /* tc_half and tc_bf16 are both 16-bit storage; the tag picks the mma. */
   const char *T = b->buf->dtype == DTYPE_F16 ? "tc_f16_t" : "tc_bf16_t";
   StrBuf *o = C->out;
   cuda_indent(C, depth);
   if (a->buf->scope == IR_SCOPE_FRAGMENT) {
-    sb_printf(o, "%s<%s, %d, %d, %lld, %d, %s, %s>(%s, ", s->u.gemm.wgmma ? "tc_gemm_wgmma_rs" : "tc_gemm_rs", T,
+    sb_printf(o, "%s<%s, %d, %d, %lld, %d, %s, %s%s>(%s, ", s->u.gemm.wgmma ? "tc_gemm_wgmma_rs" : "tc_gemm_rs", T,
               lc->rows, lc->cols, (long long)K, lc->warps_m, cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
-              a->buf->name);
+              s->u.gemm.wgmma_issue_only ? ", TC_WGMMA_ISSUE_ONLY" : "", a->buf->name);
   } else {
     if (a->buf->dtype != b->buf->dtype || a->buf->scope != IR_SCOPE_SHARED) {
       cuda_fail(C, s->loc, "gemm: A '%s' must be a shared tile of B's dtype", a->buf->name);
@@ -74,12 +85,15 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
     if (s->u.gemm.wgmma) {
       /* Same accumulator layout (one 16-row slice per warp), issued as
        * wgmma by each warpgroup (tilec_wgmma.cuh). */
-      sb_printf(o, "tc_gemm_wgmma_ss<%s, %d, %d, %lld, %d, %s, %s, %s, %d>(", T, lc->rows, lc->cols, (long long)K,
-                lc->warps_m, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
-                s->u.gemm.wgmma_async ? 1 : 0);
+      sb_printf(o, "tc_gemm_wgmma_ss<%s, %d, %d, %lld, %d, %s, %s, %s, ", T, lc->rows, lc->cols, (long long)K,
+                lc->warps_m, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
+      if (s->u.gemm.wgmma_issue_only) sb_puts(o, "TC_WGMMA_ISSUE_ONLY");
+      else sb_printf(o, "%d", s->u.gemm.wgmma_async ? 1 : 0);
+      sb_printf(o, "%s>(", ta ? ", true" : "");
     } else {
-      sb_printf(o, "tc_gemm_ss<%s, %d, %d, %lld, %d, %d, %s, %s, %s>(", T, lc->rows, lc->cols, (long long)K,
-                lc->warps_m, lc->warps_n, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
+      sb_printf(o, "tc_gemm_ss<%s, %d, %d, %lld, %d, %d, %s, %s, %s%s>(", T, lc->rows, lc->cols, (long long)K,
+                lc->warps_m, lc->warps_n, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
+                ta ? ", true" : "");
     }
     cuda_tile_base(C, o, a);
     sb_puts(o, ", ");

@@ -1,7 +1,7 @@
 /* tma.c - TMA copies and their mbarriers (sm_90a; pass lower-tma).
  *
  * A copy.tma is issued by one thread: it expects the tile's bytes on its
- * stage's mbarrier, then starts one box per 64-column panel (or one for the
+ * stage's mbarrier, then starts one box per panel of 64, 32 or 16 columns (or one for the
  * whole tile) through the kernel's __grid_constant__ tensor map tc_tmap_<i>
  * (runtime/device/tilec_tma.cuh; the runtime encodes the maps at launch,
  * runtime/rt_tma.c). An mbar_wait makes every thread wait for a stage's

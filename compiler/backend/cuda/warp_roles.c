@@ -46,3 +46,10 @@ void cuda_emit_barrier(Cuda *C, int depth) {
   if (C->consumers_only) sb_printf(o, "tc_consumer_sync<%d>();\n", C->threads);
   else sb_puts(o, "__syncthreads();\n");
 }
+
+/* Ping-pong among the consumer warpgroups (tilec_warp_roles.cuh). */
+void cuda_emit_turn(Cuda *C, const IrStmt *s, int depth) {
+  static const char *const fn[] = {"tc_turn_start", "tc_turn_wait", "tc_turn_pass", "tc_turn_end"};
+  cuda_indent(C, depth);
+  sb_printf(C->out, "%s<%d>(tc_warp / 4);\n", fn[s->u.turn], C->threads / 128);
+}

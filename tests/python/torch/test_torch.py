@@ -12,7 +12,8 @@ nothing shows up as garbage, not as a pass):
   - torch.compile(fullgraph=True) of functions calling them, against eager;
   - flash_attention(q, k, v, causal, scale) against
     torch.nn.functional.scaled_dot_product_attention: f16 and bf16, causal
-    and not, dim 64 and 128, default and explicit scale, both layouts;
+    and not, dim 64 and 128, default and explicit scale, both layouts, and
+    packed-QKV slices passed as views;
   - cuda only: a launch on a side stream; CUDA graph capture and replay with
     new inputs (flash_attention and a kernel()); torch.compile with
     mode="reduce-overhead" (CUDA graphs under Inductor).
@@ -196,6 +197,12 @@ def test_flash_attention_matches_sdpa():
     o = tt.flash_attention(q, k, v, causal=True, scale=0.3, layout="bhsd")
     assert o.shape == q.shape
     close("bhsd, scale 0.3, causal", o, sdpa_ref(q, k, v, True, 0.3, layout="bhsd"), 5e-3)
+    # Packed QKV: the unbind(2) slices of one (batch, seq, 3, heads, dim)
+    # tensor go to the kernel as views (the flagship declares strides (...)).
+    qkv = randn(2, 45, 3, 2, 64, dtype=torch.float16)
+    q, k, v = qkv.unbind(2)
+    assert not q.is_contiguous() and tt._view_ok(q)
+    close("packed qkv slices", tt.flash_attention(q, k, v), sdpa_ref(q, k, v, False, None), 5e-3)
 
 
 # ---- torch.compile ----

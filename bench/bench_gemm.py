@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""bench_gemm.py - tilec's GEMMs against torch.matmul on the issue-14 grid, in
+one run. See bench/README.md for the command.
+
+What it measures, for every shape M x N x K of the grid and each dtype
+(bf16, f16):
+  gemm        examples/gemm.tile with its defaults (dtype only; the target
+              picks the tile: 128 x 256 x 64 in 4 stages on sm_90a);
+  splitk      examples/gemm_splitk.tile (64 x 128 tiles, one warpgroup) and
+  splitk-m128 the same with block_M=128, threads=256 (and splitk-n64,
+              128 x 64 tiles, when N <= 128): each at the split
+              count tilec.splitk.choose_splits gives, half and twice that
+              (at least 2 K tiles per split); only where split-K applies
+              (gemm.tile's tiles do not fill the SMs, or the heuristic
+              splits);
+  plan        what tilec.gemm() runs for the shape (Gemm.plan: one of the
+              above), the figure a user gets without choosing;
+  --bound     adds gemm-bound and splitk-bound/S: M, N, K bound with -D
+              (on sm_90a the copies with 16-byte aligned rows become TMA
+              boxes; one compile per shape);
+  torch       torch.matmul (cuBLAS).
+The table gives, per row, every tilec variant's TFLOP/s, the best one and
+its ratio to torch, and the plan's ratio to torch. --fp8 adds rows of
+examples/gemm_fp8.tile (defaults: f8e4m3 x f8e4m3 -> f16) against
+torch._scaled_mm (per-tensor scales) at 4096^3 and 8192^3 and the small-M
+shapes.
+
+Every variant is checked before it is timed: fresh random inputs, the
+output poisoned with NaN, the result compared to a float32 torch product
+(max|out - ref| / max|ref| <= 4 ulps of the output dtype); a wrong result is
+reported, not timed. Times: bench_attention.Timer (CUDA events, L2 flushed,
+median of >= 20 runs). TFLOP/s = 2 M N K / t.
+
+The tilec rows run in a child process (--worker): a crash, a hang (per-row
+timeout) or a sticky CUDA error there fails that row only, and a fresh worker
+takes the next rows. torch runs in this process after the workers; a failing
+peer row is reported and skipped. Tables are printed last and written with
+the GPU's name in the file names: <out-dir>/<date>-<gpu>-gemm.md, .json,
+and .png (when matplotlib is there).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+os.environ.setdefault("BENCH_KEEP_TRITON_CACHE", "1")  # no Triton here: no cold cache to make
+import bench_attention as ba  # noqa: E402  (Timer, rel_error, short, tables)
+
+# The issue-14 grid: large squares, a wide-K rectangle, ragged sizes (no
+# dimension a multiple of 64), small M (decode), small N, large K with small
+# M * N.
+GRID = ["4096x4096x4096", "8192x8192x8192", "8192x1024x8192", "3000x5000x2000", "4001x3001x4999",
+        "1x8192x8192", "16x8192x8192", "64x8192x8192", "128x8192x8192", "8192x64x8192",
+        "512x512x65536"]
+FP8_GRID = ["4096x4096x4096", "8192x8192x8192", "16x8192x8192", "128x8192x8192"]
+QUICK_GRID = ["4096x4096x4096", "3000x5000x2000", "16x8192x8192", "512x512x65536"]
+BOUND = {"f16": 4 * 2.0 ** -10, "bf16": 4 * 2.0 ** -7}
+SPLITK_CONFIGS = {"splitk": {}, "splitk-m128": {"block_M": 128, "threads": 256},
+                  "splitk-n64": {"block_M": 128, "block_N": 64, "threads": 256}}
+
+
+def parse_shape(s):
+    m = re.fullmatch(r"(\d+)x(\d+)x(\d+)", s.strip())
+    if not m:
+        raise argparse.ArgumentTypeError("bad shape %r (want MxNxK)" % s)
+    return tuple(int(x) for x in m.groups())
+
+
+def log(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def tflops(m, n, k, ms):
+    return 2.0 * m * n * k / ms * 1e-9
+
+
+# ------------------------------------------------------- the tilec worker ---
+
+def split_candidates(tilec, m, n, k, sms, smem):
+    """{label: [splits...]} of the split-K variants to try for this shape
+    (splitk-n64 only for N <= 128, where 128 columns would be half empty)."""
+    out = {}
+    plain_tiles = -(-m // 128) * -(-n // (256 if smem >= 200 * 1024 else 128))
+    for label, extra in SPLITK_CONFIGS.items():
+        if label == "splitk-n64" and n > 128:
+            continue
+        t = dict(tilec.splitk.SPLITK_DEFAULTS)
+        t.update(extra)
+        smem_block = (t["block_M"] + t["block_N"]) * t["block_K"] * 2 * t["num_stages"]
+        per_sm = max(1, min(smem // smem_block, 2048 // t["threads"]))
+        s = tilec.splitk.choose_splits(m, n, k, sms, t["block_M"], t["block_N"], t["block_K"], per_sm)
+        if s == 1 and plain_tiles >= sms:
+            continue  # split-K does not apply: the plain gemm fills the GPU
+        k_tiles = -(-k // t["block_K"])
+        cands = sorted({c for c in (s, max(2, s // 2), 2 * s) if 2 <= c <= max(2, k_tiles // 2)})
+        if cands:
+            out[label] = cands
+    return out
+
+
+def worker_main(spec_path):
+    with open(spec_path) as f:
+        spec = json.load(f)
+    import torch
+
+    def emit(row_id, **kw):
+        kw["id"] = row_id
+        sys.stdout.write("RESULT " + json.dumps(kw) + "\n")
+        sys.stdout.flush()
+
+    try:
+        import tilec
+        ctx = tilec.Context(device="cuda", cache_dir=spec["cache_dir"])
+    except Exception as e:
+        for row in spec["rows"]:
+            emit(row["id"], error="context: " + ba.short(e))
+        return 0
+    torch.manual_seed(spec["seed"])
+    timer = ba.Timer(torch, min_runs=spec["min_runs"], rep_ms=spec["rep_ms"])
+    torch.cuda.set_stream(torch.cuda.Stream())  # launches stay asynchronous
+    stream = torch.cuda.current_stream().cuda_stream
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
+    smem = 227 * 1024 if props.major >= 9 else 163 * 1024 if (props.major, props.minor) == (8, 0) else 99 * 1024
+    gemms = {}
+
+    def gemm_obj(dt, label):
+        key = (dt, label)
+        if key not in gemms:
+            gemms[key] = tilec.splitk.Gemm(ctx, dt, splitk_defines=SPLITK_CONFIGS.get(label, {}))
+        return gemms[key]
+
+    for row in spec["rows"]:
+        sys.stdout.write("START %s\n" % row["id"])
+        sys.stdout.flush()
+        try:
+            if row["kind"] == "fp8":
+                emit(row["id"], **tilec_fp8(torch, tilec, ctx, timer, row, stream))
+            else:
+                emit(row["id"], **tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem))
+        except Exception as e:
+            emit(row["id"], error=ba.short(e), trace=traceback.format_exc()[-2000:])
+            if "CUDA_ERROR" in str(e) or "CUDA error" in str(e):
+                return 3
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    return 0
+
+
+def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
+    m, n, k, dt = row["m"], row["n"], row["k"], row["dtype"]
+    tdt = ba.torch_dtype(torch, dt)
+    a = torch.randn((m, k), device="cuda", dtype=tdt)
+    b = torch.randn((k, n), device="cuda", dtype=tdt)
+    ref = torch.matmul(a.float(), b.float())
+    c = torch.empty((m, n), device="cuda", dtype=tdt)
+    variants = {}
+
+    def measure(label, g, splits):
+        c.fill_(float("nan"))
+        try:
+            g(a, b, c, splits=splits, stream=stream)
+            torch.cuda.synchronize()
+            err = ba.rel_error(torch, c, ref)
+            if not err <= BOUND[dt]:
+                variants[label] = {"error": "wrong result: error %.3g > %.0e" % (err, BOUND[dt]), "err": err}
+                return
+            if splits == 1:
+                fn = g.gemm_kernel().bind(a, b, c, stream=stream)
+            else:
+                part, reduce = g.splitk_kernels()
+                ws = g._workspace[:splits * m * n]
+                p1 = part.bind(a, b, ws.view(splits, m, n), stream=stream)
+                p2 = reduce.bind(ws.view(splits, m * n), c.view(m * n), stream=stream)
+
+                def fn():
+                    p1()
+                    p2()
+            ms, runs = timer(fn)
+            variants[label] = {"ms": ms, "runs": runs, "tflops": tflops(m, n, k, ms), "err": err}
+        except Exception as e:
+            variants[label] = {"error": ba.short(e)}
+            if "CUDA_ERROR" in str(e) or "CUDA error" in str(e):
+                raise
+
+    measure("gemm", gemm_obj(dt, "gemm"), 1)
+    for label, cands in split_candidates(tilec, m, n, k, sms, smem).items():
+        for s in cands:
+            measure("%s/%d" % (label, s), gemm_obj(dt, label), s)
+    if row.get("bound"):
+        # M, N, K bound with -D: on sm_90a the copies become TMA boxes where
+        # the row strides are 16-byte aligned (one compile per shape).
+        dims = {"M": m, "N": n, "K": k}
+        gb = tilec.splitk.Gemm(ctx, dt, defines=dims, splitk_defines=dims)
+        measure("gemm-bound", gb, 1)
+        for s in split_candidates(tilec, m, n, k, sms, smem).get("splitk", []):
+            measure("splitk-bound/%d" % s, gb, s)
+    kind, s = gemm_obj(dt, "splitk").plan(m, n, k, sms, smem)
+    plan = "gemm" if kind == "gemm" else "splitk/%d" % s
+    if plan not in variants:
+        measure(plan, gemm_obj(dt, "splitk"), s)
+    ok = {l: v for l, v in variants.items() if "ms" in v}
+    best = min(ok, key=lambda l: ok[l]["ms"]) if ok else None
+    return {"variants": variants, "best": best, "plan": plan}
+
+
+def fp8_inputs(torch, m, n, k):
+    fp8 = torch.float8_e4m3fn
+    a = (torch.randn((m, k), device="cuda") * 2).to(fp8)
+    b = (torch.randn((k, n), device="cuda") * 2).to(fp8)
+    sa, sb = 0.5, 0.25
+    ref = torch.matmul(a.float(), b.float()) * (sa * sb)
+    return a, b, sa, sb, ref
+
+
+def tilec_fp8(torch, tilec, ctx, timer, row, stream):
+    m, n, k = row["m"], row["n"], row["k"]
+    a, b, sa, sb, ref = fp8_inputs(torch, m, n, k)
+    kern = ctx.load(os.path.join(ROOT, "examples", "gemm_fp8.tile")).kernel("gemm_fp8")
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    au, bu = a.view(torch.uint8), b.view(torch.uint8)  # the FP8 codes (docs/language.md, FP8)
+    kern(au, bu, c, sa, sb, stream=stream)
+    torch.cuda.synchronize()
+    err = ba.rel_error(torch, c, ref)
+    if not err <= BOUND["f16"]:
+        return {"variants": {"gemm_fp8": {"error": "wrong result: error %.3g" % err, "err": err}},
+                "best": None, "plan": "gemm_fp8"}
+    ms, runs = timer(kern.bind(au, bu, c, sa, sb, stream=stream))
+    v = {"ms": ms, "runs": runs, "tflops": tflops(m, n, k, ms), "err": err}
+    return {"variants": {"gemm_fp8": v}, "best": "gemm_fp8", "plan": "gemm_fp8"}
+
+
+def run_tilec_rows(rows, args):
+    """{row id: result}, each row in a worker process; a crash or a timeout
+    fails that row and a fresh worker resumes after it."""
+    results = {}
+    pending = list(rows)
+    cache = tempfile.mkdtemp(prefix="bench-gemm-cache-")
+    while pending:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump({"rows": pending, "cache_dir": cache, "seed": args.seed,
+                       "min_runs": args.min_runs, "rep_ms": args.rep_ms}, f)
+            spec = f.name
+        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", spec],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(l) for l in proc.stdout] + [lines.put(None)],
+                         daemon=True).start()
+        current, tail = None, []
+        deadline = time.monotonic() + args.row_timeout + 60
+        while True:
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                log("tilec worker: row %s timed out after %d s; killing it" % (current, args.row_timeout))
+                proc.kill()
+                if current is not None:
+                    results[current] = {"error": "timed out (> %d s)" % args.row_timeout}
+                break
+            if line is None:
+                break
+            if line.startswith("START "):
+                current = line.split()[1]
+                deadline = time.monotonic() + args.row_timeout
+                log("tilec [%d/%d] %s: started" % (len(results) + 1, len(rows), current))
+            elif line.startswith("RESULT "):
+                r = json.loads(line[7:])
+                rid = r.pop("id")
+                results[rid] = r
+                current = None
+                log("tilec [%d/%d] %s: %s" % (len(results), len(rows), rid, summary(r)))
+            else:
+                tail = (tail + [line.rstrip()])[-20:]
+        proc.wait()
+        os.unlink(spec)
+        if current is not None and current not in results:
+            results[current] = {"error": "tilec worker died (exit %s): %s"
+                                % (proc.returncode, " | ".join(tail[-3:])[:300])}
+        before = len(pending)
+        pending = [r for r in pending if r["id"] not in results]
+        if pending and len(pending) == before:
+            for r in pending:
+                results[r["id"]] = {"error": "tilec worker exited %s before running: %s"
+                                    % (proc.returncode, " | ".join(tail[-3:])[:300])}
+            pending = []
+    shutil.rmtree(cache, ignore_errors=True)
+    return results
+
+
+def summary(r):
+    if r.get("error"):
+        return "error: " + r["error"][:200]
+    parts = []
+    for label, v in r.get("variants", {}).items():
+        parts.append("%s %s" % (label, "%.1f TF/s" % v["tflops"] if "tflops" in v else "ERROR " + v["error"][:80]))
+    return "; ".join(parts) + " | best %s, plan %s" % (r.get("best"), r.get("plan"))
+
+
+# ------------------------------------------------------------------ peers ---
+
+def torch_row(torch, timer, row):
+    m, n, k, dt = row["m"], row["n"], row["k"], row["dtype"]
+    try:
+        if row["kind"] == "fp8":
+            a, b, sa, sb, ref = fp8_inputs(torch, m, n, k)
+            bcol = b.t().contiguous().t()  # _scaled_mm wants B column-major
+            scale_a = torch.tensor(sa, device="cuda")
+            scale_b = torch.tensor(sb, device="cuda")
+
+            def fn():
+                r = torch._scaled_mm(a, bcol, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.float16)
+                return r[0] if isinstance(r, tuple) else r
+            out = fn()
+            bound = BOUND["f16"]
+        else:
+            tdt = ba.torch_dtype(torch, dt)
+            a = torch.randn((m, k), device="cuda", dtype=tdt)
+            b = torch.randn((k, n), device="cuda", dtype=tdt)
+            ref = torch.matmul(a.float(), b.float())
+            c = torch.empty((m, n), device="cuda", dtype=tdt)
+
+            def fn():
+                torch.matmul(a, b, out=c)
+            fn()
+            out = c
+            bound = BOUND[dt]
+        torch.cuda.synchronize()
+        err = ba.rel_error(torch, out, ref)
+        if not err <= bound:
+            return {"error": "wrong result: error %.3g" % err, "err": err}
+        ms, runs = timer(fn)
+        return {"ms": ms, "runs": runs, "tflops": tflops(m, n, k, ms), "err": err}
+    except Exception as e:
+        return {"error": ba.short(e)}
+    finally:
+        torch.cuda.empty_cache()
+
+
+# ----------------------------------------------------------------- tables ---
+
+def fmt(v):
+    if not v:
+        return "-"
+    if v.get("error"):
+        return "FAILED"
+    return "%.1f" % v["tflops"]
+
+
+def ratio(t, p):
+    if not t or not p or "ms" not in t or "ms" not in p:
+        return "-"
+    return "%.2fx" % (p["ms"] / t["ms"])
+
+
+def table(rows):
+    lines = [["dtype", "M x N x K", "torch", "gemm.tile", "split-K best", "best tilec", "best/torch",
+              "plan", "plan/torch"]]
+    for row in rows:
+        r, peer = row.get("tilec") or {}, row.get("torch")
+        vs = r.get("variants") or {}
+        sk = {l: v for l, v in vs.items() if l.startswith("splitk") and "ms" in v}
+        skb = min(sk, key=lambda l: sk[l]["ms"]) if sk else None
+        best, plan = r.get("best"), r.get("plan")
+        first = "gemm_fp8" if row["kind"] == "fp8" else "gemm"
+        lines.append([
+            "fp8 e4m3" if row["kind"] == "fp8" else row["dtype"], "%d x %d x %d" % (row["m"], row["n"], row["k"]),
+            fmt(peer), fmt(vs.get(first)) if vs or not r.get("error") else "FAILED",
+            ("%s %s" % (fmt(sk[skb]), skb)) if skb else ("-" if row["kind"] == "fp8" else "n/a"),
+            best or ("FAILED" if r.get("error") else "-"),
+            ratio(vs.get(best), peer) if best else "-",
+            plan or "-", ratio(vs.get(plan), peer) if plan else "-"])
+    return lines
+
+
+def failures(rows):
+    out = []
+    for row in rows:
+        r = row.get("tilec") or {}
+        if r.get("error"):
+            out.append("- tilec %s: %s" % (row["id"], r["error"]))
+        for l, v in (r.get("variants") or {}).items():
+            if v.get("error"):
+                out.append("- tilec %s %s: %s" % (row["id"], l, v["error"]))
+        if (row.get("torch") or {}).get("error"):
+            out.append("- torch %s: %s" % (row["id"], row["torch"]["error"]))
+    return out
+
+
+def plot(path, rows):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:
+        log("no plot: %s" % ba.short(e))
+        return False
+    groups = [g for g in ("bf16", "f16", "fp8") if any((r["kind"] == "fp8") == (g == "fp8") and
+                                                       (g == "fp8" or r["dtype"] == g) for r in rows)]
+    fig, axes = plt.subplots(len(groups), 1, figsize=(12, 3.4 * len(groups)), squeeze=False)
+    for ax, g in zip(axes[:, 0], groups):
+        sel = [r for r in rows if (r["kind"] == "fp8") == (g == "fp8") and (g == "fp8" or r["dtype"] == g)]
+        xs = list(range(len(sel)))
+        for off, key, color in ((-0.2, "best", "C0"), (0.2, "plan", "C1")):
+            ys = []
+            for r in sel:
+                t = (r.get("tilec") or {})
+                v = (t.get("variants") or {}).get(t.get(key)) or {}
+                p = r.get("torch") or {}
+                ys.append(p["ms"] / v["ms"] if "ms" in v and "ms" in p else 0)
+            ax.bar([x + off for x in xs], ys, width=0.4, color=color,
+                   label="best tilec / torch" if key == "best" else "tilec.gemm plan / torch")
+        ax.axhline(1.0, color="k", linewidth=0.8)
+        ax.axhline(0.9, color="k", linewidth=0.6, linestyle="--")
+        ax.set_xticks(xs)
+        ax.set_xticklabels(["%dx%dx%d" % (r["m"], r["n"], r["k"]) for r in sel], rotation=30, fontsize=7)
+        ax.set_ylabel("ratio to torch")
+        ax.set_title(g if g != "fp8" else "fp8 (gemm_fp8.tile vs torch._scaled_mm)", fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+# ------------------------------------------------------------------- main ---
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--shapes", default=",".join(GRID), help="MxNxK,... (default: the issue-14 grid)")
+    ap.add_argument("--dtypes", default="bf16,f16")
+    ap.add_argument("--fp8", action="store_true", help="add gemm_fp8.tile vs torch._scaled_mm rows")
+    ap.add_argument("--fp8-shapes", default=",".join(FP8_GRID))
+    ap.add_argument("--quick", action="store_true", help="4 shapes, bf16 only, fewer runs")
+    ap.add_argument("--bound", action="store_true",
+                    help="also gemm-bound and splitk-bound/S: M, N, K bound with -D (TMA on sm_90a; "
+                         "a compile per shape)")
+    ap.add_argument("--out-dir", default=os.path.join(HERE, "results"))
+    ap.add_argument("--min-runs", type=int, default=20)
+    ap.add_argument("--rep-ms", type=float, default=100.0)
+    ap.add_argument("--row-timeout", type=int, default=300, help="seconds per tilec row")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    if args.worker:
+        return worker_main(args.worker)
+    if args.quick:
+        args.shapes, args.dtypes, args.min_runs, args.rep_ms = ",".join(QUICK_GRID), "bf16", 10, 50.0
+    shapes = [parse_shape(s) for s in args.shapes.split(",") if s.strip()]
+    rows = [{"id": "%s-%dx%dx%d" % (dt, m, n, k), "kind": "gemm", "dtype": dt, "m": m, "n": n, "k": k,
+             "bound": args.bound} for dt in args.dtypes.split(",") if dt for (m, n, k) in shapes]
+    if args.fp8:
+        rows += [{"id": "fp8-%dx%dx%d" % s, "kind": "fp8", "dtype": "f16", "m": s[0], "n": s[1], "k": s[2]}
+                 for s in (parse_shape(x) for x in args.fp8_shapes.split(",") if x.strip())]
+    import torch
+    if not torch.cuda.is_available():
+        print("bench_gemm.py needs a CUDA GPU (torch.cuda.is_available() is False)")
+        return 1
+    gpu = torch.cuda.get_device_name()
+    log("%s, %d rows; torch %s" % (gpu, len(rows), torch.__version__))
+    t0 = time.time()
+    tres = run_tilec_rows(rows, args)
+    for row in rows:
+        row["tilec"] = tres.get(row["id"], {"error": "no result"})
+    timer = ba.Timer(torch, min_runs=args.min_runs, rep_ms=args.rep_ms)
+    torch.manual_seed(args.seed)
+    for i, row in enumerate(rows):
+        row["torch"] = torch_row(torch, timer, row)
+        log("torch [%d/%d] %s: %s" % (i + 1, len(rows), row["id"], fmt(row["torch"]) if not row["torch"].get("error")
+                                      else row["torch"]["error"]))
+    os.makedirs(args.out_dir, exist_ok=True)
+    slug = re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-")
+    base = os.path.join(args.out_dir, "%s-%s-gemm" % (datetime.date.today().isoformat(), slug))
+    lines = table(rows)
+    fails = failures(rows)
+    with open(base + ".md", "w") as f:
+        f.write("# GEMM grid, %s\n\n" % gpu)
+        f.write("`python3 bench/bench_gemm.py %s` (%s, torch %s, %.0f s). TFLOP/s = 2MNK/t; ratios are "
+                "torch time / tilec time; `plan` is what tilec.gemm() runs for the shape.\n\n"
+                % (" ".join(sys.argv[1:]), datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+                   torch.__version__, time.time() - t0))
+        f.write(ba.md_table(lines) + "\n")
+        if fails:
+            f.write("\nFailures:\n\n" + "\n".join(fails) + "\n")
+    with open(base + ".json", "w") as f:
+        json.dump({"gpu": gpu, "torch": torch.__version__, "argv": sys.argv[1:], "rows": rows}, f, indent=1)
+    png = plot(base + ".png", rows)
+    log("wrote %s.md, .json%s" % (base, ", .png" if png else ""))
+    if fails:
+        print("\nFailures:\n" + "\n".join(fails))
+    print("\nGEMM, TFLOP/s (%s)\n%s" % (gpu, ba.text_table(lines)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

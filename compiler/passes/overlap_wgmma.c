@@ -1,0 +1,347 @@
+/* overlap_wgmma.c - pass "overlap-wgmma" (GPU, sm_90a): keeps the tensor
+ * cores busy through the elementwise work of a warp-specialized loop with two
+ * gemms (FlashAttention-3's intra-warpgroup overlap).
+ *
+ * Needs: warp-specialize (the consumers' loop: no fetches, no block barrier;
+ * mbar_waits on full barriers and mbar_arrives on empty ones), infer-layout
+ * (which gemms are wgmma).
+ * Pattern, the body of a consumer `for k in pipelined(n)`:
+ *     ... G1: a wgmma gemm (or an if whose branches end in one) -> C1
+ *     X:  statements
+ *     mbar_wait B2_full[k % S]; G2: a wgmma gemm A2 (fragment), B2[k % S] -> C2;
+ *     mbar_arrive B2_empty[k % S]
+ *     Y:  statements
+ * Without this pass each warpgroup waits for G1, computes X while its
+ * tensor-core work is done, then waits for G2. After it, iteration k runs
+ *     ...; G1(k) issued
+ *     if (k > 0) { mbar_wait B2_full(k-1); G2(k-1) issued; wgmma_wait C1 pending(1) }
+ *     else wgmma_wait C1                      // G1(k) done, G2(k-1) may run on
+ *     X and Y statements that touch neither C2, A2 nor B2 (nor what the
+ *       held-back ones below write or read), in order: they run under G2(k-1)
+ *     wgmma_wait C2 after(<the fragments they wrote>)   // G2(k-1) done
+ *     if (k > 0) mbar_arrive B2_empty(k-1)
+ *     the held-back statements, in order (e.g. C2 *= rescale; A2 = cast(..))
+ * and after the loop: if (n > 0) { mbar_wait B2_full(n-1); G2(n-1);
+ * mbar_arrive B2_empty(n-1) }. G2 thus runs one iteration late, issued right
+ * behind G1, and the statements between them overlap it: the dependences
+ * between statements decide what moves, not the kernel's names. The wait
+ * pins the registers written under G2 (nvcc would otherwise sink that
+ * arithmetic past the wait). With several consumer warpgroups, each takes
+ * its turn before issuing (warpgroup_turn wait) and hands it on right after
+ * (warpgroup_turn pass): one warpgroup's X and Y run under the others'
+ * gemms (FA3's ping-pong). Loops that do not match are left as they are.
+ * The issue and its wait<1> sit on one path (if k > 0 { issue; wait })
+ * because ptxas serializes every wgmma (C7514) when it cannot prove the
+ * accumulator is not read between start and end of a pipeline stage. */
+#include <string.h>
+
+#include "passes.h"
+
+/* ---- which buffers a statement reads and writes ------------------------------- */
+
+enum { MAX_EFFECT = 32 };
+
+typedef struct Effects {
+  const IrBuffer *reads[MAX_EFFECT], *writes[MAX_EFFECT];
+  int nreads, nwrites;
+  bool overflow;
+} Effects;
+
+static void add(const IrBuffer **set, int *n, bool *overflow, const IrBuffer *b) {
+  if (!b) return;
+  for (int i = 0; i < *n; i++)
+    if (set[i] == b) return;
+  if (*n == MAX_EFFECT) {
+    *overflow = true;
+    return;
+  }
+  set[(*n)++] = b;
+}
+
+static void note_read(Effects *e, const IrBuffer *b) { add(e->reads, &e->nreads, &e->overflow, b); }
+static void note_write(Effects *e, const IrBuffer *b) { add(e->writes, &e->nwrites, &e->overflow, b); }
+
+static void note_load(const IrExpr *x, void *ctx) {
+  if (x->kind == IR_EXPR_LOAD) note_read(ctx, x->u.load.buf);
+}
+
+static void effects_of_one(IrStmt *s, void *ctx) {
+  Effects *e = ctx;
+  switch (s->kind) {
+  case IR_STMT_STORE: note_write(e, s->u.store.buf); break;
+  case IR_STMT_COPY:
+    note_read(e, s->u.copy.src.buf);
+    note_write(e, s->u.copy.dst.buf);
+    break;
+  case IR_STMT_FILL: note_write(e, s->u.fill.dst.buf); break;
+  case IR_STMT_GEMM:
+    note_read(e, s->u.gemm.a.buf);
+    note_read(e, s->u.gemm.b.buf);
+    note_read(e, s->u.gemm.c.buf);
+    note_write(e, s->u.gemm.c.buf);
+    break;
+  case IR_STMT_REDUCE:
+    note_read(e, s->u.reduce.src);
+    note_read(e, s->u.reduce.dst);
+    note_write(e, s->u.reduce.dst);
+    note_write(e, s->u.reduce.scratch);
+    break;
+  case IR_STMT_MBAR_WAIT: note_read(e, s->u.mbar_wait.bar); break;
+  case IR_STMT_MBAR_ARRIVE: note_write(e, s->u.mbar_wait.bar); break;
+  case IR_STMT_WGMMA_WAIT: note_write(e, s->u.wgmma_wait.acc); break;
+  case IR_STMT_LET:
+  case IR_STMT_ALLOC:
+  case IR_STMT_BARRIER:
+    e->overflow = true; /* scopes and barriers are not moved */
+    break;
+  default: break;
+  }
+  ir_stmt_visit_exprs(s, note_load, e);
+}
+
+static Effects effects_of(IrStmt *s) {
+  Effects e;
+  memset(&e, 0, sizeof e);
+  pass_visit_stmts(s, effects_of_one, &e);
+  return e;
+}
+
+static bool in_set(const IrBuffer *const *set, int n, const IrBuffer *b) {
+  for (int i = 0; i < n; i++)
+    if (set[i] == b) return true;
+  return false;
+}
+
+static bool references(const Effects *e, const IrBuffer *b) {
+  return in_set(e->reads, e->nreads, b) || in_set(e->writes, e->nwrites, b);
+}
+
+/* May a and b swap? Not when one writes what the other reads or writes. */
+static bool conflict(const Effects *a, const Effects *b) {
+  for (int i = 0; i < a->nwrites; i++)
+    if (references(b, a->writes[i])) return true;
+  for (int i = 0; i < b->nwrites; i++)
+    if (in_set(a->reads, a->nreads, b->writes[i])) return true;
+  return false;
+}
+
+/* ---- finding the pattern -------------------------------------------------------- */
+
+static bool is_wgmma(const IrStmt *s) { return s->kind == IR_STMT_GEMM && s->u.gemm.wgmma; }
+
+/* The wgmma gemms that end statement s (itself, or the last statement of
+ * each branch of an if); 0 when s is not such a statement. */
+static int ending_gemms(IrStmt *s, IrStmt **out) {
+  if (is_wgmma(s)) {
+    out[0] = s;
+    return 1;
+  }
+  if (s->kind != IR_STMT_IF || !s->u.if_.else_) return 0;
+  IrStmt *t = s->u.if_.then_, *e = s->u.if_.else_;
+  if (t->u.seq.n == 0 || e->u.seq.n == 0) return 0;
+  IrStmt *a = t->u.seq.items[t->u.seq.n - 1], *b = e->u.seq.items[e->u.seq.n - 1];
+  if (!is_wgmma(a) || !is_wgmma(b) || a->u.gemm.c.buf != b->u.gemm.c.buf) return 0;
+  out[0] = a, out[1] = b;
+  return 2;
+}
+
+typedef struct Pattern {
+  int g1, g2, wait2, arrive2; /* top-level positions in the body */
+  IrStmt *g1_gemms[2];
+  int ng1;
+} Pattern;
+
+static bool find_pattern(IrStmt *loop, Pattern *p) {
+  IrStmt *body = loop->u.for_.body;
+  const int n = body->u.seq.n;
+  memset(p, 0, sizeof *p);
+  if (n < 4 || n > 60) return false;
+  for (int i = 0; i < n; i++) {
+    IrStmtKind k = body->u.seq.items[i]->kind;
+    if (k == IR_STMT_BARRIER || k == IR_STMT_ASYNC_WAIT || k == IR_STMT_WGMMA_WAIT) return false;
+  }
+  p->g2 = -1;
+  for (int i = n - 1; i >= 0 && p->g2 < 0; i--) {
+    IrStmt *s = body->u.seq.items[i];
+    if (is_wgmma(s) && s->u.gemm.a.buf->scope == IR_SCOPE_FRAGMENT && !s->u.gemm.wgmma_async) p->g2 = i;
+  }
+  if (p->g2 < 2 || p->g2 + 1 >= n) return false;
+  IrStmt *g2 = body->u.seq.items[p->g2];
+  const IrBuffer *b2 = g2->u.gemm.b.buf;
+  if (!b2->tma_bar || !b2->empty_bar || b2->rank != g2->u.gemm.b.rank) return false;
+  IrStmt *w = body->u.seq.items[p->g2 - 1], *a = body->u.seq.items[p->g2 + 1];
+  if (w->kind != IR_STMT_MBAR_WAIT || w->u.mbar_wait.bar != b2->tma_bar) return false;
+  if (a->kind != IR_STMT_MBAR_ARRIVE || a->u.mbar_wait.bar != b2->empty_bar) return false;
+  p->wait2 = p->g2 - 1;
+  p->arrive2 = p->g2 + 1;
+  p->g1 = -1;
+  for (int i = 0; i < p->wait2 && p->g1 < 0; i++) {
+    p->ng1 = ending_gemms(body->u.seq.items[i], p->g1_gemms);
+    if (p->ng1) p->g1 = i;
+  }
+  return p->g1 >= 0 && p->g1_gemms[0]->u.gemm.c.buf != g2->u.gemm.c.buf;
+}
+
+/* ---- the transformation ----------------------------------------------------------- */
+
+typedef struct Subst {
+  IrVar *var;
+  const IrExpr *at;
+} Subst;
+
+static IrExpr *subst_expr(IrModule *m, IrExpr *e, void *ctx) {
+  Subst *s = ctx;
+  return ir_expr_subst(m, e, s->var, s->at);
+}
+
+/* A copy of G2 (or of its mbarrier wait or release) for iteration `at`. */
+static IrStmt *at_iteration(IrModule *m, const IrStmt *s, IrVar *k, const IrExpr *at) {
+  IrStmt *c;
+  if (s->kind == IR_STMT_MBAR_WAIT || s->kind == IR_STMT_MBAR_ARRIVE) {
+    c = ir_stmt_new(m, s->kind, s->loc);
+    c->u.mbar_wait = s->u.mbar_wait;
+    c->u.mbar_wait.stage = ir_expr_clone(m, s->u.mbar_wait.stage);
+    c->u.mbar_wait.parity = ir_expr_clone(m, s->u.mbar_wait.parity);
+  } else {
+    c = ir_stmt_clone_tile_op(m, s);
+  }
+  Subst sub = {k, at};
+  pass_rewrite_stmt(m, c, subst_expr, &sub);
+  return c;
+}
+
+static IrStmt *wgmma_wait(IrModule *m, IrBuffer *acc, int pending, SrcLoc loc) {
+  IrStmt *w = ir_stmt_new(m, IR_STMT_WGMMA_WAIT, loc);
+  w->u.wgmma_wait.acc = acc;
+  w->u.wgmma_wait.pending = pending;
+  return w;
+}
+
+/* Adds a float fragment to the ones the wait keeps computed before it. */
+static void pin(IrStmt *wait, IrBuffer *b) {
+  if (b->scope != IR_SCOPE_FRAGMENT || b->dtype != DTYPE_F32 || wait->u.wgmma_wait.npinned == 8) return;
+  for (int i = 0; i < wait->u.wgmma_wait.npinned; i++)
+    if (wait->u.wgmma_wait.pinned[i] == b) return;
+  wait->u.wgmma_wait.pinned[wait->u.wgmma_wait.npinned++] = b;
+}
+
+static IrStmt *turn(IrModule *m, IrTurn t, SrcLoc loc) {
+  IrStmt *s = ir_stmt_new(m, IR_STMT_WG_TURN, loc);
+  s->u.turn = t;
+  return s;
+}
+
+static IrStmt *seq_of(IrModule *m, SrcLoc loc, IrStmt *a, IrStmt *b) {
+  IrStmt *s = ir_seq_new(m, loc);
+  if (a) ir_seq_push(m, s, a);
+  if (b) ir_seq_push(m, s, b);
+  return s;
+}
+
+/* Rewrites loop (see the top of the file); returns the statement to put
+ * right after it (G2 of the last iteration). */
+static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
+  IrStmt *body = loop->u.for_.body;
+  const int n = body->u.seq.n;
+  IrVar *kv = loop->u.for_.var;
+  SrcLoc loc = loop->loc;
+  IrStmt *g2 = body->u.seq.items[p->g2], *wait2 = body->u.seq.items[p->wait2], *arrive2 = body->u.seq.items[p->arrive2];
+  IrBuffer *c1 = p->g1_gemms[0]->u.gemm.c.buf, *c2 = g2->u.gemm.c.buf;
+  const IrBuffer *a2 = g2->u.gemm.a.buf, *b2 = g2->u.gemm.b.buf;
+  IrStmt *out = ir_seq_new(m, body->loc);
+
+  /* Up to G1, which is now only issued, in this warpgroup's turn. */
+  for (int i = 0; i < p->g1; i++) ir_seq_push(m, out, body->u.seq.items[i]);
+  for (int j = 0; j < p->ng1; j++) p->g1_gemms[j]->u.gemm.wgmma_issue_only = true;
+  ir_seq_push(m, out, turn(m, IR_TURN_WAIT, loc));
+  ir_seq_push(m, out, body->u.seq.items[p->g1]);
+
+  /* G2 of the previous iteration, issued behind G1; the next warpgroup's
+   * turn; then G1 completes. */
+  IrExpr *prev = ir_binary(m, IR_OP_SUB, ir_var_ref(m, kv, loc), ir_int(m, 1, loc), loc);
+  IrStmt *late = ir_seq_new(m, loc);
+  ir_seq_push(m, late, at_iteration(m, wait2, kv, prev));
+  IrStmt *g2_prev = at_iteration(m, g2, kv, prev);
+  g2_prev->u.gemm.wgmma_issue_only = true;
+  ir_seq_push(m, late, g2_prev);
+  ir_seq_push(m, late, turn(m, IR_TURN_PASS, loc));
+  ir_seq_push(m, late, wgmma_wait(m, c1, 1, loc));
+  /* The issue and its wait<1> stay on one path: ptxas serializes every
+   * wgmma (C7514) when some path could read C1 with only G1 in flight. */
+  IrExpr *not_first = ir_binary(m, IR_OP_GT, ir_var_ref(m, kv, loc), ir_int(m, 0, loc), loc);
+  ir_seq_push(m, out, ir_if_new(m, not_first, late,
+                                seq_of(m, loc, turn(m, IR_TURN_PASS, loc), wgmma_wait(m, c1, 0, loc)), loc));
+
+  /* The statements after G1: those independent of G2(k-1) run under it;
+   * the wait for G2(k-1) pins the fragments they write. */
+  IrStmt *overlap_done = wgmma_wait(m, c2, 0, loc);
+  Effects held_back[64];
+  IrStmt *held[64];
+  int nheld = 0;
+  for (int i = p->g1 + 1; i < n; i++) {
+    if (i == p->g2 || i == p->wait2 || i == p->arrive2) continue;
+    IrStmt *s = body->u.seq.items[i];
+    Effects e = effects_of(s);
+    bool hold = e.overflow || references(&e, c2) || references(&e, a2) || references(&e, b2);
+    for (int j = 0; j < nheld && !hold; j++) hold = conflict(&e, &held_back[j]);
+    if (hold) {
+      held_back[nheld] = e;
+      held[nheld++] = s;
+    } else {
+      ir_seq_push(m, out, s);
+      for (int j = 0; j < e.nwrites; j++) pin(overlap_done, (IrBuffer *)e.writes[j]);
+    }
+  }
+  ir_seq_push(m, out, overlap_done);
+  /* G2(k-1) is done with its stage of B2: the producer may refill it. */
+  IrStmt *release = seq_of(m, loc, at_iteration(m, arrive2, kv, prev), NULL);
+  ir_seq_push(m, out, ir_if_new(m, ir_expr_clone(m, not_first), release, NULL, loc));
+  for (int j = 0; j < nheld; j++) ir_seq_push(m, out, held[j]);
+  loop->u.for_.body = out;
+
+  /* After the loop: G2 of the last iteration (waiting in place). */
+  IrExpr *last = ir_binary(m, IR_OP_SUB, ir_expr_clone(m, loop->u.for_.extent), ir_int(m, 1, loc), loc);
+  IrStmt *tail = ir_seq_new(m, loc);
+  ir_seq_push(m, tail, at_iteration(m, wait2, kv, last));
+  ir_seq_push(m, tail, at_iteration(m, g2, kv, last));
+  ir_seq_push(m, tail, at_iteration(m, arrive2, kv, last));
+  IrExpr *any = ir_binary(m, IR_OP_GT, ir_expr_clone(m, loop->u.for_.extent), ir_int(m, 0, loc), loc);
+  return ir_if_new(m, any, tail, NULL, loc);
+}
+
+/* The consumers' pipelined loops: at the top level, in a SEQ there, or in
+ * the consumer role of a warp split. */
+static void walk(IrModule *m, IrStmt *seq) {
+  for (int i = 0; i < seq->u.seq.n; i++) {
+    IrStmt *s = seq->u.seq.items[i];
+    if (s->kind == IR_STMT_SEQ) {
+      walk(m, s);
+      continue;
+    }
+    if (s->kind == IR_STMT_WARP_ROLES) {
+      walk(m, s->u.roles.consumer);
+      continue;
+    }
+    Pattern p;
+    if (s->kind != IR_STMT_FOR || s->u.for_.kind != IR_FOR_PIPELINED || !find_pattern(s, &p)) continue;
+    IrStmt *after = overlap_loop(m, s, &p);
+    ir_seq_insert(m, seq, i + 1, after);
+    ir_seq_insert(m, seq, i + 2, turn(m, IR_TURN_END, s->loc));
+    ir_seq_insert(m, seq, i, turn(m, IR_TURN_START, s->loc));
+    i += 3;
+  }
+}
+
+/* The turns use one named barrier per consumer warpgroup (2..5 in
+ * tilec_warp_roles.cuh): kernels of more than four are left alone. */
+enum { MAX_TURN_WARPGROUPS = 4 };
+
+bool pass_overlap_wgmma(IrModule *m, const PassOptions *opts, Diag *diag) {
+  if (opts->target != TILEC_TARGET_SM90A) return true;
+  for (int i = 0; i < m->nkernels; i++) {
+    IrKernel *k = m->kernels[i];
+    if (k->producer_warp == 0 || k->producer_warp > 4 * MAX_TURN_WARPGROUPS) continue;
+    walk(m, k->body);
+  }
+  return true;
+}

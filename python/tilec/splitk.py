@@ -1,0 +1,233 @@
+"""tilec.splitk - C = A @ B that picks between examples/gemm.tile and the
+split-K pair of examples/gemm_splitk.tile from the shape.
+
+    import tilec
+    ctx = tilec.Context()
+    tilec.gemm(ctx, a, b, c)              # C = A @ B (NumPy arrays, torch tensors...)
+    tilec.gemm(ctx, a, b, c, splits=4)    # force 4 K ranges (1: the plain gemm)
+    g = tilec.splitk.Gemm(ctx, "bf16")    # keep the loaded kernels and the workspace
+    g.plan(1, 8192, 8192)                 # -> ("splitk", 4): what g(a, b, c) would run
+    tilec.splitk.choose_splits(16, 8192, 8192, num_sms=132)
+
+Why: gemm.tile runs one block per block_M x block_N tile of C. With M = 1..128
+and N in the thousands (the decode case) that is a few dozen blocks, and an
+H100 has 132 SMs: most sit idle while each block walks all of K. Split-K
+gives each of `splits` blocks per tile a range of K (gemm_splitk writes f32
+partial sums P[splits, M, N]) and splitk_reduce adds them in split order
+(deterministic: no atomics; the same bits on every run).
+
+The plan (Gemm.plan): the plain gemm when its tiles fill the SMs (tiles >=
+num_sms), else split-K with choose_splits(). choose_splits() models the time
+as waves * (K tiles per split): the blocks of all splits run in waves of
+num_sms * blocks_per_sm, and each block walks ceil(k_tiles / splits) K
+tiles; it takes the smallest split count within 2% of the best model time,
+keeping >= min_k_tiles K tiles per split (so the software pipeline fills) and
+only when that beats no split by 20% (the partials cost an extra f32 write
+and read of M x N per split). bench/bench_gemm.py measures the plan against
+the alternatives on every shape of its grid.
+
+A, B and C must be compact row-major (C is written through a flat view of
+itself: the reduce kernel sees C as [M * N]). The f32 workspace P is
+allocated with the inputs' array library (NumPy or torch, on A's device) and
+kept for the next call of the same or a smaller size; pass workspace= to
+provide one (at least splits * M * N float32 elements, compact).
+"""
+
+import os
+
+from . import _ffi
+
+__all__ = ["Gemm", "gemm", "choose_splits", "example_source", "SPLITK_DEFAULTS"]
+
+# gemm_splitk.tile's default tile (block_M, block_N, block_K, num_stages,
+# threads); keep in step with the file.
+SPLITK_DEFAULTS = {"block_M": 64, "block_N": 128, "block_K": 64, "num_stages": 4, "threads": 128}
+
+
+def example_source(name):
+    """examples/<name>: the copy an installed package carries (tilec/kernels/),
+    else $TILEC_SOURCE_DIR/examples, else the repository's."""
+    found = _ffi.bundled_path("kernels", name)
+    if found:
+        return found
+    if os.environ.get("TILEC_SOURCE_DIR"):
+        path = os.path.join(os.environ["TILEC_SOURCE_DIR"], "examples", name)
+    else:
+        path = os.path.normpath(os.path.join(_ffi._HERE, "..", "..", "examples", name))
+    if not os.path.exists(path):
+        raise FileNotFoundError("tilec: %s is neither in the package (tilec/kernels) nor at %s" % (name, path))
+    return path
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def choose_splits(m, n, k, num_sms, block_M=64, block_N=128, block_K=64, blocks_per_sm=1,
+                  max_splits=32, min_k_tiles=4):
+    """The split count for an m x n x k split-K gemm with the given tile on a
+    GPU of num_sms SMs running blocks_per_sm blocks each (see the module
+    text); 1 means: do not split."""
+    if min(m, n, k, num_sms, blocks_per_sm) < 1:
+        raise ValueError("choose_splits: sizes, num_sms and blocks_per_sm must be positive")
+    tiles = _cdiv(m, block_M) * _cdiv(n, block_N)
+    k_tiles = _cdiv(k, block_K)
+    slots = num_sms * blocks_per_sm
+
+    def model(s):
+        return _cdiv(tiles * s, slots) * _cdiv(k_tiles, s)
+
+    cands = [s for s in range(2, max_splits + 1) if k_tiles // s >= min_k_tiles]
+    if not cands:
+        return 1
+    best = min(model(s) for s in cands)
+    if best > 0.8 * model(1):
+        return 1
+    return min(s for s in cands if model(s) <= best * 1.02)
+
+
+def _dtype_name(x):
+    t = str(getattr(x, "dtype", ""))
+    if "bfloat16" in t:
+        return "bf16"
+    if "float16" in t:
+        return "f16"
+    raise TypeError("tilec.gemm: A must be float16 or bfloat16 (got %s)" % (t or type(x).__name__))
+
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def _flat_view(x, shape, what):
+    """A view of compact x with another shape (never a copy: the kernel
+    writes through it)."""
+    if _is_torch(x):
+        if not x.is_contiguous():
+            raise ValueError("tilec.gemm: %s must be contiguous" % what)
+        return x.view(shape)
+    flags = getattr(x, "flags", None)
+    if flags is None or not flags["C_CONTIGUOUS"]:
+        raise ValueError("tilec.gemm: %s must be a C-contiguous array" % what)
+    v = x.reshape(shape)
+    if v.base is not x and v.base is not getattr(x, "base", None):
+        raise ValueError("tilec.gemm: %s could not be viewed flat" % what)
+    return v
+
+
+def _alloc_f32(like, numel):
+    if _is_torch(like):
+        import torch
+        return torch.empty(numel, dtype=torch.float32, device=like.device)
+    import numpy as np
+    return np.empty(numel, np.float32)
+
+
+def _device_sms(ctx, like):
+    """(num_sms, shared memory per SM in bytes) of the device the call runs
+    on; torch tells when A is a CUDA tensor, else an H100-like guess (the
+    CPU's answer does not matter: the plan is only about filling SMs)."""
+    if _is_torch(like) and like.is_cuda:
+        import torch
+        p = torch.cuda.get_device_properties(like.device)
+        smem = 227 * 1024 if p.major >= 9 else 163 * 1024 if (p.major, p.minor) == (8, 0) else 99 * 1024
+        return p.multi_processor_count, smem
+    return 132, 227 * 1024
+
+
+class Gemm:
+    """The gemm and split-K kernels of one dtype, loaded once.
+
+    defines: extra -D for gemm.tile (e.g. {"block_N": 128}); splitk_defines:
+    for gemm_splitk.tile (block_M, block_N, block_K, num_stages, threads).
+    """
+
+    def __init__(self, ctx, dtype="f16", defines=None, splitk_defines=None):
+        self.ctx = ctx
+        self.dtype = dtype
+        self.defines = dict(defines or {})
+        self.splitk_defines = dict(splitk_defines or {})
+        self.tile = dict(SPLITK_DEFAULTS)
+        self.tile.update({k: int(v) for k, v in self.splitk_defines.items() if k in SPLITK_DEFAULTS})
+        self._gemm = self._part = self._reduce = None
+        self._workspace = None
+
+    # -- kernels, loaded on first use --
+    def gemm_kernel(self):
+        if self._gemm is None:
+            d = {"dtype": self.dtype}
+            d.update(self.defines)
+            self._gemm = self.ctx.load(example_source("gemm.tile"), defines=d).kernel("gemm")
+        return self._gemm
+
+    def splitk_kernels(self):
+        if self._part is None:
+            d = {"dtype": self.dtype}
+            d.update(self.splitk_defines)
+            mod = self.ctx.load(example_source("gemm_splitk.tile"), defines=d)
+            self._part, self._reduce = mod.kernel("gemm_splitk"), mod.kernel("splitk_reduce")
+        return self._part, self._reduce
+
+    def plan(self, m, n, k, num_sms=132, smem_per_sm=227 * 1024, plain_tile=None):
+        """("gemm", 1) or ("splitk", splits) for an m x n x k product.
+        plain_tile: gemm.tile's (block_M, block_N) on this target (default:
+        the defines' block_M / block_N, else 128 x 256 when smem_per_sm
+        allows sm_90's tile, else 128 x 128: gemm.tile's target defaults)."""
+        if plain_tile is None:
+            plain_tile = (128, 256) if smem_per_sm >= 200 * 1024 else (128, 128)
+            plain_tile = (int(self.defines.get("block_M", plain_tile[0])),
+                          int(self.defines.get("block_N", plain_tile[1])))
+        if _cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]) >= num_sms:
+            return "gemm", 1
+        t = self.tile
+        smem = (t["block_M"] + t["block_N"]) * t["block_K"] * 2 * t["num_stages"]
+        per_sm = max(1, min(smem_per_sm // smem, 2048 // t["threads"]))
+        s = choose_splits(m, n, k, num_sms, t["block_M"], t["block_N"], t["block_K"], per_sm)
+        return ("splitk", s) if s > 1 else ("gemm", 1)
+
+    def __call__(self, a, b, c, splits=None, stream=None, workspace=None, num_sms=None):
+        """C = A @ B. splits: None (plan from the shape), 1 (gemm.tile) or
+        the number of K ranges. Returns (variant, splits) as run."""
+        if len(getattr(a, "shape", ())) != 2 or len(getattr(b, "shape", ())) != 2:
+            raise ValueError("tilec.gemm: A and B must be 2-D")
+        m, k = a.shape
+        k2, n = b.shape
+        if k2 != k or tuple(c.shape) != (m, n):
+            raise ValueError("tilec.gemm: shapes %s @ %s -> %s do not match" %
+                             (tuple(a.shape), tuple(b.shape), tuple(c.shape)))
+        if splits is None:
+            sms, smem = _device_sms(self.ctx, a)
+            variant, splits = self.plan(m, n, k, num_sms or sms, smem)
+        elif int(splits) < 1:
+            raise ValueError("tilec.gemm: splits must be >= 1, not %r" % (splits,))
+        splits = int(splits)
+        if splits == 1:
+            self.gemm_kernel()(a, b, c, stream=stream)
+            return "gemm", 1
+        cflat = _flat_view(c, (m * n,), "C")
+        part, reduce = self.splitk_kernels()
+        need = splits * m * n
+        if workspace is None:
+            if self._workspace is None or self._workspace.shape[0] < need or \
+                    (_is_torch(a) and self._workspace.device != a.device) or _is_torch(a) != _is_torch(self._workspace):
+                self._workspace = _alloc_f32(a, need)
+            workspace = self._workspace
+        flat = _flat_view(workspace, (-1,), "workspace")[:need]
+        p3 = _flat_view(flat, (splits, m, n), "workspace")
+        p2 = _flat_view(flat, (splits, m * n), "workspace")
+        part(a, b, p3, stream=stream)
+        reduce(p2, cflat, stream=stream)
+        return "splitk", splits
+
+
+_cache = {}
+
+
+def gemm(ctx, a, b, c, splits=None, stream=None, workspace=None):
+    """C = A @ B with the plan of Gemm (one Gemm per context and dtype, kept).
+    Returns (variant, splits) as run."""
+    key = (id(ctx), _dtype_name(a))
+    g = _cache.get(key)
+    if g is None or g.ctx is not ctx:
+        g = _cache[key] = Gemm(ctx, key[1])
+    return g(a, b, c, splits=splits, stream=stream, workspace=workspace)

@@ -1,0 +1,223 @@
+/* test_gemm_splitk.c - examples/gemm_splitk.tile (split-K gemm + the
+ * deterministic reduce) against a double-precision reference.
+ *
+ *   test_gemm_splitk [--dtype f16|bf16] [--blocks BM,BN,BK] [--define N=V]... [--bind]
+ *                    --splits S,S,... --shapes MxNxK,... [--device cpu|cuda]
+ *
+ * M, N, K and splits stay dynamic: one load serves every case; --bind
+ * binds M, N and K with -D per shape (on sm_90a the copies become TMA
+ * boxes: lower-tma), splits stays dynamic. For each
+ * shape and split count: A and B uniform in [-1, 1], the partials P
+ * [splits, M, N] and C poisoned with NaN, gemm_splitk then splitk_reduce (on
+ * P and C viewed flat, as the host helper passes them), C compared to the
+ * reference. A split count larger than K's tiles leaves splits without a K
+ * range: they must write zeros (a skipped write would leave NaN in the sum).
+ * Each case runs twice, and the two results must be equal bit for bit (the
+ * reduce sums in a fixed order, no atomics). */
+#include "numerics.h"
+
+#include <math.h>
+
+/* As test_gemm.c: f32 accumulation (the split order changes only f32
+ * rounding, ~K * 2^-24) and one rounding of C to the dtype, bounded by
+ * 4u * max|ref|; a dropped or doubled K range is off by far more. */
+static double bound_for(DLDataType t) { return 4 * host_dtype_eps(t); }
+
+typedef struct Shape {
+  long m, n, k;
+} Shape;
+
+static bool launch_pair(NumEnv *env, TilertKernel *part, TilertKernel *reduce, HostTensor *a,
+                        HostTensor *b, HostTensor *p, HostTensor *c) {
+  TilertArg pargs[] = {tilert_arg_tensor(&a->dl), tilert_arg_tensor(&b->dl), tilert_arg_tensor(&p->dl)};
+  TilertStatus st = tilert_launch(part, pargs, 3, NULL);
+  NUM_CHECK(st == TILERT_OK, "launch gemm_splitk: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
+  if (st != TILERT_OK) return false;
+  /* The reduce's flat views of P [splits, M * N] and C [M * N]. */
+  int64_t pshape[2] = {p->shape[0], p->shape[1] * p->shape[2]}, cshape[1] = {c->shape[0] * c->shape[1]};
+  DLTensor pflat = p->dl, cflat = c->dl;
+  pflat.ndim = 2, pflat.shape = pshape, pflat.strides = NULL;
+  cflat.ndim = 1, cflat.shape = cshape, cflat.strides = NULL;
+  TilertArg rargs[] = {tilert_arg_tensor(&pflat), tilert_arg_tensor(&cflat)};
+  st = tilert_launch(reduce, rargs, 2, NULL);
+  NUM_CHECK(st == TILERT_OK, "launch splitk_reduce: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
+  return st == TILERT_OK && host_tensor_download(c);
+}
+
+static void run_case(NumEnv *env, TilertKernel *part, TilertKernel *reduce, DLDataType dtype, Shape s,
+                     long splits) {
+  HostTensor a, b, p, c;
+  memset(&p, 0, sizeof p);
+  bool ok = host_tensor_init(&a, dtype, 2, (int64_t[]){s.m, s.k}, env->ctx) &&
+            host_tensor_init(&b, dtype, 2, (int64_t[]){s.k, s.n}, env->ctx) &&
+            host_tensor_init(&p, (DLDataType){kDLFloat, 32, 1}, 3, (int64_t[]){splits, s.m, s.n}, env->ctx) &&
+            host_tensor_init(&c, dtype, 2, (int64_t[]){s.m, s.n}, env->ctx);
+  NUM_CHECK(ok, "allocating %ldx%ldx%ld, %ld splits", s.m, s.n, s.k, splits);
+  if (!ok) exit(1);
+  host_tensor_fill_uniform(&a, &env->rng, -1, 1);
+  host_tensor_fill_uniform(&b, &env->rng, -1, 1);
+  host_tensor_poison(&p);
+  host_tensor_poison(&c);
+  NUM_CHECK(host_tensor_upload(&a) && host_tensor_upload(&b) && host_tensor_upload(&p) && host_tensor_upload(&c),
+            "upload failed");
+  double t0 = host_now_ms();
+  bool ran = launch_pair(env, part, reduce, &a, &b, &p, &c);
+  double ms = host_now_ms() - t0;
+  if (ran) {
+    double *ref = malloc(c.numel * sizeof *ref);
+    host_ref_gemm(&a, &b, ref);
+    HostError e = host_compare(&c, ref);
+    double bound = bound_for(dtype);
+    printf("  %ldx%ldx%ld, %ld splits: max abs %.3e, rel to max|ref| %.3e (bound %.1e), %zu non-finite, "
+           "%.1f ms\n",
+           s.m, s.n, s.k, splits, e.max_abs, e.rel_to_max, bound, e.nonfinite, ms);
+    NUM_CHECK(host_error_ok(&e, bound),
+              "%ldx%ldx%ld, %ld splits: error %.3e (bound %.1e), %zu non-finite; worst C[%zu][%zu]: out %g ref %g",
+              s.m, s.n, s.k, splits, e.rel_to_max, bound, e.nonfinite, e.worst / (size_t)s.n,
+              e.worst % (size_t)s.n, host_tensor_get(&c, e.worst), ref[e.worst]);
+    free(ref);
+    /* Deterministic: the same inputs again (P and C poisoned again) give
+     * the same bits. */
+    void *first = malloc(c.nbytes);
+    memcpy(first, c.host, c.nbytes);
+    host_tensor_poison(&p);
+    host_tensor_poison(&c);
+    NUM_CHECK(host_tensor_upload(&p) && host_tensor_upload(&c), "upload failed");
+    if (launch_pair(env, part, reduce, &a, &b, &p, &c))
+      NUM_CHECK(memcmp(first, c.host, c.nbytes) == 0, "%ldx%ldx%ld, %ld splits: a second run gave other bits",
+                s.m, s.n, s.k, splits);
+    free(first);
+  }
+  host_tensor_free(&a), host_tensor_free(&b), host_tensor_free(&p), host_tensor_free(&c);
+}
+
+int main(int argc, char **argv) {
+  DLDataType dtype = {kDLFloat, 16, 1};
+  const char *dtype_name = "f16";
+  char blocks[3][16] = {"", "", ""};
+  char extra_name[4][32];
+  const char *extra_value[4];
+  int nextra = 0;
+  Shape shapes[16];
+  int nshapes = 0;
+  long splits[16];
+  int nsplits = 0;
+  bool bind = false;
+  TilertDevice device = TILERT_DEVICE_CPU;
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    if (strcmp(argv[i], "--bind") == 0) {
+      bind = true;
+    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
+      if (!host_dtype_parse(v, &dtype)) {
+        fprintf(stderr, "bad --dtype %s\n", v);
+        return 2;
+      }
+      dtype_name = v;
+    } else if (host_opt(argc, argv, &i, "--blocks", &v)) {
+      if (sscanf(v, "%15[0-9],%15[0-9],%15[0-9]", blocks[0], blocks[1], blocks[2]) != 3) {
+        fprintf(stderr, "bad --blocks %s (want BM,BN,BK)\n", v);
+        return 2;
+      }
+    } else if (host_opt(argc, argv, &i, "--define", &v)) {
+      char *eq = strchr(v, '=');
+      if (!eq || nextra == 4) {
+        fprintf(stderr, "bad --define %s (want NAME=VALUE, at most 4)\n", v);
+        return 2;
+      }
+      snprintf(extra_name[nextra], sizeof extra_name[0], "%.*s", (int)(eq - v), v);
+      extra_value[nextra++] = eq + 1;
+    } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
+      const char *p = v;
+      int used = 0;
+      while (nshapes < 16 && sscanf(p, "%ldx%ldx%ld%n", &shapes[nshapes].m, &shapes[nshapes].n,
+                                    &shapes[nshapes].k, &used) == 3) {
+        nshapes++;
+        p += used;
+        if (*p != ',') break;
+        p++;
+      }
+      if (*p != '\0' || nshapes == 0) {
+        fprintf(stderr, "bad --shapes %s (want MxNxK,...)\n", v);
+        return 2;
+      }
+    } else if (host_opt(argc, argv, &i, "--splits", &v)) {
+      const char *p = v;
+      int used = 0;
+      while (nsplits < 16 && sscanf(p, "%ld%n", &splits[nsplits], &used) == 1 && splits[nsplits] > 0) {
+        nsplits++;
+        p += used;
+        if (*p != ',') break;
+        p++;
+      }
+      if (*p != '\0' || nsplits == 0) {
+        fprintf(stderr, "bad --splits %s (want positive S,S,...)\n", v);
+        return 2;
+      }
+    } else if (host_opt(argc, argv, &i, "--device", &v)) {
+      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+    } else {
+      fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (nshapes == 0 || nsplits == 0) {
+    fprintf(stderr, "--shapes and --splits are required\n");
+    return 2;
+  }
+
+  NumEnv env;
+  int rc = num_open(&env, device);
+  if (rc != 0) {
+    num_close(&env);
+    return rc;
+  }
+  printf("gemm_splitk: %s, blocks %s,%s,%s, shapes %s\n", dtype_name, blocks[0][0] ? blocks[0] : "default",
+         blocks[1][0] ? blocks[1] : "default", blocks[2][0] ? blocks[2] : "default",
+         bind ? "bound with -D" : "dynamic");
+
+  TilecDefine defs[8];
+  int ndefs = 0;
+  defs[ndefs++] = (TilecDefine){"dtype", dtype_name};
+  static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
+  for (int b = 0; b < 3; b++)
+    if (blocks[b][0]) defs[ndefs++] = (TilecDefine){block_names[b], blocks[b]};
+  for (int e = 0; e < nextra; e++) defs[ndefs++] = (TilecDefine){extra_name[e], extra_value[e]};
+
+  TilertModule *mod = NULL;
+  TilertKernel *part = NULL, *reduce = NULL;
+  for (int sh = 0; sh < nshapes; sh++) {
+    if (bind || !mod) {
+      char dims[3][32];
+      TilecDefine all[11];
+      memcpy(all, defs, (size_t)ndefs * sizeof defs[0]);
+      int nall = ndefs;
+      if (bind) {
+        snprintf(dims[0], sizeof dims[0], "%ld", shapes[sh].m);
+        snprintf(dims[1], sizeof dims[1], "%ld", shapes[sh].n);
+        snprintf(dims[2], sizeof dims[2], "%ld", shapes[sh].k);
+        all[nall++] = (TilecDefine){"M", dims[0]};
+        all[nall++] = (TilecDefine){"N", dims[1]};
+        all[nall++] = (TilecDefine){"K", dims[2]};
+      }
+      tilert_module_destroy(mod);
+      part = reduce = NULL;
+      mod = num_load(&env, "gemm_splitk.tile", all, nall);
+      if (!mod || tilert_module_get_kernel(mod, "gemm_splitk", &part) != TILERT_OK ||
+          tilert_module_get_kernel(mod, "splitk_reduce", &reduce) != TILERT_OK) {
+        NUM_CHECK(false, "no kernels gemm_splitk / splitk_reduce: %s", tilert_last_error(env.ctx));
+        break;
+      }
+      const TilecKernelInfo *pi = tilert_kernel_info(part), *ri = tilert_kernel_info(reduce);
+      int want = bind ? 1 : 4;
+      NUM_CHECK(pi && pi->ndynamic == want, "gemm_splitk: expected %d dynamic symbols (%s), got %d", want,
+                bind ? "splits" : "M, K, N, splits", pi ? pi->ndynamic : -1);
+      NUM_CHECK(ri && ri->ndynamic == 2, "splitk_reduce: expected 2 dynamic symbols (splits, MN), got %d",
+                ri ? ri->ndynamic : -1);
+    }
+    for (int j = 0; j < nsplits; j++) run_case(&env, part, reduce, dtype, shapes[sh], splits[j]);
+  }
+  tilert_module_destroy(mod);
+  num_close(&env);
+  return num_result("test_gemm_splitk");
+}

@@ -1,0 +1,166 @@
+"""test_splitk.py - tilec.gemm / tilec.splitk (python/tilec/splitk.py) on the
+CPU with NumPy float16 arrays: the split-count heuristic, the plan, and
+C = A @ B through gemm.tile and through the split-K pair of
+examples/gemm_splitk.tile, against a float64 product of the same inputs.
+
+Bound 4 * eps(f16) of max|ref| as test_gemm.py (f32 accumulation in any split
+order, one rounding to f16). Sizes are ragged (M = 1, 16, 100; N, K not
+multiples of any block), with small tiles so the C backend stays quick, and
+split counts past K's tile count (empty splits must write zeros). Each
+split-K result is computed twice and must be the same bits.
+
+With TILEC_TEST_DEVICE=cuda (ctest python.splitk.gpu, label gpu) it also
+runs test_gpu: tilec.gemm on CUDA torch tensors (bf16, f16) at decode-like
+ragged shapes, its own plan and forced split counts, against float64.
+"""
+import os
+
+import harness
+from harness import np, rng
+
+GPU = os.environ.get("TILEC_TEST_DEVICE") == "cuda"
+if GPU:
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            raise ImportError("no CUDA GPU")
+    except ImportError as e:
+        print("SKIP: TILEC_TEST_DEVICE=cuda needs PyTorch with a CUDA GPU (%s)" % e)
+        raise SystemExit(harness.SKIP)
+
+import tilec
+from tilec import splitk
+
+BOUND = 4 * 2.0 ** -10
+SMALL = {"block_M": 32, "block_N": 32, "block_K": 16}
+
+
+def product(m, n, k):
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    return a, b, a.astype(np.float64) @ b.astype(np.float64)
+
+
+def test_choose_splits():
+    # 1 x 8192 x 8192 on 132 SMs, 2 blocks each: 64 tiles, 128 K tiles; 4
+    # splits fill one wave of 264 slots with 32 K tiles each (8 would too, at
+    # twice the partials: the smaller count wins).
+    assert splitk.choose_splits(1, 8192, 8192, 132, blocks_per_sm=2) == 4
+    # 128 x 8192: 128 tiles; 2 splits fill 256 of 264 slots.
+    assert splitk.choose_splits(128, 8192, 8192, 132, blocks_per_sm=2) == 2
+    # Enough tiles already: no split.
+    assert splitk.choose_splits(4096, 4096, 4096, 132, blocks_per_sm=2) == 1
+    # K too short to give each split >= 4 K tiles of 64.
+    assert splitk.choose_splits(16, 8192, 256, 132) == 1
+    # Large K, small M x N: 32 tiles, 1024 K tiles: 8 splits fill 256 slots.
+    assert splitk.choose_splits(512, 512, 65536, 132, blocks_per_sm=2) == 8
+    try:
+        splitk.choose_splits(0, 1, 1, 132)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("choose_splits accepted M = 0")
+
+
+def test_plan():
+    with harness.cpu_context() as ctx:
+        g = splitk.Gemm(ctx, "f16")
+        assert g.plan(4096, 4096, 4096) == ("gemm", 1)
+        assert g.plan(8192, 1024, 8192) == ("gemm", 1)    # 64 x 4 = 256 tiles of 128 x 256
+        assert g.plan(16, 8192, 8192) == ("splitk", 4)    # 96 KB a block: 2 per SM
+        # sm_80's 163 KB: one 96 KB block per SM, 132 slots: 2 splits.
+        assert g.plan(1, 8192, 8192, smem_per_sm=163 * 1024) == ("splitk", 2)
+        assert g.plan(512, 512, 65536)[0] == "splitk"
+        assert g.plan(16, 8192, 128) == ("gemm", 1)       # 2 K tiles: nothing to split
+        # gemm.tile's tile as defined: 32 x 32 tiles fill 132 SMs at 128 x 1056.
+        small = splitk.Gemm(ctx, "f16", defines={"block_M": 32, "block_N": 32})
+        assert small.plan(128, 1056, 8192) == ("gemm", 1)
+        assert g.plan(128, 1056, 8192)[0] == "splitk"
+
+
+def test_splitk_numerics():
+    with harness.cpu_context() as ctx:
+        g = splitk.Gemm(ctx, "f16", defines=SMALL, splitk_defines=SMALL)
+        for m, n, k in ((1, 70, 300), (16, 100, 300), (100, 70, 45)):
+            a, b, ref = product(m, n, k)
+            for s in (1, 3, 8, 40):
+                c = harness.poisoned((m, n), np.float16)
+                ran = g(a, b, c, splits=s)
+                assert ran == (("gemm", 1) if s == 1 else ("splitk", s)), ran
+                harness.check_close("%dx%dx%d, splits %d" % (m, n, k, s), c, ref, BOUND)
+                if s > 1:
+                    again = harness.poisoned((m, n), np.float16)
+                    g(a, b, again, splits=s)
+                    assert np.array_equal(c.view(np.uint16), again.view(np.uint16)), \
+                        "splits %d: a second run gave other bits" % s
+        # A workspace of the caller's (larger than needed) is used as given.
+        a, b, ref = product(16, 100, 300)
+        ws = np.full(5 * 16 * 100 + 7, np.nan, np.float32)
+        c = harness.poisoned((16, 100), np.float16)
+        g(a, b, c, splits=5, workspace=ws)
+        harness.check_close("16x100x300, splits 5, given workspace", c, ref, BOUND)
+        assert np.isfinite(ws[:5 * 16 * 100]).all() and np.isnan(ws[5 * 16 * 100:]).all()
+
+
+def test_gemm_helper_plan():
+    # tilec.gemm with the default tiles: the plan picks split-K for 16 rows
+    # against 1000 columns (8 tiles of 128 x 128 on 132 SMs).
+    with harness.cpu_context() as ctx:
+        a, b, ref = product(16, 1000, 1100)
+        c = harness.poisoned((16, 1000), np.float16)
+        ran = tilec.gemm(ctx, a, b, c)
+        assert ran[0] == "splitk" and ran[1] > 1, ran
+        harness.check_close("tilec.gemm 16x1000x1100 %s" % (ran,), c, ref, BOUND)
+        a, b, ref = product(100, 70, 45)
+        c = harness.poisoned((100, 70), np.float16)
+        assert tilec.gemm(ctx, a, b, c) == ("gemm", 1)   # 45: one K tile
+        harness.check_close("tilec.gemm 100x70x45", c, ref, BOUND)
+
+
+def test_errors():
+    with harness.cpu_context() as ctx:
+        a, b, _ = product(16, 40, 30)
+        for bad, text in (
+                (lambda: tilec.gemm(ctx, a, b, np.zeros((16, 41), np.float16)), "do not match"),
+                (lambda: tilec.gemm(ctx, a, b, np.asfortranarray(np.zeros((16, 40), np.float16)),
+                                    splits=2), "C-contiguous"),
+                (lambda: tilec.gemm(ctx, a, b, np.zeros((16, 40), np.float16), splits=0), "splits"),
+                (lambda: tilec.gemm(ctx, a.astype(np.float32), b, np.zeros((16, 40), np.float16)),
+                 "float16 or bfloat16")):
+            try:
+                bad()
+            except (ValueError, TypeError) as e:
+                assert text in str(e), "%r lacks %r" % (str(e), text)
+            else:
+                raise AssertionError("accepted: %s" % text)
+
+
+def test_gpu():
+    """CUDA torch tensors: the plan (split-K at M = 1 and 16 against 4100+
+    columns) and forced counts; 4 ulps of the dtype of max|ref|; bit-equal
+    reruns."""
+    if not GPU:
+        print("  (CPU run: set TILEC_TEST_DEVICE=cuda for the GPU checks)")
+        return
+    bounds = {torch.float16: 4 * 2.0 ** -10, torch.bfloat16: 4 * 2.0 ** -7}
+    with tilec.Context(device="cuda") as ctx:
+        for tdt in (torch.bfloat16, torch.float16):
+            for m, n, k, splits in ((1, 4100, 4999, None), (16, 3001, 8191, None), (100, 1000, 2000, 3),
+                                    (128, 520, 65, 1), (16, 3001, 8191, 7)):
+                a = torch.randn((m, k), device="cuda", dtype=tdt)
+                b = torch.randn((k, n), device="cuda", dtype=tdt)
+                ref = a.double() @ b.double()
+                c = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
+                ran = tilec.gemm(ctx, a, b, c, splits=splits)
+                torch.cuda.synchronize()
+                if splits is None:
+                    assert ran[0] == "splitk", "%dx%dx%d: plan %s" % (m, n, k, ran)
+                harness.check_close("%s %dx%dx%d %s" % (tdt, m, n, k, ran), c.double().cpu().numpy(),
+                                    ref.cpu().numpy(), bounds[tdt])
+                again = torch.full_like(c, float("nan"))
+                tilec.gemm(ctx, a, b, again, splits=splits)
+                torch.cuda.synchronize()
+                assert torch.equal(c.view(torch.int16), again.view(torch.int16)), "rerun differs"
+
+
+harness.main(globals())

@@ -5,9 +5,9 @@
  * (every shared buffer, 128-byte aligned, as the CUDA backend lays them out) fits
  * the target's per-block limit (sm_80: 163 KB, sm_90a: 227 KB), and the
  * registers the fragments need per thread stay under the 255-register cap
- * (a fragment that large would spill to local memory); gemm operands are
- * not FP8, which the CUDA backend does not drive yet (the error says what
- * each target lacks). */
+ * (a fragment that large would spill to local memory); an FP8 gemm is a
+ * wgmma on sm_90a (infer-layout and swizzle-layout kept it one) and never
+ * reaches sm_80, which has no FP8 tensor cores (the error says what to do). */
 #include "passes.h"
 
 typedef struct Usage {
@@ -49,10 +49,11 @@ static void check_gemm_dtypes(IrStmt *s, void *ctx) {
   for (int i = 0; i < 2; i++) {
     const IrBuffer *b = ops[i];
     if (!b || !dtype_is_fp8(b->dtype)) continue;
+    if (g->opts->target == TILEC_TARGET_SM90A && s->u.gemm.wgmma) return;
     if (g->opts->target == TILEC_TARGET_SM90A)
-      diag_error(g->diag, s->loc, "gemm: operand '%s' is %s; FP8 gemm on sm_90a needs wgmma's FP8 forms "
-                 "(wgmma.mma_async m64nNk32 .e4m3/.e5m2, A and B K-major in 8-bit swizzled shared tiles), which the "
-                 "CUDA backend does not emit yet: compile for cpu, or copy the tiles into f16/bf16 shared tiles",
+      diag_error(g->diag, s->loc, "gemm: operand '%s' is %s; FP8 gemm on sm_90a runs only as wgmma, whose "
+                 "descriptors need each tile's rows swizzled as 32, 64 or 128 bytes or as panels of them "
+                 "(swizzle-layout could not): use a block_K that is a multiple of 32",
                  b->name, dtype_name(b->dtype));
     else
       diag_error(g->diag, s->loc, "gemm: operand '%s' is %s; sm_80 has no FP8 tensor cores (FP8 gemm needs "

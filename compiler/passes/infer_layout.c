@@ -19,6 +19,8 @@
  *    when its columns do not divide by the row group;
  *  - on sm_90a, a gemm whose operands wgmma can read (wgmma_fits)
  *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split;
+ *    an FP8 gemm that wgmma cannot read (B not [N, K] with transpose_B,
+ *    the wrong warp split or K, ...) is an error that names the reason;
  *  - first, a gemm the GPU templates cannot read as written is given
  *    shared operands through staging statements inserted before it (and
  *    visible in this pass's dump): a transpose_A operand in a fragment is
@@ -115,13 +117,46 @@ static IrLayout col_vector_of(const IrLayout *l) {
  * that way: dim 96 as three 32-column panels). Any multiple of 16. */
 static bool wgmma_row_ok(int cols) { return cols >= 16 && cols % 16 == 0; }
 
+/* Why an FP8 gemm cannot be wgmma's FP8 form (m64nNk32 .e4m3/.e5m2, the
+ * only FP8 tensor-core instruction tilec drives), or NULL when it can. FP8
+ * wgmma has no transpose bits: A [M, K] and B [N, K] must both be K-major
+ * shared tiles, so B comes as [N, K] with transpose_B = true. */
+static const char *fp8_wgmma_unfit(const Infer *in, const IrStmt *s, int M, int N) {
+  const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
+  if (!dtype_is_fp8(a->dtype) || !dtype_is_fp8(b->dtype))
+    return "both operands must be FP8 (f8e4m3 or f8e5m2; they may differ), not one FP8 and one of another type";
+  if (a->scope != IR_SCOPE_SHARED || b->scope != IR_SCOPE_SHARED || a->rank != 2 || b->rank != 2)
+    return "A and B must be 2-D shared tiles (alloc_shared), not fragments";
+  if (!s->u.gemm.trans_b)
+    return "FP8 wgmma reads B K-major only (no transpose bit for 8-bit types): store B as an [N, K] tile "
+           "(B^T row-major, as torch._scaled_mm takes it) and write gemm(A, B, C, transpose_B = true)";
+  if (s->u.gemm.trans_a)
+    return "FP8 wgmma reads A K-major only (no transpose bit for 8-bit types): store A as an [M, K] tile and "
+           "drop transpose_A";
+  if (s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL)
+    return "policy = full_col splits the columns over warps; wgmma needs full_row or square";
+  if (in->warps % 4 || M != 16 * in->warps)
+    return "wgmma needs the accumulator's rows M = 16 * warps with warps a multiple of 4 (e.g. block_M 128 "
+           "with threads 256, or block_M 64 with threads 128)";
+  if (N % 16 || N > 256) return "the accumulator's N must be a multiple of 16 up to 256";
+  int K = dim_of(a, 1);
+  if (K % 32)
+    return "K (the tiles' row length) must be a multiple of 32 (wgmma steps K by 32; rows of 32, 64, 128 bytes, "
+           "or panels of the widest of them that divides the row)";
+  for (int i = 0; i < in->nno_wgmma; i++)
+    if (in->no_wgmma[i] == s) return "an operand is staged through shared memory inside a pipelined loop";
+  return NULL;
+}
+
 /* sm_90a: a gemm of 16-bit tiles (B shared, A shared or a fragment) whose
  * accumulator splits as one 16-row slice per warp (M = 16 * warps, warps a
  * multiple of 4) runs as wgmma. That split is exactly wgmma's accumulator layout (warpgroup g owns
- * rows 64g.., warp w of it 16 rows), so nothing else in the kernel changes. */
+ * rows 64g.., warp w of it 16 rows), so nothing else in the kernel changes.
+ * FP8 tiles: when fp8_wgmma_unfit finds nothing against it. */
 static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
   const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
   if (!in->sm90a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
+  if (dtype_is_fp8(a->dtype) || dtype_is_fp8(b->dtype)) return fp8_wgmma_unfit(in, s, M, N) == NULL;
   for (int i = 0; i < in->nno_wgmma; i++)
     if (in->no_wgmma[i] == s) return false;
   bool a_regs = a->scope == IR_SCOPE_FRAGMENT; /* A from registers (wgmma's RS form) */
@@ -279,6 +314,14 @@ static void gemm_constraints(Infer *in, IrStmt *s) {
   if (is_fragment(a)) wm = in->warps, wn = 1;
   s->u.gemm.wgmma = wgmma_fits(in, s, M, N);
   if (s->u.gemm.wgmma) wm = in->warps, wn = 1;
+  if (in->sm90a && !s->u.gemm.wgmma && (dtype_is_fp8(a->dtype) || dtype_is_fp8(s->u.gemm.b.buf->dtype))) {
+    /* sm_90a's only FP8 tensor-core path is wgmma: say what keeps this one off it. */
+    const char *why = fp8_wgmma_unfit(in, s, M, N);
+    diag_error(in->diag, s->loc, "gemm: FP8 gemm on sm_90a runs only as wgmma (m64nNk32 .e4m3/.e5m2), and this one "
+               "cannot: %s", why ? why : "no wgmma form fits it");
+    in->failed = true;
+    return;
+  }
   IrLayout lc;
   if (!mma_layout(M, N, wm, wn, &lc)) {
     diag_error(in->diag, s->loc,

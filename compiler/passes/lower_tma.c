@@ -25,17 +25,18 @@
  *     destination is followed by `mbar_wait B_full[0] parity(0)`.
  *   - each TMA destination B gets an mbarrier buffer B_full (i64[stages],
  *     allocated right after B; the CUDA backend initialises it there).
- * A box is: global source of rank <= 5 in 16-bit elements whose innermost
- * dimension is the tile's columns and a constant whose bytes are a multiple
- * of 16 (then every compact row stride is too; of declared strides, every
- * constant one must be a multiple of 16 bytes and a dynamic one is checked
- * by the runtime when it encodes the map); at most one other non-index
- * dimension (the rows); extents <= 256; destination a whole shared tile of
- * the same dtype laid out as TMA writes it: row-major rows of a multiple of
- * 16 bytes, or swizzled rows of exactly 32/64/128 bytes, or panels of 64,
- * 32 or 16 columns (128/64/32-byte swizzled rows, one box per panel; a
- * multiple of 8 rows, so every panel starts where its swizzle pattern
- * does). Pipelines inside another
+ * A box is: global source of rank <= 5 in 16-bit or 8-bit (FP8) elements
+ * whose innermost dimension is the tile's columns and a constant whose
+ * bytes are a multiple of 16 (then every compact row stride is too; of
+ * declared strides, every constant one must be a multiple of 16 bytes and a
+ * dynamic one is checked by the runtime when it encodes the map); at most
+ * one other non-index dimension (the rows); extents <= 256; destination a
+ * whole shared tile of the same dtype laid out as TMA writes it: row-major
+ * rows of a multiple of 16 bytes, or swizzled rows of exactly 32/64/128
+ * bytes, or panels of 128, 64 or 32 bytes (64, 32 or 16 columns of a 16-bit
+ * type, 128, 64 or 32 of FP8; swizzled rows, one box per panel; a multiple
+ * of 8 rows, so every panel starts where its swizzle pattern does).
+ * Pipelines inside another
  * loop keep cp.async: the parity formula counts fills from the start of the
  * kernel. */
 #include <string.h>
@@ -50,17 +51,18 @@ static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   const IrBuffer *g = src->buf, *sh = dst->buf;
   if (g->scope != IR_SCOPE_GLOBAL || sh->scope != IR_SCOPE_SHARED || g->dtype != sh->dtype) return false;
-  if (dtype_size(g->dtype) != 2 || g->rank > 5 || g->param_index < 0 || sh->alias_of) return false;
+  const int es = dtype_size(g->dtype); /* 2 (f16/bf16) or 1 (FP8 codes) */
+  if ((es != 2 && es != 1) || g->rank > 5 || g->param_index < 0 || sh->alias_of) return false;
   int inner = g->rank - 1;
   int64_t inner_size = 0;
-  if (src->is_index[inner] || !ir_expr_is_int_const(g->shape[inner], &inner_size) || inner_size * 2 % 16 != 0)
+  if (src->is_index[inner] || !ir_expr_is_int_const(g->shape[inner], &inner_size) || inner_size * es % 16 != 0)
     return false;
   /* Declared strides: a constant one that is not a multiple of 16 bytes
    * keeps the copy on cp.async; a dynamic one is checked at launch
    * (runtime/rt_tma.c refuses such a tensor with a message saying so). */
   for (int d = 0; g->strides && d < inner; d++) {
     int64_t st = 0;
-    if (ir_expr_is_int_const(g->strides[d], &st) && st * 2 % 16 != 0) return false;
+    if (ir_expr_is_int_const(g->strides[d], &st) && st * es % 16 != 0) return false;
   }
   memset(map, 0, sizeof *map);
   map->param = g->param_index;
@@ -83,14 +85,14 @@ static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
     if (!ir_expr_is_int_const(dst->start[d], &zero) || zero != 0 || !ir_expr_equal(dst->extent[d], sh->shape[d]))
       return false;
   }
-  const int cols = map->box[inner], row_bytes = cols * 2;
+  const int cols = map->box[inner], row_bytes = cols * es;
   const IrLayout *l = &sh->layout;
   if (l->kind == IR_LAYOUT_ROW_MAJOR) {
     if (row_bytes % 16 != 0) return false;
   } else if (l->kind == IR_LAYOUT_SWIZZLED) {
     if (!k->wgmma) return false; /* the hardware swizzle needs 1024-byte aligned tiles */
     if (l->panel_cols) {
-      const int pb = l->panel_cols * 2; /* a panel's row bytes = its swizzle span */
+      const int pb = l->panel_cols * es; /* a panel's row bytes = its swizzle span */
       int64_t rows = 1;
       for (int d = 0; d < inner; d++)
         if (!src->is_index[d]) rows = map->box[d];

@@ -3,29 +3,34 @@
  * Needs: check-shapes.
  * Guarantees: every shared buffer that is a gemm operand, or that an
  * annotate_layout(x, swizzled) asks for, is IR_LAYOUT_SWIZZLED with
- * swizzle_bytes = its row size, when it is a 2-D tile of a 16-bit type whose
- * rows are one or an even number of 16-byte chunks (tc_swizzle_offset;
- * 192-byte rows of dim 96 included). An annotated buffer whose rows are an odd
+ * swizzle_bytes = its row size, when it is a 2-D tile of a 16-bit or 8-bit
+ * (FP8) type whose rows are one or an even number of 16-byte chunks
+ * (tc_swizzle_offset; 192-byte rows of dim 96 included). An annotated buffer whose rows are an odd
  * number of chunks stays row-major (already conflict free); any other
  * annotated buffer is an error, an unannotated one stays row-major. ANNOTATE_LAYOUT statements are
  * consumed. The swizzle itself (tc_swizzle_offset in the device header)
  * permutes the 16-byte chunks of each row so the 8 rows one ldmatrix reads
  * land in 8 different bank groups. On sm_90a the operands of a wgmma gemm
  * (infer-layout's gemm.wgmma) whose rows are not one of wgmma's swizzled
- * rows (32, 64 or 128 bytes) are stored as panels instead: panel_cols = 64
- * (swizzle_bytes 128) when the width is a multiple of 64, else 32 (64-byte
- * rows; dim 96 = three panels) or 16 (32-byte rows), as tc_panel_cols in
- * the device header. Every shared buffer of such a kernel gets smem_align =
- * 1024; a gemm whose operands cannot be laid out for wgmma loses its wgmma
- * mark (the MMA_C split it got still works for mma.sync), and so on until
- * no gemm changes. */
+ * rows (32, 64 or 128 bytes) are stored as panels instead: panels of the
+ * widest of 128, 64, 32 bytes that divides the row (swizzle_bytes = that
+ * width; panel_cols = 64, 32 or 16 for 16-bit elements, 128, 64 or 32 for
+ * FP8; dim 96 = three 32-column panels), as tc_panel_cols in the device
+ * header. Every shared buffer of such a kernel gets smem_align = 1024; a
+ * gemm whose operands cannot be laid out for wgmma loses its wgmma mark
+ * (the MMA_C split it got still works for mma.sync; an FP8 gemm then fails
+ * check-resources, having no other form), and so on until no gemm changes. */
 #include "passes.h"
+
+/* 16-bit elements, or 8-bit ones (FP8 codes): the swizzle moves 16-byte
+ * chunks, whatever they hold. */
+static bool swizzle_dtype(DType t) { return dtype_size(t) == 2 || dtype_size(t) == 1; }
 
 static bool can_swizzle(const IrBuffer *b, int *row_bytes) {
   int64_t cols;
-  if (b->scope != IR_SCOPE_SHARED || b->rank != 2 || dtype_size(b->dtype) != 2) return false;
+  if (b->scope != IR_SCOPE_SHARED || b->rank != 2 || !swizzle_dtype(b->dtype)) return false;
   if (!ir_expr_is_int_const(b->shape[1], &cols)) return false;
-  *row_bytes = (int)cols * 2;
+  *row_bytes = (int)cols * dtype_size(b->dtype);
   int cpr = *row_bytes / 16;
   /* tc_swizzle_offset's rows (TC_SWIZZLE_ROWS_OK): one chunk or an even
    * number of chunks (192-byte rows of dim 96 included). */
@@ -36,9 +41,10 @@ static bool can_swizzle(const IrBuffer *b, int *row_bytes) {
  * 16-byte chunks (8 consecutive rows start in 8 distinct bank groups). */
 static bool conflict_free_as_is(const IrBuffer *b) {
   int64_t cols;
-  if (b->scope != IR_SCOPE_SHARED || b->rank != 2 || dtype_size(b->dtype) != 2) return false;
+  if (b->scope != IR_SCOPE_SHARED || b->rank != 2 || !swizzle_dtype(b->dtype)) return false;
   if (!ir_expr_is_int_const(b->shape[1], &cols)) return false;
-  return cols * 2 % 16 == 0 && (cols * 2 / 16) % 2 == 1;
+  int64_t bytes = cols * dtype_size(b->dtype);
+  return bytes % 16 == 0 && (bytes / 16) % 2 == 1;
 }
 
 static void swizzle(IrBuffer *b) {
@@ -55,16 +61,18 @@ static bool wgmma_rows(const IrLayout *l) {
 }
 
 /* A wgmma operand: swizzled rows of 32, 64 or 128 bytes are already what
- * wgmma's swizzle modes read; other rows whose width is a multiple of 16
- * become panels of the widest of 64, 32, 16 columns that divides it. */
+ * wgmma's swizzle modes read; other rows of a multiple of 32 bytes become
+ * panels of the widest of 128, 64, 32 bytes that divides them (64, 32, 16
+ * columns of a 16-bit type; 128, 64, 32 of FP8). */
 static void swizzle_for_wgmma(IrBuffer *b) {
   swizzle(b);
   IrLayout *l = &b->layout;
   if (l->kind != IR_LAYOUT_SWIZZLED || wgmma_rows(l)) return;
-  int cols = l->swizzle_bytes / 2;
-  if (cols % 16) return; /* drop_wgmma_on_plain_rows takes the gemm back */
-  l->panel_cols = cols % 64 == 0 ? 64 : cols % 32 == 0 ? 32 : 16;
-  l->swizzle_bytes = 2 * l->panel_cols;
+  int bytes = l->swizzle_bytes; /* the row's bytes */
+  if (bytes % 32) return;       /* drop_wgmma_on_plain_rows takes the gemm back */
+  int panel_bytes = bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : 32;
+  l->panel_cols = panel_bytes / dtype_size(b->dtype);
+  l->swizzle_bytes = panel_bytes;
 }
 
 typedef struct Ctx {
@@ -124,8 +132,8 @@ static void visit(IrStmt *s, void *vctx) {
     if (!can_swizzle(b, &bytes)) {
       if (conflict_free_as_is(b)) return;
       diag_error(c->diag, s->loc,
-                 "annotate_layout: '%s' cannot be swizzled (needs a 2-D shared tile of a 16-bit type whose rows are "
-                 "a multiple of 16 bytes)",
+                 "annotate_layout: '%s' cannot be swizzled (needs a 2-D shared tile of a 16-bit or 8-bit type whose "
+                 "rows are a multiple of 16 bytes)",
                  b->name);
       c->ok = false;
       return;

@@ -15,14 +15,17 @@
  * i.e. tc_half* or tc_bf16*). Passing anything else as TAG (tc_half, say) is
  * a compile error that names the two tags.
  *
- * tc_smem_index<ROWS, COLS, SWZ>(r, c)
- *   Element index of (r, c) in a row-major [ROWS][COLS] 16-bit shared tile;
- *   with SWZ 1 the 16-byte chunks are permuted by tc_swizzle_offset(r, c / 8,
- *   COLS / 8) (COLS / 8 must then be 1 or even); with SWZ 2 and COLS wider
- *   than P = tc_panel_cols<COLS>() (64 for multiples of 64, else 32, else
- *   16) the tile is COLS / P panels of [ROWS][P], each swizzled with 2P-byte
- *   rows (wgmma operands, tilec_wgmma.cuh; dim 96: three 32-column panels
- *   with 64-byte rows). SWZ 0 (false): plain rows.
+ * tc_smem_index<ROWS, COLS, SWZ, ES = 2>(r, c)
+ *   Element index of (r, c) in a row-major [ROWS][COLS] shared tile of
+ *   ES-byte elements (2: f16/bf16, 1: FP8; a 16-byte chunk holds E = 16 / ES
+ *   of them); with SWZ 1 the 16-byte chunks are permuted by
+ *   tc_swizzle_offset(r, c / E, COLS / E) (COLS / E must then be 1 or even);
+ *   with SWZ 2 and COLS wider than P = tc_panel_cols<COLS, ES>() (the widest
+ *   of 128, 64, 32 bytes that divides a row: 64, 32 or 16 columns of 16-bit
+ *   elements, 128, 64 or 32 of FP8) the tile is COLS / P panels of
+ *   [ROWS][P], each swizzled with P * ES-byte rows (wgmma operands,
+ *   tilec_wgmma.cuh; dim 96: three 32-column panels with 64-byte rows).
+ *   SWZ 0 (false): plain rows.
  *
  * tc_ceildiv(a, b)
  *   ceil(a / b) for b != 0, exact for negative operands too.
@@ -38,7 +41,9 @@
  *   >= COLS) when g is 16-byte aligned and g_row_stride % 8 == 0; then the caller must
  *   tc_cp_async_commit / tc_cp_async_wait, then __syncthreads. Otherwise a
  *   scalar path (plain loads, 16-byte shared stores) that only needs the
- *   __syncthreads. smem must be 16-byte aligned; COLS % 8 == 0.
+ *   __syncthreads. smem must be 16-byte aligned; rows a multiple of 16
+ *   bytes. T is a 16-bit type or an 8-bit one (FP8 codes: the chunks hold
+ *   16 elements, g_row_stride % 16 == 0 for the vector path).
  *
  * tc_gemm_ss<TAG, M, N, K, WM, WN, A_SWZ, B_SWZ, B_NK, A_KM>(As, Bs, acc, warp, lane)
  *   acc += A @ B over WM x WN warps (the warps 0 .. WM*WN-1 must all call it,
@@ -104,35 +109,41 @@ TC_DEVICE long long tc_ceildiv(long long a, long long b) {
   return q;
 }
 
-/* The panel width of a SWZ 2 tile of COLS columns: the widest of wgmma's
- * swizzled rows (64, 32 or 16 elements = 128, 64 or 32 bytes) that divides
- * COLS. The compiler's swizzle-layout pass picks the same width. */
-template <int COLS>
+/* The panel width (in elements) of a SWZ 2 tile of COLS ES-byte elements:
+ * the widest of wgmma's swizzled rows (128, 64 or 32 bytes; 64, 32 or 16
+ * columns of a 16-bit type, 128, 64 or 32 of FP8) that divides a row of
+ * COLS * ES bytes. The compiler's swizzle-layout pass picks the same width. */
+template <int COLS, int ES = 2>
 TC_DEVICE constexpr int tc_panel_cols() {
-  return COLS % 64 == 0 ? 64 : COLS % 32 == 0 ? 32 : 16;
+  return (COLS * ES) % 128 == 0 ? 128 / ES : (COLS * ES) % 64 == 0 ? 64 / ES : 32 / ES;
 }
 
-template <int ROWS, int COLS, int SWZ>
+template <int ROWS, int COLS, int SWZ, int ES = 2>
 TC_DEVICE int tc_smem_index(int r, int c) {
-  static_assert(COLS % 8 == 0, "tc_smem_index: COLS must be a multiple of 8 (16-byte chunks)");
-  static_assert(SWZ != 1 || TC_SWIZZLE_ROWS_OK(COLS / 8),
+  static_assert(ES == 1 || ES == 2, "tc_smem_index: ES (bytes per element) is 1 (FP8) or 2 (f16/bf16)");
+  constexpr int EPC = 16 / ES; /* elements per 16-byte chunk */
+  static_assert(COLS % EPC == 0, "tc_smem_index: rows must be a multiple of 16 bytes (16-byte chunks)");
+  static_assert(SWZ != 1 || TC_SWIZZLE_ROWS_OK(COLS / EPC),
                 "tc_smem_index: a swizzled tile needs one or an even number of chunks per row");
-  static_assert(SWZ != 2 || COLS % 16 == 0, "tc_smem_index: a tile of panels needs a multiple of 16 columns");
+  static_assert(SWZ != 2 || (COLS * ES) % 32 == 0, "tc_smem_index: a tile of panels needs rows of a multiple of 32 bytes");
   static_assert(SWZ >= 0 && SWZ <= 2, "tc_smem_index: SWZ is 0 (plain), 1 (swizzled rows) or 2 (panels)");
   /* Panels: columns [Pp, Pp + P) of every row form panel p, a swizzled
    * [ROWS][P] tile of its own (the layout wgmma reads, tilec_wgmma.cuh). */
-  constexpr int P = tc_panel_cols<COLS>(), PSHIFT = P == 64 ? 6 : P == 32 ? 5 : 4;
+  constexpr int P = tc_panel_cols<COLS, ES>(), PC = P / EPC; /* panel width in elements, in chunks */
+  constexpr int PSHIFT = P == 128 ? 7 : P == 64 ? 6 : P == 32 ? 5 : 4, ESHIFT = EPC == 16 ? 4 : 3;
   if constexpr (SWZ == 2 && COLS > P)
     return (c >> PSHIFT) * (ROWS * P) +
-           (int)tc_swizzle_offset((unsigned)r, ((unsigned)c >> 3) & (unsigned)(P / 8 - 1), P / 8) * 8 + (c & 7);
-  if constexpr (SWZ) return (int)tc_swizzle_offset((unsigned)r, (unsigned)c >> 3, COLS / 8) * 8 + (c & 7);
+           (int)tc_swizzle_offset((unsigned)r, ((unsigned)c >> ESHIFT) & (unsigned)(PC - 1), PC) * EPC +
+           (c & (EPC - 1));
+  if constexpr (SWZ)
+    return (int)tc_swizzle_offset((unsigned)r, (unsigned)c >> ESHIFT, COLS / EPC) * EPC + (c & (EPC - 1));
   return r * COLS + c;
 }
 
-/* .shared byte address of element (r, c), c a multiple of 8 (a chunk start). */
-template <int ROWS, int COLS, int SWZ>
+/* .shared byte address of element (r, c), c a chunk start (a multiple of 16 / ES). */
+template <int ROWS, int COLS, int SWZ, int ES = 2>
 TC_DEVICE unsigned tc_tile_chunk_addr(unsigned base, int r, int c) {
-  return base + 2u * (unsigned)tc_smem_index<ROWS, COLS, SWZ>(r, c);
+  return base + (unsigned)ES * (unsigned)tc_smem_index<ROWS, COLS, SWZ, ES>(r, c);
 }
 
 /* ---------------------------------------------------------------------------
@@ -153,42 +164,50 @@ TC_DEVICE unsigned tc_tile_chunk_addr(unsigned base, int r, int c) {
 template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
 TC_COLD void tc_copy_g2s_scalar(unsigned base, const T *g, long long g_row_stride, int rows_valid, int cols_valid,
                                 int tid) {
-  constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR, ITERS = (CHUNKS + THREADS - 1) / THREADS;
+  constexpr int ES = (int)sizeof(T), EPC = 16 / ES; /* bytes per element, elements per chunk */
+  constexpr int CPR = COLS / EPC, CHUNKS = ROWS * CPR, ITERS = (CHUNKS + THREADS - 1) / THREADS;
   for (int j = 0; j < ITERS; ++j) {
     const int i = tid + j * THREADS;
     if (CHUNKS % THREADS != 0 && i >= CHUNKS) break;
-    const int r = i / CPR, c0 = (i % CPR) * 8;
-    unsigned short v[8];
+    const int r = i / CPR, c0 = (i % CPR) * EPC;
+    unsigned v[EPC]; /* each element's bits */
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = 0;
+    for (int e = 0; e < EPC; ++e) v[e] = 0;
     if (r < rows_valid) {
       const T *row = g + (long long)r * g_row_stride;
 #pragma unroll
-      for (int e = 0; e < 8; ++e)
-        if (c0 + e < cols_valid) v[e] = (unsigned short)row[c0 + e];
+      for (int e = 0; e < EPC; ++e)
+        if (c0 + e < cols_valid) v[e] = (unsigned)row[c0 + e];
+    }
+    unsigned word[4]; /* little-endian: element e at byte ES * e of the chunk */
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      if constexpr (ES == 2) word[q] = tc_pack2((unsigned short)v[2 * q], (unsigned short)v[2 * q + 1]);
+      else word[q] = v[4 * q] | (v[4 * q + 1] << 8) | (v[4 * q + 2] << 16) | (v[4 * q + 3] << 24);
     }
     tc_u32x4 w;
-    w.x = tc_pack2(v[0], v[1]);
-    w.y = tc_pack2(v[2], v[3]);
-    w.z = tc_pack2(v[4], v[5]);
-    w.w = tc_pack2(v[6], v[7]);
-    tc_st_shared_16(tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, r, c0), w);
+    w.x = word[0];
+    w.y = word[1];
+    w.z = word[2];
+    w.w = word[3];
+    tc_st_shared_16(tc_tile_chunk_addr<ROWS, COLS, SWZ, ES>(base, r, c0), w);
   }
 }
 
 template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
 TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows_valid,
                            int cols_valid, int tid) {
-  static_assert(sizeof(T) == 2, "tc_copy_g2s: 16-bit elements only");
-  static_assert(ROWS > 0 && COLS > 0 && COLS % 8 == 0, "tc_copy_g2s: COLS must be a multiple of 8");
+  static_assert(sizeof(T) == 2 || sizeof(T) == 1, "tc_copy_g2s: 16-bit or 8-bit (FP8) elements only");
+  constexpr int ES = (int)sizeof(T), EPC = 16 / ES; /* bytes per element, elements per 16-byte chunk */
+  static_assert(ROWS > 0 && COLS > 0 && COLS % EPC == 0, "tc_copy_g2s: rows must be a multiple of 16 bytes");
   static_assert(THREADS > 0, "tc_copy_g2s: THREADS must be positive");
-  /* Panels narrower than 64 columns (128 bytes): one copy per panel, each
-   * a swizzled [ROWS][P] tile of its own. In row-major chunk order the
-   * same row of two panels would share bank groups (every panel starts on
-   * a 128-byte boundary); panel by panel, 8 consecutive chunks fill whole
-   * 128-byte lines. */
-  if constexpr (SWZ == 2 && COLS > tc_panel_cols<COLS>() && tc_panel_cols<COLS>() < 64) {
-    constexpr int P = tc_panel_cols<COLS>();
+  /* Panels narrower than 128 bytes: one copy per panel, each a swizzled
+   * [ROWS][P] tile of its own. In row-major chunk order the same row of two
+   * panels would share bank groups (every panel starts on a 128-byte
+   * boundary); panel by panel, 8 consecutive chunks fill whole 128-byte
+   * lines. */
+  constexpr int P = tc_panel_cols<COLS, ES>(); /* the panel width of SWZ 2, in elements */
+  if constexpr (SWZ == 2 && COLS > P && P * ES < 128) {
 #pragma unroll
     for (int p = 0; p < COLS / P; ++p)
       /* A panel past cols_valid reads nothing and is given g itself: no
@@ -197,38 +216,39 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
                                           rows_valid, cols_valid - p * P, tid);
     return;
   }
-  constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR;
+  constexpr int CPR = COLS / EPC, CHUNKS = ROWS * CPR;
   constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
   const unsigned base = tc_smem_addr(smem);
-  const bool vec = ((unsigned long long)g & 15ull) == 0 && g_row_stride % 8 == 0;
+  const bool vec = ((unsigned long long)g & 15ull) == 0 && g_row_stride % EPC == 0;
   /* When every thread owns the same column chunk in each of its rows (the
    * threads cover whole rows) and the swizzle pattern repeats every RS rows,
    * the per-chunk work is one pointer step and one shared-address step. */
   constexpr int RS = THREADS % CPR == 0 ? THREADS / CPR : 0;
-  constexpr int PITCH = SWZ == 2 && COLS > tc_panel_cols<COLS>() ? tc_panel_cols<COLS>() : COLS; /* between rows */
+  constexpr int PITCH = SWZ == 2 && COLS > P ? P : COLS; /* elements between rows */
   constexpr bool REGULAR = CHUNKS % THREADS == 0 && RS > 0 && RS % 8 == 0 && (CPR >= 8 || (THREADS / 8) % CPR == 0);
   if constexpr (REGULAR) {
     if (vec && rows_valid >= ROWS && cols_valid >= COLS) {
       /* Interior tile (the steady state of a gemm): no predicates, one
        * pointer step per chunk. */
-      const T *gp = g + (long long)(tid / CPR) * g_row_stride + (tid % CPR) * 8;
+      const T *gp = g + (long long)(tid / CPR) * g_row_stride + (tid % CPR) * EPC;
       const long long gstep = (long long)RS * g_row_stride;
-      const unsigned s0 = tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, tid / CPR, (tid % CPR) * 8);
+      const unsigned s0 = tc_tile_chunk_addr<ROWS, COLS, SWZ, ES>(base, tid / CPR, (tid % CPR) * EPC);
 #pragma unroll
-      for (int j = 0; j < ITERS; ++j, gp += gstep) tc_cp_async_16_full(s0 + 2u * (unsigned)(j * RS * PITCH), gp);
+      for (int j = 0; j < ITERS; ++j, gp += gstep)
+        tc_cp_async_16_full(s0 + (unsigned)ES * (unsigned)(j * RS * PITCH), gp);
       return;
     }
     if (vec) {
-      const int r0 = tid / CPR, c0 = (tid % CPR) * 8, left = cols_valid - c0;
-      const unsigned full = left >= 8 ? 16u : left > 0 ? 2u * (unsigned)left : 0u;
+      const int r0 = tid / CPR, c0 = (tid % CPR) * EPC, left = cols_valid - c0;
+      const unsigned full = left >= EPC ? 16u : left > 0 ? (unsigned)ES * (unsigned)left : 0u;
       const T *gp = g + (long long)r0 * g_row_stride + c0;
       const long long gstep = (long long)RS * g_row_stride;
-      const unsigned s0 = tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, r0, c0);
+      const unsigned s0 = tc_tile_chunk_addr<ROWS, COLS, SWZ, ES>(base, r0, c0);
 #pragma unroll
       for (int j = 0; j < ITERS; ++j) {
         const bool in = r0 + j * RS < rows_valid && full > 0;
         /* Out-of-range chunks read 0 bytes from g itself. */
-        tc_cp_async_16_bytes(s0 + 2u * (unsigned)(j * RS * PITCH), in ? gp + j * gstep : g, in ? full : 0u);
+        tc_cp_async_16_bytes(s0 + (unsigned)ES * (unsigned)(j * RS * PITCH), in ? gp + j * gstep : g, in ? full : 0u);
       }
       return;
     }
@@ -238,14 +258,14 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
     for (int j = 0; j < ITERS; ++j) {
       const int i = tid + j * THREADS;
       if (CHUNKS % THREADS == 0 || i < CHUNKS) {
-        const int r = i / CPR, c0 = (i % CPR) * 8;
+        const int r = i / CPR, c0 = (i % CPR) * EPC;
         const int left = cols_valid - c0;
         const bool in = r < rows_valid && left > 0;
         /* Out-of-range chunks read 0 bytes from g itself: no address past
          * the tensor is ever formed. */
         const T *src = in ? g + (long long)r * g_row_stride + c0 : g;
-        const unsigned nbytes = in ? (left >= 8 ? 16u : 2u * (unsigned)left) : 0u;
-        tc_cp_async_16_bytes(tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, r, c0), src, nbytes);
+        const unsigned nbytes = in ? (left >= EPC ? 16u : (unsigned)ES * (unsigned)left) : 0u;
+        tc_cp_async_16_bytes(tc_tile_chunk_addr<ROWS, COLS, SWZ, ES>(base, r, c0), src, nbytes);
       }
     }
   } else {

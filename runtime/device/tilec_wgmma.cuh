@@ -29,6 +29,16 @@
  *   or cp.async) must be published to the async proxy:
  *   tc_fence_proxy_async() by the writers, then the block barrier.
  *
+ * tc_gemm_wgmma_fp8_ss<TA, TB, M, N, K, WARPS, A_SWZ, B_SWZ, INFLIGHT>(As, Bs, acc, warp)
+ *   The FP8 form: acc += A @ B^T with A [M][K] and B [N][K] both K-major
+ *   tiles of FP8 codes (unsigned char), TA / TB tc_e4m3_t or tc_e5m2_t (they
+ *   may differ); m64nNk32 steps, f32 accumulation, otherwise the contract of
+ *   tc_gemm_wgmma_ss (INFLIGHT included). FP8 wgmma has no transpose bits,
+ *   so there is no [K][N] B here: the compiler stores B as [N, K] (gemm
+ *   transpose_B). K a multiple of 32: rows of 32, 64 or 128 bytes (SWZ 1)
+ *   or panels (SWZ 2) of the widest of 128, 64, 32 bytes dividing the row,
+ *   tc_panel_cols<K, 1>() codes.
+ *
  * How a descriptor walks a tile (docs/gpu-codegen.md, "wgmma"):
  *   K-major operand, swizzled rows of P elements (the whole row, or the
  *   panel width): the start address is the row block's first row plus
@@ -38,6 +48,9 @@
  *   N-major B, rows of P elements: start = row k0; SBO = 8 rows (8 * 2P
  *   bytes, the next 8 k); LBO = one panel (K * 2P bytes, the next P
  *   columns).
+ *   FP8 (K-major only): the same in bytes (an FP8 row of K codes is a
+ *   16-bit row of K / 2 elements); k32 step kk starts 32 * kk bytes into the
+ *   row (into panel 32 * kk / panel bytes).
  */
 #ifndef TILEC_WGMMA_CUH
 #define TILEC_WGMMA_CUH
@@ -283,6 +296,84 @@ TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned sho
   tc_wgmma_commit();
   if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
     tc_wgmma_wait<0>();
+    tc_wgmma_fence_acc<N>(acc);
+  }
+}
+
+/* ---- FP8 (e4m3 / e5m2), m64nNk32, both operands K-major ------------------ */
+
+struct tc_e4m3_t {};
+struct tc_e5m2_t {};
+template <typename T>
+struct tc_fp8_traits {
+  static constexpr bool valid = false;
+};
+template <>
+struct tc_fp8_traits<tc_e4m3_t> {
+  static constexpr bool valid = true, e5m2 = false;
+};
+template <>
+struct tc_fp8_traits<tc_e5m2_t> {
+  static constexpr bool valid = true, e5m2 = true;
+};
+
+/* One m64nNk32 into acc (N / 2 floats), A and B from descriptors. */
+#define TC_WGMMA_FP8_ONE(NN, TA, TB) \
+  if constexpr (N == NN) TC_WGMMA_FP8_M64N##NN##K32(TA, TB, acc, da, db);
+#define TC_WGMMA_FP8_EACH_N(TA, TB)                                                                        \
+  TC_WGMMA_FP8_ONE(16, TA, TB) TC_WGMMA_FP8_ONE(32, TA, TB) TC_WGMMA_FP8_ONE(48, TA, TB)                  \
+  TC_WGMMA_FP8_ONE(64, TA, TB) TC_WGMMA_FP8_ONE(80, TA, TB) TC_WGMMA_FP8_ONE(96, TA, TB)                  \
+  TC_WGMMA_FP8_ONE(112, TA, TB) TC_WGMMA_FP8_ONE(128, TA, TB) TC_WGMMA_FP8_ONE(144, TA, TB)               \
+  TC_WGMMA_FP8_ONE(160, TA, TB) TC_WGMMA_FP8_ONE(176, TA, TB) TC_WGMMA_FP8_ONE(192, TA, TB)               \
+  TC_WGMMA_FP8_ONE(208, TA, TB) TC_WGMMA_FP8_ONE(224, TA, TB) TC_WGMMA_FP8_ONE(240, TA, TB)               \
+  TC_WGMMA_FP8_ONE(256, TA, TB)
+template <typename TA, typename TB, int N>
+TC_DEVICE void tc_wgmma_fp8_m64k32(float *acc, unsigned long long da, unsigned long long db) {
+  static_assert(N % 16 == 0 && N >= 16 && N <= 256, "tc_gemm_wgmma_fp8_ss: N must be a multiple of 16 up to 256");
+  constexpr bool A5 = tc_fp8_traits<TA>::e5m2, B5 = tc_fp8_traits<TB>::e5m2;
+  if constexpr (!A5 && !B5) {
+    TC_WGMMA_FP8_EACH_N("e4m3", "e4m3")
+  } else if constexpr (!A5 && B5) {
+    TC_WGMMA_FP8_EACH_N("e4m3", "e5m2")
+  } else if constexpr (A5 && !B5) {
+    TC_WGMMA_FP8_EACH_N("e5m2", "e4m3")
+  } else {
+    TC_WGMMA_FP8_EACH_N("e5m2", "e5m2")
+  }
+}
+#undef TC_WGMMA_FP8_EACH_N
+#undef TC_WGMMA_FP8_ONE
+
+/* An FP8 tile of K codes per row is, byte for byte, a 16-bit tile of K / 2
+ * elements per row: the same 16-byte chunks, the same swizzle, the same
+ * panels (tc_panel_cols<K, 1>() = 2 * tc_panel_cols<K / 2>(): both pick the
+ * widest of 128, 64, 32 bytes dividing the row), and a k32 step of FP8 is
+ * the 32 bytes of a k16 step of 16-bit elements. So the FP8 gemm takes its
+ * descriptors and their k-slice steps from the 16-bit K-major helpers at
+ * K / 2 (tc_wgmma_a_desc / b_desc with B_NK, tc_wgmma_a_step / b_step). */
+template <typename TA, typename TB, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, int INFLIGHT = 0>
+TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char *Bs, float *acc, int warp) {
+  static_assert(tc_fp8_traits<TA>::valid && tc_fp8_traits<TB>::valid,
+                "tc_gemm_wgmma_fp8_ss: TA and TB must be tc_e4m3_t or tc_e5m2_t");
+  static_assert(INFLIGHT == 0 || INFLIGHT == 1 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
+                "tc_gemm_wgmma_fp8_ss: INFLIGHT is 0, 1 or TC_WGMMA_ISSUE_ONLY");
+  static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_fp8_ss: M must be 64 per warpgroup");
+  static_assert(K % 32 == 0, "tc_gemm_wgmma_fp8_ss: K must be a multiple of 32");
+  static_assert(A_SWZ != 0 && B_SWZ != 0, "tc_gemm_wgmma_fp8_ss: A and B must be swizzled");
+  static_assert((A_SWZ == 2 || K == 32 || K == 64 || K == 128) && (B_SWZ == 2 || K == 32 || K == 64 || K == 128),
+                "tc_gemm_wgmma_fp8_ss: rows must be 32, 64 or 128 bytes, or panels (SWZ 2)");
+  constexpr int KH = K / 2; /* the rows as 16-bit elements */
+  const unsigned long long da0 = tc_wgmma_a_desc<M, KH, A_SWZ>(tc_smem_addr(As), warp / 4, 0);
+  const unsigned long long db0 = tc_wgmma_b_desc<N, KH, B_SWZ, true>(tc_smem_addr(Bs), 0);
+  tc_wgmma_fence_acc<N>(acc);
+  tc_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 32; ++kk)
+    tc_wgmma_fp8_m64k32<TA, TB, N>(acc, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, KH, A_SWZ, false>(kk)),
+                                   tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, B_SWZ, true>(kk)));
+  tc_wgmma_commit();
+  if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
+    tc_wgmma_wait<INFLIGHT>();
     tc_wgmma_fence_acc<N>(acc);
   }
 }

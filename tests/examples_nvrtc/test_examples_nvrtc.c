@@ -1,10 +1,12 @@
 /* test_examples_nvrtc.c - every example's CUDA output compiles with NVRTC.
  *
- *   test_examples_nvrtc FILE.tile TARGET [NAME=VALUE ...]
+ *   test_examples_nvrtc FILE.tile TARGET [NAME=VALUE ...] [--expect-error=TEXT]
  *
  * Runs the compiler library (emit cuda, TARGET sm_80 or sm_90a) with the
  * given -D bindings, then NVRTC in NVRTC-only mode (no GPU needed) and
- * asserts a non-empty cubin. Exits 77 (skip) when libnvrtc cannot be opened. */
+ * asserts a non-empty cubin. Exits 77 (skip) when libnvrtc cannot be opened.
+ * --expect-error=TEXT: the compilation must instead fail with a located
+ * error containing TEXT (a target limit; NVRTC is not needed then). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +37,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s FILE.tile sm_80|sm_90a [NAME=VALUE...]\n", argv[0]);
     return 2;
   }
-  const char *path = argv[1], *arch = argv[2];
+  const char *path = argv[1], *arch = argv[2], *expect = NULL;
+  for (int i = 3; i < argc; i++)
+    if (strncmp(argv[i], "--expect-error=", 15) == 0) expect = argv[i] + 15;
   char why[256] = "";
-  RtCuda *cu = rt_cuda_open(RT_CUDA_NVRTC_ONLY, 0, why, sizeof why);
-  if (!cu) {
+  RtCuda *cu = expect ? NULL : rt_cuda_open(RT_CUDA_NVRTC_ONLY, 0, why, sizeof why);
+  if (!cu && !expect) {
     printf("SKIP: NVRTC unavailable: %s\n", why);
     return 77;
   }
@@ -53,7 +57,7 @@ int main(int argc, char **argv) {
   char *owned[16];
   for (int i = 3; i < argc && ndefs < 16; i++) {
     char *eq = strchr(argv[i], '=');
-    if (!eq) continue;
+    if (!eq || argv[i][0] == '-') continue;
     owned[ndefs] = strndup(argv[i], (size_t)(eq - argv[i]));
     defs[ndefs].name = owned[ndefs];
     defs[ndefs++].value = eq + 1;
@@ -67,7 +71,19 @@ int main(int argc, char **argv) {
   TilecResult *r = NULL;
   int rc = tilec_compile(path, text, len, &o, &r);
   int status = 0;
-  if (rc != 0) {
+  if (expect) {
+    /* The error must be reported at a location (FILE:LINE:COL: error: ...). */
+    const char *diags = tilec_result_diagnostics(r);
+    char located[512];
+    snprintf(located, sizeof located, "%s:", path);
+    if (rc == 0 || !diags || !strstr(diags, expect) || !strstr(diags, located) || !strstr(diags, ": error: ")) {
+      fprintf(stderr, "FAIL: expected a located error containing \"%s\" for %s, got rc %d:\n%s\n", expect, arch, rc,
+              diags ? diags : "(none)");
+      status = 1;
+    } else {
+      printf("ok: %s for %s fails as expected:\n%s", path, arch, diags);
+    }
+  } else if (rc != 0) {
     fprintf(stderr, "FAIL: tilec_compile returned %d:\n%s", rc, tilec_result_diagnostics(r));
     status = 1;
   } else {

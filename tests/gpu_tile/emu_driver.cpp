@@ -102,6 +102,9 @@ bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned *, const 
   } else if (starts(k->name, "tile_copy_")) {
     auto f = (void (*)(const u16 *, i64, int, int, u16 *))k->fn;
     body = [=] { f(PTR(0, const u16 *), ARG(1, i64), ARG(2, int), ARG(3, int), PTR(4, u16 *)); };
+  } else if (starts(k->name, "tile_copy8_")) {
+    auto f = (void (*)(const unsigned char *, i64, int, int, unsigned char *))k->fn;
+    body = [=] { f(PTR(0, const unsigned char *), ARG(1, i64), ARG(2, int), ARG(3, int), PTR(4, unsigned char *)); };
   } else if (starts(k->name, "tile_ss_")) {
     auto f = (void (*)(const u16 *, i64, int, int, const u16 *, i64, int, int, float *, u16 *))k->fn;
     body = [=] {

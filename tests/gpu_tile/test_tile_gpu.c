@@ -6,6 +6,9 @@
  *                for full, partial, empty and negative valid counts, on the
  *                cp.async path (aligned, stride % 8 == 0) and the scalar path
  *                (odd stride; base one element off alignment).
+ *   tile_copy8_* the same for 8-bit elements (FP8 codes, 16 per chunk;
+ *                stride % 16 == 0 for cp.async) incl. panels of 128, 64
+ *                and 32 bytes.
  *   tile_ss_*    copy A and B (partial tiles) then tc_gemm_ss on an
  *                accumulator that starts non-zero; out = init + A @ B.
  *   tile_rs_*    flash attention's pair: S = Q K^T (ss), P = 16-bit(S) in
@@ -141,9 +144,75 @@ static int check_tile(const char *what, const uint16_t *dump, int rows, int cols
   return bad;
 }
 
+/* tc_smem_index<ROWS, COLS, SWZ, 1> as docs/gpu-codegen.md defines it:
+ * 16 codes per chunk; SWZ 2: panels of P codes, P the widest of 128, 64, 32
+ * bytes dividing the row, each a [rows][P] tile with swizzled P-byte rows. */
+static int host_index8(int rows, int cols, int swz, int r, int c) {
+  if (swz == 0) return r * cols + c;
+  int p = cols % 128 == 0 ? 128 : cols % 64 == 0 ? 64 : 32;
+  if (swz == 2 && cols > p) return (c / p) * rows * p + host_index8(rows, p, 1, r, c % p);
+  unsigned cpr = (unsigned)cols / 16, chunk = (unsigned)c / 16, x;
+  x = cpr >= 8 ? ((unsigned)r & 7u) : ((unsigned)r / (8u / cpr)) & (cpr - 1u);
+  return (int)(((unsigned)r * cpr + (chunk ^ x)) * 16 + (unsigned)c % 16);
+}
+
+/* The 8-bit copy: codes (r * 7 + c * 3) % 255 (never the 0xff poison) at
+ * g[off + r * stride + c] for the valid part; the shared tile is poisoned
+ * with 0xff before the copy. */
+static void run_copy8(Dev *d, const TileCopyCase *cc) {
+  char name[128];
+  tile_copy_name(cc, name, sizeof name);
+  const int R = cc->rows, C = cc->cols;
+  const int valid[][2] = {{R, C}, {R - (R > 3 ? 3 : 0), C - 5}, {R, 3}, {1, C}, {R, 17},
+                          {0, C}, {R, 0}, {-2, -5}, {R + 7, C + 9}};
+  int failed = 0;
+  for (int path = 0; path < 3; path++) {
+    /* 0: cp.async (stride % 16 == 0); 1: stride % 16 == 8 -> scalar; 2: base off alignment */
+    long long stride = path == 1 ? C + 8 : C + 16;
+    int off = path == 2 ? 3 : 0;
+    for (size_t v = 0; v < sizeof valid / sizeof valid[0]; v++) {
+      int rv = valid[v][0], cv = valid[v][1];
+      int grv = rv > R ? R : rv, gcv = cv > C ? C : cv;
+      size_t gbytes = (size_t)(R * stride + 16);
+      uint8_t *g = (uint8_t *)malloc(gbytes), *dump = (uint8_t *)malloc((size_t)(R * C));
+      memset(g, 0xff, gbytes);
+      for (int r = 0; r < grv; r++)
+        for (int c = 0; c < gcv; c++) g[off + r * stride + c] = (uint8_t)((r * 7 + c * 3) % 255);
+      RtCuDevPtr dg = dev_alloc(d, g, gbytes);
+      RtCuDevPtr ddump = dev_alloc(d, NULL, (size_t)(R * C));
+      RtCuDevPtr gp = dg + (unsigned)off;
+      void *params[] = {&gp, &stride, &rv, &cv, &ddump};
+      dev_launch(d, name, (size_t)(R * C), params);
+      dev_get(d, dump, ddump, (size_t)(R * C));
+      if (dev_done(d, name)) {
+        int bad = 0;
+        for (int r = 0; r < R; r++)
+          for (int c = 0; c < C; c++) {
+            int want = (r < grv && c < gcv) ? (r * 7 + c * 3) % 255 : 0;
+            int at = host_index8(R, C, cc->panels ? 2 : cc->swz, r, c), got = dump[at];
+            if (got != want && bad++ < MAX_REPORT)
+              fprintf(stderr, "  %s path %d rows_valid %d cols_valid %d: shared (%d, %d) at %d = 0x%02x, want 0x%02x%s\n",
+                      name, path, rv, cv, r, c, at, got, want, got == 0xff ? " (never written, or poison read)" : "");
+          }
+        CHECK_MSG(bad == 0, "%s path %d rows_valid %d cols_valid %d: %d wrong elements", name, path, rv, cv, bad);
+        failed += bad != 0;
+      } else {
+        failed++;
+      }
+      free(g);
+      free(dump);
+    }
+  }
+  printf("%s: %s\n", name, failed ? "FAILED" : "ok");
+}
+
 /* ---- tc_copy_g2s ---- */
 
 static void run_copy(Dev *d, const TileCopyCase *cc) {
+  if (cc->bytes == 1) {
+    run_copy8(d, cc);
+    return;
+  }
   char name[128];
   tile_copy_name(cc, name, sizeof name);
   const int R = cc->rows, C = cc->cols;

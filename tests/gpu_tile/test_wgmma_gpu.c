@@ -9,7 +9,9 @@
  * 32, 64, 128 bytes and panels of 64, 32 and 16 columns (dim 96: three of
  * 32); B K-major ([N][K]) and N-major ([K][N]) with one and several panels;
  * one and two warpgroups; N from 16 to 256 (96, 160, 80 included); f16 and
- * bf16; A from shared memory and (wg_rs_*) from registers. The same
+ * bf16; A from shared memory and (wg_rs_*) from registers; FP8 (wg_fp8_*:
+ * m64nNk32, e4m3 and e5m2, mixed, A and B K-major, rows of 32, 64, 128
+ * bytes and panels of 128, 64 and 32 bytes). The same 16-bit
  * descriptors are walked on the CPU by test_wgmma_layout. Exit 77 (skip) without libnvrtc or an sm_90 GPU.
  */
 #include <math.h>
@@ -27,6 +29,7 @@ typedef struct WgCase {
   bool b_nk;
   bool a_regs; /* tc_gemm_wgmma_rs: A from registers */
   bool a_km;   /* A stored [K][M] (transpose_A: wgmma's transpose bit for A) */
+  int fp8;     /* tc_gemm_wgmma_fp8_ss: 0 no; else bit 0: A e5m2, bit 1: B e5m2 (plus 4: e4m3 x e4m3) */
 } WgCase;
 
 static const WgCase cases[] = {
@@ -57,10 +60,27 @@ static const WgCase cases[] = {
     {false, 64, 64, 32, false, false, true},
     {true, 128, 128, 64, false, false, true},
     {false, 128, 96, 96, true, false, true},
+    /* FP8 (B always [N][K]): 128-byte rows (examples/gemm_fp8.tile, block_K 128) */
+    {false, 128, 128, 128, true, false, false, 4},
+    {false, 64, 256, 128, true, false, false, 3}, /* e5m2 x e5m2, the widest N */
+    {false, 64, 64, 64, true, false, false, 2},   /* e4m3 x e5m2, 64-byte rows */
+    {false, 64, 16, 32, true, false, false, 1},   /* e5m2 x e4m3, 32-byte rows */
+    {false, 128, 64, 256, true, false, false, 4}, /* two 128-byte panels */
+    /* FP8 rows that are not a power of two: panels of 64 or 32 bytes (the
+     * 16-bit rule in bytes), N = 96, 80. */
+    {false, 128, 96, 192, true, false, false, 4}, /* three 64-byte panels */
+    {false, 64, 80, 96, true, false, false, 3},   /* three 32-byte panels */
+    {false, 64, 48, 384, true, false, false, 1},  /* three 128-byte panels */
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
+static const char *fp8_name(const WgCase *c, int which) { return (c->fp8 >> which) & 1 ? "e5m2" : "e4m3"; }
+
 static void case_name(const WgCase *c, char *buf, size_t cap) {
+  if (c->fp8) {
+    snprintf(buf, cap, "wg_fp8_%s_%s_%dx%dx%d", fp8_name(c, 0), fp8_name(c, 1), c->m, c->n, c->k);
+    return;
+  }
   snprintf(buf, cap, "wg_%s%s_%dx%dx%d_%s%s", c->a_regs ? "rs_" : "", c->bf16 ? "bf16" : "f16", c->m, c->n, c->k,
            c->b_nk ? "nk" : "kn", c->a_km ? "_ta" : "");
 }
@@ -73,6 +93,12 @@ static char *source(void) {
   for (int i = 0; i < NCASES; i++) {
     const WgCase *c = &cases[i];
     case_name(c, name, sizeof name);
+    if (c->fp8) {
+      snprintf(line, sizeof line, "WG_FP8_KERNEL(%s, tc_%s_t, tc_%s_t, %d, %d, %d)\n", name, fp8_name(c, 0),
+               fp8_name(c, 1), c->m, c->n, c->k);
+      tile_src_add(&s, line);
+      continue;
+    }
     snprintf(line, sizeof line, "%s(%s, %s, %d, %d, %d, %s)\n", c->a_regs ? "WG_RS_KERNEL" : c->a_km ? "WG_TA_KERNEL" : "WG_KERNEL", name,
              c->bf16 ? "tc_bf16_t" : "tc_f16_t",
              c->m, c->n, c->k, c->b_nk ? "true" : "false");
@@ -81,31 +107,46 @@ static char *source(void) {
   return s.p;
 }
 
+/* The FP8 code of x, a multiple of 1/8 in [-1, 1] (exact in both formats:
+ * at most 3 significant bits, normal or zero): sign, biased exponent,
+ * mantissa bits of the format (E4M3: bias 7, 3 bits; E5M2: bias 15, 2). */
+static uint8_t enc_fp8(bool e5m2, float x) {
+  uint8_t sign = x < 0 ? 0x80 : 0;
+  if (x == 0.0f) return sign;
+  int e, mb = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
+  double f = frexp(fabs((double)x), &e); /* |x| = f * 2^e, f in [0.5, 1) */
+  return (uint8_t)(sign | ((e - 1 + bias) << mb) | (int)((f * 2.0 - 1.0) * (1 << mb)));
+}
+
 static void run_case(RtCuda *cu, RtCuModule mod, const WgCase *c) {
   char name[96];
   case_name(c, name, sizeof name);
   const int M = c->m, N = c->n, K = c->k;
+  const size_t es = c->fp8 ? 1 : 2; /* bytes per input element */
   float *a = malloc(sizeof *a * M * K), *b = malloc(sizeof *b * K * N), *out = malloc(sizeof *out * M * N);
   uint16_t *ah = malloc(2u * M * K), *bh = malloc(2u * K * N);
+  uint8_t *a8 = (uint8_t *)ah, *b8 = (uint8_t *)bh; /* FP8 codes, packed */
   for (int r = 0; r < M; r++)
     for (int k = 0; k < K; k++) {
       a[r * K + k] = tile_test_value(r, k, 1);
+      if (c->fp8) a8[r * K + k] = enc_fp8(c->fp8 & 1, a[r * K + k]);
       /* A as stored in global memory: [M][K], or [K][M] when a_km. */
-      ah[c->a_km ? k * M + r : r * K + k] = tile_enc16(c->bf16, a[r * K + k]);
+      else ah[c->a_km ? k * M + r : r * K + k] = tile_enc16(c->bf16, a[r * K + k]);
     }
   for (int k = 0; k < K; k++)
     for (int n = 0; n < N; n++) {
       b[k * N + n] = tile_test_value(k, n, 2);
       /* B as stored in global memory: [K][N], or [N][K] when b_nk. */
-      bh[c->b_nk ? n * K + k : k * N + n] = tile_enc16(c->bf16, b[k * N + n]);
+      if (c->fp8) b8[n * K + k] = enc_fp8(c->fp8 & 2, b[k * N + n]);
+      else bh[c->b_nk ? n * K + k : k * N + n] = tile_enc16(c->bf16, b[k * N + n]);
     }
   RtCuDevPtr da = 0, db = 0, dc = 0;
   RtCuFunction fn = NULL;
-  size_t smem = 2u * (size_t)(M * K + K * N);
+  size_t smem = c->fp8 ? (size_t)(M * K + 1023) / 1024 * 1024 + (size_t)(N * K) : 2u * (size_t)(M * K + K * N);
   unsigned grid[3] = {1, 1, 1}, block[3] = {(unsigned)M * 2, 1, 1};
-  bool ok = rt_cuda_malloc(cu, 2u * M * K, &da) && rt_cuda_malloc(cu, 2u * K * N, &db) &&
-            rt_cuda_malloc(cu, 4u * M * N, &dc) && rt_cuda_memcpy_htod(cu, da, ah, 2u * M * K) &&
-            rt_cuda_memcpy_htod(cu, db, bh, 2u * K * N) && rt_cuda_memset(cu, dc, 0xFF, 4u * M * N) &&
+  bool ok = rt_cuda_malloc(cu, es * M * K, &da) && rt_cuda_malloc(cu, es * K * N, &db) &&
+            rt_cuda_malloc(cu, 4u * M * N, &dc) && rt_cuda_memcpy_htod(cu, da, ah, es * M * K) &&
+            rt_cuda_memcpy_htod(cu, db, bh, es * K * N) && rt_cuda_memset(cu, dc, 0xFF, 4u * M * N) &&
             rt_cuda_get_function(cu, mod, name, &fn) && rt_cuda_set_max_dynamic_smem(cu, fn, smem);
   void *params[] = {&da, &db, &dc};
   ok = ok && rt_cuda_launch_kernel(cu, fn, grid, block, smem, NULL, params) && rt_cuda_synchronize(cu) &&

@@ -23,7 +23,8 @@
  * as an N-major B. Also checks that panel tiles are free of shared-memory
  * bank conflicts for column reads of 8 rows and for tc_copy_g2s's cp.async
  * order, tc_panel_cols against swizzle-layout's rule and that a panel
- * tile is a bijection onto [0, ROWS * COLS).
+ * tile is a bijection onto [0, ROWS * COLS). FP8 tiles (one-byte codes,
+ * tc_smem_index<..., 1>) are walked as tc_gemm_wgmma_fp8_ss reads them.
  */
 #include "emu_device.h"
 #include "tilec_tile.cuh"
@@ -143,19 +144,73 @@ static void check_gemm() {
   CHECK(bad == 0, "%s: %d elements read where the tile does not hold them", what, bad);
 }
 
+/* The FP8 gemm (tc_gemm_wgmma_fp8_ss): A [M][K] and B [N][K] of one-byte
+ * codes, both K-major, stored with tc_smem_index<ROWS, K, SWZ, 1> (SWZ 1
+ * for rows of 32, 64, 128 bytes, else panels of tc_panel_cols<K, 1>()
+ * codes). The template takes its descriptors from the 16-bit helpers at
+ * K / 2 (same bytes); every k32 step reads code (m, k) at start + (m / 8) *
+ * SBO + (m % 8) * S + k, which must be the code stored there. */
+template <int ROWS, int K>
+static std::vector<int> inverse8(const char *what) {
+  constexpr int SWZ = K == 32 || K == 64 || K == 128 ? 1 : 2;
+  std::vector<int> inv((size_t)ROWS * K, -1);
+  for (int r = 0; r < ROWS; r++)
+    for (int c = 0; c < K; c++) {
+      const int i = tc_smem_index<ROWS, K, SWZ, 1>(r, c);
+      if (i < 0 || i >= ROWS * K) {
+        CHECK(false, "%s [%d][%d] FP8: (%d, %d) stored at %d, outside the tile", what, ROWS, K, r, c, i);
+        continue;
+      }
+      CHECK(inv[(size_t)i] < 0, "%s [%d][%d] FP8: two codes stored at %d", what, ROWS, K, i);
+      inv[(size_t)i] = r * K + c;
+    }
+  return inv;
+}
+
+template <int M, int N, int K>
+static void check_gemm_fp8() {
+  constexpr int SWZ = K == 32 || K == 64 || K == 128 ? 1 : 2, KH = K / 2;
+  char what[96];
+  snprintf(what, sizeof what, "FP8 gemm %dx%dx%d", M, N, K);
+  const std::vector<int> ia = inverse8<M, K>(what), ib = inverse8<N, K>(what);
+  const unsigned span = SWZ == 2 ? (unsigned)tc_panel_cols<K, 1>() : (unsigned)K;
+  int bad = 0;
+  for (int g = 0; g < M / 64; g++) {
+    const unsigned long long da0 = tc_wgmma_a_desc<M, KH, SWZ>(0u, g, 0);
+    const unsigned long long db0 = tc_wgmma_b_desc<N, KH, SWZ, true>(0u, 0);
+    for (int kk = 0; kk < K / 32; kk++) {
+      const Desc da = decode(tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, KH, SWZ, false>(kk)));
+      const Desc db = decode(tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, SWZ, true>(kk)));
+      CHECK(da.span == span && db.span == span, "%s: swizzle spans %u, %u (want %u)", what, da.span, db.span, span);
+      for (int m = 0; m < 64; m++)
+        for (int k = 0; k < 32; k++) {
+          const unsigned a = hw_swizzle(da.addr + (unsigned)(m / 8) * da.sbo + (unsigned)(m % 8) * da.span + k, da.span);
+          if (a >= ia.size() || ia[a] != (64 * g + m) * K + 32 * kk + k) bad++;
+        }
+      if (g) continue;
+      for (int n = 0; n < N; n++)
+        for (int k = 0; k < 32; k++) {
+          const unsigned a = hw_swizzle(db.addr + (unsigned)(n / 8) * db.sbo + (unsigned)(n % 8) * db.span + k, db.span);
+          if (a >= ib.size() || ib[a] != n * K + 32 * kk + k) bad++;
+        }
+    }
+  }
+  CHECK(bad == 0, "%s: %d codes read where the tile does not hold them", what, bad);
+}
+
 /* A panel (box) written by TMA with the hardware swizzle lands where
  * tc_smem_index puts it: panel p at p * ROWS * P elements, each a [ROWS][P]
  * box with S = 2P-byte rows. */
-template <int ROWS, int COLS>
+template <int ROWS, int COLS, int ES = 2>
 static void check_tma_panels() {
-  constexpr int P = tc_panel_cols<COLS>();
+  constexpr int P = tc_panel_cols<COLS, ES>();
   int bad = 0;
   for (int r = 0; r < ROWS; r++)
     for (int c = 0; c < COLS; c++) {
-      const unsigned plain = (unsigned)((c / P) * ROWS * P * 2 + r * P * 2 + (c % P) * 2);
-      if (hw_swizzle(plain, 2 * P) != 2u * (unsigned)tc_smem_index<ROWS, COLS, 2>(r, c)) bad++;
+      const unsigned plain = (unsigned)((c / P) * ROWS * P * ES + r * P * ES + (c % P) * ES);
+      if (hw_swizzle(plain, ES * P) != (unsigned)ES * (unsigned)tc_smem_index<ROWS, COLS, 2, ES>(r, c)) bad++;
     }
-  CHECK(bad == 0, "TMA panels [%d][%d]: %d elements disagree", ROWS, COLS, bad);
+  CHECK(bad == 0, "TMA panels [%d][%d] of %d-byte elements: %d elements disagree", ROWS, COLS, ES, bad);
 }
 
 /* Bank conflicts of a panel tile under the accesses threads make: 16-byte
@@ -199,6 +254,10 @@ int main() {
   CHECK(tc_panel_cols<128>() == 64 && tc_panel_cols<256>() == 64 && tc_panel_cols<192>() == 64, "panel width 64");
   CHECK(tc_panel_cols<96>() == 32 && tc_panel_cols<160>() == 32 && tc_panel_cols<224>() == 32, "panel width 32");
   CHECK(tc_panel_cols<80>() == 16 && tc_panel_cols<48>() == 16 && tc_panel_cols<112>() == 16, "panel width 16");
+  /* FP8: the same rule in bytes (128, 64, 32 codes). */
+  CHECK((tc_panel_cols<256, 1>()) == 128 && (tc_panel_cols<384, 1>()) == 128, "FP8 panel width 128");
+  CHECK((tc_panel_cols<192, 1>()) == 64 && (tc_panel_cols<320, 1>()) == 64, "FP8 panel width 64");
+  CHECK((tc_panel_cols<96, 1>()) == 32 && (tc_panel_cols<160, 1>()) == 32, "FP8 panel width 32");
 
   /* Shapes that ran on the GPU (test_wgmma_gpu's cases). */
   check_gemm<64, 64, 64, false>();
@@ -226,7 +285,21 @@ int main() {
   check_gemm<128, 96, 96, true, true>();
   check_gemm<256, 64, 64, true, true>();
 
+  /* FP8 (test_wgmma_gpu's wg_fp8_* cases and more). */
+  check_gemm_fp8<128, 128, 128>();
+  check_gemm_fp8<64, 256, 128>();
+  check_gemm_fp8<64, 64, 64>();
+  check_gemm_fp8<64, 16, 32>();
+  check_gemm_fp8<128, 64, 256>();
+  check_gemm_fp8<128, 96, 192>();
+  check_gemm_fp8<64, 80, 96>();
+  check_gemm_fp8<64, 48, 384>();
+  check_gemm_fp8<128, 128, 160>();
+
   check_tma_panels<128, 128>();
+  check_tma_panels<128, 256, 1>();
+  check_tma_panels<64, 192, 1>();
+  check_tma_panels<64, 96, 1>();
   check_tma_panels<128, 96>();
   check_tma_panels<64, 160>();
   check_tma_panels<64, 80>();

@@ -59,6 +59,27 @@ __device__ void tile_copy_body(const unsigned short *g, long long stride, int ro
     tile_copy_body<ROWS, COLS, SWZ>(g, stride, rows_valid, cols_valid, dump);                    \
   }
 
+// ---- tc_copy_g2s of 8-bit elements (FP8 codes); SWZ 0, 1 or 2 (panels). ----
+template <int ROWS, int COLS, int SWZ>
+__device__ void tile_copy8_body(const unsigned char *g, long long stride, int rows_valid,
+                                int cols_valid, unsigned char *dump) {
+  unsigned char *s = tile_smem;
+  for (int i = threadIdx.x; i < ROWS * COLS; i += TILE_THREADS) s[i] = 0xff;
+  __syncthreads();
+  tc_copy_g2s<ROWS, COLS, TILE_THREADS, SWZ>(s, g, stride, rows_valid, cols_valid, (int)threadIdx.x);
+  tc_cp_async_commit();
+  tc_cp_async_wait<0>();
+  __syncthreads();
+  for (int i = threadIdx.x; i < ROWS * COLS; i += TILE_THREADS) dump[i] = s[i];
+}
+
+#define TILE_COPY8_KERNEL(name, ROWS, COLS, SWZ)                                                  \
+  extern "C" __global__ void __launch_bounds__(TILE_THREADS)                                     \
+      name(const unsigned char *g, long long stride, int rows_valid, int cols_valid,            \
+           unsigned char *dump) {                                                                \
+    tile_copy8_body<ROWS, COLS, SWZ>(g, stride, rows_valid, cols_valid, dump);                   \
+  }
+
 // ---- tc_gemm_ss: A [M][K] ([K][M] when AKM, transpose_A) and B ([N][K]
 // when NK, else [K][N]) copied from global (partial tiles allowed), then
 // out[r][c] = init(r, c) + (A@B)[r][c]. dump receives the raw shared A tile

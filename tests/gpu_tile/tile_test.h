@@ -89,7 +89,8 @@ typedef struct TileRsCase {
 typedef struct TileCopyCase {
   int rows, cols;
   bool swz;
-  bool panels; /* SWZ 2: panels of tc_panel_cols<cols>() columns (wgmma operands) */
+  bool panels; /* SWZ 2: panels of tc_panel_cols<cols, bytes>() columns (wgmma operands) */
+  int bytes;   /* element size: 2 (0 means 2) or 1 (FP8 codes, tile_copy8_*) */
 } TileCopyCase;
 
 static inline void tile_ss_name(const TileSsCase *c, char *buf, size_t cap) {
@@ -104,7 +105,8 @@ static inline void tile_rs_name(const TileRsCase *c, char *buf, size_t cap) {
 }
 
 static inline void tile_copy_name(const TileCopyCase *c, char *buf, size_t cap) {
-  snprintf(buf, cap, "tile_copy_%dx%d_%s", c->rows, c->cols, c->panels ? "P" : c->swz ? "S" : "p");
+  snprintf(buf, cap, "tile_copy%s_%dx%d_%s", c->bytes == 1 ? "8" : "", c->rows, c->cols,
+           c->panels ? "P" : c->swz ? "S" : "p");
 }
 
 /* Dynamic shared memory of each kernel, bytes. */
@@ -163,8 +165,12 @@ static inline char *tile_source(const TileSsCase *ss, int nss, const TileRsCase 
   for (int i = 0; i < ncp; i++) {
     const TileCopyCase *c = &cp[i];
     tile_copy_name(c, name, sizeof name);
-    snprintf(line, sizeof line, "TILE_COPY_KERNEL(%s, %d, %d, %s)\n", name, c->rows, c->cols,
-             c->panels ? "2" : c->swz ? "true" : "false");
+    if (c->bytes == 1)
+      snprintf(line, sizeof line, "TILE_COPY8_KERNEL(%s, %d, %d, %d)\n", name, c->rows, c->cols,
+               c->panels ? 2 : c->swz ? 1 : 0);
+    else
+      snprintf(line, sizeof line, "TILE_COPY_KERNEL(%s, %d, %d, %s)\n", name, c->rows, c->cols,
+               c->panels ? "2" : c->swz ? "true" : "false");
     tile_src_add(&s, line);
   }
   return s.p;
@@ -215,6 +221,13 @@ static const TileCopyCase tile_gpu_copy[] = {
     {64, 128, true}, {128, 32, true}, {32, 128, false},
     /* panels: three of 32 columns (dim 96), five of 16, two of 64 */
     {128, 96, true, true}, {16, 80, true, true}, {8, 48, true, true}, {32, 128, true, true},
+    /* 8-bit (FP8 codes, 16 per chunk): 128-byte rows (gemm_fp8_nt's
+     * block_K 128), 64 and 32 bytes, one chunk, plain, a tile of more
+     * chunks than threads in a ragged pattern, and panels of 128 bytes
+     * (two), 64 bytes (three) and 32 bytes (three). */
+    {128, 128, true, false, 1}, {64, 64, true, false, 1}, {32, 32, true, false, 1}, {8, 16, true, false, 1},
+    {16, 48, false, false, 1},  {24, 160, false, false, 1}, {64, 256, true, true, 1}, {16, 192, true, true, 1},
+    {32, 96, true, true, 1},
 };
 #define TILE_GPU_NCOPY ((int)(sizeof tile_gpu_copy / sizeof tile_gpu_copy[0]))
 

@@ -90,3 +90,37 @@ __device__ void wg_rs_body(const unsigned short *A, const unsigned short *B, flo
                                                           float *C) {                                    \
     wg_body<TAG, M, N, K, B_NK, true>(A, B, C);                                                          \
   }
+
+// FP8 (tc_gemm_wgmma_fp8_ss): A [M][K] and B [N][K] codes (one byte each),
+// both K-major, stored at tc_smem_index<rows, K, SWZ, 1> (SWZ 1 for rows of
+// 32, 64 or 128 bytes, else 2: panels of tc_panel_cols<K, 1>() codes).
+template <typename TA, typename TB, int M, int N, int K>
+__device__ void wg_fp8_body(const unsigned char *A, const unsigned char *B, float *C) {
+  constexpr int WARPS = M / 16, THREADS = WARPS * 32;
+  constexpr int SWZ = K == 32 || K == 64 || K == 128 ? 1 : 2;
+  unsigned char *As = wg_smem;
+  unsigned char *Bs = As + (M * K + 1023) / 1024 * 1024;
+  for (int i = threadIdx.x; i < M * K; i += THREADS) As[tc_smem_index<M, K, SWZ, 1>(i / K, i % K)] = A[i];
+  for (int i = threadIdx.x; i < N * K; i += THREADS) Bs[tc_smem_index<N, K, SWZ, 1>(i / K, i % K)] = B[i];
+  tc_fence_proxy_async();
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float acc[N / 2];
+#pragma unroll
+  for (int s = 0; s < N / 2; ++s) {
+    const int h = s / (N / 4), cs = s % (N / 4);
+    acc[s] = wg_acc_init(warp * 16 + 8 * h + lane / 4, 8 * (cs / 2) + 2 * (lane % 4) + cs % 2);
+  }
+  tc_gemm_wgmma_fp8_ss<TA, TB, M, N, K, WARPS, SWZ, SWZ>(As, Bs, acc, warp);
+#pragma unroll
+  for (int s = 0; s < N / 2; ++s) {
+    const int h = s / (N / 4), cs = s % (N / 4);
+    C[(warp * 16 + 8 * h + lane / 4) * N + 8 * (cs / 2) + 2 * (lane % 4) + cs % 2] = acc[s];
+  }
+}
+
+#define WG_FP8_KERNEL(name, TA, TB, M, N, K)                                                              \
+  extern "C" __global__ void __launch_bounds__(M * 2) name(const unsigned char *A, const unsigned char *B, \
+                                                          float *C) {                                  \
+    wg_fp8_body<TA, TB, M, N, K>(A, B, C);                                                               \
+  }

@@ -4,7 +4,8 @@
  *   - global <-> whole shared tile of a 16-bit type, columns contiguous: the
  *     16-byte transfers tc_copy_g2s (cp.async, zero fill outside the tensor;
  *     left in flight when software-pipeline marked it async) and
- *     tc_copy_s2g of runtime/device/tilec_tile.cuh;
+ *     tc_copy_s2g of runtime/device/tilec_tile.cuh; global -> shared of an
+ *     8-bit (FP8) tile of whole 16-byte rows: tc_copy_g2s too;
  *   - one side a fragment: every thread moves its own register slots;
  *   - anything else: one element per thread, strided over the tile.
  * Guards set by guard-bounds become bounds checks (rows/cols_valid for the
@@ -322,18 +323,21 @@ static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth, bool atomic) 
 }
 
 /* A global <-> whole-shared copy of a 16-bit 2-D (or 1-D) tile whose columns
- * are the tensor's contiguous last dimension: the 16-byte tile transfer. */
+ * are the tensor's contiguous last dimension: the 16-byte tile transfer.
+ * 8-bit tiles (FP8 codes, 16 per chunk) go global -> shared only. */
 static bool is_tile_transfer(const IrStmt *s) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   bool g2s = src->buf->scope == IR_SCOPE_GLOBAL && dst->buf->scope == IR_SCOPE_SHARED;
   bool s2g = src->buf->scope == IR_SCOPE_SHARED && dst->buf->scope == IR_SCOPE_GLOBAL;
-  if (!(g2s || s2g) || !cuda_is_16bit(dst->buf->dtype) || src->buf->dtype != dst->buf->dtype) return false;
+  if (!(g2s || s2g) || src->buf->dtype != dst->buf->dtype) return false;
+  int es = dtype_size(dst->buf->dtype);
+  if (!(es == 2 || (es == 1 && g2s))) return false;
   const IrRegion *glob = g2s ? src : dst, *shr = g2s ? dst : src;
   int gd[IR_MAX_RANK];
   int n = cuda_tile_dims(glob, gd);
   int r = shr->buf->rank;
   return (n == 2 || n == 1) && gd[n - 1] == glob->buf->rank - 1 && (r == 2 || r == 3) &&
-         cuda_const(shr->buf->shape[r - 1]) % 8 == 0;
+         cuda_const(shr->buf->shape[r - 1]) % (16 / es) == 0;
 }
 
 void cuda_emit_copy(Cuda *C, const IrStmt *s, int depth) {

@@ -54,8 +54,8 @@ void cuda_linear_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *id
 
 /* The SWZ template argument of a shared tile: false (row-major), true
  * (swizzled rows) or 2 (panels, wgmma operands: the device header derives
- * the panel width from the tile's columns, tc_panel_cols, the same rule as
- * swizzle-layout's). */
+ * the panel width from the tile's columns and element size, tc_panel_cols,
+ * the same rule as swizzle-layout's). */
 const char *cuda_swizzle_arg(const IrBuffer *b) {
   if (b->layout.kind != IR_LAYOUT_SWIZZLED) return "false";
   return b->layout.panel_cols ? "2" : "true";
@@ -75,7 +75,9 @@ static void smem_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *id
     cuda_emit_expr(C, sb, idx[0]);
     sb_printf(sb, ") * %lld + ", (long long)(rows * cols));
   }
-  sb_printf(sb, "tc_smem_index<%lld, %lld, %s>((int)(", (long long)rows, (long long)cols, cuda_swizzle_arg(b));
+  /* 8-bit tiles (FP8) name their element size; 16-bit ones take the default. */
+  sb_printf(sb, "tc_smem_index<%lld, %lld, %s%s>((int)(", (long long)rows, (long long)cols, cuda_swizzle_arg(b),
+            dtype_size(b->dtype) == 1 ? ", 1" : "");
   cuda_emit_expr(C, sb, idx[r - 2]);
   sb_puts(sb, "), (int)(");
   cuda_emit_expr(C, sb, idx[r - 1]);

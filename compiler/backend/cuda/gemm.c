@@ -10,14 +10,50 @@
  * carry the tile sizes, the warp split, the swizzle of each shared operand
  * and transpose_B (and transpose_A, a trailing `true`: A is the [K, M]
  * tile, read with ldmatrix .trans or wgmma's transpose bit for A); the tag
- * type (tc_f16_t / tc_bf16_t) picks the mma. */
+ * type (tc_f16_t / tc_bf16_t) picks the mma.
+ * FP8 tiles (sm_90a, wgmma only; infer-layout refuses the rest):
+ * tc_gemm_wgmma_fp8_ss with one tag per operand (tc_e4m3_t / tc_e5m2_t),
+ * A always [M, K] and B always [N, K] (transpose_B; FP8 wgmma has no
+ * transpose bits). */
 #include "cuda_emit.h"
+
+static const char *fp8_tag(DType t) { return t == DTYPE_F8E5M2 ? "tc_e5m2_t" : "tc_e4m3_t"; }
+
+/* acc += A @ B^T of FP8 codes: m64nNk32 wgmma per warpgroup. */
+static void emit_gemm_fp8(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *a = &s->u.gemm.a, *b = &s->u.gemm.b, *c = &s->u.gemm.c;
+  const IrLayout *lc = &c->buf->layout;
+  if (!s->u.gemm.wgmma || !s->u.gemm.trans_b || s->u.gemm.trans_a || a->buf->scope != IR_SCOPE_SHARED ||
+      b->buf->scope != IR_SCOPE_SHARED || !dtype_is_fp8(a->buf->dtype) || !dtype_is_fp8(b->buf->dtype)) {
+    cuda_fail(C, s->loc, "gemm: FP8 operands '%s' and '%s' need sm_90a's wgmma (A [M, K] and B [N, K] shared tiles, "
+              "transpose_B = true, no transpose_A)", a->buf->name, b->buf->name);
+    return;
+  }
+  int ad[IR_MAX_RANK];
+  cuda_tile_dims(a, ad);
+  int64_t K = cuda_const(a->extent[ad[1]]);
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_printf(o, "tc_gemm_wgmma_fp8_ss<%s, %s, %d, %d, %lld, %d, %s, %s, ", fp8_tag(a->buf->dtype),
+            fp8_tag(b->buf->dtype), lc->rows, lc->cols, (long long)K, lc->warps_m, cuda_swizzle_arg(a->buf),
+            cuda_swizzle_arg(b->buf));
+  if (s->u.gemm.wgmma_issue_only) sb_puts(o, "TC_WGMMA_ISSUE_ONLY>(");
+  else sb_printf(o, "%d>(", s->u.gemm.wgmma_async ? 1 : 0);
+  cuda_tile_base(C, o, a);
+  sb_puts(o, ", ");
+  cuda_tile_base(C, o, b);
+  sb_printf(o, ", %s, tc_warp);\n", c->buf->name);
+}
 
 void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
   const IrRegion *a = &s->u.gemm.a, *b = &s->u.gemm.b, *c = &s->u.gemm.c;
   const IrLayout *lc = &c->buf->layout;
   if (c->buf->scope != IR_SCOPE_FRAGMENT || lc->frag != IR_FRAG_MMA_C || c->buf->dtype != DTYPE_F32) {
     cuda_fail(C, s->loc, "gemm: the accumulator '%s' must be an f32 fragment with the mma layout", c->buf->name);
+    return;
+  }
+  if (dtype_is_fp8(a->buf->dtype) || dtype_is_fp8(b->buf->dtype)) {
+    emit_gemm_fp8(C, s, depth);
     return;
   }
   if (!cuda_is_16bit(b->buf->dtype) || b->buf->scope != IR_SCOPE_SHARED) {

@@ -317,6 +317,9 @@ int main(int argc, char **argv) {
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    int known = num_arg_common(argc, argv, &i, &c.dtype, &c.dtype_name, NULL, &device);
+    if (known < 0) return 2;
+    if (known > 0) continue;
     if (strcmp(argv[i], "--causal") == 0) {
       c.causal = true;
     } else if (strcmp(argv[i], "--paged") == 0) {
@@ -338,13 +341,9 @@ int main(int argc, char **argv) {
       c.heads_kv = host_parse_long("--heads-kv", v, 1, 1024);
     } else if (host_opt(argc, argv, &i, "--dim", &v)) {
       c.dim = host_parse_long("--dim", v, 1, 1024);
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if (!num_arg_dtype(v, &c.dtype, &c.dtype_name)) return 2;
     } else if (host_opt(argc, argv, &i, "--define", &v)) {
       if (!num_arg_define(v, &c.extra)) return 2;
       if (strncmp(v, "block_N=", 8) == 0) c.block_N = atol(v + 8);
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (!num_arg_device(v, &device)) return 2;
     } else if (host_opt(argc, argv, &i, "--lengths", &v)) {
       num_arg_list("--lengths", v, c.lengths, &c.nlengths, 1 << 20);
     } else if (host_opt(argc, argv, &i, "--q-lengths", &v)) {

@@ -99,12 +99,11 @@ int main(int argc, char **argv) {
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    int known = num_arg_common(argc, argv, &i, &dtype, &dtype_name, &extra, &device);
+    if (known < 0) return 2;
+    if (known > 0) continue;
     if (host_opt(argc, argv, &i, "--kernel", &v)) {
       kernel = v;
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if (!num_arg_dtype(v, &dtype, &dtype_name)) return 2;
-    } else if (host_opt(argc, argv, &i, "--define", &v)) {
-      if (!num_arg_define(v, &extra)) return 2;
     } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
       if (!num_arg_shapes(v, shapes, &nshapes)) return 2;
     } else if (host_opt(argc, argv, &i, "--n", &v)) {
@@ -112,8 +111,6 @@ int main(int argc, char **argv) {
       n_value = v;
     } else if (host_opt(argc, argv, &i, "--rows", &v)) {
       num_arg_list("--rows", v, rows, &nrows, 1 << 24);
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (!num_arg_device(v, &device)) return 2;
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;

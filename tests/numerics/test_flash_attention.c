@@ -218,6 +218,9 @@ int main(int argc, char **argv) {
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    int known = num_arg_common(argc, argv, &i, &c.dtype, &c.dtype_name, &c.extra, &device);
+    if (known < 0) return 2;
+    if (known > 0) continue;
     if (strcmp(argv[i], "--causal") == 0) {
       c.causal = true;
     } else if (host_opt(argc, argv, &i, "--batch", &v)) {
@@ -233,18 +236,12 @@ int main(int argc, char **argv) {
       c.heads = atol(v);
     } else if (host_opt(argc, argv, &i, "--dim", &v)) {
       c.dim = host_parse_long("--dim", v, 1, 1024);
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if (!num_arg_dtype(v, &c.dtype, &c.dtype_name)) return 2;
     } else if (host_opt(argc, argv, &i, "--mode", &v)) {
       if (strcmp(v, "dynamic") != 0 && strcmp(v, "bound") != 0) {
         fprintf(stderr, "bad --mode %s\n", v);
         return 2;
       }
       c.bound = strcmp(v, "bound") == 0;
-    } else if (host_opt(argc, argv, &i, "--define", &v)) {
-      if (!num_arg_define(v, &c.extra)) return 2;
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (!num_arg_device(v, &device)) return 2;
     } else if (host_opt(argc, argv, &i, "--lengths", &v)) {
       num_arg_list("--lengths", v, c.lengths, &c.nlengths, 1 << 20);
     } else {

@@ -189,6 +189,12 @@ def child_setup(min_runs):
     return torch, Timer(torch, min_runs=min_runs)
 
 
+def error_result(impl, e, width):
+    """A failed implementation's entry: the exception's type and the first
+    line of its message, cut to width characters."""
+    return {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:width])}
+
+
 def json_emitter(f, part):
     """emit(row id, result): one JSON line in f and a progress line."""
     def emit(rid, res):

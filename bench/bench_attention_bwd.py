@@ -50,8 +50,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
-from _common import (child_setup, gpu_name, json_emitter, rel_error, result_stem, run_parts,  # noqa: E402
-                     write_report)
+from _common import (child_setup, error_result, gpu_name, json_emitter, rel_error, result_stem,  # noqa: E402
+                     run_parts, write_report)
 BOUND = {"f16": 1e-2, "bf16": 4e-2}
 LOG2E = math.log2(math.e)
 DEFAULT_CONFIGS = ["default:", "stages3:bwd_stages=3", "bn64:bwd_block_N=64", "bm128_w8:bwd_block_M=128,bwd_threads=256"]
@@ -177,10 +177,10 @@ def part_tilec(rows, args, torch, timer, emit):
                     res["defines"] = extra
                     emit(rid, res)
                 except Exception as e:  # noqa: BLE001 - reported in the table
-                    emit(rid, {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])})
+                    emit(rid, error_result(impl, e, 300))
                     traceback.print_exc()
         except Exception as e:  # noqa: BLE001 - reported in the table
-            emit(rid, {"impl": "tilec", "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])})
+            emit(rid, error_result("tilec", e, 300))
             traceback.print_exc()
 
 
@@ -209,7 +209,7 @@ def part_peers(rows, args, torch, timer, emit):
                 emit(rid, measure(torch, timer, fn, got, refs, r["dtype"], impl))
                 del out
             except Exception as e:  # noqa: BLE001
-                emit(rid, {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
+                emit(rid, error_result(impl, e, 200))
 
 
 def child_main(args):

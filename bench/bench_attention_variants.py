@@ -62,8 +62,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
-from _common import (child_setup, gpu_name, json_emitter, rel_error, result_stem, run_parts,  # noqa: E402
-                     write_report)
+from _common import (child_setup, error_result, gpu_name, json_emitter, rel_error, result_stem,  # noqa: E402
+                     run_parts, write_report)
 BOUND = {"f16": 1e-2, "bf16": 4e-2}
 LOG2E = math.log2(math.e)
 
@@ -324,7 +324,7 @@ def part_tilec(rows, args, torch, timer, emit):
                 emit(rid, res)
                 del kcache, vcache
         except Exception as e:  # noqa: BLE001 - reported in the table
-            emit(rid, {"impl": "tilec", "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])})
+            emit(rid, error_result("tilec", e, 300))
             traceback.print_exc()
 
 
@@ -365,7 +365,7 @@ def part_peers(rows, args, torch, timer, emit):
                     res["note"] = "K/V expanded to all heads outside the timing"
                 emit(rid, res)
             except Exception as e:  # noqa: BLE001
-                emit(rid, {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
+                emit(rid, error_result(impl, e, 200))
 
 
 def peers_varlen(torch, timer, emit, rid, r, q, k, v, ref):
@@ -407,7 +407,7 @@ def peers_varlen(torch, timer, emit, rid, r, q, k, v, ref):
                     return F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask)
             emit(rid, measure(torch, timer, fn, lambda: unpad(fn()), ref, r["dtype"], impl))
         except Exception as e:  # noqa: BLE001
-            emit(rid, {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
+            emit(rid, error_result(impl, e, 200))
     try:
         offs = varlen_offsets(torch, r).long()
         nq, nk, nv = (torch.nested.nested_tensor_from_jagged(t, offs).transpose(1, 2) for t in (q, k, v))
@@ -417,7 +417,7 @@ def peers_varlen(torch, timer, emit, rid, r, q, k, v, ref):
                 return F.scaled_dot_product_attention(nq, nk, nv, is_causal=r["causal"])
         emit(rid, measure(torch, timer, fnn, lambda: fnn().transpose(1, 2).values(), ref, r["dtype"], "sdpa-flash-nested"))
     except Exception as e:  # noqa: BLE001
-        emit(rid, {"impl": "sdpa-flash-nested", "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
+        emit(rid, error_result("sdpa-flash-nested", e, 200))
 
 
 def copy_bandwidth(torch, timer):

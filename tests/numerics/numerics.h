@@ -168,15 +168,19 @@ static inline void num_print_defines(const NumDefines *d) {
 }
 
 /* The options most tests share: --dtype, --define, --device (a NULL
- * destination: not an option of this test). 1 when argv[*i] was one of them
- * (its value consumed), 0 when it was not, -1 after a bad value (exit 2). */
-static inline int num_arg_common(int argc, char **argv, int *i, DLDataType *dtype, const char **dtype_name,
-                                 NumDefines *defines, TilertDevice *device) {
+ * destination: not an option of this test). True when argv[*i] was one of
+ * them (its value consumed); a bad value exits with status 2, as
+ * host_parse_long does. */
+static inline bool num_arg_common(int argc, char **argv, int *i, DLDataType *dtype, const char **dtype_name,
+                                  NumDefines *defines, TilertDevice *device) {
   const char *v;
-  if (dtype && host_opt(argc, argv, i, "--dtype", &v)) return num_arg_dtype(v, dtype, dtype_name) ? 1 : -1;
-  if (defines && host_opt(argc, argv, i, "--define", &v)) return num_arg_define(v, defines) ? 1 : -1;
-  if (device && host_opt(argc, argv, i, "--device", &v)) return num_arg_device(v, device) ? 1 : -1;
-  return 0;
+  bool ok = true;
+  if (dtype && host_opt(argc, argv, i, "--dtype", &v)) ok = num_arg_dtype(v, dtype, dtype_name);
+  else if (defines && host_opt(argc, argv, i, "--define", &v)) ok = num_arg_define(v, defines);
+  else if (device && host_opt(argc, argv, i, "--device", &v)) ok = num_arg_device(v, device);
+  else return false;
+  if (!ok) exit(2);
+  return true;
 }
 
 /* A comma list of at most 16 integers in [1, max] (host_parse_long exits

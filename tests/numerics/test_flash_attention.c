@@ -218,9 +218,7 @@ int main(int argc, char **argv) {
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
-    int known = num_arg_common(argc, argv, &i, &c.dtype, &c.dtype_name, &c.extra, &device);
-    if (known < 0) return 2;
-    if (known > 0) continue;
+    if (num_arg_common(argc, argv, &i, &c.dtype, &c.dtype_name, &c.extra, &device)) continue;
     if (strcmp(argv[i], "--causal") == 0) {
       c.causal = true;
     } else if (host_opt(argc, argv, &i, "--batch", &v)) {

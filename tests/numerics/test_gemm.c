@@ -142,9 +142,7 @@ int main(int argc, char **argv) {
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
-    int known = num_arg_common(argc, argv, &i, &dtype, &dtype_name, &extra, &device);
-    if (known < 0) return 2;
-    if (known > 0) continue;
+    if (num_arg_common(argc, argv, &i, &dtype, &dtype_name, &extra, &device)) continue;
     if (strcmp(argv[i], "--bind") == 0) {
       bind = true;
     } else if (strcmp(argv[i], "--strided") == 0) {

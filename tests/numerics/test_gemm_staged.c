@@ -18,9 +18,7 @@ int main(int argc, char **argv) {
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
-    int known = num_arg_common(argc, argv, &i, &dtype, &dtype_name, &extra, &device);
-    if (known < 0) return 2;
-    if (known > 0) continue;
+    if (num_arg_common(argc, argv, &i, &dtype, &dtype_name, &extra, &device)) continue;
     if (host_opt(argc, argv, &i, "--kernel", &v)) {
       kernel = v;
     } else if (host_opt(argc, argv, &i, "--shapes", &v)) {

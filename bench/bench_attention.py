@@ -61,19 +61,19 @@ import datetime
 import json
 import math
 import os
-import queue
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+from _common import rel_error, run_worker_rows, worker_loop, worker_start  # noqa: E402  (rel_error: also ba.rel_error)
 
 # Triton's compile-time measurement needs a cold cache: one fresh directory for
 # the whole run, set before anything imports triton.
@@ -122,13 +122,6 @@ def attn_reference(torch, q, k, v, causal):
             out[b, h0:h1] = torch.matmul(torch.softmax(s, dim=-1), vf[b, h0:h1])
             del s
     return out.transpose(1, 2)
-
-
-def rel_error(torch, out, ref):
-    out = out.float()
-    if not torch.isfinite(out).all():
-        return float("inf")
-    return float((out - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
 
 
 class Timer:
@@ -205,29 +198,10 @@ def find_tilec_cli(args):
 def worker_main(spec_path):
     """Runs the tilec rows listed in the JSON file spec_path, one result line
     ("RESULT <json>") per row on stdout, flushed as it goes."""
-    with open(spec_path) as f:
-        spec = json.load(f)
-    sys.path.insert(0, os.path.join(ROOT, "python"))
-    import torch
-
-    def emit(row_id, **kw):
-        kw["id"] = row_id
-        sys.stdout.write("RESULT " + json.dumps(kw) + "\n")
-        sys.stdout.flush()
-
-    try:
-        import tilec
-        ctx = tilec.Context(device="cuda", cache_dir=spec["cache_dir"])
-    except Exception as e:  # no binding / no GPU path: every row says why
-        for row in spec["rows"]:
-            emit(row["id"], error="context: " + short(e))
+    w = worker_start(spec_path, Timer, short)
+    if w is None:
         return 0
-    torch.manual_seed(spec["seed"])
-    timer = Timer(torch, min_runs=spec["min_runs"], rep_ms=spec["rep_ms"])
-    # A stream of our own: on the default (NULL) stream the runtime waits for
-    # each launch, which would add a host round trip to every timed run.
-    torch.cuda.set_stream(torch.cuda.Stream())
-    stream = torch.cuda.current_stream().cuda_stream
+    spec, torch, tilec, ctx, timer, stream = w.spec, w.torch, w.tilec, w.ctx, w.timer, w.stream
     modules = {}
     tuned = {}
 
@@ -251,24 +225,16 @@ def worker_main(spec_path):
             modules[key] = ctx.load(path, defines=defines).kernel(name)
         return modules[key]
 
-    for row in spec["rows"]:
-        sys.stdout.write("START %s\n" % row["id"])
-        sys.stdout.flush()
-        try:
-            if row["kind"] == "attn":
-                emit(row["id"], **tilec_attention(torch, timer, kernel, row, stream,
-                                                  tune if row.get("autotune") else None))
-            elif row["kind"] == "gemm":
-                emit(row["id"], **tilec_gemm(torch, timer, kernel, row, stream))
-            elif row["kind"] == "compile":
-                emit(row["id"], **tilec_compile_times(tilec, row))
-        except Exception as e:
-            emit(row["id"], error=short(e), detail=str(e)[:6000],
-                 trace=traceback.format_exc()[-2000:])
-            if "CUDA_ERROR" in str(e) or "CUDA error" in str(e):
-                return 3  # a sticky CUDA error: a fresh worker takes the next rows
-        torch.cuda.synchronize()
-    return 0
+    def run_row(row):
+        if row["kind"] == "attn":
+            return tilec_attention(torch, timer, kernel, row, stream, tune if row.get("autotune") else None)
+        if row["kind"] == "gemm":
+            return tilec_gemm(torch, timer, kernel, row, stream)
+        if row["kind"] == "compile":
+            return tilec_compile_times(tilec, row)
+        return None
+
+    return worker_loop(w, run_row, short, detail=True)
 
 
 def tilec_autotune_attention(torch, tilec, ctx, row, at, stream, spec):
@@ -453,62 +419,10 @@ def run_tilec_rows(rows, args, log):
     """Runs rows in worker processes; returns {row id: result}. A crash or a
     per-row timeout fails that row and the next worker resumes after it.
     Logs a progress line as each row starts and ends ([done/total])."""
-    results = {}
-    pending = list(rows)
-    total = len(rows)
-    cache = tempfile.mkdtemp(prefix="bench-tilec-cache-")
-    while pending:
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump({"rows": pending, "cache_dir": cache, "seed": args.seed,
-                       "min_runs": args.min_runs, "rep_ms": args.rep_ms}, f)
-            spec = f.name
-        env = dict(os.environ)
-        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--tilec-worker", spec],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        lines = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(l) for l in proc.stdout] + [lines.put(None)],
-                         daemon=True).start()
-        current, tail = None, []
-        deadline = time.monotonic() + args.tilec_row_timeout + 60  # + start-up
-        while True:
-            try:
-                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                log("tilec worker: row %s timed out after %d s; killing it" % (current, args.tilec_row_timeout))
-                proc.kill()
-                if current is not None:
-                    results[current] = {"error": "timed out (> %d s)" % args.tilec_row_timeout}
-                break
-            if line is None:
-                break
-            if line.startswith("START "):
-                current = line.split()[1]
-                deadline = time.monotonic() + args.tilec_row_timeout
-                log("tilec [%d/%d] %s: started" % (len(results) + 1, total, current))
-            elif line.startswith("RESULT "):
-                r = json.loads(line[7:])
-                rid = r.pop("id")
-                results[rid] = r
-                current = None
-                log("tilec [%d/%d] %s: %s" % (len(results), total, rid, progress_text(r)))
-            elif line.startswith("LOG "):
-                log("tilec worker: " + line[4:].rstrip())
-            else:
-                tail = (tail + [line.rstrip()])[-20:]
-        proc.wait()
-        os.unlink(spec)
-        if current is not None and current not in results:
-            results[current] = {"error": "tilec worker died (exit %s) during this row: %s"
-                                % (proc.returncode, " | ".join(tail[-3:])[:300])}
-        done_before = len(pending)
-        pending = [r for r in pending if r["id"] not in results]
-        if pending and len(pending) == done_before:  # died before any row started
-            for r in pending:
-                results[r["id"]] = {"error": "tilec worker exited %s before running: %s"
-                                    % (proc.returncode, " | ".join(tail[-3:])[:300])}
-            pending = []
-    shutil.rmtree(cache, ignore_errors=True)
-    return results
+    return run_worker_rows(rows, [sys.executable, os.path.abspath(__file__), "--tilec-worker"],
+                           {"seed": args.seed, "min_runs": args.min_runs, "rep_ms": args.rep_ms},
+                           args.tilec_row_timeout, log, progress_text, "bench-tilec-cache-",
+                           "tilec worker died (exit %s) during this row: %s")
 
 
 # ---------------------------------------------------------------- peers ---

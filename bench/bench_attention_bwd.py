@@ -40,16 +40,18 @@ Results: <out-dir>/<date>-<gpu>-bwd.{md,json}; the table is printed last.
 
 import argparse
 import datetime
-import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+from _common import (child_setup, error_result, gpu_name, json_emitter, rel_error, result_stem,  # noqa: E402
+                     run_parts, write_report)
 BOUND = {"f16": 1e-2, "bf16": 4e-2}
 LOG2E = math.log2(math.e)
 DEFAULT_CONFIGS = ["default:", "stages3:bwd_stages=3", "bn64:bwd_block_N=64", "bm128_w8:bwd_block_M=128,bwd_threads=256"]
@@ -100,13 +102,6 @@ def reference(torch, q, k, v, do, causal):
         out = F.scaled_dot_product_attention(qf, kf, vf, is_causal=causal)
     grads = torch.autograd.grad(out, (qf, kf, vf), do.float().transpose(1, 2))
     return [g.transpose(1, 2).contiguous() for g in grads]
-
-
-def rel_error(torch, out, ref):
-    out = out.float()
-    if not torch.isfinite(out).all():
-        return float("inf")
-    return float((out - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
 
 
 def measure(torch, timer, fn, got, refs, dt, impl):
@@ -182,10 +177,10 @@ def part_tilec(rows, args, torch, timer, emit):
                     res["defines"] = extra
                     emit(rid, res)
                 except Exception as e:  # noqa: BLE001 - reported in the table
-                    emit(rid, {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])})
+                    emit(rid, error_result(impl, e, 300))
                     traceback.print_exc()
         except Exception as e:  # noqa: BLE001 - reported in the table
-            emit(rid, {"impl": "tilec", "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])})
+            emit(rid, error_result("tilec", e, 300))
             traceback.print_exc()
 
 
@@ -214,22 +209,14 @@ def part_peers(rows, args, torch, timer, emit):
                 emit(rid, measure(torch, timer, fn, got, refs, r["dtype"], impl))
                 del out
             except Exception as e:  # noqa: BLE001
-                emit(rid, {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
+                emit(rid, error_result(impl, e, 200))
 
 
 def child_main(args):
-    sys.path.insert(0, HERE)
-    import torch
-    from bench_attention import Timer
-    torch.backends.cuda.matmul.allow_tf32 = False
-    timer = Timer(torch, min_runs=args.min_runs)
+    torch, timer = child_setup(args.min_runs)
     rows = rows_for(args)
     with open(args.json_out, "a") as f:
-        def emit(rid, res):
-            res["id"] = rid
-            f.write(json.dumps(res) + "\n")
-            f.flush()
-            print("%s %s: %s" % (args.part, rid, res.get("error") or "%.4f ms" % res["ms"]), flush=True)
+        emit = json_emitter(f, args.part)
         if args.part == "peers":
             part_peers(rows, args, torch, timer, emit)
         else:
@@ -300,31 +287,10 @@ def main():
         return child_main(args)
 
     os.makedirs(args.out_dir, exist_ok=True)
-    jpath = os.path.join(args.out_dir, "bwd-raw.jsonl")
-    open(jpath, "w").close()
-    for part in ("peers", "tilec"):
-        rc = subprocess.call([sys.executable, os.path.abspath(__file__), "--part", part, "--json-out", jpath]
-                             + sys.argv[1:])
-        if rc != 0:
-            print("bench_attention_bwd: the %s part exited %d (rows it did not reach are missing)" % (part, rc))
-    results = {}
-    with open(jpath) as f:
-        for line in f:
-            e = json.loads(line)
-            results.setdefault(e.pop("id"), []).append(e)
+    results = run_parts(__file__, os.path.join(args.out_dir, "bwd-raw.jsonl"), "bench_attention_bwd")
     rows = rows_for(args)
-    try:
-        gpu = subprocess.check_output(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                                      text=True).splitlines()[0].strip()
-    except Exception:  # noqa: BLE001
-        gpu = "unknown GPU"
-    text = report(args, rows, results, gpu)
-    stem = "%s-%s-bwd" % (datetime.date.today().isoformat(), gpu.lower().replace(" ", "-"))
-    with open(os.path.join(args.out_dir, stem + ".md"), "w") as f:
-        f.write(text + "\n")
-    with open(os.path.join(args.out_dir, stem + ".json"), "w") as f:
-        json.dump({"args": vars(args), "rows": rows, "results": results}, f, indent=1)
-    print(text)
+    gpu = gpu_name()
+    write_report(args.out_dir, result_stem(gpu, "bwd"), report(args, rows, results, gpu), args, rows, results)
 
 
 if __name__ == "__main__":

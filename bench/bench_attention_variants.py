@@ -52,16 +52,18 @@ the tables are printed last.
 
 import argparse
 import datetime
-import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+from _common import (child_setup, error_result, gpu_name, json_emitter, rel_error, result_stem,  # noqa: E402
+                     run_parts, write_report)
 BOUND = {"f16": 1e-2, "bf16": 4e-2}
 LOG2E = math.log2(math.e)
 
@@ -193,13 +195,6 @@ def reference(torch, q, k, v, causal):
     return out.transpose(1, 2)
 
 
-def rel_error(torch, out, ref):
-    out = out.float()
-    if not torch.isfinite(out).all():
-        return float("inf")
-    return float((out - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
-
-
 def measure(torch, timer, fn, got, ref, dt, impl):
     fn_out = got() if callable(got) else got
     torch.cuda.synchronize()
@@ -329,7 +324,7 @@ def part_tilec(rows, args, torch, timer, emit):
                 emit(rid, res)
                 del kcache, vcache
         except Exception as e:  # noqa: BLE001 - reported in the table
-            emit(rid, {"impl": "tilec", "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])})
+            emit(rid, error_result("tilec", e, 300))
             traceback.print_exc()
 
 
@@ -370,7 +365,7 @@ def part_peers(rows, args, torch, timer, emit):
                     res["note"] = "K/V expanded to all heads outside the timing"
                 emit(rid, res)
             except Exception as e:  # noqa: BLE001
-                emit(rid, {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
+                emit(rid, error_result(impl, e, 200))
 
 
 def peers_varlen(torch, timer, emit, rid, r, q, k, v, ref):
@@ -412,7 +407,7 @@ def peers_varlen(torch, timer, emit, rid, r, q, k, v, ref):
                     return F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask)
             emit(rid, measure(torch, timer, fn, lambda: unpad(fn()), ref, r["dtype"], impl))
         except Exception as e:  # noqa: BLE001
-            emit(rid, {"impl": impl, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
+            emit(rid, error_result(impl, e, 200))
     try:
         offs = varlen_offsets(torch, r).long()
         nq, nk, nv = (torch.nested.nested_tensor_from_jagged(t, offs).transpose(1, 2) for t in (q, k, v))
@@ -422,7 +417,7 @@ def peers_varlen(torch, timer, emit, rid, r, q, k, v, ref):
                 return F.scaled_dot_product_attention(nq, nk, nv, is_causal=r["causal"])
         emit(rid, measure(torch, timer, fnn, lambda: fnn().transpose(1, 2).values(), ref, r["dtype"], "sdpa-flash-nested"))
     except Exception as e:  # noqa: BLE001
-        emit(rid, {"impl": "sdpa-flash-nested", "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])})
+        emit(rid, error_result("sdpa-flash-nested", e, 200))
 
 
 def copy_bandwidth(torch, timer):
@@ -434,11 +429,7 @@ def copy_bandwidth(torch, timer):
 
 
 def child_main(args):
-    sys.path.insert(0, HERE)
-    import torch
-    from bench_attention import Timer
-    torch.backends.cuda.matmul.allow_tf32 = False
-    timer = Timer(torch, min_runs=args.min_runs)
+    torch, timer = child_setup(args.min_runs)
     rows = []
     if "gqa" in args.modes:
         rows += gqa_rows(args)
@@ -447,11 +438,7 @@ def child_main(args):
     if "varlen" in args.modes:
         rows += varlen_rows(args)
     with open(args.json_out, "a") as f:
-        def emit(rid, res):
-            res["id"] = rid
-            f.write(json.dumps(res) + "\n")
-            f.flush()
-            print("%s %s: %s" % (args.part, rid, res.get("error") or "%.4f ms" % res["ms"]), flush=True)
+        emit = json_emitter(f, args.part)
         if args.part == "peers":
             emit("copy", {"impl": "copy", "ms": 0, "gbs": copy_bandwidth(torch, timer)})
             part_peers(rows, args, torch, timer, emit)
@@ -565,31 +552,11 @@ def main():
         return child_main(args)
 
     os.makedirs(args.out_dir, exist_ok=True)
-    jpath = os.path.join(args.out_dir, "variants-raw.jsonl")
-    open(jpath, "w").close()
-    passthrough = [a for a in sys.argv[1:]]
-    for part in ("peers", "tilec"):
-        rc = subprocess.call([sys.executable, os.path.abspath(__file__), "--part", part, "--json-out", jpath] + passthrough)
-        if rc != 0:
-            print("bench_attention_variants: the %s part exited %d (rows it did not reach are missing)" % (part, rc))
-    results = {}
-    with open(jpath) as f:
-        for line in f:
-            e = json.loads(line)
-            results.setdefault(e.pop("id"), []).append(e)
+    results = run_parts(__file__, os.path.join(args.out_dir, "variants-raw.jsonl"), "bench_attention_variants")
     rows = ((gqa_rows(args) if "gqa" in args.modes else []) + (decoding_rows(args) if "decoding" in args.modes else [])
             + (varlen_rows(args) if "varlen" in args.modes else []))
-    try:
-        gpu = subprocess.check_output(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], text=True).splitlines()[0].strip()
-    except Exception:  # noqa: BLE001
-        gpu = "unknown GPU"
-    text = report(args, rows, results, gpu)
-    stem = "%s-%s-variants" % (datetime.date.today().isoformat(), gpu.lower().replace(" ", "-"))
-    with open(os.path.join(args.out_dir, stem + ".md"), "w") as f:
-        f.write(text + "\n")
-    with open(os.path.join(args.out_dir, stem + ".json"), "w") as f:
-        json.dump({"args": vars(args), "rows": rows, "results": results}, f, indent=1)
-    print(text)
+    gpu = gpu_name()
+    write_report(args.out_dir, result_stem(gpu, "variants"), report(args, rows, results, gpu), args, rows, results)
 
 
 if __name__ == "__main__":

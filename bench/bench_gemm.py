@@ -43,15 +43,9 @@ import argparse
 import datetime
 import json
 import os
-import queue
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -59,6 +53,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 os.environ.setdefault("BENCH_KEEP_TRITON_CACHE", "1")  # no Triton here: no cold cache to make
 import bench_attention as ba  # noqa: E402  (Timer, rel_error, short, tables)
+from _common import run_worker_rows, worker_loop, worker_start  # noqa: E402
 
 # The issue-14 grid: large squares, a wide-K rectangle, ragged sizes (no
 # dimension a multiple of 64), small M (decode), small N, large K with small
@@ -113,26 +108,10 @@ def split_candidates(tilec, m, n, k, sms, smem):
 
 
 def worker_main(spec_path):
-    with open(spec_path) as f:
-        spec = json.load(f)
-    import torch
-
-    def emit(row_id, **kw):
-        kw["id"] = row_id
-        sys.stdout.write("RESULT " + json.dumps(kw) + "\n")
-        sys.stdout.flush()
-
-    try:
-        import tilec
-        ctx = tilec.Context(device="cuda", cache_dir=spec["cache_dir"])
-    except Exception as e:
-        for row in spec["rows"]:
-            emit(row["id"], error="context: " + ba.short(e))
+    w = worker_start(spec_path, ba.Timer, ba.short)
+    if w is None:
         return 0
-    torch.manual_seed(spec["seed"])
-    timer = ba.Timer(torch, min_runs=spec["min_runs"], rep_ms=spec["rep_ms"])
-    torch.cuda.set_stream(torch.cuda.Stream())  # launches stay asynchronous
-    stream = torch.cuda.current_stream().cuda_stream
+    torch, tilec, ctx, timer, stream = w.torch, w.tilec, w.ctx, w.timer, w.stream
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
     smem = 227 * 1024 if props.major >= 9 else 163 * 1024 if (props.major, props.minor) == (8, 0) else 99 * 1024
@@ -144,21 +123,12 @@ def worker_main(spec_path):
             gemms[key] = tilec.splitk.Gemm(ctx, dt, splitk_defines=SPLITK_CONFIGS.get(label, {}))
         return gemms[key]
 
-    for row in spec["rows"]:
-        sys.stdout.write("START %s\n" % row["id"])
-        sys.stdout.flush()
-        try:
-            if row["kind"] == "fp8":
-                emit(row["id"], **tilec_fp8(torch, tilec, ctx, timer, row, stream))
-            else:
-                emit(row["id"], **tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem))
-        except Exception as e:
-            emit(row["id"], error=ba.short(e), trace=traceback.format_exc()[-2000:])
-            if "CUDA_ERROR" in str(e) or "CUDA error" in str(e):
-                return 3
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-    return 0
+    def run_row(row):
+        if row["kind"] == "fp8":
+            return tilec_fp8(torch, tilec, ctx, timer, row, stream)
+        return tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem)
+
+    return worker_loop(w, run_row, ba.short, empty_cache=True)
 
 
 def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
@@ -247,58 +217,10 @@ def tilec_fp8(torch, tilec, ctx, timer, row, stream):
 def run_tilec_rows(rows, args):
     """{row id: result}, each row in a worker process; a crash or a timeout
     fails that row and a fresh worker resumes after it."""
-    results = {}
-    pending = list(rows)
-    cache = tempfile.mkdtemp(prefix="bench-gemm-cache-")
-    while pending:
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump({"rows": pending, "cache_dir": cache, "seed": args.seed,
-                       "min_runs": args.min_runs, "rep_ms": args.rep_ms}, f)
-            spec = f.name
-        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", spec],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        lines = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(l) for l in proc.stdout] + [lines.put(None)],
-                         daemon=True).start()
-        current, tail = None, []
-        deadline = time.monotonic() + args.row_timeout + 60
-        while True:
-            try:
-                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                log("tilec worker: row %s timed out after %d s; killing it" % (current, args.row_timeout))
-                proc.kill()
-                if current is not None:
-                    results[current] = {"error": "timed out (> %d s)" % args.row_timeout}
-                break
-            if line is None:
-                break
-            if line.startswith("START "):
-                current = line.split()[1]
-                deadline = time.monotonic() + args.row_timeout
-                log("tilec [%d/%d] %s: started" % (len(results) + 1, len(rows), current))
-            elif line.startswith("RESULT "):
-                r = json.loads(line[7:])
-                rid = r.pop("id")
-                results[rid] = r
-                current = None
-                log("tilec [%d/%d] %s: %s" % (len(results), len(rows), rid, summary(r)))
-            else:
-                tail = (tail + [line.rstrip()])[-20:]
-        proc.wait()
-        os.unlink(spec)
-        if current is not None and current not in results:
-            results[current] = {"error": "tilec worker died (exit %s): %s"
-                                % (proc.returncode, " | ".join(tail[-3:])[:300])}
-        before = len(pending)
-        pending = [r for r in pending if r["id"] not in results]
-        if pending and len(pending) == before:
-            for r in pending:
-                results[r["id"]] = {"error": "tilec worker exited %s before running: %s"
-                                    % (proc.returncode, " | ".join(tail[-3:])[:300])}
-            pending = []
-    shutil.rmtree(cache, ignore_errors=True)
-    return results
+    return run_worker_rows(rows, [sys.executable, os.path.abspath(__file__), "--worker"],
+                           {"seed": args.seed, "min_runs": args.min_runs, "rep_ms": args.rep_ms},
+                           args.row_timeout, log, summary, "bench-gemm-cache-",
+                           "tilec worker died (exit %s): %s")
 
 
 def summary(r):

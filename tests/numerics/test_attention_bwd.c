@@ -27,8 +27,7 @@ typedef struct Config {
   const char *dtype_name;
   long lengths[16];
   int nlengths;
-  TilecDefine extra[8];
-  int nextra;
+  NumDefines extra; /* --define */
 } Config;
 
 static double fwd_bound(DLDataType t) { return t.code == kDLBfloat ? 2e-2 : 5e-3; }
@@ -188,6 +187,7 @@ int main(int argc, char **argv) {
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    if (num_arg_common(argc, argv, &i, &c.dtype, &c.dtype_name, &c.extra, &device)) continue;
     if (strcmp(argv[i], "--causal") == 0) {
       c.causal = true;
     } else if (host_opt(argc, argv, &i, "--batch", &v)) {
@@ -198,31 +198,8 @@ int main(int argc, char **argv) {
       c.dim = host_parse_long("--dim", v, 1, 1024);
     } else if (host_opt(argc, argv, &i, "--iters", &v)) {
       c.iters = host_parse_long("--iters", v, 1, 1000);
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if (!host_dtype_parse(v, &c.dtype)) {
-        fprintf(stderr, "bad --dtype %s\n", v);
-        return 2;
-      }
-      c.dtype_name = v;
-    } else if (host_opt(argc, argv, &i, "--define", &v)) {
-      const char *eq = strchr(v, '=');
-      if (!eq || eq == v || c.nextra == 8) {
-        fprintf(stderr, "bad --define %s (want NAME=VALUE)\n", v);
-        return 2;
-      }
-      c.extra[c.nextra++] = (TilecDefine){strndup(v, (size_t)(eq - v)), eq + 1};
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (strcmp(v, "cuda") != 0 && strcmp(v, "cpu") != 0) {
-        fprintf(stderr, "bad --device %s (cpu or cuda)\n", v);
-        return 2;
-      }
-      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
     } else if (host_opt(argc, argv, &i, "--lengths", &v)) {
-      c.nlengths = 0;
-      char *copy = strdup(v), *save = NULL;
-      for (char *tok = strtok_r(copy, ",", &save); tok && c.nlengths < 16; tok = strtok_r(NULL, ",", &save))
-        c.lengths[c.nlengths++] = host_parse_long("--lengths", tok, 1, 1 << 16);
-      free(copy);
+      num_arg_list("--lengths", v, c.lengths, &c.nlengths, 1 << 16);
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
@@ -230,20 +207,14 @@ int main(int argc, char **argv) {
   }
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) {
-    num_close(&env);
-    for (int i = 0; i < c.nextra; i++) free((char *)c.extra[i].name);
-    return rc;
-  }
+  if (rc != 0) return rc;
   printf("flash_attention_bwd: dim %ld, %s, %s, batch %ld, heads %ld", c.dim, c.causal ? "causal" : "non-causal",
          c.dtype_name, c.batch, c.heads);
-  for (int i = 0; i < c.nextra; i++) printf(", -D %s=%s", c.extra[i].name, c.extra[i].value);
+  num_print_defines(&c.extra);
   printf("\n");
   char dim_s[32];
-  snprintf(dim_s, sizeof dim_s, "%ld", c.dim);
-  TilecDefine defs[12] = {{"dim", dim_s}, {"dtype", c.dtype_name}, {"is_causal", c.causal ? "true" : "false"}};
-  int nd = 3;
-  for (int i = 0; i < c.nextra; i++) defs[nd++] = c.extra[i];
+  TilecDefine defs[3 + NUM_MAX_DEFINES];
+  int nd = num_attention_defines(defs, dim_s, c.dim, c.dtype_name, c.causal, &c.extra);
   TilertModule *mod = num_load(&env, "flash_attention_bwd.tile", defs, nd);
   static const char *const names[4] = {"flash_attention_fwd", "flash_attention_bwd_preprocess",
                                        "flash_attention_bwd", "flash_attention_bwd_dq_convert"};
@@ -256,6 +227,5 @@ int main(int argc, char **argv) {
   for (int i = 0; have && i < c.nlengths; i++) run(&env, &c, kern, c.lengths[i]);
   tilert_module_destroy(mod);
   num_close(&env);
-  for (int i = 0; i < c.nextra; i++) free((char *)c.extra[i].name);
   return num_result("test_attention_bwd");
 }

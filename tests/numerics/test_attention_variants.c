@@ -36,18 +36,9 @@ typedef struct Config {
   const char *dtype_name;
   long lengths[16], qlengths[16], splits[16];
   int nlengths, nqlengths, nsplits;
-  TilecDefine extra[8];
-  int nextra;
+  NumDefines extra; /* --define */
   long batch, heads, heads_kv;
 } Config;
-
-static void parse_list(const char *name, const char *v, long *out, int *n, long max) {
-  *n = 0;
-  char *copy = strdup(v), *save = NULL;
-  for (char *tok = strtok_r(copy, ",", &save); tok && *n < 16; tok = strtok_r(NULL, ",", &save))
-    out[(*n)++] = host_parse_long(name, tok, 1, max);
-  free(copy);
-}
 
 static bool alloc_up(HostTensor *t, DLDataType dt, int nd, const int64_t *shape, NumEnv *env) {
   return host_tensor_init(t, dt, nd, shape, env->ctx);
@@ -326,6 +317,7 @@ int main(int argc, char **argv) {
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    if (num_arg_common(argc, argv, &i, &c.dtype, &c.dtype_name, NULL, &device)) continue;
     if (strcmp(argv[i], "--causal") == 0) {
       c.causal = true;
     } else if (strcmp(argv[i], "--paged") == 0) {
@@ -347,30 +339,17 @@ int main(int argc, char **argv) {
       c.heads_kv = host_parse_long("--heads-kv", v, 1, 1024);
     } else if (host_opt(argc, argv, &i, "--dim", &v)) {
       c.dim = host_parse_long("--dim", v, 1, 1024);
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if (!host_dtype_parse(v, &c.dtype)) {
-        fprintf(stderr, "bad --dtype %s\n", v);
-        return 2;
-      }
-      c.dtype_name = v;
     } else if (host_opt(argc, argv, &i, "--define", &v)) {
-      const char *eq = strchr(v, '=');
-      if (!eq || eq == v || c.nextra == 8) {
-        fprintf(stderr, "bad --define %s (want NAME=VALUE)\n", v);
-        return 2;
-      }
-      c.extra[c.nextra++] = (TilecDefine){strndup(v, (size_t)(eq - v)), eq + 1};
-      if (strncmp(v, "block_N=", 8) == 0) c.block_N = atol(eq + 1);
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+      if (!num_arg_define(v, &c.extra)) return 2;
+      if (strncmp(v, "block_N=", 8) == 0) c.block_N = atol(v + 8);
     } else if (host_opt(argc, argv, &i, "--lengths", &v)) {
-      parse_list("--lengths", v, c.lengths, &c.nlengths, 1 << 20);
+      num_arg_list("--lengths", v, c.lengths, &c.nlengths, 1 << 20);
     } else if (host_opt(argc, argv, &i, "--q-lengths", &v)) {
-      parse_list("--q-lengths", v, c.qlengths, &c.nqlengths, 1 << 20);
+      num_arg_list("--q-lengths", v, c.qlengths, &c.nqlengths, 1 << 20);
     } else if (host_opt(argc, argv, &i, "--kv-extra", &v)) {
       c.kv_extra = host_parse_long("--kv-extra", v, -4096, 1 << 20);
     } else if (host_opt(argc, argv, &i, "--splits", &v)) {
-      parse_list("--splits", v, c.splits, &c.nsplits, 1 << 16);
+      num_arg_list("--splits", v, c.splits, &c.nsplits, 1 << 16);
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
@@ -383,23 +362,16 @@ int main(int argc, char **argv) {
 
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) {
-    num_close(&env);
-    for (int i = 0; i < c.nextra; i++) free((char *)c.extra[i].name);
-    return rc;
-  }
+  if (rc != 0) return rc;
   printf("%s: dim %ld, %s, %s, batch %ld, heads %ld, heads_kv %ld",
          c.varlen ? "varlen_attention" : c.decoding ? "flash_decoding" : "gqa_attention", c.dim, c.causal ? "causal" : "non-causal",
          c.dtype_name, c.batch, c.heads, c.heads_kv);
-  for (int i = 0; i < c.nextra; i++) printf(", -D %s=%s", c.extra[i].name, c.extra[i].value);
+  num_print_defines(&c.extra);
   printf("\n");
 
   char dim_s[32];
-  snprintf(dim_s, sizeof dim_s, "%ld", c.dim);
-  TilecDefine defs[12] = {{"dim", dim_s}, {"dtype", c.dtype_name},
-                          {"is_causal", c.causal ? "true" : "false"}};
-  int n = 3;
-  for (int i = 0; i < c.nextra; i++) defs[n++] = c.extra[i];
+  TilecDefine defs[3 + NUM_MAX_DEFINES];
+  int n = num_attention_defines(defs, dim_s, c.dim, c.dtype_name, c.causal, &c.extra);
   TilertModule *mod = num_load(&env, c.varlen ? "varlen_attention.tile" : c.decoding ? "flash_decoding.tile" : "gqa_attention.tile", defs, n);
   if (mod && c.varlen) {
     TilertKernel *k = NULL;
@@ -429,6 +401,5 @@ int main(int argc, char **argv) {
   }
   tilert_module_destroy(mod);
   num_close(&env);
-  for (int i = 0; i < c.nextra; i++) free((char *)c.extra[i].name);
   return num_result("test_attention_variants");
 }

@@ -14,9 +14,7 @@
 
 #include <math.h>
 
-typedef struct Shape {
-  long m, n, k;
-} Shape;
+typedef NumShape Shape;
 
 static void check(const char *what, const HostTensor *out, const double *ref, double bound, long ncols) {
   HostError e = host_compare(out, ref);
@@ -94,54 +92,23 @@ static void run_rmsnorm(NumEnv *env, TilertKernel *kern, DLDataType dtype, long 
 int main(int argc, char **argv) {
   const char *kernel = NULL, *dtype_name = NULL, *n_value = NULL;
   DLDataType dtype = {kDLFloat, 16, 1};
-  char extra_name[4][32];
-  const char *extra_value[4];
-  int nextra = 0, nshapes = 0, nrows = 0;
+  NumDefines extra = {0};
+  int nshapes = 0, nrows = 0;
   Shape shapes[16];
   long rows[16], n = 0;
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    if (num_arg_common(argc, argv, &i, &dtype, &dtype_name, &extra, &device)) continue;
     if (host_opt(argc, argv, &i, "--kernel", &v)) {
       kernel = v;
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if (!host_dtype_parse(v, &dtype)) {
-        fprintf(stderr, "bad --dtype %s\n", v);
-        return 2;
-      }
-      dtype_name = v;
-    } else if (host_opt(argc, argv, &i, "--define", &v)) {
-      char *eq = strchr(v, '=');
-      if (!eq || nextra == 4) {
-        fprintf(stderr, "bad --define %s (want NAME=VALUE, at most 4)\n", v);
-        return 2;
-      }
-      snprintf(extra_name[nextra], sizeof extra_name[0], "%.*s", (int)(eq - v), v);
-      extra_value[nextra++] = eq + 1;
     } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
-      const char *p = v;
-      int used = 0;
-      while (nshapes < 16 && sscanf(p, "%ldx%ldx%ld%n", &shapes[nshapes].m, &shapes[nshapes].n,
-                                    &shapes[nshapes].k, &used) == 3) {
-        nshapes++;
-        p += used;
-        if (*p != ',') break;
-        p++;
-      }
-      if (*p != '\0' || nshapes == 0) {
-        fprintf(stderr, "bad --shapes %s (want MxNxK,...)\n", v);
-        return 2;
-      }
+      if (!num_arg_shapes(v, shapes, &nshapes)) return 2;
     } else if (host_opt(argc, argv, &i, "--n", &v)) {
       n = host_parse_long("--n", v, 1, 1 << 16);
       n_value = v;
     } else if (host_opt(argc, argv, &i, "--rows", &v)) {
-      char *copy = strdup(v), *save = NULL;
-      for (char *tok = strtok_r(copy, ",", &save); tok && nrows < 16; tok = strtok_r(NULL, ",", &save))
-        rows[nrows++] = host_parse_long("--rows", tok, 1, 1 << 24);
-      free(copy);
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+      num_arg_list("--rows", v, rows, &nrows, 1 << 24);
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
@@ -160,15 +127,12 @@ int main(int argc, char **argv) {
 
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) {
-    num_close(&env);
-    return rc;
-  }
-  TilecDefine defs[8];
+  if (rc != 0) return rc;
+  TilecDefine defs[2 + NUM_MAX_DEFINES];
   int ndefs = 0;
   defs[ndefs++] = (TilecDefine){"dtype", dtype_name};
   if (norm) defs[ndefs++] = (TilecDefine){"N", n_value};
-  for (int e = 0; e < nextra; e++) defs[ndefs++] = (TilecDefine){extra_name[e], extra_value[e]};
+  num_add_defines(&extra, defs, &ndefs);
   printf("%s: %s\n", kernel, dtype_name);
   char file[64];
   snprintf(file, sizeof file, "%s.tile", kernel);

@@ -48,20 +48,16 @@ typedef struct Config {
   bool bound; /* seq_len bound with -D */
   long lengths[16];
   int nlengths;
-  TilecDefine extra[8]; /* --define: block sizes etc. */
-  int nextra;
+  NumDefines extra; /* --define: block sizes etc. */
   long batch, heads;
   const char *layout; /* compact, bhsd, packed, padded */
 } Config;
 
 static TilertModule *load(NumEnv *env, const Config *c, long seq_len_or_0) {
   char dim_s[32], len_s[32];
-  snprintf(dim_s, sizeof dim_s, "%ld", c->dim);
   snprintf(len_s, sizeof len_s, "%ld", seq_len_or_0);
-  TilecDefine defs[12] = {{"dim", dim_s}, {"is_causal", c->causal ? "true" : "false"},
-                          {"dtype", c->dtype_name}};
-  int n = 3;
-  for (int i = 0; i < c->nextra; i++) defs[n++] = c->extra[i];
+  TilecDefine defs[3 + NUM_MAX_DEFINES + 1];
+  int n = num_attention_defines(defs, dim_s, c->dim, c->dtype_name, c->causal, &c->extra);
   if (seq_len_or_0) defs[n++] = (TilecDefine){"seq_len", len_s};
   return num_load(env, "flash_attention.tile", defs, n);
 }
@@ -222,6 +218,7 @@ int main(int argc, char **argv) {
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    if (num_arg_common(argc, argv, &i, &c.dtype, &c.dtype_name, &c.extra, &device)) continue;
     if (strcmp(argv[i], "--causal") == 0) {
       c.causal = true;
     } else if (host_opt(argc, argv, &i, "--batch", &v)) {
@@ -237,34 +234,14 @@ int main(int argc, char **argv) {
       c.heads = atol(v);
     } else if (host_opt(argc, argv, &i, "--dim", &v)) {
       c.dim = host_parse_long("--dim", v, 1, 1024);
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if (!host_dtype_parse(v, &c.dtype)) {
-        fprintf(stderr, "bad --dtype %s\n", v);
-        return 2;
-      }
-      c.dtype_name = v;
     } else if (host_opt(argc, argv, &i, "--mode", &v)) {
       if (strcmp(v, "dynamic") != 0 && strcmp(v, "bound") != 0) {
         fprintf(stderr, "bad --mode %s\n", v);
         return 2;
       }
       c.bound = strcmp(v, "bound") == 0;
-    } else if (host_opt(argc, argv, &i, "--define", &v)) {
-      const char *eq = strchr(v, '=');
-      if (!eq || eq == v || c.nextra == 8) {
-        fprintf(stderr, "bad --define %s (want NAME=VALUE)\n", v);
-        return 2;
-      }
-      c.extra[c.nextra++] = (TilecDefine){strndup(v, (size_t)(eq - v)), eq + 1};
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
     } else if (host_opt(argc, argv, &i, "--lengths", &v)) {
-      c.nlengths = 0;
-      char *copy = strdup(v), *save = NULL;
-      for (char *tok = strtok_r(copy, ",", &save); tok && c.nlengths < 16;
-           tok = strtok_r(NULL, ",", &save))
-        c.lengths[c.nlengths++] = host_parse_long("--lengths", tok, 1, 1 << 20);
-      free(copy);
+      num_arg_list("--lengths", v, c.lengths, &c.nlengths, 1 << 20);
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
@@ -273,14 +250,10 @@ int main(int argc, char **argv) {
 
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) { /* skipped (no GPU) or failed */
-    num_close(&env);
-    for (int i = 0; i < c.nextra; i++) free((char *)c.extra[i].name);
-    return rc;
-  }
+  if (rc != 0) return rc; /* skipped (no GPU) or failed */
   printf("flash_attention: dim %ld, %s, %s, seq_len %s, %s tensors", c.dim, c.causal ? "causal" : "non-causal",
          c.dtype_name, c.bound ? "bound with -D" : "dynamic", c.layout);
-  for (int i = 0; i < c.nextra; i++) printf(", -D %s=%s", c.extra[i].name, c.extra[i].value);
+  num_print_defines(&c.extra);
   printf("\n");
 
   if (!c.bound) {
@@ -319,6 +292,5 @@ int main(int argc, char **argv) {
     }
   }
   num_close(&env);
-  for (int i = 0; i < c.nextra; i++) free((char *)c.extra[i].name);
   return num_result("test_flash_attention");
 }

@@ -23,9 +23,7 @@
  * K tile is off by far more (each K tile holds >= 1/ceil(K/block_K) of the sum). */
 static double bound_for(DLDataType t) { return 4 * host_dtype_eps(t); }
 
-typedef struct Shape {
-  long m, n, k;
-} Shape;
+typedef NumShape Shape;
 
 static void run_shape(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s) {
   HostTensor a, b, c;
@@ -47,19 +45,9 @@ static void run_shape(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s
             tilert_last_error(env->ctx));
   if (st == TILERT_OK) {
     NUM_CHECK(host_tensor_download(&c), "download failed");
-    double *ref = malloc(c.numel * sizeof *ref);
-    host_ref_gemm(&a, &b, ref);
-    HostError e = host_compare(&c, ref);
-    double bound = bound_for(dtype);
-    printf("  %ldx%ldx%ld: max abs %.3e, rel to max|ref| %.3e (bound %.1e), %zu non-finite, "
-           "%.1f ms\n",
-           s.m, s.n, s.k, e.max_abs, e.rel_to_max, bound, e.nonfinite, ms);
-    NUM_CHECK(host_error_ok(&e, bound),
-              "%ldx%ldx%ld: error %.3e (bound %.1e), %zu non-finite; worst C[%zu][%zu]: out %g "
-              "ref %g",
-              s.m, s.n, s.k, e.rel_to_max, bound, e.nonfinite, e.worst / (size_t)s.n,
-              e.worst % (size_t)s.n, host_tensor_get(&c, e.worst), ref[e.worst]);
-    free(ref);
+    char label[96];
+    snprintf(label, sizeof label, "%ldx%ldx%ld", s.m, s.n, s.k);
+    num_check_gemm(label, &a, &b, &c, bound_for(dtype), ms);
   }
   host_tensor_free(&a), host_tensor_free(&b), host_tensor_free(&c);
 }
@@ -146,56 +134,23 @@ static void check_tma_refusal(NumEnv *env, TilertKernel *kern, DLDataType dtype,
 int main(int argc, char **argv) {
   DLDataType dtype = {kDLFloat, 16, 1};
   const char *dtype_name = "f16";
-  char blocks[3][16] = {"", "", ""};
-  char extra_name[4][32];
-  const char *extra_value[4];
-  int nextra = 0;
+  NumBlocks blocks = {"", "", ""};
+  NumDefines extra = {0};
   bool bind = false, strided = false;
   Shape shapes[16];
   int nshapes = 0;
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    if (num_arg_common(argc, argv, &i, &dtype, &dtype_name, &extra, &device)) continue;
     if (strcmp(argv[i], "--bind") == 0) {
       bind = true;
     } else if (strcmp(argv[i], "--strided") == 0) {
       strided = true;
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if (!host_dtype_parse(v, &dtype)) {
-        fprintf(stderr, "bad --dtype %s\n", v);
-        return 2;
-      }
-      dtype_name = v;
     } else if (host_opt(argc, argv, &i, "--blocks", &v)) {
-      if (sscanf(v, "%15[0-9],%15[0-9],%15[0-9]", blocks[0], blocks[1], blocks[2]) != 3) {
-        fprintf(stderr, "bad --blocks %s (want BM,BN,BK)\n", v);
-        return 2;
-      }
-    } else if (host_opt(argc, argv, &i, "--define", &v)) {
-      char *eq = strchr(v, '=');
-      if (!eq || nextra == 4) {
-        fprintf(stderr, "bad --define %s (want NAME=VALUE, at most 4)\n", v);
-        return 2;
-      }
-      snprintf(extra_name[nextra], sizeof extra_name[0], "%.*s", (int)(eq - v), v);
-      extra_value[nextra++] = eq + 1;
+      if (!num_arg_blocks(v, blocks)) return 2;
     } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
-      const char *p = v;
-      int used = 0;
-      while (nshapes < 16 &&
-             sscanf(p, "%ldx%ldx%ld%n", &shapes[nshapes].m, &shapes[nshapes].n,
-                    &shapes[nshapes].k, &used) == 3) {
-        nshapes++;
-        p += used;
-        if (*p != ',') break;
-        p++;
-      }
-      if (*p != '\0' || nshapes == 0) {
-        fprintf(stderr, "bad --shapes %s (want MxNxK,...)\n", v);
-        return 2;
-      }
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+      if (!num_arg_shapes(v, shapes, &nshapes)) return 2;
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
@@ -208,21 +163,16 @@ int main(int argc, char **argv) {
 
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) {
-    num_close(&env);
-    return rc;
-  }
-  printf("gemm%s: %s, blocks %s,%s,%s, shapes %s\n", strided ? " (strided views)" : "", dtype_name, blocks[0][0] ? blocks[0] : "default",
-         blocks[1][0] ? blocks[1] : "default", blocks[2][0] ? blocks[2] : "default",
-         bind ? "bound with -D" : "dynamic");
+  if (rc != 0) return rc;
+  printf("gemm%s: %s, blocks ", strided ? " (strided views)" : "", dtype_name);
+  num_print_blocks(blocks);
+  printf(", shapes %s\n", bind ? "bound with -D" : "dynamic");
 
-  TilecDefine defs[11];
+  TilecDefine defs[1 + 3 + NUM_MAX_DEFINES + 3];
   int nbase = 0;
   defs[nbase++] = (TilecDefine){"dtype", dtype_name};
-  static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
-  for (int b = 0; b < 3; b++)
-    if (blocks[b][0]) defs[nbase++] = (TilecDefine){block_names[b], blocks[b]};
-  for (int e = 0; e < nextra; e++) defs[nbase++] = (TilecDefine){extra_name[e], extra_value[e]};
+  num_add_blocks(blocks, defs, &nbase);
+  num_add_defines(&extra, defs, &nbase);
 
   TilertModule *mod = NULL;
   TilertKernel *kern = NULL;
@@ -230,25 +180,11 @@ int main(int argc, char **argv) {
     if (bind || !mod) {
       char dims[3][32];
       int ndefs = nbase;
-      if (bind) {
-        snprintf(dims[0], sizeof dims[0], "%ld", shapes[s].m);
-        snprintf(dims[1], sizeof dims[1], "%ld", shapes[s].n);
-        snprintf(dims[2], sizeof dims[2], "%ld", shapes[s].k);
-        defs[ndefs++] = (TilecDefine){"M", dims[0]};
-        defs[ndefs++] = (TilecDefine){"N", dims[1]};
-        defs[ndefs++] = (TilecDefine){"K", dims[2]};
-      }
+      if (bind) num_add_dims(shapes[s], dims, defs, &ndefs);
       tilert_module_destroy(mod);
       kern = NULL;
       if (strided) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/gemm_strided.tile", TILEC_NUMERICS_DIR);
-        TilertStatus lst = tilert_module_load_file(env.ctx, path, defs, ndefs, &mod);
-        NUM_CHECK(lst == TILERT_OK, "loading %s: %s", path, tilert_last_error(env.ctx));
-        if (lst != TILERT_OK) {
-          tilert_module_destroy(mod);
-          mod = NULL;
-        }
+        mod = num_load_path(&env, TILEC_NUMERICS_DIR "/gemm_strided.tile", defs, ndefs);
       } else {
         mod = num_load(&env, "gemm.tile", defs, ndefs);
       }

@@ -23,9 +23,7 @@
  * 4u * max|ref|; a dropped or doubled K range is off by far more. */
 static double bound_for(DLDataType t) { return 4 * host_dtype_eps(t); }
 
-typedef struct Shape {
-  long m, n, k;
-} Shape;
+typedef NumShape Shape;
 
 static bool launch_pair(NumEnv *env, TilertKernel *part, TilertKernel *reduce, HostTensor *a,
                         HostTensor *b, HostTensor *p, HostTensor *c) {
@@ -64,18 +62,9 @@ static void run_case(NumEnv *env, TilertKernel *part, TilertKernel *reduce, DLDa
   bool ran = launch_pair(env, part, reduce, &a, &b, &p, &c);
   double ms = host_now_ms() - t0;
   if (ran) {
-    double *ref = malloc(c.numel * sizeof *ref);
-    host_ref_gemm(&a, &b, ref);
-    HostError e = host_compare(&c, ref);
-    double bound = bound_for(dtype);
-    printf("  %ldx%ldx%ld, %ld splits: max abs %.3e, rel to max|ref| %.3e (bound %.1e), %zu non-finite, "
-           "%.1f ms\n",
-           s.m, s.n, s.k, splits, e.max_abs, e.rel_to_max, bound, e.nonfinite, ms);
-    NUM_CHECK(host_error_ok(&e, bound),
-              "%ldx%ldx%ld, %ld splits: error %.3e (bound %.1e), %zu non-finite; worst C[%zu][%zu]: out %g ref %g",
-              s.m, s.n, s.k, splits, e.rel_to_max, bound, e.nonfinite, e.worst / (size_t)s.n,
-              e.worst % (size_t)s.n, host_tensor_get(&c, e.worst), ref[e.worst]);
-    free(ref);
+    char label[96];
+    snprintf(label, sizeof label, "%ldx%ldx%ld, %ld splits", s.m, s.n, s.k, splits);
+    num_check_gemm(label, &a, &b, &c, bound_for(dtype), ms);
     /* Deterministic: the same inputs again (P and C poisoned again) give
      * the same bits. */
     void *first = malloc(c.nbytes);
@@ -94,10 +83,8 @@ static void run_case(NumEnv *env, TilertKernel *part, TilertKernel *reduce, DLDa
 int main(int argc, char **argv) {
   DLDataType dtype = {kDLFloat, 16, 1};
   const char *dtype_name = "f16";
-  char blocks[3][16] = {"", "", ""};
-  char extra_name[4][32];
-  const char *extra_value[4];
-  int nextra = 0;
+  NumBlocks blocks = {"", "", ""};
+  NumDefines extra = {0};
   Shape shapes[16];
   int nshapes = 0;
   long splits[16];
@@ -106,41 +93,13 @@ int main(int argc, char **argv) {
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    if (num_arg_common(argc, argv, &i, &dtype, &dtype_name, &extra, &device)) continue;
     if (strcmp(argv[i], "--bind") == 0) {
       bind = true;
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if (!host_dtype_parse(v, &dtype)) {
-        fprintf(stderr, "bad --dtype %s\n", v);
-        return 2;
-      }
-      dtype_name = v;
     } else if (host_opt(argc, argv, &i, "--blocks", &v)) {
-      if (sscanf(v, "%15[0-9],%15[0-9],%15[0-9]", blocks[0], blocks[1], blocks[2]) != 3) {
-        fprintf(stderr, "bad --blocks %s (want BM,BN,BK)\n", v);
-        return 2;
-      }
-    } else if (host_opt(argc, argv, &i, "--define", &v)) {
-      char *eq = strchr(v, '=');
-      if (!eq || nextra == 4) {
-        fprintf(stderr, "bad --define %s (want NAME=VALUE, at most 4)\n", v);
-        return 2;
-      }
-      snprintf(extra_name[nextra], sizeof extra_name[0], "%.*s", (int)(eq - v), v);
-      extra_value[nextra++] = eq + 1;
+      if (!num_arg_blocks(v, blocks)) return 2;
     } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
-      const char *p = v;
-      int used = 0;
-      while (nshapes < 16 && sscanf(p, "%ldx%ldx%ld%n", &shapes[nshapes].m, &shapes[nshapes].n,
-                                    &shapes[nshapes].k, &used) == 3) {
-        nshapes++;
-        p += used;
-        if (*p != ',') break;
-        p++;
-      }
-      if (*p != '\0' || nshapes == 0) {
-        fprintf(stderr, "bad --shapes %s (want MxNxK,...)\n", v);
-        return 2;
-      }
+      if (!num_arg_shapes(v, shapes, &nshapes)) return 2;
     } else if (host_opt(argc, argv, &i, "--splits", &v)) {
       const char *p = v;
       int used = 0;
@@ -154,8 +113,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bad --splits %s (want positive S,S,...)\n", v);
         return 2;
       }
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
@@ -168,38 +125,26 @@ int main(int argc, char **argv) {
 
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) {
-    num_close(&env);
-    return rc;
-  }
-  printf("gemm_splitk: %s, blocks %s,%s,%s, shapes %s\n", dtype_name, blocks[0][0] ? blocks[0] : "default",
-         blocks[1][0] ? blocks[1] : "default", blocks[2][0] ? blocks[2] : "default",
-         bind ? "bound with -D" : "dynamic");
+  if (rc != 0) return rc;
+  printf("gemm_splitk: %s, blocks ", dtype_name);
+  num_print_blocks(blocks);
+  printf(", shapes %s\n", bind ? "bound with -D" : "dynamic");
 
-  TilecDefine defs[8];
+  TilecDefine defs[1 + 3 + NUM_MAX_DEFINES];
   int ndefs = 0;
   defs[ndefs++] = (TilecDefine){"dtype", dtype_name};
-  static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
-  for (int b = 0; b < 3; b++)
-    if (blocks[b][0]) defs[ndefs++] = (TilecDefine){block_names[b], blocks[b]};
-  for (int e = 0; e < nextra; e++) defs[ndefs++] = (TilecDefine){extra_name[e], extra_value[e]};
+  num_add_blocks(blocks, defs, &ndefs);
+  num_add_defines(&extra, defs, &ndefs);
 
   TilertModule *mod = NULL;
   TilertKernel *part = NULL, *reduce = NULL;
   for (int sh = 0; sh < nshapes; sh++) {
     if (bind || !mod) {
       char dims[3][32];
-      TilecDefine all[11];
+      TilecDefine all[1 + 3 + NUM_MAX_DEFINES + 3];
       memcpy(all, defs, (size_t)ndefs * sizeof defs[0]);
       int nall = ndefs;
-      if (bind) {
-        snprintf(dims[0], sizeof dims[0], "%ld", shapes[sh].m);
-        snprintf(dims[1], sizeof dims[1], "%ld", shapes[sh].n);
-        snprintf(dims[2], sizeof dims[2], "%ld", shapes[sh].k);
-        all[nall++] = (TilecDefine){"M", dims[0]};
-        all[nall++] = (TilecDefine){"N", dims[1]};
-        all[nall++] = (TilecDefine){"K", dims[2]};
-      }
+      if (bind) num_add_dims(shapes[sh], dims, all, &nall);
       tilert_module_destroy(mod);
       part = reduce = NULL;
       mod = num_load(&env, "gemm_splitk.tile", all, nall);

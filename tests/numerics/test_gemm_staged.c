@@ -12,36 +12,17 @@
 int main(int argc, char **argv) {
   const char *kernel = NULL, *dtype_name = "f16";
   DLDataType dtype = {kDLFloat, 16, 1};
-  char extra_name[4][32];
-  const char *extra_value[4];
-  int nextra = 0, nshapes = 0;
-  long shapes[16][3];
+  NumDefines extra = {0};
+  int nshapes = 0;
+  NumShape shapes[16];
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    if (num_arg_common(argc, argv, &i, &dtype, &dtype_name, &extra, &device)) continue;
     if (host_opt(argc, argv, &i, "--kernel", &v)) {
       kernel = v;
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if (!host_dtype_parse(v, &dtype)) return 2;
-      dtype_name = v;
-    } else if (host_opt(argc, argv, &i, "--define", &v)) {
-      char *eq = strchr(v, '=');
-      if (!eq || nextra == 4) return 2;
-      snprintf(extra_name[nextra], sizeof extra_name[0], "%.*s", (int)(eq - v), v);
-      extra_value[nextra++] = eq + 1;
     } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
-      const char *p = v;
-      int used = 0;
-      while (nshapes < 16 && sscanf(p, "%ldx%ldx%ld%n", &shapes[nshapes][0], &shapes[nshapes][1],
-                                    &shapes[nshapes][2], &used) == 3) {
-        nshapes++;
-        p += used;
-        if (*p != ',') break;
-        p++;
-      }
-      if (*p != '\0') return 2;
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+      if (!num_arg_shapes(v, shapes, &nshapes)) return 2;
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
@@ -54,24 +35,17 @@ int main(int argc, char **argv) {
   }
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) {
-    num_close(&env);
-    return rc;
-  }
-  TilecDefine defs[6];
+  if (rc != 0) return rc;
+  TilecDefine defs[1 + NUM_MAX_DEFINES];
   int ndefs = 0;
   defs[ndefs++] = (TilecDefine){"dtype", dtype_name};
-  for (int e = 0; e < nextra; e++) defs[ndefs++] = (TilecDefine){extra_name[e], extra_value[e]};
-  char path[4096];
-  snprintf(path, sizeof path, "%s/gemm_staged.tile", TILEC_NUMERICS_DIR);
-  TilertModule *mod = NULL;
+  num_add_defines(&extra, defs, &ndefs);
+  TilertModule *mod = num_load_path(&env, TILEC_NUMERICS_DIR "/gemm_staged.tile", defs, ndefs);
   TilertKernel *kern = NULL;
-  TilertStatus st = tilert_module_load_file(env.ctx, path, defs, ndefs, &mod);
-  NUM_CHECK(st == TILERT_OK, "loading %s: %s", path, tilert_last_error(env.ctx));
-  if (st == TILERT_OK && tilert_module_get_kernel(mod, kernel, &kern) == TILERT_OK) {
+  if (mod && tilert_module_get_kernel(mod, kernel, &kern) == TILERT_OK) {
     printf("%s: %s\n", kernel, dtype_name);
     for (int s = 0; s < nshapes; s++) {
-      long M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+      long M = shapes[s].m, N = shapes[s].n, K = shapes[s].k;
       HostTensor a, b, c;
       int64_t ashape[2] = {ta ? K : M, ta ? M : K};
       bool ok = host_tensor_init(&a, dtype, 2, ashape, env.ctx) &&
@@ -84,7 +58,7 @@ int main(int argc, char **argv) {
       host_tensor_poison(&c);
       NUM_CHECK(host_tensor_upload(&a) && host_tensor_upload(&b) && host_tensor_upload(&c), "upload failed");
       TilertArg args[] = {tilert_arg_tensor(&a.dl), tilert_arg_tensor(&b.dl), tilert_arg_tensor(&c.dl)};
-      st = tilert_launch(kern, args, 3, NULL);
+      TilertStatus st = tilert_launch(kern, args, 3, NULL);
       NUM_CHECK(st == TILERT_OK, "launch %ldx%ldx%ld: %s", M, N, K, tilert_last_error(env.ctx));
       if (st == TILERT_OK) {
         NUM_CHECK(host_tensor_download(&c), "download failed");

@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
     if (host_opt(argc, argv, &i, "--file", &v)) {
       file = v;
     } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+      if (!num_arg_device(v, &device)) return 2;
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
@@ -194,14 +194,9 @@ int main(int argc, char **argv) {
   }
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) {
-    num_close(&env);
-    return rc;
-  }
-  TilertModule *mod = NULL;
-  TilertStatus st = tilert_module_load_file(env.ctx, file, NULL, 0, &mod);
-  NUM_CHECK(st == TILERT_OK, "loading %s: %s\n%s", file, tilert_strerror(st), tilert_last_error(env.ctx));
-  if (st == TILERT_OK) {
+  if (rc != 0) return rc;
+  TilertModule *mod = num_load_path(&env, file, NULL, 0);
+  if (mod) {
     static const int64_t shapes[][2] = {{1, 1}, {7, 33}, {37, 129}, {64, 64}, {100, 255}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) test_unpack(&env, mod, shapes[i][0], shapes[i][1]);
     test_bitops(&env, mod);

@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
     } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
       dtype = v;
     } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+      if (!num_arg_device(v, &device)) return 2;
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
@@ -69,20 +69,15 @@ int main(int argc, char **argv) {
 
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) {
-    num_close(&env);
-    return rc;
-  }
+  if (rc != 0) return rc;
   double eps = f64 ? 0x1p-52 : 0x1p-23;
   double ulps = device == TILERT_DEVICE_CUDA && !f64 ? 16 : 4;
   printf("intrinsics: %s, n %d, bound %g ulps\n", dtype, N, ulps);
 
   TilecDefine defs[] = {{"T", dtype}};
-  TilertModule *mod = NULL;
-  TilertStatus st = tilert_module_load_file(env.ctx, file, defs, 1, &mod);
-  NUM_CHECK(st == TILERT_OK, "loading %s: %s\n%s", file, tilert_strerror(st), tilert_last_error(env.ctx));
+  TilertModule *mod = num_load_path(&env, file, defs, 1);
   TilertKernel *kern = NULL;
-  if (st == TILERT_OK && tilert_module_get_kernel(mod, "intrinsics", &kern) == TILERT_OK) {
+  if (mod && tilert_module_get_kernel(mod, "intrinsics", &kern) == TILERT_OK) {
     DLDataType t = {kDLFloat, f64 ? 64 : 32, 1};
     int64_t n = N, out_shape[2] = {NFUNCS, N};
     HostTensor x, y, z, o;
@@ -100,7 +95,7 @@ int main(int argc, char **argv) {
                   host_tensor_upload(&o), "upload failed");
     TilertArg args[] = {tilert_arg_tensor(&x.dl), tilert_arg_tensor(&y.dl), tilert_arg_tensor(&z.dl),
                         tilert_arg_tensor(&o.dl)};
-    st = tilert_launch(kern, args, 4, NULL);
+    TilertStatus st = tilert_launch(kern, args, 4, NULL);
     NUM_CHECK(st == TILERT_OK, "launch: %s: %s", tilert_strerror(st), tilert_last_error(env.ctx));
     if (st == TILERT_OK) {
       NUM_CHECK(host_tensor_download(&o), "download failed");

@@ -32,12 +32,9 @@ int main(int argc, char **argv) {
       host_parse_long("--block-m", v, 1, 1 << 16);
       block_m = v;
     } else if (host_opt(argc, argv, &i, "--rows", &v)) {
-      char *copy = strdup(v), *save = NULL;
-      for (char *tok = strtok_r(copy, ",", &save); tok && nrows < 16; tok = strtok_r(NULL, ",", &save))
-        rows[nrows++] = host_parse_long("--rows", tok, 1, 1 << 24);
-      free(copy);
+      num_arg_list("--rows", v, rows, &nrows, 1 << 24);
     } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      device = strcmp(v, "cuda") == 0 ? TILERT_DEVICE_CUDA : TILERT_DEVICE_CPU;
+      if (!num_arg_device(v, &device)) return 2;
     } else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
@@ -50,10 +47,7 @@ int main(int argc, char **argv) {
 
   NumEnv env;
   int rc = num_open(&env, device);
-  if (rc != 0) {
-    num_close(&env);
-    return rc;
-  }
+  if (rc != 0) return rc;
   TilecDefine defs[2];
   int ndefs = 0;
   if (n_value) defs[ndefs++] = (TilecDefine){"N", n_value};

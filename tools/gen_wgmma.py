@@ -29,7 +29,8 @@ def main():
                " * Per-N inline asm for wgmma m64nNk16 (f32 += f16/bf16 x f16/bf16), A from\n"
                " * shared memory (descriptor; TA 1: M-major A, the transpose bit) or\n"
                " * from registers (_RS_), m64nNk32 (_FP8_: f32 += e4m3/e5m2 x e4m3/e5m2,\n"
-               " * both from descriptors, K-major), and\n"
+               " * both from descriptors, K-major; SD 0: scale-d 0, ACC = A @ B, else\n"
+               " * ACC += A @ B), and\n"
                " * the matching register fences; included by tilec_wgmma.cuh only. */")
     out.append("#ifndef TILEC_WGMMA_OPS_CUH\n#define TILEC_WGMMA_OPS_CUH\n")
     for n in NS:
@@ -49,12 +50,12 @@ def main():
                    % (n, regs, r, r + 1, r + 2, r + 3, r + 4))
         out.append("               : %s \\" % outs)
         out.append('               : "r"(A0), "r"(A1), "r"(A2), "r"(A3), "l"(DB), "r"(1))')
-        out.append("#define TC_WGMMA_FP8_M64N%dK32(TA, TB, ACC, DA, DB) \\" % n)
+        out.append("#define TC_WGMMA_FP8_M64N%dK32(TA, TB, ACC, DA, DB, SD) \\" % n)
         out.append('  asm volatile("{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n" \\' % (r + 2))
         out.append('               "wgmma.mma_async.sync.aligned.m64n%dk32.f32." TA "." TB " {%s}, %%%d, %%%d, p, 1, 1;\\n}\\n" \\'
                    % (n, regs, r, r + 1))
         out.append("               : %s \\" % outs)
-        out.append('               : "l"(DA), "l"(DB), "r"(1))')
+        out.append('               : "l"(DA), "l"(DB), "r"(SD))')
         out.append("#define TC_WGMMA_FENCE_N%d(ACC) \\" % n)
         out.append('  asm volatile("" : %s :: "memory")' % ", ".join('"+f"(ACC[%d])' % i for i in range(r)))
         out.append("")

@@ -37,7 +37,11 @@
  *   so there is no [K][N] B here: the compiler stores B as [N, K] (gemm
  *   transpose_B). K a multiple of 32: rows of 32, 64 or 128 bytes (SWZ 1)
  *   or panels (SWZ 2) of the widest of 128, 64, 32 bytes dividing the row,
- *   tc_panel_cols<K, 1>() codes.
+ *   tc_panel_cols<K, 1>() codes. Unlike the 16-bit forms it promotes: the
+ *   wgmmas accumulate each chunk of TC_FP8_PROMOTE_K (128) codes into a
+ *   temporary, which is added into acc in f32 once they complete (FP8
+ *   wgmma keeps only ~14 bits in its own sums; see "Promotion" below), so
+ *   it always returns with its wgmmas complete, whatever INFLIGHT says.
  *
  * How a descriptor walks a tile (docs/gpu-codegen.md, "wgmma"):
  *   K-major operand, swizzled rows of P elements (the whole row, or the
@@ -317,9 +321,10 @@ struct tc_fp8_traits<tc_e5m2_t> {
   static constexpr bool valid = true, e5m2 = true;
 };
 
-/* One m64nNk32 into acc (N / 2 floats), A and B from descriptors. */
+/* One m64nNk32 into acc (N / 2 floats), A and B from descriptors:
+ * acc += A @ B, or acc = A @ B when scale_d is 0 (acc is not read). */
 #define TC_WGMMA_FP8_ONE(NN, TA, TB) \
-  if constexpr (N == NN) TC_WGMMA_FP8_M64N##NN##K32(TA, TB, acc, da, db);
+  if constexpr (N == NN) TC_WGMMA_FP8_M64N##NN##K32(TA, TB, acc, da, db, scale_d);
 #define TC_WGMMA_FP8_EACH_N(TA, TB)                                                                        \
   TC_WGMMA_FP8_ONE(16, TA, TB) TC_WGMMA_FP8_ONE(32, TA, TB) TC_WGMMA_FP8_ONE(48, TA, TB)                  \
   TC_WGMMA_FP8_ONE(64, TA, TB) TC_WGMMA_FP8_ONE(80, TA, TB) TC_WGMMA_FP8_ONE(96, TA, TB)                  \
@@ -328,7 +333,7 @@ struct tc_fp8_traits<tc_e5m2_t> {
   TC_WGMMA_FP8_ONE(208, TA, TB) TC_WGMMA_FP8_ONE(224, TA, TB) TC_WGMMA_FP8_ONE(240, TA, TB)               \
   TC_WGMMA_FP8_ONE(256, TA, TB)
 template <typename TA, typename TB, int N>
-TC_DEVICE void tc_wgmma_fp8_m64k32(float *acc, unsigned long long da, unsigned long long db) {
+TC_DEVICE void tc_wgmma_fp8_m64k32(float *acc, unsigned long long da, unsigned long long db, int scale_d) {
   static_assert(N % 16 == 0 && N >= 16 && N <= 256, "tc_gemm_wgmma_fp8_ss: N must be a multiple of 16 up to 256");
   constexpr bool A5 = tc_fp8_traits<TA>::e5m2, B5 = tc_fp8_traits<TB>::e5m2;
   if constexpr (!A5 && !B5) {
@@ -343,6 +348,25 @@ TC_DEVICE void tc_wgmma_fp8_m64k32(float *acc, unsigned long long da, unsigned l
 }
 #undef TC_WGMMA_FP8_EACH_N
 #undef TC_WGMMA_FP8_ONE
+
+/* Promotion. Hopper's FP8 wgmma does not accumulate in full f32: inside a
+ * chain of m64nNk32 steps on one accumulator the sums keep about 14
+ * significant bits (DeepSeek-V3 measured this on the H800; tilec's GPU
+ * tests saw 1e-3 to 2e-3 of max|ref| at K = 1000 .. 4000), so the error
+ * grows with K. The FP8 gemm therefore never lets wgmma accumulate into
+ * acc: each chunk of TC_FP8_PROMOTE_K codes (default 128, four k32 steps;
+ * a tile with K below that is one chunk) goes into a fresh register array
+ * part (scale-d 0 on its first step), the gemm waits for it, and adds part
+ * into acc with ordinary f32 adds. Across chunks and k-tiles acc is then
+ * a true f32 sum; only the chunk's own partial sum carries the reduced
+ * precision, and its error no longer grows with K. -DTC_FP8_PROMOTE_K=32
+ * promotes after every k32 step (most precise, slowest). It costs N / 2
+ * more registers per thread and a wgmma wait per chunk: the FP8 gemm
+ * always completes before it returns (INFLIGHT 1 and TC_WGMMA_ISSUE_ONLY
+ * still compile, and their later drain / wait is then a no-op). */
+#ifndef TC_FP8_PROMOTE_K
+#define TC_FP8_PROMOTE_K 128
+#endif
 
 /* An FP8 tile of K codes per row is, byte for byte, a 16-bit tile of K / 2
  * elements per row: the same 16-byte chunks, the same swizzle, the same
@@ -362,19 +386,29 @@ TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char
   static_assert(A_SWZ != 0 && B_SWZ != 0, "tc_gemm_wgmma_fp8_ss: A and B must be swizzled");
   static_assert((A_SWZ == 2 || K == 32 || K == 64 || K == 128) && (B_SWZ == 2 || K == 32 || K == 64 || K == 128),
                 "tc_gemm_wgmma_fp8_ss: rows must be 32, 64 or 128 bytes, or panels (SWZ 2)");
+  static_assert(TC_FP8_PROMOTE_K % 32 == 0 && TC_FP8_PROMOTE_K >= 32, "TC_FP8_PROMOTE_K must be a multiple of 32");
   constexpr int KH = K / 2; /* the rows as 16-bit elements */
+  constexpr int STEPS = K / 32;
+  constexpr int CHUNK = TC_FP8_PROMOTE_K / 32 < STEPS ? TC_FP8_PROMOTE_K / 32 : STEPS; /* k32 steps per promotion */
   const unsigned long long da0 = tc_wgmma_a_desc<M, KH, A_SWZ>(tc_smem_addr(As), warp / 4, 0);
   const unsigned long long db0 = tc_wgmma_b_desc<N, KH, B_SWZ, true>(tc_smem_addr(Bs), 0);
+  /* Any of this warpgroup's wgmmas still writing acc (an earlier gemm's)
+   * complete before acc is added to; none is in flight after an FP8 gemm. */
   tc_wgmma_fence_acc<N>(acc);
-  tc_wgmma_fence();
+  float part[N / 2];
 #pragma unroll
-  for (int kk = 0; kk < K / 32; ++kk)
-    tc_wgmma_fp8_m64k32<TA, TB, N>(acc, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, KH, A_SWZ, false>(kk)),
-                                   tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, B_SWZ, true>(kk)));
-  tc_wgmma_commit();
-  if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
-    tc_wgmma_wait<INFLIGHT>();
+  for (int k0 = 0; k0 < STEPS; k0 += CHUNK) {
+    tc_wgmma_fence();
+#pragma unroll
+    for (int kk = k0; kk < k0 + CHUNK && kk < STEPS; ++kk)
+      tc_wgmma_fp8_m64k32<TA, TB, N>(part, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, KH, A_SWZ, false>(kk)),
+                                     tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, B_SWZ, true>(kk)), kk != k0);
+    tc_wgmma_commit();
+    tc_wgmma_wait<0>();
+    tc_wgmma_fence_acc<N>(part);
     tc_wgmma_fence_acc<N>(acc);
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) acc[i] += part[i];
   }
 }
 

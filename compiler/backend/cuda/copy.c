@@ -5,7 +5,9 @@
  *     16-byte transfers tc_copy_g2s (cp.async, zero fill outside the tensor;
  *     left in flight when software-pipeline marked it async) and
  *     tc_copy_s2g of runtime/device/tilec_tile.cuh; global -> shared of an
- *     8-bit (FP8) tile of whole 16-byte rows: tc_copy_g2s too;
+ *     8-bit (FP8) tile of whole 16-byte rows: tc_copy_g2s too; FP8 codes
+ *     into an f16/bf16 tile: tc_copy_g2s_fp8_widen (tilec_fp8.cuh: 8 codes
+ *     per 8-byte load, widened exactly, 16-byte shared stores);
  *   - one side a fragment: every thread moves its own register slots;
  *   - anything else: one element per thread, strided over the tile.
  * Guards set by guard-bounds become bounds checks (rows/cols_valid for the
@@ -123,8 +125,15 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
   }
   sb_puts(o, ";\n");
   cuda_indent(C, depth + 1);
-  sb_printf(o, "%s<%lld, %lld, %d, %s>(", to_shared ? "tc_copy_g2s" : "tc_copy_s2g", (long long)rows,
-            (long long)cols, C->threads, cuda_swizzle_arg(sh));
+  /* FP8 codes into a 16-bit tile: the widening copy (tilec_fp8.cuh). */
+  const bool widen = to_shared && dtype_is_fp8(g->dtype) && !dtype_is_fp8(sh->dtype);
+  if (widen)
+    sb_printf(o, "tc_copy_g2s_fp8_widen<%lld, %lld, %d, %s, %s, %s>(", (long long)rows, (long long)cols, C->threads,
+              cuda_swizzle_arg(sh), g->dtype == DTYPE_F8E5M2 ? "true" : "false",
+              sh->dtype == DTYPE_BF16 ? "true" : "false");
+  else
+    sb_printf(o, "%s<%lld, %lld, %d, %s>(", to_shared ? "tc_copy_g2s" : "tc_copy_s2g", (long long)rows,
+              (long long)cols, C->threads, cuda_swizzle_arg(sh));
   if (to_shared) {
     cuda_tile_base(C, o, shr);
     sb_printf(o, ", %s + ", g->name);
@@ -137,7 +146,7 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
     cuda_tile_base(C, o, shr);
     sb_puts(o, ", tc_tid);\n");
   }
-  if (to_shared && !s->u.copy.async) {
+  if (to_shared && !s->u.copy.async && !widen) {
     cuda_indent(C, depth + 1);
     sb_puts(o, "tc_cp_async_commit();\n");
     cuda_indent(C, depth + 1);
@@ -329,7 +338,11 @@ static bool is_tile_transfer(const IrStmt *s) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   bool g2s = src->buf->scope == IR_SCOPE_GLOBAL && dst->buf->scope == IR_SCOPE_SHARED;
   bool s2g = src->buf->scope == IR_SCOPE_SHARED && dst->buf->scope == IR_SCOPE_GLOBAL;
-  if (!(g2s || s2g) || src->buf->dtype != dst->buf->dtype) return false;
+  /* FP8 codes widened into an f16/bf16 tile: tc_copy_g2s_fp8_widen (8
+   * codes -> one 16-byte chunk per thread step; synchronous, no cp.async). */
+  bool widen = g2s && !s->u.copy.async && dtype_is_fp8(src->buf->dtype) &&
+               (dst->buf->dtype == DTYPE_F16 || dst->buf->dtype == DTYPE_BF16);
+  if (!(g2s || s2g) || (src->buf->dtype != dst->buf->dtype && !widen)) return false;
   int es = dtype_size(dst->buf->dtype);
   if (!(es == 2 || (es == 1 && g2s))) return false;
   const IrRegion *glob = g2s ? src : dst, *shr = g2s ? dst : src;

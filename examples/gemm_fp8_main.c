@@ -12,7 +12,9 @@
  * reference encoder: round to nearest even, saturating). Two checks:
  *   exact:   against A @ B of the decoded codes, times both scales, in
  *            double: only the f32 accumulation and the final rounding to
- *            out_dtype differ (bound 4 eps(out_dtype) of max|ref|);
+ *            out_dtype differ (bound 4 eps(out_dtype) of max|ref|; on the
+ *            GPU with FP8 tiles at least 2^-12, the FP8 wgmma's own
+ *            accumulation precision, see below);
  *   float32: against A @ B of the unquantized inputs: the quantization
  *            error, printed (an FP8 gemm is expected to be ~2^-4 off).
  * --tiles: the shared tiles' dtype (a_tile, b_tile): f16 (default) or bf16
@@ -236,6 +238,12 @@ int main(int argc, char **argv) {
     }
   HostError e = host_compare(&c, ref), q = host_compare(&c, ref32);
   double bound = 4 * host_dtype_eps(out_dt) + 1e-5; /* the output rounding; f32 sums of K terms */
+  /* sm_90a's FP8 wgmma keeps about 14 significant bits in its own running
+   * sums (DeepSeek-V3's report; a model truncating to 14 bits after each k32
+   * step reproduced the H100's errors). tilec promotes every 128 codes into
+   * f32 (docs/gpu-codegen.md, "FP8 promotion"), which leaves about 2^-13 of
+   * max|ref| from one chunk: the bound allows 2^-12 there. */
+  if (dev == TILERT_DEVICE_CUDA && strcmp(tiles, "fp8") == 0 && bound < 0x1p-12) bound = 0x1p-12;
   printf("  scales: A %.6g, B %.6g; time %.3f ms (best of %ld), %.3f TFLOP/s\n", sa, sb, best, iters,
          2.0 * M * N * K / (best * 1e9));
   printf("  vs the decoded codes: max abs error %.3e, %.3e of max|ref| %.3e (bound %.1e)\n", e.max_abs,

@@ -267,24 +267,6 @@ void cuda_emit_reduce(Cuda *C, const IrStmt *s, int depth) {
     col_of(C, o, l, "tc_cs");
     sb_printf(o, " < %d) { const float tc_x = %s%s[tc_rs * %d + tc_cs]; tc_r = %s; }\n", l->cols, val, src->name,
               l->cols_local, op2);
-  } else if (l->cols_local >= 8 && l->cols_local % 4 == 0) {
-    /* Four partial results, combined as a tree: four independent chains
-     * instead of one, so the FMNMX/FADD latencies overlap. */
-    const char *fn = s->u.reduce.kind == IR_REDUCE_SUM ? NULL : s->u.reduce.kind == IR_REDUCE_MAX ? "fmaxf" : "fminf";
-    cuda_indent(C, depth + 1);
-    sb_printf(o, "float tc_p[4] = {%s%s[tc_rs * %d], %s%s[tc_rs * %d + 1], %s%s[tc_rs * %d + 2], %s%s[tc_rs * %d + 3]};\n",
-              val, src->name, l->cols_local, val, src->name, l->cols_local, val, src->name, l->cols_local, val,
-              src->name, l->cols_local);
-    cuda_indent(C, depth + 1);
-    sb_printf(o, "#pragma unroll\n");
-    cuda_indent(C, depth + 1);
-    sb_printf(o, "for (int tc_cs = 4; tc_cs < %d; ++tc_cs) { const float tc_x = %s%s[tc_rs * %d + tc_cs]; ", l->cols_local,
-              val, src->name, l->cols_local);
-    if (fn) sb_printf(o, "tc_p[tc_cs %% 4] = %s(tc_p[tc_cs %% 4], tc_x); }\n", fn);
-    else sb_puts(o, "tc_p[tc_cs % 4] = tc_p[tc_cs % 4] + tc_x; }\n");
-    cuda_indent(C, depth + 1);
-    if (fn) sb_printf(o, "float tc_r = %s(%s(tc_p[0], tc_p[1]), %s(tc_p[2], tc_p[3]));\n", fn, fn, fn);
-    else sb_puts(o, "float tc_r = (tc_p[0] + tc_p[1]) + (tc_p[2] + tc_p[3]);\n");
   } else {
     cuda_indent(C, depth + 1);
     sb_printf(o, "float tc_r = %s%s[tc_rs * %d];\n", val, src->name, l->cols_local);

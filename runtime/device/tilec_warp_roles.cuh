@@ -36,8 +36,8 @@ TC_DEVICE void tc_consumer_sync() {
  * (mod NWG) arrives on when it has issued: 128 waiting + 128 arriving
  * threads. The barrier numbers are immediates (one branch per warpgroup,
  * uniform in a warpgroup): with a register operand ptxas reserves all 16
- * hardware barriers, and compute-sanitizer's racecheck did not pair the
- * epilogue's barrier 1 correctly. */
+ * hardware barriers. Off by default (PINGPONG_TURNS in
+ * compiler/passes/overlap_wgmma.c): measured slower than the overlap alone. */
 template <int ID>
 TC_DEVICE void tc_named_bar_sync256() {
   asm volatile("bar.sync %0, 256;\n" ::"n"(ID) : "memory");
@@ -47,14 +47,9 @@ TC_DEVICE void tc_named_bar_arrive256() {
   asm volatile("bar.arrive %0, 256;\n" ::"n"(ID) : "memory");
 }
 
-/* TILEC_NO_PINGPONG (TILEC_NVRTC_FLAGS=-DTILEC_NO_PINGPONG) turns the turns
- * off, for measuring what they bring; results are the same either way. */
 template <int NWG>
 TC_DEVICE void tc_turn_wait(int wg) {
   static_assert(NWG >= 2 && NWG <= 4, "tc_turn_*: 2 to 4 consumer warpgroups");
-#ifdef TILEC_NO_PINGPONG
-  return;
-#endif
   if (wg == 0) tc_named_bar_sync256<2>();
   else if (wg == 1) tc_named_bar_sync256<3>();
   else if (wg == 2) tc_named_bar_sync256<4>();
@@ -64,9 +59,6 @@ TC_DEVICE void tc_turn_wait(int wg) {
 template <int NWG>
 TC_DEVICE void tc_turn_pass(int wg) {
   static_assert(NWG >= 2 && NWG <= 4, "tc_turn_*: 2 to 4 consumer warpgroups");
-#ifdef TILEC_NO_PINGPONG
-  return;
-#endif
   const int next = (wg + 1) % NWG;
   if (next == 0) tc_named_bar_arrive256<2>();
   else if (next == 1) tc_named_bar_arrive256<3>();

@@ -16,21 +16,14 @@
 int main(int argc, char **argv) {
   long M = 1000, N = 1000, K = 512;
   const char *device_name = "auto";
-  for (int i = 1; i < argc; i++) {
-    const char *v;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: %s [--m N] [--n N] [--k N] [--device auto|cpu|cuda]\n", argv[0]);
-      return 0;
-    } else if (host_opt(argc, argv, &i, "--m", &v)) {
-      M = host_parse_long("--m", v, 1, 1 << 20);
-    } else if (host_opt(argc, argv, &i, "--n", &v)) {
-      N = host_parse_long("--n", v, 1, 1 << 20);
-    } else if (host_opt(argc, argv, &i, "--k", &v)) {
-      K = host_parse_long("--k", v, 1, 1 << 20);
-    } else if (!host_device_arg(argc, argv, &i, &device_name)) {
-      return 2;
-    }
-  }
+  const HostOption opts[] = {
+      {"--m", HOST_OPT_LONG, &M, 1, 1 << 20},
+      {"--n", HOST_OPT_LONG, &N, 1, 1 << 20},
+      {"--k", HOST_OPT_LONG, &K, 1, 1 << 20},
+  };
+  int st = host_parse_options(argc, argv, "[--m N] [--n N] [--k N] [--device auto|cpu|cuda]", opts,
+                              HOST_NOPTS(opts), &device_name);
+  if (st >= 0) return st;
 
   TilertConfig cfg = {0};
   TilertContext *ctx = host_context_open(device_name, &cfg);

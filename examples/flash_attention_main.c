@@ -57,14 +57,9 @@ static bool run_on(TilertContext *ctx, const Problem *p, HostTensor *q, HostTens
   TilecDefine defs[] = {
       {"dim", dim_s}, {"is_causal", p->causal ? "true" : "false"}, {"dtype", p->dtype_name}};
   TilertModule *mod = NULL;
-  TilertKernel *kern = NULL;
   double t0 = host_now_ms();
-  if (tilert_module_load_file(ctx, p->tile, defs, 3, &mod) != TILERT_OK ||
-      tilert_module_get_kernel(mod, "flash_attention", &kern) != TILERT_OK) {
-    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-    tilert_module_destroy(mod);
-    return false;
-  }
+  TilertKernel *kern = host_load_kernel(ctx, p->tile, defs, 3, "flash_attention", &mod);
+  if (!kern) return false;
   *load_ms = host_now_ms() - t0;
   if (tilert_module_from_cache(mod)) printf("  (kernel binary from the disk cache)\n");
 

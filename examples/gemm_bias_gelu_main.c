@@ -30,11 +30,9 @@ int main(int argc, char **argv) {
   if (!ctx) return 1;
   TilertDevice dev = tilert_context_device(ctx);
   TilertModule *mod = NULL;
-  TilertKernel *kern = NULL;
-  if (tilert_module_load_file(ctx, host_example_path("gemm_bias_gelu.tile"), NULL, 0, &mod) != TILERT_OK ||
-      tilert_module_get_kernel(mod, "gemm_bias_gelu", &kern) != TILERT_OK) {
-    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-    tilert_module_destroy(mod);
+  TilertKernel *kern =
+      host_load_kernel(ctx, host_example_path("gemm_bias_gelu.tile"), NULL, 0, "gemm_bias_gelu", &mod);
+  if (!kern) {
     tilert_context_destroy(ctx);
     return 1;
   }

@@ -49,12 +49,9 @@ int main(int argc, char **argv) {
     if (blocks[b]) defs[ndefs++] = (TilecDefine){block_names[b], blocks[b]};
 
   TilertModule *mod = NULL;
-  TilertKernel *kern = NULL;
   double t0 = host_now_ms();
-  if (tilert_module_load_file(ctx, host_example_path("gemm.tile"), defs, ndefs, &mod) != TILERT_OK ||
-      tilert_module_get_kernel(mod, "gemm", &kern) != TILERT_OK) {
-    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-    tilert_module_destroy(mod);
+  TilertKernel *kern = host_load_kernel(ctx, host_example_path("gemm.tile"), defs, ndefs, "gemm", &mod);
+  if (!kern) {
     tilert_context_destroy(ctx);
     return 1;
   }

@@ -617,6 +617,20 @@ int host_parse_options(int argc, char **argv, const char *usage, const HostOptio
   return -1;
 }
 
+TilertKernel *host_load_kernel(TilertContext *ctx, const char *path, const TilecDefine *defs,
+                               int ndefs, const char *kernel, TilertModule **mod) {
+  TilertKernel *kern = NULL;
+  *mod = NULL;
+  if (tilert_module_load_file(ctx, path, defs, ndefs, mod) != TILERT_OK ||
+      tilert_module_get_kernel(*mod, kernel, &kern) != TILERT_OK) {
+    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
+    tilert_module_destroy(*mod);
+    *mod = NULL;
+    return NULL;
+  }
+  return kern;
+}
+
 TilertContext *host_context_open(const char *device_name, TilertConfig *cfg) {
   cfg->device = strcmp(device_name, "cpu") == 0    ? TILERT_DEVICE_CPU
                 : strcmp(device_name, "cuda") == 0 ? TILERT_DEVICE_CUDA

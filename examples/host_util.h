@@ -188,6 +188,12 @@ int host_parse_options(int argc, char **argv, const char *usage, const HostOptio
                        int nopts, const char **device_name);
 #define HOST_NOPTS(opts) ((int)(sizeof(opts) / sizeof((opts)[0])))
 
+/* Loads `path` with the -D bindings `defs` and returns its kernel `kernel`;
+ * *mod receives the module (the caller destroys it). On failure prints
+ * "error: <runtime error>", destroys the module (*mod = NULL) and returns
+ * NULL. */
+TilertKernel *host_load_kernel(TilertContext *ctx, const char *path, const TilecDefine *defs,
+                               int ndefs, const char *kernel, TilertModule **mod);
 /* A runtime context for --device; *cfg is filled (the CPU comparison of the
  * flagship reuses it). NULL after printing the runtime's error. */
 TilertContext *host_context_open(const char *device_name, TilertConfig *cfg);

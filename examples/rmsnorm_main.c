@@ -33,11 +33,8 @@ int main(int argc, char **argv) {
   snprintf(n_s, sizeof n_s, "%ld", N);
   TilecDefine defs[] = {{"N", n_s}};
   TilertModule *mod = NULL;
-  TilertKernel *kern = NULL;
-  if (tilert_module_load_file(ctx, host_example_path("rmsnorm.tile"), defs, 1, &mod) != TILERT_OK ||
-      tilert_module_get_kernel(mod, "rmsnorm", &kern) != TILERT_OK) {
-    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-    tilert_module_destroy(mod);
+  TilertKernel *kern = host_load_kernel(ctx, host_example_path("rmsnorm.tile"), defs, 1, "rmsnorm", &mod);
+  if (!kern) {
     tilert_context_destroy(ctx);
     return 1;
   }

@@ -32,15 +32,12 @@ static double attention_bound(DLDataType t) {
   return t.code == kDLBfloat ? 2e-2 : 5e-3;
 }
 
-static void usage(FILE *f, const char *argv0) {
-  fprintf(f,
-          "usage: %s [--batch N] [--heads N] [--seq-len N] [--dim N] [--causal]\n"
-          "          [--dtype f16|bf16] [--device auto|cpu|cuda] [--iters N] [--tile PATH]\n"
-          "Runs examples/flash_attention.tile on random inputs and checks it against a\n"
-          "double-precision reference. $TILEC_SEED fixes the random seed;\n"
-          "$TILEC_EXAMPLES_DIR says where the .tile files are (default: the source tree).\n",
-          argv0);
-}
+#define USAGE                                                                              \
+  "[--batch N] [--heads N] [--seq-len N] [--dim N] [--causal]\n"                           \
+  "          [--dtype f16|bf16] [--device auto|cpu|cuda] [--iters N] [--tile PATH]\n"     \
+  "Runs examples/flash_attention.tile on random inputs and checks it against a\n"          \
+  "double-precision reference. $TILEC_SEED fixes the random seed;\n"                      \
+  "$TILEC_EXAMPLES_DIR says where the .tile files are (default: the source tree)."
 
 typedef struct Problem {
   long batch, heads, seq_len, dim;
@@ -60,14 +57,9 @@ static bool run_on(TilertContext *ctx, const Problem *p, HostTensor *q, HostTens
   TilecDefine defs[] = {
       {"dim", dim_s}, {"is_causal", p->causal ? "true" : "false"}, {"dtype", p->dtype_name}};
   TilertModule *mod = NULL;
-  TilertKernel *kern = NULL;
   double t0 = host_now_ms();
-  if (tilert_module_load_file(ctx, p->tile, defs, 3, &mod) != TILERT_OK ||
-      tilert_module_get_kernel(mod, "flash_attention", &kern) != TILERT_OK) {
-    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-    tilert_module_destroy(mod);
-    return false;
-  }
+  TilertKernel *kern = host_load_kernel(ctx, p->tile, defs, 3, "flash_attention", &mod);
+  if (!kern) return false;
   *load_ms = host_now_ms() - t0;
   if (tilert_module_from_cache(mod)) printf("  (kernel binary from the disk cache)\n");
 
@@ -88,40 +80,19 @@ int main(int argc, char **argv) {
                NULL};
   const char *device_name = "auto";
   long iters = 0; /* 0: 1 on the CPU, 20 on the GPU */
-  for (int i = 1; i < argc; i++) {
-    const char *v;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout, argv[0]);
-      return 0;
-    } else if (strcmp(argv[i], "--causal") == 0) {
-      p.causal = true;
-    } else if (host_opt(argc, argv, &i, "--batch", &v)) {
-      p.batch = host_parse_long("--batch", v, 1, 1 << 20);
-    } else if (host_opt(argc, argv, &i, "--heads", &v)) {
-      p.heads = host_parse_long("--heads", v, 1, 1 << 20);
-    } else if (host_opt(argc, argv, &i, "--seq-len", &v)) {
-      p.seq_len = host_parse_long("--seq-len", v, 1, 1 << 24);
-    } else if (host_opt(argc, argv, &i, "--dim", &v)) {
-      p.dim = host_parse_long("--dim", v, 1, 1024);
-    } else if (host_opt(argc, argv, &i, "--iters", &v)) {
-      iters = host_parse_long("--iters", v, 1, 100000);
-    } else if (host_opt(argc, argv, &i, "--tile", &v)) {
-      p.tile = v;
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if ((strcmp(v, "f16") != 0 && strcmp(v, "bf16") != 0) || !host_dtype_parse(v, &p.dtype)) {
-        fprintf(stderr, "%s: --dtype must be f16 or bf16\n", argv[0]);
-        return 2;
-      }
-      p.dtype_name = v;
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (!host_device_valid(argv[0], v)) return 2;
-      device_name = v;
-    } else {
-      fprintf(stderr, "%s: unknown argument '%s'\n", argv[0], argv[i]);
-      usage(stderr, argv[0]);
-      return 2;
-    }
-  }
+  const HostOption opts[] = {
+      {"--causal", HOST_OPT_FLAG, &p.causal},
+      {"--batch", HOST_OPT_LONG, &p.batch, 1, 1 << 20},
+      {"--heads", HOST_OPT_LONG, &p.heads, 1, 1 << 20},
+      {"--seq-len", HOST_OPT_LONG, &p.seq_len, 1, 1 << 24},
+      {"--dim", HOST_OPT_LONG, &p.dim, 1, 1024},
+      {"--iters", HOST_OPT_LONG, &iters, 1, 100000},
+      {"--tile", HOST_OPT_TEXT, &p.tile},
+      {"--dtype", HOST_OPT_CHOICE, &p.dtype_name, .choices = "f16|bf16"},
+  };
+  int st = host_parse_options(argc, argv, USAGE, opts, HOST_NOPTS(opts), &device_name);
+  if (st >= 0) return st;
+  host_dtype_parse(p.dtype_name, &p.dtype);
 
   if (!p.tile) p.tile = host_example_path("flash_attention.tile");
   TilertConfig cfg = {0};

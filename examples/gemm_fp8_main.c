@@ -38,8 +38,6 @@
 #include "host_util.h"
 #include "tilert.h"
 
-static bool fp8_name_ok(const char *v) { return strcmp(v, "f8e4m3") == 0 || strcmp(v, "f8e5m2") == 0; }
-
 /* Quantizes x (n floats) into the FP8 tensor t; returns the scale. */
 static double quantize(HostTensor *t, const double *x, size_t n) {
   bool e5m2 = t->dl.dtype.code == HOST_DL_F8E5M2;
@@ -59,68 +57,33 @@ int main(int argc, char **argv) {
   bool b_nk = false;
   const char *blocks[3] = {NULL, NULL, NULL};
   const char *a_name = "f8e4m3", *b_name = "f8e4m3", *out_name = "f16", *device_name = "auto";
-  for (int i = 1; i < argc; i++) {
-    const char *v;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: %s [--m N] [--n N] [--k N] [--a-dtype f8e4m3|f8e5m2] [--b-dtype f8e4m3|f8e5m2]\n"
-             "          [--out-dtype f16|bf16|f32] [--tiles f16|bf16|fp8] [--b-layout kn|nk]\n"
-             "          [--device auto|cpu|cuda] [--block-m N] [--block-n N] [--block-k N] [--stages N]\n"
-             "          [--threads N] [--define NAME=VALUE] [--iters N]\n",
-             argv[0]);
-      return 0;
-    } else if (host_opt(argc, argv, &i, "--m", &v)) {
-      M = host_parse_long("--m", v, 1, 1 << 16);
-    } else if (host_opt(argc, argv, &i, "--n", &v)) {
-      N = host_parse_long("--n", v, 1, 1 << 16);
-    } else if (host_opt(argc, argv, &i, "--k", &v)) {
-      K = host_parse_long("--k", v, 1, 1 << 16);
-    } else if (host_opt(argc, argv, &i, "--iters", &v)) {
-      iters = host_parse_long("--iters", v, 1, 100000);
-    } else if (host_opt(argc, argv, &i, "--tiles", &v)) {
-      if (strcmp(v, "f16") != 0 && strcmp(v, "bf16") != 0 && strcmp(v, "fp8") != 0) {
-        fprintf(stderr, "%s: --tiles must be f16, bf16 or fp8\n", argv[0]);
-        return 2;
-      }
-      tiles = v;
-    } else if (host_opt(argc, argv, &i, "--b-layout", &v)) {
-      if (strcmp(v, "kn") != 0 && strcmp(v, "nk") != 0) {
-        fprintf(stderr, "%s: --b-layout must be kn or nk\n", argv[0]);
-        return 2;
-      }
-      b_nk = strcmp(v, "nk") == 0;
-    } else if (host_opt(argc, argv, &i, "--stages", &v)) {
-      stages = v;
-    } else if (host_opt(argc, argv, &i, "--threads", &v)) {
-      threads = v;
-    } else if (host_opt(argc, argv, &i, "--define", &v)) {
-      if (!strchr(v, '=') || v[0] == '=' || nextra == 4) {
-        fprintf(stderr, "%s: --define takes NAME=VALUE (at most 4)\n", argv[0]);
-        return 2;
-      }
-      extra[nextra++] = v;
-    } else if (host_opt(argc, argv, &i, "--block-m", &v)) {
-      blocks[0] = v;
-    } else if (host_opt(argc, argv, &i, "--block-n", &v)) {
-      blocks[1] = v;
-    } else if (host_opt(argc, argv, &i, "--block-k", &v)) {
-      blocks[2] = v;
-    } else if (host_opt(argc, argv, &i, "--a-dtype", &v) || host_opt(argc, argv, &i, "--b-dtype", &v)) {
-      if (!fp8_name_ok(v)) {
-        fprintf(stderr, "%s: %s must be f8e4m3 or f8e5m2\n", argv[0], argv[i - 1]);
-        return 2;
-      }
-      if (strstr(argv[i - 1], "--a-dtype")) a_name = v;
-      else b_name = v;
-    } else if (host_opt(argc, argv, &i, "--out-dtype", &v)) {
-      if (strcmp(v, "f16") != 0 && strcmp(v, "bf16") != 0 && strcmp(v, "f32") != 0) {
-        fprintf(stderr, "%s: --out-dtype must be f16, bf16 or f32\n", argv[0]);
-        return 2;
-      }
-      out_name = v;
-    } else if (!host_device_arg(argc, argv, &i, &device_name)) {
-      return 2;
-    }
-  }
+  const char *b_layout = "kn";
+  const HostOption opts[] = {
+      {"--m", HOST_OPT_LONG, &M, 1, 1 << 16},
+      {"--n", HOST_OPT_LONG, &N, 1, 1 << 16},
+      {"--k", HOST_OPT_LONG, &K, 1, 1 << 16},
+      {"--iters", HOST_OPT_LONG, &iters, 1, 100000},
+      {"--tiles", HOST_OPT_CHOICE, &tiles, .choices = "f16|bf16|fp8"},
+      {"--b-layout", HOST_OPT_CHOICE, &b_layout, .choices = "kn|nk"},
+      {"--stages", HOST_OPT_TEXT, &stages},
+      {"--threads", HOST_OPT_TEXT, &threads},
+      {"--define", HOST_OPT_DEFINE, extra, .max = 4, .count = &nextra},
+      {"--block-m", HOST_OPT_TEXT, &blocks[0]},
+      {"--block-n", HOST_OPT_TEXT, &blocks[1]},
+      {"--block-k", HOST_OPT_TEXT, &blocks[2]},
+      {"--a-dtype", HOST_OPT_CHOICE, &a_name, .choices = "f8e4m3|f8e5m2"},
+      {"--b-dtype", HOST_OPT_CHOICE, &b_name, .choices = "f8e4m3|f8e5m2"},
+      {"--out-dtype", HOST_OPT_CHOICE, &out_name, .choices = "f16|bf16|f32"},
+  };
+  int st = host_parse_options(
+      argc, argv,
+      "[--m N] [--n N] [--k N] [--a-dtype f8e4m3|f8e5m2] [--b-dtype f8e4m3|f8e5m2]\n"
+      "          [--out-dtype f16|bf16|f32] [--tiles f16|bf16|fp8] [--b-layout kn|nk]\n"
+      "          [--device auto|cpu|cuda] [--block-m N] [--block-n N] [--block-k N] [--stages N]\n"
+      "          [--threads N] [--define NAME=VALUE] [--iters N]",
+      opts, HOST_NOPTS(opts), &device_name);
+  if (st >= 0) return st;
+  b_nk = strcmp(b_layout, "nk") == 0;
   DLDataType a_dt, b_dt, out_dt;
   host_dtype_parse(a_name, &a_dt), host_dtype_parse(b_name, &b_dt), host_dtype_parse(out_name, &out_dt);
 

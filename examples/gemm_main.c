@@ -19,37 +19,22 @@ int main(int argc, char **argv) {
   const char *blocks[3] = {NULL, NULL, NULL}; /* block_M, block_N, block_K */
   const char *dtype_name = "f16", *device_name = "auto";
   DLDataType dtype = {kDLFloat, 16, 1};
-  for (int i = 1; i < argc; i++) {
-    const char *v;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: %s [--m N] [--n N] [--k N] [--dtype f16|bf16] [--device auto|cpu|cuda]\n"
-             "          [--block-m N] [--block-n N] [--block-k N] [--iters N]\n",
-             argv[0]);
-      return 0;
-    } else if (host_opt(argc, argv, &i, "--m", &v)) {
-      M = host_parse_long("--m", v, 1, 1 << 20);
-    } else if (host_opt(argc, argv, &i, "--n", &v)) {
-      N = host_parse_long("--n", v, 1, 1 << 20);
-    } else if (host_opt(argc, argv, &i, "--k", &v)) {
-      K = host_parse_long("--k", v, 1, 1 << 20);
-    } else if (host_opt(argc, argv, &i, "--iters", &v)) {
-      iters = host_parse_long("--iters", v, 1, 100000);
-    } else if (host_opt(argc, argv, &i, "--block-m", &v)) {
-      blocks[0] = v;
-    } else if (host_opt(argc, argv, &i, "--block-n", &v)) {
-      blocks[1] = v;
-    } else if (host_opt(argc, argv, &i, "--block-k", &v)) {
-      blocks[2] = v;
-    } else if (host_opt(argc, argv, &i, "--dtype", &v)) {
-      if ((strcmp(v, "f16") != 0 && strcmp(v, "bf16") != 0) || !host_dtype_parse(v, &dtype)) {
-        fprintf(stderr, "%s: --dtype must be f16 or bf16\n", argv[0]);
-        return 2;
-      }
-      dtype_name = v;
-    } else if (!host_device_arg(argc, argv, &i, &device_name)) {
-      return 2;
-    }
-  }
+  const HostOption opts[] = {
+      {"--m", HOST_OPT_LONG, &M, 1, 1 << 20},
+      {"--n", HOST_OPT_LONG, &N, 1, 1 << 20},
+      {"--k", HOST_OPT_LONG, &K, 1, 1 << 20},
+      {"--iters", HOST_OPT_LONG, &iters, 1, 100000},
+      {"--block-m", HOST_OPT_TEXT, &blocks[0]},
+      {"--block-n", HOST_OPT_TEXT, &blocks[1]},
+      {"--block-k", HOST_OPT_TEXT, &blocks[2]},
+      {"--dtype", HOST_OPT_CHOICE, &dtype_name, .choices = "f16|bf16"},
+  };
+  int st = host_parse_options(argc, argv,
+                              "[--m N] [--n N] [--k N] [--dtype f16|bf16] [--device auto|cpu|cuda]\n"
+                              "          [--block-m N] [--block-n N] [--block-k N] [--iters N]",
+                              opts, HOST_NOPTS(opts), &device_name);
+  if (st >= 0) return st;
+  host_dtype_parse(dtype_name, &dtype);
 
   TilertConfig cfg = {0};
   TilertContext *ctx = host_context_open(device_name, &cfg);
@@ -64,12 +49,9 @@ int main(int argc, char **argv) {
     if (blocks[b]) defs[ndefs++] = (TilecDefine){block_names[b], blocks[b]};
 
   TilertModule *mod = NULL;
-  TilertKernel *kern = NULL;
   double t0 = host_now_ms();
-  if (tilert_module_load_file(ctx, host_example_path("gemm.tile"), defs, ndefs, &mod) != TILERT_OK ||
-      tilert_module_get_kernel(mod, "gemm", &kern) != TILERT_OK) {
-    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-    tilert_module_destroy(mod);
+  TilertKernel *kern = host_load_kernel(ctx, host_example_path("gemm.tile"), defs, ndefs, "gemm", &mod);
+  if (!kern) {
     tilert_context_destroy(ctx);
     return 1;
   }

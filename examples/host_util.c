@@ -298,43 +298,9 @@ double *host_tensor_to_double(const HostTensor *t) {
 
 void host_ref_attention(const HostTensor *q, const HostTensor *k, const HostTensor *v,
                         bool causal, double sm_scale, double *out) {
-  const int64_t B = q->shape[0], S = q->shape[1], H = q->shape[2], D = q->shape[3];
-  double *Q = host_tensor_to_double(q), *K = host_tensor_to_double(k),
-         *V = host_tensor_to_double(v);
-  double *p = malloc((size_t)(S ? S : 1) * sizeof *p);
-  /* offset of row (b, s, h) in BSHD */
-#define ROW(b, s, h) ((size_t)((((b)*S + (s)) * H + (h)) * D))
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t h = 0; h < H; h++)
-      for (int64_t i = 0; i < S; i++) {
-        const double *qi = Q + ROW(b, i, h);
-        int64_t n = causal ? i + 1 : S;
-        double m = -INFINITY;
-        for (int64_t j = 0; j < n; j++) {
-          const double *kj = K + ROW(b, j, h);
-          double s = 0;
-          for (int64_t d = 0; d < D; d++) s += qi[d] * kj[d];
-          p[j] = s * sm_scale;
-          if (p[j] > m) m = p[j];
-        }
-        double l = 0;
-        for (int64_t j = 0; j < n; j++) {
-          p[j] = exp(p[j] - m);
-          l += p[j];
-        }
-        double *o = out + ROW(b, i, h);
-        for (int64_t d = 0; d < D; d++) o[d] = 0;
-        for (int64_t j = 0; j < n; j++) {
-          const double *vj = V + ROW(b, j, h);
-          for (int64_t d = 0; d < D; d++) o[d] += p[j] * vj[d];
-        }
-        for (int64_t d = 0; d < D; d++) o[d] /= l;
-      }
-#undef ROW
-  free(p);
-  free(Q);
-  free(K);
-  free(V);
+  /* Sq == Skv: the bottom-right causal alignment is the usual one (query i
+   * sees keys 0..i) and every row sees a key. */
+  host_ref_attention_general(q, k, v, causal, sm_scale, out, NULL);
 }
 
 void host_ref_attention_general(const HostTensor *q, const HostTensor *k, const HostTensor *v,
@@ -565,6 +531,104 @@ bool host_device_arg(int argc, char **argv, int *i, const char **device_name) {
   }
   fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[*i]);
   return false;
+}
+
+static bool choice_ok(const char *choices, const char *v) {
+  size_t n = strlen(v);
+  for (const char *c = choices; *c;) {
+    const char *bar = strchr(c, '|');
+    size_t len = bar ? (size_t)(bar - c) : strlen(c);
+    if (len == n && strncmp(c, v, n) == 0) return true;
+    if (!bar) break;
+    c = bar + 1;
+  }
+  return false;
+}
+
+/* "a|b|c" -> "a, b or c" */
+static void print_choices(FILE *f, const char *choices) {
+  for (const char *c = choices; *c;) {
+    const char *bar = strchr(c, '|');
+    size_t len = bar ? (size_t)(bar - c) : strlen(c);
+    fprintf(f, "%.*s", (int)len, c);
+    if (!bar) break;
+    c = bar + 1;
+    fputs(strchr(c, '|') ? ", " : " or ", f);
+  }
+}
+
+/* Stores the value of option o (argv[*i] matched it); false after a message. */
+static bool option_store(const HostOption *o, const char *prog, const char *v) {
+  switch (o->kind) {
+  case HOST_OPT_LONG:
+    *(long *)o->dest = host_parse_long(o->name, v, o->min, o->max);
+    return true;
+  case HOST_OPT_LONG_TEXT:
+    host_parse_long(o->name, v, o->min, o->max);
+    *(const char **)o->dest = v;
+    return true;
+  case HOST_OPT_TEXT:
+    *(const char **)o->dest = v;
+    return true;
+  case HOST_OPT_CHOICE:
+    if (!choice_ok(o->choices, v)) {
+      fprintf(stderr, "%s: %s must be ", prog, o->name);
+      print_choices(stderr, o->choices);
+      fputc('\n', stderr);
+      return false;
+    }
+    *(const char **)o->dest = v;
+    return true;
+  case HOST_OPT_DEFINE:
+    if (!strchr(v, '=') || v[0] == '=' || *o->count >= o->max) {
+      fprintf(stderr, "%s: %s takes NAME=VALUE (at most %ld)\n", prog, o->name, o->max);
+      return false;
+    }
+    ((const char **)o->dest)[(*o->count)++] = v;
+    return true;
+  case HOST_OPT_FLAG:
+    break;
+  }
+  return false;
+}
+
+int host_parse_options(int argc, char **argv, const char *usage, const HostOption *opts,
+                       int nopts, const char **device_name) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("usage: %s %s\n", argv[0], usage);
+      return 0;
+    }
+    int k = 0;
+    for (; k < nopts; k++) {
+      const HostOption *o = &opts[k];
+      const char *v;
+      if (o->kind == HOST_OPT_FLAG) {
+        if (strcmp(argv[i], o->name) != 0) continue;
+        *(bool *)o->dest = true;
+        break;
+      }
+      if (!host_opt(argc, argv, &i, o->name, &v)) continue;
+      if (!option_store(o, argv[0], v)) return 2;
+      break;
+    }
+    if (k == nopts && !host_device_arg(argc, argv, &i, device_name)) return 2;
+  }
+  return -1;
+}
+
+TilertKernel *host_load_kernel(TilertContext *ctx, const char *path, const TilecDefine *defs,
+                               int ndefs, const char *kernel, TilertModule **mod) {
+  TilertKernel *kern = NULL;
+  *mod = NULL;
+  if (tilert_module_load_file(ctx, path, defs, ndefs, mod) != TILERT_OK ||
+      tilert_module_get_kernel(*mod, kernel, &kern) != TILERT_OK) {
+    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
+    tilert_module_destroy(*mod);
+    *mod = NULL;
+    return NULL;
+  }
+  return kern;
 }
 
 TilertContext *host_context_open(const char *device_name, TilertConfig *cfg) {

@@ -161,6 +161,39 @@ bool host_device_valid(const char *prog, const char *device_name);
  * NAME` (checked, stored in *device_name: true) or not an argument the
  * example knows (message, false: exit with 2). */
 bool host_device_arg(int argc, char **argv, int *i, const char **device_name);
+/* A table-driven argument loop: each main lists its own options, and
+ * host_parse_options handles the rest every example shares (--help/-h,
+ * --device, "unknown argument"). */
+typedef enum HostOptKind {
+  HOST_OPT_LONG,      /* long *dest, in [min, max] */
+  HOST_OPT_LONG_TEXT, /* const char **dest, checked as an integer in [min, max] (a -D value) */
+  HOST_OPT_TEXT,      /* const char **dest, any text */
+  HOST_OPT_CHOICE,    /* const char **dest, one of `choices` ("a|b|c") */
+  HOST_OPT_FLAG,      /* bool *dest set true; takes no value */
+  HOST_OPT_DEFINE,    /* const char **dest[*count], NAME=VALUE, at most max of them */
+} HostOptKind;
+typedef struct HostOption {
+  const char *name; /* "--m" */
+  HostOptKind kind;
+  void *dest;
+  long min, max;
+  const char *choices; /* HOST_OPT_CHOICE */
+  int *count;          /* HOST_OPT_DEFINE */
+} HostOption;
+/* Parses argv[1..] against opts. --help/-h prints "usage: PROG <usage>" to
+ * stdout; --device NAME is checked and stored in *device_name. Returns -1
+ * when the program goes on, else its exit status: 0 after --help, 2 after a
+ * bad argument (message printed). */
+int host_parse_options(int argc, char **argv, const char *usage, const HostOption *opts,
+                       int nopts, const char **device_name);
+#define HOST_NOPTS(opts) ((int)(sizeof(opts) / sizeof((opts)[0])))
+
+/* Loads `path` with the -D bindings `defs` and returns its kernel `kernel`;
+ * *mod receives the module (the caller destroys it). On failure prints
+ * "error: <runtime error>", destroys the module (*mod = NULL) and returns
+ * NULL. */
+TilertKernel *host_load_kernel(TilertContext *ctx, const char *path, const TilecDefine *defs,
+                               int ndefs, const char *kernel, TilertModule **mod);
 /* A runtime context for --device; *cfg is filled (the CPU comparison of the
  * flagship reuses it). NULL after printing the runtime's error. */
 TilertContext *host_context_open(const char *device_name, TilertConfig *cfg);

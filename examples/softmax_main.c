@@ -18,22 +18,14 @@
 int main(int argc, char **argv) {
   long M = 1000, N = 256;
   const char *device_name = "auto", *block_m = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *v;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: %s [--m N] [--n N] [--block-m N] [--device auto|cpu|cuda]\n", argv[0]);
-      return 0;
-    } else if (host_opt(argc, argv, &i, "--m", &v)) {
-      M = host_parse_long("--m", v, 1, 1 << 24);
-    } else if (host_opt(argc, argv, &i, "--n", &v)) {
-      N = host_parse_long("--n", v, 1, 1 << 16);
-    } else if (host_opt(argc, argv, &i, "--block-m", &v)) {
-      host_parse_long("--block-m", v, 1, 1 << 16);
-      block_m = v;
-    } else if (!host_device_arg(argc, argv, &i, &device_name)) {
-      return 2;
-    }
-  }
+  const HostOption opts[] = {
+      {"--m", HOST_OPT_LONG, &M, 1, 1 << 24},
+      {"--n", HOST_OPT_LONG, &N, 1, 1 << 16},
+      {"--block-m", HOST_OPT_LONG_TEXT, &block_m, 1, 1 << 16},
+  };
+  int st = host_parse_options(argc, argv, "[--m N] [--n N] [--block-m N] [--device auto|cpu|cuda]",
+                              opts, HOST_NOPTS(opts), &device_name);
+  if (st >= 0) return st;
 
   TilertConfig cfg = {0};
   TilertContext *ctx = host_context_open(device_name, &cfg);
@@ -44,12 +36,9 @@ int main(int argc, char **argv) {
   snprintf(n_s, sizeof n_s, "%ld", N);
   TilecDefine defs[] = {{"N", n_s}, {"block_M", block_m}};
   TilertModule *mod = NULL;
-  TilertKernel *kern = NULL;
-  if (tilert_module_load_file(ctx, host_example_path("softmax.tile"), defs, block_m ? 2 : 1,
-                              &mod) != TILERT_OK ||
-      tilert_module_get_kernel(mod, "softmax", &kern) != TILERT_OK) {
-    fprintf(stderr, "error: %s\n", tilert_last_error(ctx));
-    tilert_module_destroy(mod);
+  TilertKernel *kern =
+      host_load_kernel(ctx, host_example_path("softmax.tile"), defs, block_m ? 2 : 1, "softmax", &mod);
+  if (!kern) {
     tilert_context_destroy(ctx);
     return 1;
   }

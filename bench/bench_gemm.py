@@ -66,6 +66,7 @@ QUICK_GRID = ["4096x4096x4096", "3000x5000x2000", "16x8192x8192", "512x512x65536
 BOUND = {"f16": 4 * 2.0 ** -10, "bf16": 4 * 2.0 ** -7}
 SPLITK_CONFIGS = {"splitk": {}, "splitk-m128": {"block_M": 128, "threads": 256},
                   "splitk-n64": {"block_M": 128, "block_N": 64, "threads": 256}}
+# The plan's labels are tilec.splitk.SPLITK_TILES's: the same tiles.
 
 
 def parse_shape(s):
@@ -180,9 +181,9 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
         for s in split_candidates(tilec, m, n, k, sms, smem).get("splitk", []):
             measure("splitk-bound/%d" % s, gb, s)
     kind, s = gemm_obj(dt, "splitk").plan(m, n, k, sms, smem)
-    plan = "gemm" if kind == "gemm" else "splitk/%d" % s
+    plan = "gemm" if kind == "gemm" else "%s/%d" % (kind, s)
     if plan not in variants:
-        measure(plan, gemm_obj(dt, "splitk"), s)
+        measure(plan, gemm_obj(dt, kind), s)
     ok = {l: v for l, v in variants.items() if "ms" in v}
     best = min(ok, key=lambda l: ok[l]["ms"]) if ok else None
     return {"variants": variants, "best": best, "plan": plan}

@@ -300,7 +300,7 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
   DumpCtx ctx = {options, r, r->diag, false};
   /* Dump 00 is sema's output, before any pass. */
   observe(r->module, 0, "sema", &ctx);
-  PassOptions popts = {target, options->defines, options->ndefines};
+  PassOptions popts = {target, options->defines, options->ndefines, options->no_tma};
   if (!pass_run_pipeline(r->module, &popts, r->diag, observe, &ctx) || ctx.failed) return 1;
   build_infos(r);
 

@@ -316,6 +316,9 @@ struct IrStmt {
     struct {             /* IF */
       IrExpr *cond;
       IrStmt *then_, *else_; /* SEQs; else_ may be NULL */
+      bool opaque;           /* the CUDA backend hides cond from nvcc (tc_opaque),
+                                so the branch stays even where cond is constant:
+                                ptxas's wgmma analysis needs it (warp-specialize) */
     } if_;
     struct {             /* COPY src -> dst (converting dtype if they differ);
                             ATOMIC_ADD: dst += src, element by element, dst a

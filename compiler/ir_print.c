@@ -329,7 +329,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_puts(sb, "}\n");
     return;
   case IR_STMT_IF:
-    sb_puts(sb, "if (");
+    sb_puts(sb, s->u.if_.opaque ? "if opaque(" : "if (");
     print_expr(p, sb, s->u.if_.cond);
     sb_puts(sb, ") {");
     print_loc(sb, s->loc);

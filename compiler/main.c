@@ -35,6 +35,8 @@ static const char usage[] =
     "                         sm_86, sm_87, sm_89: the sm_80 code, a cubin for that arch\n"
     "  --cache-dir=DIR        --emit=cubin: also store it in the runtime cache DIR,\n"
     "                         where a load of FILE (same path) on that GPU finds it\n"
+    "  --no-tma               sm_90a: keep global->shared copies on cp.async (the build\n"
+    "                         the runtime launches when TMA cannot take a tensor)\n"
     "  --dump-ir=DIR          write DIR/NN-<pass>.tir after every pass\n"
     "  --print-ir-after=PASS|all   the same text, to stderr\n"
     "  --list-passes          the pipeline, in order\n"
@@ -192,6 +194,8 @@ int main(int argc, char **argv) {
     } else if (strncmp(a, "--cache-dir=", 12) == 0) {
       cache_dir = a + 12;
       if (!*cache_dir) return bad_usage("%s: empty directory", a);
+    } else if (strcmp(a, "--no-tma") == 0) {
+      o.no_tma = true;
     } else if (strncmp(a, "--dump-ir=", 10) == 0) {
       o.dump_dir = a + 10;
       if (!*o.dump_dir) return bad_usage("%s: empty directory", a);
@@ -218,6 +222,7 @@ int main(int argc, char **argv) {
   }
   if (!input) return bad_usage("%s", "no input file");
   if (!target_given) o.target = o.emit == TILEC_EMIT_CUDA ? TILEC_TARGET_SM80 : TILEC_TARGET_CPU;
+  if (o.no_tma && aot) return bad_usage("%s", "--no-tma goes with --emit=cuda|ir (the runtime builds that variant itself)");
   if (cache_dir && aot != 1) return bad_usage("%s", "--cache-dir goes with --emit=cubin");
   if (aot && o.target == TILEC_TARGET_CPU)
     return bad_usage("%s", "--emit=cubin and --emit=ptx need a GPU --target (sm_80 or sm_90a)");

@@ -60,6 +60,8 @@ struct TilertModule {
   bool from_cache;
   int nkernels;
   TilertKernel *kernels;
+  struct RtGpuRebuild *rebuild; /* CUDA, a module with TMA copies: how to build its
+                                   cp.async variant, and that variant (rt_gpu.c) */
 };
 
 /* ---- errors (rt_error.c) ---- */
@@ -70,11 +72,12 @@ TilertStatus rt_error(TilertContext *ctx, TilertStatus s, const char *fmt, ...)
 
 /* ---- the compile step (rt_compile.c) ---- */
 
-/* tilec_compile with the given emit/target; a failure becomes COMPILE_ERROR
- * (the diagnostics) or INVALID_ARGUMENT (bad -D names). */
+/* tilec_compile with the given emit/target (no_tma: TilecOptions.no_tma);
+ * a failure becomes COMPILE_ERROR (the diagnostics) or INVALID_ARGUMENT
+ * (bad -D names). */
 TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *text, size_t len,
                              const TilecDefine *defines, int ndefines, TilecEmit emit,
-                             TilecTarget target, TilecResult **out);
+                             TilecTarget target, bool no_tma, TilecResult **out);
 
 /* ---- a module's shell (rt_module.c) ---- */
 

@@ -5,7 +5,7 @@
 
 TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *text, size_t len,
                              const TilecDefine *defines, int ndefines, TilecEmit emit,
-                             TilecTarget target, TilecResult **out) {
+                             TilecTarget target, bool no_tma, TilecResult **out) {
   *out = NULL;
   TilecOptions opt;
   tilec_options_init(&opt);
@@ -13,6 +13,7 @@ TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *t
   opt.target = target;
   opt.defines = defines;
   opt.ndefines = ndefines;
+  opt.no_tma = no_tma;
   TilecResult *res = NULL;
   int rc = tilec_compile(name, text, len, &opt, &res);
   if (!res) return rt_error(ctx, TILERT_OUT_OF_MEMORY, "%s: the compiler returned no result", name);

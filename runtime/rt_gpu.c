@@ -17,6 +17,11 @@
  *         -> cuModuleLoadData, cuModuleGetFunction(tilec_<kernel>) for every
  *            kernel, the >48 KB dynamic shared memory attribute when needed.
  *         A cached cubin that the driver refuses is rebuilt once.
+ *         A module whose kernels take TMA descriptors keeps its source and
+ *         defines: a launch whose tensors TMA cannot take (a row pitch not a
+ *         multiple of 16 bytes, a misaligned base; rt_tma.c) runs the same
+ *         kernel from the module's cp.async variant (TilecOptions.no_tma),
+ *         built (or read from the cache) at the first such launch.
  * Launch: rt_validate against kDLCUDA:0, the grid from the kernel's grid
  *         expressions (tilec_result_grid), parameters in the generated
  *         kernel's order (tilec.h / backend.h): each tensor's device pointer
@@ -171,7 +176,65 @@ static TilertStatus load_cubin(TilertContext *ctx, TilertModule *mod, const char
   return TILERT_OK;
 }
 
+/* The cp.async variant of a module with TMA copies (rt_gpu_launch). */
+typedef struct RtGpuRebuild {
+  char *name, *text;
+  size_t len;
+  TilecDefine *defines;
+  int ndefines;
+  TilertModule *cp_async; /* built at the first launch that needs it */
+} RtGpuRebuild;
+
+static void rebuild_free(RtGpuRebuild *r) {
+  if (!r) return;
+  if (r->cp_async) {
+    rt_gpu_module_unload(r->cp_async);
+    rt_module_free(r->cp_async);
+  }
+  for (int i = 0; i < r->ndefines; i++) {
+    free((char *)r->defines[i].name);
+    free((char *)r->defines[i].value);
+  }
+  free(r->defines);
+  free(r->name);
+  free(r->text);
+  free(r);
+}
+
+static char *dup_bytes(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, s, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+/* Keeps what building mod's cp.async variant needs; false: out of memory. */
+static bool keep_rebuild(TilertModule *mod, const char *name, const char *text, size_t len,
+                         const TilecDefine *defines, int ndefines) {
+  RtGpuRebuild *r = calloc(1, sizeof *r);
+  if (!r) return false;
+  mod->rebuild = r;
+  r->name = dup_bytes(name, strlen(name));
+  r->text = dup_bytes(text, len);
+  r->len = len;
+  r->defines = calloc(ndefines > 0 ? (size_t)ndefines : 1, sizeof *r->defines);
+  if (!r->name || !r->text || !r->defines) return false;
+  for (int i = 0; i < ndefines; i++, r->ndefines++) {
+    r->defines[i].name = dup_bytes(defines[i].name, strlen(defines[i].name));
+    r->defines[i].value = dup_bytes(defines[i].value, strlen(defines[i].value));
+    if (!r->defines[i].name || !r->defines[i].value) {
+      r->ndefines++;
+      return false;
+    }
+  }
+  return true;
+}
+
 void rt_gpu_module_unload(TilertModule *mod) {
+  rebuild_free(mod->rebuild);
+  mod->rebuild = NULL;
   for (int i = 0; i < mod->nkernels; i++) {
     rt_tma_free(mod->kernels[i].tma_slots);
     mod->kernels[i].tma_slots = NULL;
@@ -180,8 +243,8 @@ void rt_gpu_module_unload(TilertModule *mod) {
   mod->cumod = NULL;
 }
 
-TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
-                         const TilecDefine *defines, int ndefines, TilertModule **out) {
+static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
+                             const TilecDefine *defines, int ndefines, bool no_tma, TilertModule **out) {
   *out = NULL;
   RtCuda *cu = ctx->cu;
   if (!cu || !rt_cuda_has_device(cu)) return rt_error(ctx, TILERT_NO_GPU, "%s", ctx->device_note);
@@ -193,18 +256,20 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
 
   TilecResult *res = NULL;
   TilertStatus st =
-      rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_CUDA, target, &res);
+      rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_CUDA, target, no_tma, &res);
   if (st != TILERT_OK) return st;
 
   int n = tilec_result_num_kernels(res);
   TilertModule *mod = rt_module_new(ctx, res, n);
   if (!mod) return TILERT_OUT_OF_MEMORY;
   int smem_max = rt_cuda_max_smem_optin(cu);
+  bool has_tma = false;
   for (int i = 0; i < n; i++) {
     TilertKernel *k = &mod->kernels[i];
     k->mod = mod;
     k->info = tilec_result_kernel(res, i);
     k->index = i;
+    has_tma |= k->info->ntensor_maps > 0;
     /* Before any NVRTC work: no build makes this kernel fit the device. */
     if (k->info->shared_bytes > RT_GPU_DEFAULT_SMEM && k->info->shared_bytes > smem_max) {
       st = rt_error(ctx, TILERT_LOAD_FAILED,
@@ -248,8 +313,31 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
     rt_module_free(mod);
     return st;
   }
+  if (has_tma && !keep_rebuild(mod, name, text, len, defines, ndefines)) {
+    rt_gpu_module_unload(mod);
+    rt_module_free(mod);
+    return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+  }
   mod->from_cache = hit;
   *out = mod;
+  return TILERT_OK;
+}
+
+TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
+                         const TilecDefine *defines, int ndefines, TilertModule **out) {
+  return gpu_load(ctx, name, text, len, defines, ndefines, false, out);
+}
+
+/* Kernel k of its module's cp.async variant, built on first need. */
+static TilertStatus cp_async_kernel(TilertKernel *k, TilertKernel **out) {
+  RtGpuRebuild *r = k->mod->rebuild;
+  if (!r->cp_async) {
+    TilertStatus st = gpu_load(k->mod->ctx, r->name, r->text, r->len, r->defines, r->ndefines, true, &r->cp_async);
+    if (st != TILERT_OK) return st;
+  }
+  if (r->cp_async->nkernels != k->mod->nkernels || strcmp(r->cp_async->kernels[k->index].info->name, k->info->name))
+    return rt_error(k->mod->ctx, TILERT_LOAD_FAILED, "%s: its cp.async build has other kernels", k->info->name);
+  *out = &r->cp_async->kernels[k->index];
   return TILERT_OK;
 }
 
@@ -332,7 +420,15 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
     params[np + j] = &vals[np + j];
   }
   /* TMA descriptors last (by value: params point at the cached maps). */
-  if (!rt_tma_params(ctx->cu, info, args, &k->tma_slots, params + np + nd, msg, sizeof msg)) {
+  RtTmaStatus tma = rt_tma_params(ctx->cu, info, args, &k->tma_slots, params + np + nd, msg, sizeof msg);
+  if (tma == RT_TMA_UNFIT && mod->rebuild) {
+    /* Tensors TMA cannot take: the same kernel, built with cp.async copies. */
+    TilertKernel *alt = NULL;
+    st = cp_async_kernel(k, &alt);
+    if (st == TILERT_OK) st = rt_gpu_launch(alt, args, nargs, stream);
+    goto done;
+  }
+  if (tma != RT_TMA_OK) {
     st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
     goto done;
   }

@@ -6,9 +6,9 @@
  * from the DLTensor at launch, so dynamic shapes need nothing special.
  * The global strides are the tensor's own (DLPack strides in elements, NULL
  * meaning compact; a parameter declared with `strides (...)` may be a view),
- * converted to bytes; TMA wants each a multiple of 16 bytes, and a tensor
- * whose strides are not gets a launch error saying so (no fallback: the
- * kernel was compiled with TMA copies only).
+ * converted to bytes; TMA wants each a multiple of 16 bytes and the base
+ * address 16-byte aligned. A tensor that is not is UNFIT: rt_gpu.c then
+ * launches the kernel's cp.async build instead (compiled on first need).
  * Encoding is pure host work but not free (a driver call per map), so each
  * kernel keeps the last descriptor per map and reuses it while the tensor's
  * data pointer, shape and strides stay the same (the common case: the same buffers
@@ -37,14 +37,18 @@ static bool slot_matches(const RtTmaSlot *s, RtCuDevPtr base, const DLTensor *t,
 
 /* Encodes slot s for tensor t (element strides `st`, innermost 1) with map
  * m's box. TMA takes the global strides of all but the innermost dim in
- * bytes, each a multiple of 16: checked here so the message can say which
- * dim (the driver's own error would not). */
-static bool encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTensor *t, const int64_t *st,
-                   RtCuDevPtr base, RtTmaSlot *s, char *why, size_t cap) {
+ * bytes, each a multiple of 16, and a 16-byte aligned base: checked here so
+ * the message can say which dim (the driver's own error would not). */
+static RtTmaStatus encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTensor *t, const int64_t *st,
+                          RtCuDevPtr base, RtTmaSlot *s, char *why, size_t cap) {
   const int rank = t->ndim, elem = (t->dtype.bits * t->dtype.lanes + 7) / 8;
   uint64_t dims[TILEC_MAX_RANK], strides[TILEC_MAX_RANK];
   uint32_t box[TILEC_MAX_RANK];
   s->valid = false;
+  if (base % 16 != 0) {
+    snprintf(why, cap, "its address 0x%llx is not a multiple of 16 bytes", (unsigned long long)base);
+    return RT_TMA_UNFIT;
+  }
   for (int i = 0; i < rank; i++) { /* innermost first */
     const int d = rank - 1 - i;
     dims[i] = (uint64_t)t->shape[d];
@@ -57,7 +61,7 @@ static bool encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTensor *t, c
                "multiples of 16 bytes (pass a tensor whose row pitch is a multiple of %d elements, "
                "or compile for sm_80, whose cp.async copies take any stride)",
                d, (long long)st[d], (unsigned long long)bytes, 16 / elem);
-      return false;
+      return RT_TMA_UNFIT;
     }
     /* A size-1 dim's stride is never stepped: give TMA a valid one. */
     strides[i - 1] = bytes % 16 == 0 ? bytes : (uint64_t)16;
@@ -69,18 +73,18 @@ static bool encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTensor *t, c
     s->strides[d] = st[d];
   }
   if (!s->valid) snprintf(why, cap, "%s", rt_cuda_last_error(cu));
-  return s->valid;
+  return s->valid ? RT_TMA_OK : RT_TMA_FAILED;
 }
 
-bool rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, RtTmaSlot **slots,
-                   void **params, char *msg, size_t cap) {
+RtTmaStatus rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, RtTmaSlot **slots,
+                          void **params, char *msg, size_t cap) {
   const int n = info->ntensor_maps;
-  if (n == 0) return true;
+  if (n == 0) return RT_TMA_OK;
   if (!*slots) {
     *slots = aligned_alloc(64, (size_t)n * sizeof **slots);
     if (!*slots) {
       snprintf(msg, cap, "%s: out of memory for its tensor maps", info->name);
-      return false;
+      return RT_TMA_FAILED;
     }
     memset(*slots, 0, (size_t)n * sizeof **slots);
   }
@@ -89,17 +93,19 @@ bool rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *arg
     const DLTensor *t = args[m->param].tensor;
     const RtCuDevPtr base = (RtCuDevPtr)(uintptr_t)t->data + t->byte_offset;
     RtTmaSlot *s = &(*slots)[i];
-    int64_t st[TILEC_MAX_RANK];
+    int64_t strides[TILEC_MAX_RANK];
     char why[384];
-    tensor_strides(t, st);
-    if (!slot_matches(s, base, t, st) && !encode(cu, m, t, st, base, s, why, sizeof why)) {
+    tensor_strides(t, strides);
+    RtTmaStatus st =
+        slot_matches(s, base, t, strides) ? RT_TMA_OK : encode(cu, m, t, strides, base, s, why, sizeof why);
+    if (st != RT_TMA_OK) {
       snprintf(msg, cap, "%s: tensor '%s' cannot be loaded by TMA: %s", info->name,
                info->params[m->param].name, why);
-      return false;
+      return st;
     }
     params[i] = &s->map;
   }
-  return true;
+  return RT_TMA_OK;
 }
 
 void rt_tma_free(RtTmaSlot *slots) { free(slots); }

@@ -20,18 +20,25 @@ typedef struct RtTmaSlot {
   int64_t strides[TILEC_MAX_RANK]; /* in elements, compact ones filled in */
 } RtTmaSlot;
 
+/* What rt_tma_params made of a launch's tensors. */
+typedef enum RtTmaStatus {
+  RT_TMA_OK,      /* every params[i] points at its descriptor */
+  RT_TMA_UNFIT,   /* a tensor TMA cannot describe: a stride not a multiple of 16
+                     bytes, or a base address not 16-byte aligned; the kernel's
+                     cp.async build (TilecOptions.no_tma) takes it */
+  RT_TMA_FAILED   /* the driver refused to encode a descriptor, or out of memory */
+} RtTmaStatus;
+
 /* Points params[i] at the descriptor of info->tensor_maps[i] for this
  * launch's tensors (args, already validated: compact row-major, or strided
  * with a unit innermost stride where the parameter declares strides). The
  * descriptor's global strides are the tensor's real ones, in bytes. *slots
  * is the kernel's cache (allocated on first use, one per map; free with
  * rt_tma_free): a descriptor is encoded again only when its tensor's data
- * pointer, shape or strides changed since the kernel's last launch. False
- * with a message naming the tensor when TMA cannot describe it: a stride
- * that is not a multiple of 16 bytes (said here, before the driver is
- * asked), or what the driver refuses (e.g. a base address not 16-byte
- * aligned). */
-bool rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, RtTmaSlot **slots,
+ * pointer, shape or strides changed since the kernel's last launch. Not
+ * RT_TMA_OK: msg names the tensor and says why (UNFIT is decided here,
+ * before the driver is asked). */
+RtTmaStatus rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, RtTmaSlot **slots,
                    void **params, char *msg, size_t cap);
 
 void rt_tma_free(RtTmaSlot *slots); /* accepts NULL */

@@ -54,6 +54,9 @@ typedef struct TilecOptions {
   const char *print_after;  /* "all" or a pass name: same text to diag_echo */
   FILE *diag_echo;          /* diagnostics echoed here as they come (or NULL) */
   FILE *print_stream;       /* where print_after goes (NULL: stderr) */
+  bool no_tma;              /* sm_90a: no TMA copies (so no warp specialization either):
+                               the build the runtime launches for tensors whose strides
+                               or address TMA cannot take */
 } TilecOptions;
 
 void tilec_options_init(TilecOptions *o); /* emit C, target cpu, nothing else */

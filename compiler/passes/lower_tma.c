@@ -55,11 +55,16 @@ static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
   if ((es != 2 && es != 1) || g->rank > 5 || g->param_index < 0 || sh->alias_of) return false;
   int inner = g->rank - 1;
   int64_t inner_size = 0;
-  if (src->is_index[inner] || !ir_expr_is_int_const(g->shape[inner], &inner_size) || inner_size * es % 16 != 0)
-    return false;
+  if (src->is_index[inner]) return false;
+  /* A dynamic row length gives a row pitch known only at launch: the
+   * runtime checks it when it encodes the map, and launches the kernel's
+   * cp.async build (TilecOptions.no_tma) when it is not a multiple of 16
+   * bytes. */
+  if (ir_expr_is_int_const(g->shape[inner], &inner_size) && inner_size * es % 16 != 0) return false;
   /* Declared strides: a constant one that is not a multiple of 16 bytes
    * keeps the copy on cp.async; a dynamic one is checked at launch
-   * (runtime/rt_tma.c refuses such a tensor with a message saying so). */
+   * (runtime/rt_tma.c finds such a tensor unfit, and the runtime launches
+   * the kernel's cp.async build). */
   for (int d = 0; g->strides && d < inner; d++) {
     int64_t st = 0;
     if (ir_expr_is_int_const(g->strides[d], &st) && st * es % 16 != 0) return false;
@@ -296,7 +301,7 @@ static void lower_kernel(Lower *L) {
 }
 
 bool pass_lower_tma(IrModule *m, const PassOptions *opts, Diag *diag) {
-  if (opts->target != TILEC_TARGET_SM90A) return true;
+  if (opts->target != TILEC_TARGET_SM90A || opts->no_tma) return true;
   for (int i = 0; i < m->nkernels; i++) {
     Lower L = {m, m->kernels[i]};
     lower_kernel(&L);

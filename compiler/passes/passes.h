@@ -10,6 +10,7 @@ typedef struct PassOptions {
   TilecTarget target;
   const TilecDefine *defines;
   int ndefines;
+  bool no_tma; /* TilecOptions.no_tma: lower-tma leaves every copy on cp.async */
 } PassOptions;
 
 typedef bool (*PassFn)(IrModule *m, const PassOptions *opts, Diag *diag);

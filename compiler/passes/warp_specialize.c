@@ -26,7 +26,20 @@
  *     }
  * so the consumer warpgroups never wait on each other inside the loop (each
  * waits only for its data), the producer runs up to S tiles ahead, and
- * setmaxnreg moves registers from the producer to the consumers. Every
+ * setmaxnreg moves registers from the producer to the consumers.
+ * A loop whose gemm software-pipeline left in flight (a GEMM loop:
+ *     for k in pipelined(n) { barrier; fetch; ... mbar_waits; gemm(in_flight) }
+ *     wgmma_wait acc) becomes, on the consumer side,
+ *     if opaque(n > 0) {
+ *       for k in pipelined(n) {
+ *         ... mbar_wait B_full[k % S] ...; gemm(in_flight)
+ *         if (k >= 1) mbar_arrive B_empty[(k - 1) % S]   // k-1's wgmmas are done
+ *       }
+ *       wgmma_wait acc
+ *     }
+ * (the gemm returns once the previous iteration's wgmmas have completed, so
+ * that iteration's stage is the one released; the opaque guard keeps ptxas
+ * from serializing the wgmmas, see specialize()). Every
  * barrier after the split is among the consumers only (the CUDA backend
  * emits a named barrier). Only kernels with at least two consumer
  * warpgroups are split: with one, the block relies on several blocks per
@@ -45,6 +58,7 @@ typedef struct Loop {
   int loop_at;
   IrStmt *loop;
   IrStmt *fetch;    /* the loop's fetch (an IF of copy.tma) */
+  IrStmt *in_flight; /* a gemm left in flight (wgmma_async) at the body's end, or NULL */
 } Loop;
 
 static bool all_tma_copies(const IrStmt *seq) {
@@ -74,9 +88,16 @@ static bool find_loop(IrStmt *body, Loop *L) {
       IrStmt *loop = seq->u.seq.items[j];
       if (loop->kind != IR_STMT_FOR || loop->u.for_.kind != IR_FOR_PIPELINED) continue;
       IrStmt *b = loop->u.for_.body;
-      if (b->u.seq.n < 3 || !no_cp_async(b) || b->u.seq.items[b->u.seq.n - 1]->kind != IR_STMT_BARRIER) continue;
-      IrStmt *f = b->u.seq.items[0];
+      if (b->u.seq.n < 3 || !no_cp_async(b)) continue;
+      /* Two shapes: fetch first and a closing barrier, or (a gemm kept in
+       * flight) a barrier, the fetch, ..., the in-flight gemm last. */
+      IrStmt *last = b->u.seq.items[b->u.seq.n - 1];
+      const bool in_flight = last->kind == IR_STMT_GEMM && last->u.gemm.wgmma_async &&
+                             b->u.seq.items[0]->kind == IR_STMT_BARRIER;
+      if (!in_flight && last->kind != IR_STMT_BARRIER) continue;
+      IrStmt *f = b->u.seq.items[in_flight ? 1 : 0];
       if (f->kind != IR_STMT_IF || f->u.if_.else_ || !all_tma_copies(f->u.if_.then_)) continue;
+      L->in_flight = in_flight ? last : NULL;
       L->seq = seq;
       L->loop_at = j;
       L->loop = loop;
@@ -160,21 +181,57 @@ static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
    * buffer released after its last reader. */
   IrStmt *cbody = ir_seq_new(m, body->loc);
   const int n = body->u.seq.n;
-  for (int i = 1; i < n - 1; i++) {
+  /* Kept: what lies between the fetch and the closing barrier, or between
+   * the fetch and the end when a gemm stays in flight. */
+  const int from = L->in_flight ? 2 : 1, to = L->in_flight ? n : n - 1;
+  IrStmt *lagged = NULL; /* the releases behind the in-flight gemm, under k >= 1 */
+  for (int i = from; i < to; i++) {
     IrStmt *s = body->u.seq.items[i];
     ir_seq_push(m, cbody, s);
     for (int j = 0; j < fetches->u.seq.n; j++) {
       IrBuffer *b = fetches->u.seq.items[j]->u.copy.dst.buf;
       bool last = pass_count_reads(s, b) > 0;
-      for (int r = i + 1; r < n - 1 && last; r++) last = pass_count_reads(body->u.seq.items[r], b) == 0;
+      for (int r = i + 1; r < to && last; r++) last = pass_count_reads(body->u.seq.items[r], b) == 0;
       if (!last) continue;
-      IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
-      ir_seq_push(m, cbody, mbar_stmt(m, IR_STMT_MBAR_ARRIVE, b->empty_bar, stage, NULL, loc));
+      if (s != L->in_flight) {
+        IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
+        ir_seq_push(m, cbody, mbar_stmt(m, IR_STMT_MBAR_ARRIVE, b->empty_bar, stage, NULL, loc));
+        continue;
+      }
+      /* The in-flight gemm returns once the previous iteration's wgmmas are
+       * done: that iteration's stage is the one free now. */
+      IrExpr *prev = ir_binary(m, IR_OP_SUB, ir_var_ref(m, kv, loc), ir_int(m, 1, loc), loc);
+      IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, prev, ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
+      if (!lagged) {
+        lagged = ir_seq_new(m, loc);
+        ir_seq_push(m, cbody, ir_if_new(m, ir_binary(m, IR_OP_GE, ir_var_ref(m, kv, loc), ir_int(m, 1, loc), loc),
+                                        lagged, NULL, loc));
+      }
+      ir_seq_push(m, lagged, mbar_stmt(m, IR_STMT_MBAR_ARRIVE, b->empty_bar, stage, NULL, loc));
     }
   }
   loop->u.for_.body = cbody;
   IrStmt *consumer = ir_seq_new(m, loc);
   ir_seq_push(m, consumer, loop);
+  if (L->in_flight) {
+    /* The wait for the last in-flight gemm joins the loop, both under
+     * `if (n > 0)`: where a path that issued no wgmma meets the loop's exit
+     * with one in flight, ptxas cannot tell what is in flight at the
+     * accumulator's next reader and serializes every wgmma (C7514). */
+    IrStmt *wait = L->loop_at + 1 < L->seq->u.seq.n ? L->seq->u.seq.items[L->loop_at + 1] : NULL;
+    if (wait && wait->kind == IR_STMT_WGMMA_WAIT && wait->u.wgmma_wait.acc == L->in_flight->u.gemm.c.buf) {
+      ir_seq_push(m, consumer, wait);
+      IrStmt *seq = L->seq;
+      for (int i = L->loop_at + 1; i + 1 < seq->u.seq.n; i++) seq->u.seq.items[i] = seq->u.seq.items[i + 1];
+      seq->u.seq.n--;
+      IrExpr *any = ir_binary(m, IR_OP_GT, ir_expr_clone(m, loop->u.for_.extent), ir_int(m, 0, loc), loc);
+      IrStmt *guarded = ir_seq_new(m, loc);
+      IrStmt *guard = ir_if_new(m, any, consumer, NULL, loc);
+      guard->u.if_.opaque = true; /* kept where n is a constant too: without it, C7514 */
+      ir_seq_push(m, guarded, guard);
+      consumer = guarded;
+    }
+  }
 
   IrStmt *roles = ir_stmt_new(m, IR_STMT_WARP_ROLES, loc);
   roles->u.roles.producer = producer;

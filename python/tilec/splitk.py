@@ -17,7 +17,14 @@ partial sums P[splits, M, N]) and splitk_reduce adds them in split order
 (deterministic: no atomics; the same bits on every run).
 
 The plan (Gemm.plan): the plain gemm when its tiles fill the SMs (tiles >=
-num_sms), else split-K with choose_splits(). choose_splits() models the time
+num_sms), else split-K with choose_splits(), on one of three split-K tiles
+(SPLITK_TILES; unless splitk_defines fixes it): 128 x 64 over two
+warpgroups ("splitk-n64") when N <= 64, 128 x 128 over two warpgroups
+("splitk-m128") when M >= 128, else gemm_splitk.tile's 64 x 128 over one
+("splitk"). The rule is what bench/bench_gemm.py measured on an H100
+(2026-11-23): at M = 128 the 128-row tile ran 235-242 TFLOP/s against
+220-221 for two 64-row blocks per SM; at N = 64 the 64-column tile was the
+best; at M <= 64 the 64-row tile. choose_splits() models the time
 as waves * (K tiles per split): the blocks of all splits run in waves of
 num_sms * blocks_per_sm, and each block walks ceil(k_tiles / splits) K
 tiles; it takes the smallest split count within 2% of the best model time,
@@ -37,11 +44,22 @@ import os
 
 from . import _ffi
 
-__all__ = ["Gemm", "gemm", "choose_splits", "example_source", "SPLITK_DEFAULTS"]
+__all__ = ["Gemm", "gemm", "choose_splits", "example_source", "SPLITK_DEFAULTS", "SPLITK_TILES"]
 
 # gemm_splitk.tile's default tile (block_M, block_N, block_K, num_stages,
 # threads); keep in step with the file.
 SPLITK_DEFAULTS = {"block_M": 64, "block_N": 128, "block_K": 64, "num_stages": 4, "threads": 128}
+
+# The split-K tiles the plan picks from (defines over SPLITK_DEFAULTS).
+SPLITK_TILES = {"splitk": {}, "splitk-m128": {"block_M": 128, "threads": 256},
+                "splitk-n64": {"block_M": 128, "block_N": 64, "threads": 256}}
+
+
+def splitk_tile_for(m, n):
+    """The SPLITK_TILES label the plan uses for an m x n output."""
+    if n <= 64:
+        return "splitk-n64"
+    return "splitk-m128" if m >= 128 else "splitk"
 
 
 def example_source(name):
@@ -139,7 +157,9 @@ class Gemm:
     """The gemm and split-K kernels of one dtype, loaded once.
 
     defines: extra -D for gemm.tile (e.g. {"block_N": 128}); splitk_defines:
-    for gemm_splitk.tile (block_M, block_N, block_K, num_stages, threads).
+    for gemm_splitk.tile (block_M, block_N, block_K, num_stages, threads):
+    given, they fix the split-K tile (the plan's variant is then "splitk");
+    else the plan picks one of SPLITK_TILES by the shape.
     """
 
     def __init__(self, ctx, dtype="f16", defines=None, splitk_defines=None):
@@ -147,10 +167,20 @@ class Gemm:
         self.dtype = dtype
         self.defines = dict(defines or {})
         self.splitk_defines = dict(splitk_defines or {})
-        self.tile = dict(SPLITK_DEFAULTS)
-        self.tile.update({k: int(v) for k, v in self.splitk_defines.items() if k in SPLITK_DEFAULTS})
-        self._gemm = self._part = self._reduce = None
+        self._gemm = None
+        self._splitk = {}  # label -> (partial kernel, reduce kernel)
         self._workspace = None
+
+    def _tile_defines(self, label):
+        if self.splitk_defines or label == "splitk":
+            return dict(self.splitk_defines)
+        return dict(SPLITK_TILES[label])
+
+    def tile(self, label="splitk"):
+        """The split-K tile (SPLITK_DEFAULTS keys) of a variant label."""
+        t = dict(SPLITK_DEFAULTS)
+        t.update({k: int(v) for k, v in self._tile_defines(label).items() if k in SPLITK_DEFAULTS})
+        return t
 
     # -- kernels, loaded on first use --
     def gemm_kernel(self):
@@ -160,16 +190,17 @@ class Gemm:
             self._gemm = self.ctx.load(example_source("gemm.tile"), defines=d).kernel("gemm")
         return self._gemm
 
-    def splitk_kernels(self):
-        if self._part is None:
+    def splitk_kernels(self, label="splitk"):
+        if label not in self._splitk:
             d = {"dtype": self.dtype}
-            d.update(self.splitk_defines)
+            d.update(self._tile_defines(label))
             mod = self.ctx.load(example_source("gemm_splitk.tile"), defines=d)
-            self._part, self._reduce = mod.kernel("gemm_splitk"), mod.kernel("splitk_reduce")
-        return self._part, self._reduce
+            self._splitk[label] = (mod.kernel("gemm_splitk"), mod.kernel("splitk_reduce"))
+        return self._splitk[label]
 
     def plan(self, m, n, k, num_sms=132, smem_per_sm=227 * 1024, plain_tile=None):
-        """("gemm", 1) or ("splitk", splits) for an m x n x k product.
+        """("gemm", 1) or (split-K label, splits) for an m x n x k product
+        (the label "splitk", "splitk-m128" or "splitk-n64": its tile).
         plain_tile: gemm.tile's (block_M, block_N) on this target (default:
         the defines' block_M / block_N, else 128 x 256 when smem_per_sm
         allows sm_90's tile, else 128 x 128: gemm.tile's target defaults)."""
@@ -179,15 +210,18 @@ class Gemm:
                           int(self.defines.get("block_N", plain_tile[1])))
         if _cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]) >= num_sms:
             return "gemm", 1
-        t = self.tile
+        label = "splitk" if self.splitk_defines else splitk_tile_for(m, n)
+        t = self.tile(label)
         smem = (t["block_M"] + t["block_N"]) * t["block_K"] * 2 * t["num_stages"]
         per_sm = max(1, min(smem_per_sm // smem, 2048 // t["threads"]))
         s = choose_splits(m, n, k, num_sms, t["block_M"], t["block_N"], t["block_K"], per_sm)
-        return ("splitk", s) if s > 1 else ("gemm", 1)
+        return (label, s) if s > 1 else ("gemm", 1)
 
-    def __call__(self, a, b, c, splits=None, stream=None, workspace=None, num_sms=None):
+    def __call__(self, a, b, c, splits=None, stream=None, workspace=None, num_sms=None, variant=None):
         """C = A @ B. splits: None (plan from the shape), 1 (gemm.tile) or
-        the number of K ranges. Returns (variant, splits) as run."""
+        the number of K ranges; variant: the split-K tile's label (default:
+        the plan's, "splitk" when splits are given). Returns (variant,
+        splits) as run."""
         if len(getattr(a, "shape", ())) != 2 or len(getattr(b, "shape", ())) != 2:
             raise ValueError("tilec.gemm: A and B must be 2-D")
         m, k = a.shape
@@ -197,7 +231,8 @@ class Gemm:
                              (tuple(a.shape), tuple(b.shape), tuple(c.shape)))
         if splits is None:
             sms, smem = _device_sms(self.ctx, a)
-            variant, splits = self.plan(m, n, k, num_sms or sms, smem)
+            planned, splits = self.plan(m, n, k, num_sms or sms, smem)
+            variant = variant or planned
         elif int(splits) < 1:
             raise ValueError("tilec.gemm: splits must be >= 1, not %r" % (splits,))
         splits = int(splits)
@@ -205,7 +240,10 @@ class Gemm:
             self.gemm_kernel()(a, b, c, stream=stream)
             return "gemm", 1
         cflat = _flat_view(c, (m * n,), "C")
-        part, reduce = self.splitk_kernels()
+        variant = variant if variant and variant != "gemm" else "splitk"
+        if variant not in SPLITK_TILES:
+            raise ValueError("tilec.gemm: variant must be one of %s, not %r" % (sorted(SPLITK_TILES), variant))
+        part, reduce = self.splitk_kernels(variant)
         need = splits * m * n
         if workspace is None:
             if self._workspace is None or self._workspace.shape[0] < need or \
@@ -217,7 +255,7 @@ class Gemm:
         p2 = _flat_view(flat, (splits, m * n), "workspace")
         part(a, b, p3, stream=stream)
         reduce(p2, cflat, stream=stream)
-        return "splitk", splits
+        return variant, splits
 
 
 _cache = {}

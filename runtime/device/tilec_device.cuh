@@ -65,6 +65,14 @@ TC_DEVICE unsigned tc_smem_addr(const void *p) {
 /* Block-wide barrier (bar.sync 0). Every thread of the block must reach it. */
 TC_DEVICE void tc_syncthreads() { __syncthreads(); }
 
+/* b, with nvcc unable to see its value: a branch on it stays a branch even
+ * where b is a constant (an `if opaque(...)` of the IR). */
+TC_DEVICE bool tc_opaque(bool b) {
+  unsigned v = b;
+  asm volatile("" : "+r"(v));
+  return v != 0;
+}
+
 /* ---------------------------------------------------------------------------
  * f32 <-> f16 / bf16 conversions (round to nearest even, cvt.rn)
  * ------------------------------------------------------------------------- */

@@ -70,12 +70,17 @@ def test_plan():
         assert g.plan(16, 8192, 8192) == ("splitk", 4)    # 96 KB a block: 2 per SM
         # sm_80's 163 KB: one 96 KB block per SM, 132 slots: 2 splits.
         assert g.plan(1, 8192, 8192, smem_per_sm=163 * 1024) == ("splitk", 2)
-        assert g.plan(512, 512, 65536)[0] == "splitk"
+        assert g.plan(512, 512, 65536)[0] == "splitk-m128"   # M >= 128: the 128-row tile
+        assert g.plan(64, 8192, 8192)[0] == "splitk"          # M < 128: 64 x 128
+        assert g.plan(8192, 64, 8192)[0] == "splitk-n64"      # N <= 64: 128 x 64
+        assert g.tile("splitk-m128")["block_M"] == 128 and g.tile("splitk-n64")["block_N"] == 64
+        fixed = splitk.Gemm(ctx, "f16", splitk_defines={"block_M": 32})
+        assert fixed.plan(512, 512, 65536)[0] == "splitk"     # splitk_defines fix the tile
         assert g.plan(16, 8192, 128) == ("gemm", 1)       # 2 K tiles: nothing to split
         # gemm.tile's tile as defined: 32 x 32 tiles fill 132 SMs at 128 x 1056.
         small = splitk.Gemm(ctx, "f16", defines={"block_M": 32, "block_N": 32})
         assert small.plan(128, 1056, 8192) == ("gemm", 1)
-        assert g.plan(128, 1056, 8192)[0] == "splitk"
+        assert g.plan(128, 1056, 8192)[0] == "splitk-m128"
 
 
 def test_splitk_numerics():

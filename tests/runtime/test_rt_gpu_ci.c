@@ -460,7 +460,7 @@ static void test_tile_through_nvrtc(void) {
       TilecResult *res = NULL;
       TilertStatus st =
           rt_compile_tile(ctx, s ? "mixed.tile" : "gpu.tile", srcs[s], strlen(srcs[s]), NULL, 0,
-                          TILEC_EMIT_CUDA, targets[t].target, &res);
+                          TILEC_EMIT_CUDA, targets[t].target, false, &res);
       CHECK_STATUS(st, TILERT_OK, ctx);
       if (!res) continue;
       void *bin = NULL;

@@ -186,9 +186,9 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     return;
   case IR_STMT_IF:
     cuda_indent(C, depth);
-    sb_puts(o, "if (");
+    sb_puts(o, s->u.if_.opaque ? "if (tc_opaque(" : "if (");
     cuda_emit_expr(C, o, s->u.if_.cond);
-    sb_puts(o, ") {\n");
+    sb_puts(o, s->u.if_.opaque ? ")) {\n" : ") {\n");
     cuda_emit_seq(C, s->u.if_.then_, depth + 1);
     cuda_indent(C, depth);
     if (s->u.if_.else_) {

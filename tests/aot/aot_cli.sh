@@ -73,4 +73,15 @@ TILEC_NVRTC_LIB=/nonexistent/libnvrtc.so "$tilec" "$tile" --emit=cubin --target=
 grep -q 'needs NVRTC' "$out/err3" || fail "missing NVRTC: $(cat "$out/err3")"
 [ ! -e "$out/none.cubin" ] || fail "a cubin was written without NVRTC"
 echo "ok: usage errors and a missing libnvrtc"
+
+# --no-tma: the build the runtime launches for tensors TMA cannot take (no TMA
+# copy, so no producer warpgroup either); refused with --emit=cubin.
+"$tilec" "$tile" --target=sm_90a > "$out/tma.cu" || fail "sm_90a CUDA"
+"$tilec" "$tile" --target=sm_90a --no-tma > "$out/notma.cu" || fail "sm_90a --no-tma CUDA"
+grep -q 'tc_tma_load' "$out/tma.cu" && grep -q 'tc_setmaxnreg_inc' "$out/tma.cu" || fail "sm_90a CUDA has no TMA/producer"
+grep -q 'tc_tma_load\|tc_setmaxnreg' "$out/notma.cu" && fail "--no-tma CUDA still has TMA or setmaxnreg"
+grep -q 'tc_copy_g2s' "$out/notma.cu" || fail "--no-tma CUDA has no cp.async copy"
+"$tilec" "$tile" --emit=cubin --target=sm_90a --no-tma -o "$out/y" 2> "$out/err4" && fail "--no-tma with cubin succeeded"
+grep -q -- '--no-tma goes with --emit=cuda|ir' "$out/err4" || fail "--no-tma with cubin: $(cat "$out/err4")"
+echo "ok: --no-tma drops TMA and the producer; refused with --emit=cubin"
 echo "aot_cli: all checks passed"

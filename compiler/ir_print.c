@@ -347,7 +347,9 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     print_region(p, sb, &s->u.copy.src);
     sb_puts(sb, " -> ");
     print_region(p, sb, &s->u.copy.dst);
-    if (s->u.copy.tma)
+    if (s->u.copy.tma && s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL)
+      sb_printf(sb, " map(%d)", s->u.copy.tma_map);
+    else if (s->u.copy.tma)
       sb_printf(sb, " map(%d) mbarrier(%s)", s->u.copy.tma_map, buf_name(p, s->u.copy.dst.buf->tma_bar));
     break;
   case IR_STMT_ATOMIC_ADD:

@@ -334,8 +334,13 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
   case IR_STMT_COPY:
     check_region(v, &s->u.copy.src, "copy source");
     check_region(v, &s->u.copy.dst, "copy destination");
-    if (!v->failed && s->u.copy.tma && (!s->u.copy.dst.buf->tma_bar || s->u.copy.tma_map < 0))
+    if (v->failed || !s->u.copy.tma) return;
+    if (s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL) { /* a TMA store */
+      if (s->u.copy.src.buf->scope != IR_SCOPE_SHARED || s->u.copy.tma_map < 0)
+        fail(v, s->loc, "TMA store into '%s' needs a shared source and a tensor map", s->u.copy.dst.buf->name);
+    } else if (!s->u.copy.dst.buf->tma_bar || s->u.copy.tma_map < 0) {
       fail(v, s->loc, "TMA copy into '%s' without an mbarrier or a tensor map", s->u.copy.dst.buf->name);
+    }
     return;
   case IR_STMT_ATOMIC_ADD:
     check_region(v, &s->u.copy.src, "atomic_add source");

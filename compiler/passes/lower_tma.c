@@ -45,14 +45,15 @@
 
 /* ---- which copies are TMA boxes ------------------------------------------- */
 
-/* The tensor map a copy needs, or false when the copy is not a TMA box. */
-static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
-  if (s->kind != IR_STMT_COPY) return false;
-  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+/* The tensor map a copy between global region `src` and the shared tile
+ * `dst` needs (either direction: TMA loads, and stage-stores' TMA stores),
+ * or false when it is not a TMA box. */
+bool pass_tma_box(const IrKernel *k, const IrRegion *src, const IrRegion *dst, IrTensorMap *map) {
   const IrBuffer *g = src->buf, *sh = dst->buf;
   if (g->scope != IR_SCOPE_GLOBAL || sh->scope != IR_SCOPE_SHARED || g->dtype != sh->dtype) return false;
   const int es = dtype_size(g->dtype); /* 2 (f16/bf16) or 1 (FP8 codes) */
-  if ((es != 2 && es != 1) || g->rank > 5 || g->param_index < 0 || sh->alias_of) return false;
+  /* An alias starts where its home does: 1024-byte aligned in wgmma kernels. */
+  if ((es != 2 && es != 1) || g->rank > 5 || g->param_index < 0 || (sh->alias_of && !k->wgmma)) return false;
   int inner = g->rank - 1;
   int64_t inner_size = 0;
   if (src->is_index[inner]) return false;
@@ -116,7 +117,7 @@ static bool tma_box_of(const IrKernel *k, const IrStmt *s, IrTensorMap *map) {
 
 /* Index of `map` in the kernel's tensor maps (added if new), or -1 when
  * the table is full. */
-static int tensor_map_index(IrKernel *k, const IrTensorMap *map) {
+int pass_tensor_map_index(IrKernel *k, const IrTensorMap *map) {
   for (int i = 0; i < k->ntma_maps; i++)
     if (memcmp(&k->tma_maps[i], map, sizeof *map) == 0) return i;
   if (k->ntma_maps == IR_MAX_TENSOR_MAPS) return -1;
@@ -141,8 +142,8 @@ static IrBuffer *mbarriers_of(Lower *L, IrBuffer *b, int stages) {
 /* Turns copy s into a TMA copy if it is a box; false otherwise. */
 static bool make_tma(Lower *L, IrStmt *s, int stages) {
   IrTensorMap map;
-  if (!tma_box_of(L->k, s, &map)) return false;
-  int index = tensor_map_index(L->k, &map);
+  if (s->kind != IR_STMT_COPY || !pass_tma_box(L->k, &s->u.copy.src, &s->u.copy.dst, &map)) return false;
+  int index = pass_tensor_map_index(L->k, &map);
   if (index < 0 || !mbarriers_of(L, s->u.copy.dst.buf, stages)) return false;
   s->u.copy.tma = true;
   s->u.copy.async = true;

@@ -61,6 +61,14 @@ int pass_count_reads(IrStmt *s, const IrBuffer *b);
 IrBuffer *pass_add_mbarriers(IrModule *m, IrKernel *k, const IrBuffer *after, const char *name, int stages,
                              int count);
 
+/* The TMA tensor map of a copy between the global region g and the whole
+ * shared tile sh (lower-tma's loads, stage-stores' stores), or false when it
+ * is not a TMA box (lower_tma.c says what is). */
+bool pass_tma_box(const IrKernel *k, const IrRegion *g, const IrRegion *sh, IrTensorMap *map);
+
+/* Index of map in k's tensor maps (added if new); -1 when the table is full. */
+int pass_tensor_map_index(IrKernel *k, const IrTensorMap *map);
+
 /* Pre-order visit of every statement under s (s included). */
 typedef void (*IrStmtVisitor)(IrStmt *s, void *ctx);
 void pass_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx);

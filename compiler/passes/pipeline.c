@@ -100,7 +100,7 @@ typedef struct Reads {
 
 static void count_read(IrStmt *s, void *ctx) {
   Reads *r = ctx;
-  if (s->kind == IR_STMT_COPY && s->u.copy.tma) return;
+  if (s->kind == IR_STMT_COPY && s->u.copy.tma && s->u.copy.dst.buf->scope == IR_SCOPE_SHARED) return; /* a load */
   if (s->kind == IR_STMT_MBAR_WAIT || s->kind == IR_STMT_MBAR_ARRIVE) return;
   r->count += ir_stmt_buffer_refs(s, r->buf);
 }

@@ -13,7 +13,16 @@
  * element. insert-barriers (after this pass) puts the barriers around S,
  * treating it as the buffer it reuses. The flash-attention output reuses
  * Q_shared and the GEMM's C tile reuses A_shared, so shared memory does not
- * grow. */
+ * grow.
+ * On sm_90a, in kernels with wgmma (every shared buffer 1024-byte aligned),
+ * S is laid out as TMA reads it (swizzled rows of 32/64/128 bytes, or
+ * panels of 64 columns with the 128-byte swizzle) and, where the global
+ * slice is a TMA box (pass_tma_box), `copy S -> global` becomes a TMA store
+ * `copy.tma S -> global map(i)`: one thread issues it once every thread's
+ * writes to S are fenced for the async proxy and past the barrier, and
+ * waits only until S has been read, so the block can finish while the
+ * bytes drain to memory; the box's parts outside the tensor are not
+ * written. Not under --no-tma. */
 #include "passes.h"
 
 static void find_use(IrStmt *s, void *ctx) {
@@ -56,9 +65,35 @@ static bool stageable(const IrStmt *s, int64_t *rows, int64_t *cols) {
   return *cols % 8 == 0 && chunks > 0 && (chunks & (chunks - 1)) == 0;
 }
 
+/* S's layout as TMA reads it; false when its rows fit none. */
+static bool tma_layout(IrBuffer *tile, int64_t cols) {
+  const int64_t row_bytes = cols * 2;
+  if (row_bytes == 32 || row_bytes == 64 || row_bytes == 128) {
+    tile->layout.swizzle_bytes = (int)row_bytes;
+    return true;
+  }
+  if (cols % 64 != 0) return false;
+  tile->layout.swizzle_bytes = 128;
+  tile->layout.panel_cols = 64;
+  return true;
+}
+
+/* to_global (S -> global) as a TMA store, where its slice is a box. */
+static void make_tma_store(IrKernel *k, IrStmt *to_global) {
+  IrTensorMap map;
+  if (!pass_tma_box(k, &to_global->u.copy.dst, &to_global->u.copy.src, &map)) return;
+  int index = pass_tensor_map_index(k, &map);
+  if (index < 0) return;
+  to_global->u.copy.tma = true;
+  to_global->u.copy.tma_map = index;
+  for (int d = 0; d < to_global->u.copy.dst.rank; d++) to_global->u.copy.dst.guard[d] = false;
+}
+
 bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int ki = 0; ki < m->nkernels; ki++) {
-    IrStmt *body = m->kernels[ki]->body;
+    IrKernel *k = m->kernels[ki];
+    const bool tma = opts->target == TILEC_TARGET_SM90A && !opts->no_tma && k->wgmma;
+    IrStmt *body = k->body;
     for (int i = 0; i < body->u.seq.n; i++) {
       IrStmt *s = body->u.seq.items[i];
       int64_t rows, cols;
@@ -82,6 +117,7 @@ bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
       IrStmt *to_global = ir_stmt_new(m, IR_STMT_COPY, s->loc);
       to_global->u.copy.src = ir_region_whole(m, tile, s->loc);
       to_global->u.copy.dst = s->u.copy.dst;
+      if (tma && tma_layout(tile, cols)) make_tma_store(k, to_global);
       /* Replace item i by the four statements. */
       IrStmt *seq4[4] = {wait, alloc, to_tile, to_global};
       for (int k = 0; k < 3; k++) ir_seq_push(m, body, NULL);

@@ -183,5 +183,45 @@ TC_DEVICE void tc_tma_load(unsigned smem_dst, const tc_tensor_map *map, const in
                  : "memory");
 }
 
+/* The reverse direction, a TMA store: the box at coordinates c (innermost
+ * first) of the tensor gets the shared tile at smem_src, laid out as a load
+ * would have written it; box elements outside the tensor are not written.
+ * ONE thread issues it, after the threads that wrote the tile have run
+ * tc_tma_fence_proxy_async() and a barrier; then tc_tma_store_commit() and,
+ * before the tile is written again or the block exits,
+ * tc_tma_store_wait_read() (the tile has been read; the global writes may
+ * still be on their way, which kernel completion covers). */
+template <int RANK>
+TC_DEVICE void tc_tma_store(unsigned smem_src, const tc_tensor_map *map, const int (&c)[RANK]) {
+  static_assert(RANK >= 1 && RANK <= 5, "TMA tensors have rank 1 to 5");
+  const unsigned long long m = reinterpret_cast<unsigned long long>(map);
+  if constexpr (RANK == 1)
+    asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];" ::"l"(m),
+                 "r"(smem_src), "r"(c[0])
+                 : "memory");
+  else if constexpr (RANK == 2)
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(m),
+                 "r"(smem_src), "r"(c[0]), "r"(c[1])
+                 : "memory");
+  else if constexpr (RANK == 3)
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(m),
+                 "r"(smem_src), "r"(c[0]), "r"(c[1]), "r"(c[2])
+                 : "memory");
+  else if constexpr (RANK == 4)
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];" ::"l"(m),
+                 "r"(smem_src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];" ::"l"(m),
+                 "r"(smem_src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])
+                 : "memory");
+}
+
+/* Closes this thread's TMA stores issued so far into one bulk group. */
+TC_DEVICE void tc_tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+
+/* Waits until every bulk group of this thread has READ its shared tile. */
+TC_DEVICE void tc_tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+
 #endif /* __CUDA_ARCH__ >= 900 */
 #endif /* TILEC_TMA_CUH */

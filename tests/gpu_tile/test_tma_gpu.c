@@ -21,6 +21,10 @@
  * (tc_swizzle_offset's formula, written again here), holding the tensor's
  * element (y + r, x + p * box_c + c) or 0 outside the tensor. A mismatch
  * prints where the value found there came from in the tensor.
+ * The copy kernels then store the tile back by TMA (tc_tma_store) into a
+ * second tensor of the same layout, filled with PAD: its elements inside
+ * the boxes and the tensor must equal the source's, every other one
+ * (outside the tensor's columns or the boxes) must still be PAD.
  */
 #include <stdint.h>
 
@@ -167,11 +171,12 @@ static void run_case(RtCuda *cu, RtCuModule mod, const TmaCase *c) {
   uint16_t *t = make_tensor(c);
   uint32_t *want = malloc(sizeof *want * (size_t)n);
   unsigned char *got = malloc(out_elem * (size_t)n);
-  RtCuTensorMap map;
-  RtCuDevPtr dt = 0, dout = 0;
+  RtCuTensorMap map, back_map;
+  RtCuDevPtr dt = 0, dout = 0, dback = 0;
+  uint16_t *back = malloc(t_bytes);
   RtCuFunction fn = NULL;
   unsigned grid[3] = {1, 1, 1}, block[3] = {THREADS, 1, 1};
-  bool ok = t && want && got;
+  bool ok = t && want && got && back;
   CHECK_MSG(ok, "%s: out of memory", c->name);
   ok = ok && rt_cuda_malloc(cu, t_bytes, &dt) && rt_cuda_malloc(cu, out_elem * n, &dout) &&
        rt_cuda_memcpy_htod(cu, dt, t, t_bytes) && rt_cuda_memset(cu, dout, 0xFF, out_elem * n) &&
@@ -179,8 +184,13 @@ static void run_case(RtCuda *cu, RtCuModule mod, const TmaCase *c) {
                              (unsigned long long)c->t_rows, 2ull * (unsigned long long)c->t_pitch,
                              (unsigned)c->box_c, (unsigned)c->rows, c->swizzle) &&
        rt_cuda_get_function(cu, mod, c->name, &fn) && rt_cuda_set_max_dynamic_smem(cu, fn, smem);
+  if (ok && !c->stages)
+    ok = rt_cuda_malloc(cu, t_bytes, &dback) && rt_cuda_memset(cu, dback, 0xFF, t_bytes) &&
+         rt_cuda_tensor_map_2d(cu, &back_map, dback, 2, (unsigned long long)c->t_cols,
+                               (unsigned long long)c->t_rows, 2ull * (unsigned long long)c->t_pitch,
+                               (unsigned)c->box_c, (unsigned)c->rows, c->swizzle);
   int x = c->x, y = c->y;
-  void *copy_params[] = {&map, &dout, &x, &y}, *ring_params[] = {&map, &dout};
+  void *copy_params[] = {&map, &back_map, &dout, &x, &y}, *ring_params[] = {&map, &dout};
   ok = ok &&
        rt_cuda_launch_kernel(cu, fn, grid, block, smem, NULL, c->stages ? ring_params : copy_params) &&
        rt_cuda_synchronize(cu) && rt_cuda_memcpy_dtoh(cu, got, dout, out_elem * n);
@@ -217,10 +227,26 @@ static void run_case(RtCuda *cu, RtCuModule mod, const TmaCase *c) {
         }
   }
   CHECK_MSG(bad == 0, "%s: %d of %d elements wrong", c->name, bad, n);
-  if (ok && !bad) printf("ok %s\n", c->name);
+  /* The stores back: the boxes' part inside the tensor, nothing else. */
+  int bad_back = 0;
+  if (ok && !c->stages && rt_cuda_memcpy_dtoh(cu, back, dback, t_bytes)) {
+    for (int r = 0; r < c->t_rows; r++)
+      for (int col = 0; col < c->t_pitch; col++) {
+        const bool in_box = r >= c->y && r < c->y + c->rows && col >= c->x && col < c->x + c->panels * c->box_c;
+        const unsigned want_v = in_box && col < c->t_cols ? t[(size_t)r * c->t_pitch + col] : PAD;
+        const unsigned got_v = back[(size_t)r * c->t_pitch + col];
+        if (got_v != want_v && bad_back++ < 8)
+          fprintf(stderr, "%s (TMA store): tensor (%d, %d) is 0x%04x, want 0x%04x\n", c->name, r, col, got_v, want_v);
+      }
+    CHECK_MSG(bad_back == 0, "%s: the TMA store wrote %d elements wrong", c->name, bad_back);
+  } else if (ok && !c->stages) {
+    CHECK_MSG(false, "%s: %s", c->name, rt_cuda_last_error(cu));
+  }
+  if (ok && !bad && !bad_back) printf("ok %s%s\n", c->name, c->stages ? "" : " (and its TMA store back)");
   rt_cuda_free(cu, dt);
   rt_cuda_free(cu, dout);
-  free(t), free(want), free(got);
+  rt_cuda_free(cu, dback);
+  free(t), free(want), free(got), free(back);
 }
 
 /* The wrapper refuses bad arguments, naming the rule, before touching the

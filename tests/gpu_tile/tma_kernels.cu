@@ -9,7 +9,9 @@
 // TMA_COPY(name, ROWS, BOX_C, PANELS): PANELS boxes of ROWS x BOX_C 16-bit
 //   elements, box p at (x + p * BOX_C, y) into dst + p * ROWS * BOX_C
 //   elements (64-column panels when PANELS > 1). The tile is first filled
-//   with TMA_POISON, so zeros must have been written by the TMA unit.
+//   with TMA_POISON, so zeros must have been written by the TMA unit. Then
+//   the tile goes back out by TMA stores to the same coordinates of a
+//   second tensor (map `back`): only the box elements inside it are written.
 // TMA_RING(name, ROWS, BOX_C, STAGES, ITERS): an S-stage ring; iteration i
 //   loads rows [i * ROWS, i * ROWS + ROWS) of the tensor into stage i % S and
 //   every thread adds (i + 1) * element to its own 32-bit sums, kept per
@@ -33,7 +35,8 @@ __device__ __forceinline__ unsigned tma_base(unsigned short **tile) {
 }
 
 template <int ROWS, int BOX_C, int PANELS>
-__device__ void tma_copy_body(const tc_tensor_map *map, unsigned short *out, int x, int y) {
+__device__ void tma_copy_body(const tc_tensor_map *map, const tc_tensor_map *back, unsigned short *out, int x,
+                              int y) {
   constexpr int BOX_ELEMS = ROWS * BOX_C, ELEMS = PANELS * BOX_ELEMS;
   constexpr unsigned BOX_BYTES = 2u * BOX_ELEMS;
   static_assert(PANELS == 1 || BOX_BYTES % 1024 == 0, "every box must start 1024-byte aligned");
@@ -61,7 +64,13 @@ __device__ void tma_copy_body(const tc_tensor_map *map, unsigned short *out, int
   }
   for (int i = threadIdx.x; i < ELEMS; i += TMA_THREADS) out[i] = tile[i];
   __syncthreads();
-  if (threadIdx.x == 0) tc_mbar_inval(bar);
+  if (threadIdx.x == 0) {
+    tc_mbar_inval(bar);
+    /* the tile was written by TMA (the async proxy): no fence needed */
+    for (int p = 0; p < PANELS; ++p) tc_tma_store(base + p * BOX_BYTES, back, {x + p * BOX_C, y});
+    tc_tma_store_commit();
+    tc_tma_store_wait_read();
+  }
 }
 
 template <int ROWS, int BOX_C, int STAGES, int ITERS>
@@ -117,8 +126,9 @@ __device__ void tma_ring_body(const tc_tensor_map *map, unsigned *out) {
 
 #define TMA_COPY(name, ROWS, BOX_C, PANELS)                                                          \
   extern "C" __global__ void __launch_bounds__(TMA_THREADS)                                          \
-      name(const __grid_constant__ tc_tensor_map map, unsigned short *out, int x, int y) {           \
-    tma_copy_body<ROWS, BOX_C, PANELS>(&map, out, x, y);                                             \
+      name(const __grid_constant__ tc_tensor_map map, const __grid_constant__ tc_tensor_map back,     \
+           unsigned short *out, int x, int y) {                                                      \
+    tma_copy_body<ROWS, BOX_C, PANELS>(&map, &back, out, x, y);                                      \
   }
 
 #define TMA_RING(name, ROWS, BOX_C, STAGES, ITERS)                                                   \

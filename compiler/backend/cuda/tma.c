@@ -5,7 +5,12 @@
  * whole tile) through the kernel's __grid_constant__ tensor map tc_tmap_<i>
  * (runtime/device/tilec_tma.cuh; the runtime encodes the maps at launch,
  * runtime/rt_tma.c). An mbar_wait makes every thread wait for a stage's
- * bytes; the mbarriers are created where their buffer is allocated. */
+ * bytes; the mbarriers are created where their buffer is allocated.
+ * A TMA store (copy.tma from a shared tile to global, stage-stores) is
+ * issued by one thread after the barrier that follows the threads' writes
+ * (each writer fenced them for the async proxy before it): one box per
+ * panel, a bulk group, and a wait until the tile has been READ, so the
+ * tile may be reused and the block may exit while the bytes go out. */
 #include "cuda_emit.h"
 
 void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth) {
@@ -35,7 +40,53 @@ static void barrier_addr(Cuda *C, StrBuf *sb, const IrRegion *dst) {
   sb_puts(sb, "))");
 }
 
+/* The coordinates (innermost first) of the box of global region g that
+ * panel p covers. */
+static void box_coords(Cuda *C, StrBuf *o, const IrRegion *g, int64_t panel_cols, int64_t p) {
+  const int inner = g->buf->rank - 1;
+  sb_puts(o, "{");
+  for (int d = inner; d >= 0; d--) {
+    sb_puts(o, d == inner ? "(int)(" : ", (int)(");
+    cuda_emit_expr(C, o, g->start[d]);
+    if (d == inner && p) sb_printf(o, " + %lld", (long long)(p * panel_cols));
+    sb_puts(o, ")");
+  }
+  sb_puts(o, "}");
+}
+
+static void emit_tma_store(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
+  const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
+  const int inner = dst->buf->rank - 1;
+  int gd[IR_MAX_RANK];
+  int n = cuda_tile_dims(dst, gd);
+  int64_t rows = n == 2 ? cuda_const(dst->extent[gd[0]]) : 1, cols = cuda_const(dst->extent[inner]);
+  int64_t panels = cols / map->box[inner];
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_printf(o, "if (tc_tid == 0) {  // copy.tma %s -> %s (store)\n", src->buf->name, dst->buf->name);
+  for (int64_t p = 0; p < panels; p++) {
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "tc_tma_store(tc_smem_addr(");
+    cuda_tile_base(C, o, src);
+    if (p) sb_printf(o, " + %lld", (long long)(p * rows * map->box[inner]));
+    sb_printf(o, "), &tc_tmap_%d, ", s->u.copy.tma_map);
+    box_coords(C, o, dst, map->box[inner], p);
+    sb_puts(o, ");\n");
+  }
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "tc_tma_store_commit();\n");
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "tc_tma_store_wait_read();\n");
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+}
+
 void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
+  if (s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL) {
+    emit_tma_store(C, s, depth);
+    return;
+  }
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
   const IrBuffer *g = src->buf;
@@ -59,14 +110,9 @@ void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
     sb_puts(o, "tc_tma_load(tc_smem_addr(");
     cuda_tile_base(C, o, dst);
     if (p) sb_printf(o, " + %lld", (long long)(p * rows * map->box[inner]));
-    sb_printf(o, "), &tc_tmap_%d, {", s->u.copy.tma_map);
-    for (int d = inner; d >= 0; d--) { /* coordinates innermost first */
-      sb_puts(o, d == inner ? "(int)(" : ", (int)(");
-      cuda_emit_expr(C, o, src->start[d]);
-      if (d == inner && p) sb_printf(o, " + %lld", (long long)(p * map->box[inner]));
-      sb_puts(o, ")");
-    }
-    sb_puts(o, "}, tc_bar);\n");
+    sb_printf(o, "), &tc_tmap_%d, ", s->u.copy.tma_map);
+    box_coords(C, o, src, map->box[inner], p);
+    sb_puts(o, ", tc_bar);\n");
   }
   cuda_indent(C, depth);
   sb_puts(o, "}\n");

@@ -187,6 +187,7 @@ static void build_infos(TilecResult *r) {
     for (int i = 0; i < k->ntma_maps; i++) {
       maps[i].param = k->tma_maps[i].param;
       maps[i].swizzle_bytes = k->tma_maps[i].swizzle_bytes;
+      maps[i].store = k->tma_maps[i].store;
       for (int d = 0; d < IR_MAX_RANK && d < TILEC_MAX_RANK; d++) maps[i].box[d] = k->tma_maps[i].box[d];
     }
     info->tensor_maps = maps;

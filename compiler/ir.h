@@ -422,6 +422,7 @@ typedef struct IrTensorMap {
   int param;
   int box[IR_MAX_RANK];
   int swizzle_bytes;
+  bool store; /* used by a TMA store (stage-stores): see TilecTensorMapInfo.store */
 } IrTensorMap;
 
 enum { IR_MAX_TENSOR_MAPS = 8 };

@@ -527,7 +527,7 @@ static void print_kernel(StrBuf *sb, const IrKernel *k) {
     const IrParam *prm = &k->params[t->param];
     sb_printf(sb, "  tensor_map(%d) %s box(", i, prm->name);
     for (int d = 0; d < prm->buffer->rank; d++) sb_printf(sb, "%s%d", d ? ", " : "", t->box[d]);
-    sb_printf(sb, ") swizzle(%d)\n", t->swizzle_bytes);
+    sb_printf(sb, ") swizzle(%d)%s\n", t->swizzle_bytes, t->store ? " store" : "");
   }
 
   sb_puts(sb, "{\n");

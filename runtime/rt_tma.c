@@ -45,6 +45,13 @@ static RtTmaStatus encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTenso
   uint64_t dims[TILEC_MAX_RANK], strides[TILEC_MAX_RANK];
   uint32_t box[TILEC_MAX_RANK];
   s->valid = false;
+  if (m->store && (uint64_t)t->shape[rank - 1] * (uint64_t)elem % 16 != 0) {
+    /* TMA stores whole 16-byte chunks: it would write past the last column. */
+    snprintf(why, cap, "its rows of %lld elements (%llu bytes) are not a multiple of 16 bytes, and a TMA store "
+             "writes whole 16-byte chunks", (long long)t->shape[rank - 1],
+             (unsigned long long)t->shape[rank - 1] * (unsigned long long)elem);
+    return RT_TMA_UNFIT;
+  }
   if (base % 16 != 0) {
     snprintf(why, cap, "its address 0x%llx is not a multiple of 16 bytes", (unsigned long long)base);
     return RT_TMA_UNFIT;

@@ -94,6 +94,8 @@ typedef struct TilecTensorMapInfo {
   int param;
   int box[TILEC_MAX_RANK];
   int swizzle_bytes;
+  bool store; /* a TMA store's map: TMA writes whole 16-byte chunks of a row, so the
+                 runtime needs the tensor's row length to be a multiple of 16 bytes */
 } TilecTensorMapInfo;
 
 typedef struct TilecKernelInfo {

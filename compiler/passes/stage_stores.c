@@ -82,6 +82,14 @@ static bool tma_layout(IrBuffer *tile, int64_t cols) {
 static void make_tma_store(IrKernel *k, IrStmt *to_global) {
   IrTensorMap map;
   if (!pass_tma_box(k, &to_global->u.copy.dst, &to_global->u.copy.src, &map)) return;
+  /* TMA stores whole 16-byte chunks of a row: past the tensor's last
+   * column, up to the chunk's end, it writes too (seen on an H100). A row
+   * length that is not a multiple of 16 bytes keeps the cooperative store;
+   * a dynamic one is checked by the runtime (map.store). */
+  const IrBuffer *g = to_global->u.copy.dst.buf;
+  int64_t row = 0;
+  if (ir_expr_is_int_const(g->shape[g->rank - 1], &row) && row * dtype_size(g->dtype) % 16 != 0) return;
+  map.store = true;
   int index = pass_tensor_map_index(k, &map);
   if (index < 0) return;
   to_global->u.copy.tma = true;

@@ -200,6 +200,18 @@ static void test_tma_strides(void) {
   CHECK(st == RT_TMA_UNFIT, "an A at a misaligned address was not found unfit for TMA (status %d)", (int)st);
   CHECK_CONTAINS(msg, "gemm: tensor 'A' cannot be loaded by TMA: its address 0x10008 is not a multiple of 16 bytes");
   CHECK(params[0] == NULL, "a refused map was handed out");
+  /* A TMA store's map: rows of 70 elements (140 bytes) in a pitch of 72. */
+  int64_t shape70[2] = {300, 70}, strides72[2] = {72, 1};
+  t.shape = shape70;
+  t.strides = strides72;
+  t.byte_offset = 0;
+  m.store = true;
+  rt_tma_free(slots);
+  slots = NULL;
+  st = rt_tma_params(NULL, &info, &arg, &slots, params, msg, sizeof msg);
+  CHECK(st == RT_TMA_UNFIT, "a TMA store into rows of 140 bytes was not found unfit (status %d)", (int)st);
+  CHECK_CONTAINS(msg, "its rows of 70 elements (140 bytes) are not a multiple of 16 bytes, and a TMA store "
+                      "writes whole 16-byte chunks");
   rt_tma_free(slots);
 }
 

@@ -27,7 +27,9 @@
  * still be PAD, except that a row's last partial 16-byte chunk past the
  * tensor's columns is written whole (with the zeros the load put there):
  * the H100 does that, which is why the runtime takes a TMA store only for
- * tensors whose rows are a multiple of 16 bytes (rt_tma.c).
+ * tensors whose rows are a multiple of 16 bytes (rt_tma.c). A store at
+ * negative coordinates faulted there (illegal instruction): the negative
+ * case stores nothing and its second tensor must stay PAD.
  */
 #include <stdint.h>
 
@@ -235,7 +237,8 @@ static void run_case(RtCuda *cu, RtCuModule mod, const TmaCase *c) {
   if (ok && !c->stages && rt_cuda_memcpy_dtoh(cu, back, dback, t_bytes)) {
     for (int r = 0; r < c->t_rows; r++)
       for (int col = 0; col < c->t_pitch; col++) {
-        const bool in_box = r >= c->y && r < c->y + c->rows && col >= c->x && col < c->x + c->panels * c->box_c;
+        const bool in_box = c->x >= 0 && c->y >= 0 && r >= c->y && r < c->y + c->rows && col >= c->x &&
+                            col < c->x + c->panels * c->box_c; /* no store at negative coordinates */
         const int chunk_end = (c->t_cols + 7) / 8 * 8; /* whole 16-byte chunks */
         const unsigned want_v = !in_box || col >= chunk_end ? PAD : col < c->t_cols ? t[(size_t)r * c->t_pitch + col] : 0;
         const unsigned got_v = back[(size_t)r * c->t_pitch + col];

@@ -66,10 +66,14 @@ __device__ void tma_copy_body(const tc_tensor_map *map, const tc_tensor_map *bac
   __syncthreads();
   if (threadIdx.x == 0) {
     tc_mbar_inval(bar);
-    /* the tile was written by TMA (the async proxy): no fence needed */
-    for (int p = 0; p < PANELS; ++p) tc_tma_store(base + p * BOX_BYTES, back, {x + p * BOX_C, y});
-    tc_tma_store_commit();
-    tc_tma_store_wait_read();
+    /* The tile was written by TMA (the async proxy): no fence needed. A
+     * store at negative coordinates faults on the H100 (illegal
+     * instruction); the compiler's stores start at block offsets >= 0. */
+    if (x >= 0 && y >= 0) {
+      for (int p = 0; p < PANELS; ++p) tc_tma_store(base + p * BOX_BYTES, back, {x + p * BOX_C, y});
+      tc_tma_store_commit();
+      tc_tma_store_wait_read();
+    }
   }
 }
 

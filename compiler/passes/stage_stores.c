@@ -22,7 +22,12 @@
  * writes to S are fenced for the async proxy and past the barrier, and
  * waits only until S has been read, so the block can finish while the
  * bytes drain to memory; the box's parts outside the tensor are not
- * written. Not under --no-tma. */
+ * written. Not under --no-tma. Only in kernels whose main loop keeps a
+ * gemm in flight (GEMMs): measured on an H100 (bench/results/
+ * 2026-11-23-nvidia-h100-session3-notes.md), the TMA store of the GEMM's C
+ * tile gained 1-2 %, that of flash attention's O lost 2.5 % at causal
+ * seq 2048 and nothing elsewhere, so attention kernels keep the
+ * cooperative store. */
 #include "passes.h"
 
 static void find_use(IrStmt *s, void *ctx) {
@@ -78,6 +83,17 @@ static bool tma_layout(IrBuffer *tile, int64_t cols) {
   return true;
 }
 
+static void note_in_flight(IrStmt *s, void *ctx) {
+  if (s->kind == IR_STMT_GEMM && s->u.gemm.wgmma_async) *(bool *)ctx = true;
+}
+
+/* Does the kernel keep a gemm in flight across a loop (a GEMM's main loop)? */
+static bool has_in_flight_gemm(IrKernel *k) {
+  bool found = false;
+  pass_visit_stmts(k->body, note_in_flight, &found);
+  return found;
+}
+
 /* to_global (S -> global) as a TMA store, where its slice is a box. */
 static void make_tma_store(IrKernel *k, IrStmt *to_global) {
   IrTensorMap map;
@@ -100,7 +116,7 @@ static void make_tma_store(IrKernel *k, IrStmt *to_global) {
 bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int ki = 0; ki < m->nkernels; ki++) {
     IrKernel *k = m->kernels[ki];
-    const bool tma = opts->target == TILEC_TARGET_SM90A && !opts->no_tma && k->wgmma;
+    const bool tma = opts->target == TILEC_TARGET_SM90A && !opts->no_tma && k->wgmma && has_in_flight_gemm(k);
     IrStmt *body = k->body;
     for (int i = 0; i < body->u.seq.n; i++) {
       IrStmt *s = body->u.seq.items[i];

@@ -16,7 +16,10 @@
  * atomic_add (dst a global f32 slice) takes the fragment or strided path of
  * a copy with `atomicAdd(&dst[...], value)` in place of the store, under the
  * same guards; its source must hold each element once (a 2-D fragment, or a
- * shared tile), since a replicated element would be added once per copy. */
+ * shared tile), since a replicated element would be added once per copy.
+ * The element form, atomic_add(G[i, j], v) (a STORE marked atomic), is one
+ * atomicAdd under a condition that picks one of the threads running the
+ * same iteration (one_adder). */
 #include <stdio.h>
 
 #include "cuda_emit.h"
@@ -385,6 +388,62 @@ void cuda_emit_atomic_add(Cuda *C, const IrStmt *s, int depth) {
   } else {
     emit_copy_generic(C, s, depth, true);
   }
+}
+
+/* The condition under which this thread is the one, among the threads that
+ * run the same iteration of the current statement, that adds it: outside
+ * any parallel loop every thread runs the statement (thread 0 adds); a
+ * parallel nest over a 2-D fragment, or strided over the threads, gives each
+ * iteration to one thread (NULL: no condition); a nest over a 1-D fragment
+ * gives row i (column j) to every thread that holds a copy of that row
+ * (column) of the vector: the first of them adds (docs/gpu-codegen.md,
+ * "Row vectors", "Column vectors"). Writes the condition to sb; false when
+ * there is none. */
+static bool one_adder(const Cuda *C, StrBuf *sb) {
+  const Nest *n = C->nest;
+  if (C->in_producer) return false; /* one elected thread already */
+  if (!n) {
+    sb_puts(sb, "tc_tid == 0");
+    return true;
+  }
+  const IrLayout *l = n->layout;
+  if (!l || (l->rows > 0 && l->cols > 0)) return false;
+  bool mma = l->frag == IR_FRAG_MMA_C;
+  if (ir_layout_is_col_vector(l)) {
+    /* Column j is held by every row slot's thread of that column. */
+    if (mma) sb_printf(sb, "tc_warp < %d && tc_lane < 4", l->warps_n);
+    else if (l->rows_local == 1 && l->group > 1) sb_printf(sb, "tc_tid < %d", l->group);
+    else sb_puts(sb, "tc_tid == 0");
+    return true;
+  }
+  /* A row vector: row i is held by the lanes of a quad and the warps of a
+   * row of warps (mma), or by the group of threads sharing it (row group). */
+  if (mma) {
+    sb_printf(sb, "(tc_lane & 3) == 0 && tc_warp %% %d == 0", l->warps_n);
+    return true;
+  }
+  if (l->rows_local == 1 && l->group > 1) {
+    sb_printf(sb, "tc_tid %% %d == 0", l->group);
+    return true;
+  }
+  return false;
+}
+
+/* atomic_add(G[i, j], v): atomicAdd(&G[...], v), by one thread per
+ * iteration (one_adder). The bounds check is guard-elements' `if` around
+ * the statement. */
+void cuda_emit_atomic_store(Cuda *C, const IrStmt *s, int depth) {
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  StrBuf cond;
+  sb_init(&cond);
+  if (one_adder(C, &cond)) sb_printf(o, "if (%s) ", cond.data);
+  sb_free(&cond);
+  sb_puts(o, "atomicAdd(&");
+  cuda_emit_element(C, o, s->u.store.buf, s->u.store.idx, s->u.store.nidx, s->loc);
+  sb_puts(o, ", ");
+  cuda_emit_stored_value(C, o, s->u.store.buf->dtype, s->u.store.value);
+  sb_puts(o, ");\n");
 }
 
 void cuda_emit_fill(Cuda *C, const IrStmt *s, int depth) {

@@ -424,7 +424,8 @@ def part_tilec(rows, args, torch, timer, emit):
             kc, vc = paged_cache(zeros, perm, k, page), paged_cache(zeros, perm, v, page)
             table = perm.to(torch.int32).view(b, -1).contiguous()
             lens = torch.full((b,), skv, device="cuda", dtype=torch.int32)
-            out.fill_(float("nan"))
+            for t in (op, lp, out):   # the contiguous run's partials must not pass for the paged run's
+                t.fill_(float("nan"))
             p1 = paged.bind(q, kc, vc, table, lens, op, lp, scale, stream=stream)
             res = measure(torch, timer, lambda: (p1(), c2()), lambda: out, ref, r["dtype"], "tilec-paged")
             res["num_split"] = ns

@@ -1,7 +1,9 @@
 """test_atomic_add.py - atomic_add (tests/python/kernels/atomic_add.tile):
 every block adds its tile into the same rows of Y, from a fragment and from a
 shared tile, at sizes that are not multiples of the tile (rows of X past M,
-rows of Y past P and columns past N on the edges). The element form,
+rows of Y past P and columns past N on the edges); from 1-D fragments (row
+sums after reduce_sum, a column vector), whose elements are replicated over
+threads on the GPU and must be added once each. The element form,
 atomic_add(G[i, j], v) (tests/python/kernels/atomic_add_element.tile): a
 histogram with bins read from an i32 tensor (some outside the bins:
 skipped), column and row sums of a gemm accumulator and of a row-group
@@ -73,6 +75,46 @@ def test_shared_edges():
 
 def test_shared_more_rows_than_blocks():
     run("fold_shared", 77, 45, 100)
+
+
+def run_vectors(name, M, N):
+    """fold_vectors(_mma): row sums and a column vector, from 1-D fragments."""
+    device = os.environ.get("TILEC_TEST_DEVICE", "cpu")
+    rng = harness.rng
+    bm = 32 if name == "fold_vectors" else 64
+    w = rng.integers(-3, 4, N).astype(np.float32)
+    s_row, s_w = rng.integers(-9, 9, M).astype(np.float32), rng.integers(-9, 9, N).astype(np.float32)
+    if name == "fold_vectors":
+        x = rng.integers(-3, 4, (M, N)).astype(np.float32)
+        prod = x.astype(np.float64)
+        ins = [x]
+    else:
+        a = rng.integers(-2, 3, (M, 32)).astype(np.float16)
+        b = rng.integers(-2, 3, (32, N)).astype(np.float16)
+        prod = a.astype(np.float64) @ b.astype(np.float64)
+        ins = [a, b]
+    want_row = s_row + (prod * w).sum(axis=1)
+    want_w = s_w + w.astype(np.float64) * -(-M // bm)      # once per row block
+    arrays = ins + [w, s_row, s_w]
+    if device == "cuda":
+        import torch
+        ctx = harness.tilec.Context(device="cuda", cache_dir=harness.CACHE_DIR)
+        ts = [torch.from_numpy(t).cuda() for t in arrays]
+        ctx.load_file(KERNEL).kernel(name)(*ts)
+        torch.cuda.synchronize()
+        s_row, s_w = ts[-2].cpu().numpy(), ts[-1].cpu().numpy()
+    else:
+        harness.cpu_context().load_file(KERNEL).kernel(name)(*arrays)
+    check_exact("%s row sums (row vector) M=%d N=%d" % (name, M, N), s_row, want_row.astype(np.float32))
+    check_exact("%s column vector" % name, s_w, want_w.astype(np.float32))
+
+
+def test_row_and_column_vectors():
+    run_vectors("fold_vectors", 77, 45)
+
+
+def test_row_and_column_vectors_mma():
+    run_vectors("fold_vectors_mma", 200, 100)
 
 
 ELEMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "atomic_add_element.tile")

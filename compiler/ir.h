@@ -300,11 +300,15 @@ struct IrStmt {
       IrVar *var;
       IrExpr *value;
     } let;
-    struct {             /* STORE: buf[idx...] = value */
+    struct {             /* STORE: buf[idx...] = value; atomic (the element
+                            form of atomic_add): buf[idx...] += value, one
+                            atomic addition, buf a global f32 tensor and value
+                            f32 */
       IrBuffer *buf;
       IrExpr *idx[IR_MAX_RANK];
       int nidx;
       IrExpr *value;
+      bool atomic;
     } store;
     struct {             /* FOR var in [0, extent) */
       IrForKind kind;

@@ -290,12 +290,12 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     break;
   }
   case IR_STMT_STORE:
-    sb_printf(sb, "%s[", buf_name(p, s->u.store.buf));
+    sb_printf(sb, "%s%s[", s->u.store.atomic ? "atomic_add " : "", buf_name(p, s->u.store.buf));
     for (int i = 0; i < s->u.store.nidx && i < IR_MAX_RANK; i++) {
       if (i) sb_puts(sb, ", ");
       print_expr(p, sb, s->u.store.idx[i]);
     }
-    sb_puts(sb, "] = ");
+    sb_puts(sb, s->u.store.atomic ? "], " : "] = ");
     print_expr(p, sb, s->u.store.value);
     break;
   case IR_STMT_FOR: {

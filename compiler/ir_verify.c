@@ -287,6 +287,9 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     }
     for (int i = 0; i < s->u.store.nidx; i++) check_int_expr(v, s->u.store.idx[i], "store index");
     check_expr(v, s->u.store.value, "stored value");
+    if (!v->failed && s->u.store.atomic &&
+        (b->scope != IR_SCOPE_GLOBAL || b->dtype != DTYPE_F32 || s->u.store.value->dtype != DTYPE_F32))
+      fail(v, s->loc, "atomic_add into an element of '%s': needs a global f32 tensor and an f32 value", b->name);
     return;
   }
   case IR_STMT_FOR: {

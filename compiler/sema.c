@@ -565,6 +565,36 @@ static bool require_args(Sema *s, const AstExpr *call, const CallArgs *a, int n)
   return false;
 }
 
+/* An element access: `A[i, j]` with no slice among its indices. */
+static bool is_element(const AstExpr *e) {
+  if (e->kind != AST_EXPR_INDEX) return false;
+  for (const AstArg *a = e->u.call.args; a; a = a->next)
+    if (a->value->kind == AST_EXPR_SLICE) return false;
+  return true;
+}
+
+/* atomic_add(G[i, j], value): a STORE marked atomic, G[i, j] += value, with
+ * G a global f32 tensor and value a number (converted to f32). */
+static IrStmt *atomic_add_element(Sema *s, const AstExpr *target, const AstExpr *value, SrcLoc loc) {
+  IrExpr *lhs = index_expr(s, target);
+  if (lhs->kind != IR_EXPR_LOAD) return NULL; /* error already reported */
+  IrBuffer *buf = lhs->u.load.buf;
+  if (buf->scope != IR_SCOPE_GLOBAL || buf->dtype != DTYPE_F32) {
+    diag_error(s->diag, target->loc,
+               "atomic_add: the target '%s' must be an element of a global f32 tensor (it is %s %s)", buf->name,
+               ir_scope_name(buf->scope), dtype_name(buf->dtype));
+    return NULL;
+  }
+  IrExpr *v = expr(s, value);
+  if (v->dtype == DTYPE_BOOL) {
+    diag_error(s->diag, value->loc, "atomic_add: the value added must be a number, not bool");
+    return NULL;
+  }
+  IrStmt *st = ir_store_new(s->m, buf, lhs->u.load.idx, convert(s, v, DTYPE_F32), loc);
+  st->u.store.atomic = true;
+  return st;
+}
+
 static IrStmt *tile_op(Sema *s, const AstExpr *call) {
   const char *op = call->u.call.callee;
   SrcLoc loc = call->loc;
@@ -583,8 +613,10 @@ static IrStmt *tile_op(Sema *s, const AstExpr *call) {
   }
   if (strcmp(op, "atomic_add") == 0) {
     /* atomic_add(src, G[slice]): G[slice] += src, each element atomically
-     * (TileLang's T.atomic_add). */
+     * (TileLang's T.atomic_add). With an element G[i, j] first (every index
+     * a scalar): the element form, G[i, j] += value, one atomic addition. */
     if (!split_args(s, call, NULL, 2, &a) || !require_args(s, call, &a, 2)) return NULL;
+    if (is_element(a.pos[0]->value)) return atomic_add_element(s, a.pos[0]->value, a.pos[1]->value, loc);
     st = ir_stmt_new(s->m, IR_STMT_ATOMIC_ADD, loc);
     if (!region(s, a.pos[0]->value, &st->u.copy.src) || !region(s, a.pos[1]->value, &st->u.copy.dst))
       return NULL;

@@ -594,6 +594,14 @@ static void emit_stmt(Emitter *E, const IrStmt *s, int depth) {
     line(E, depth);
     emit_element(E, o, b, s->u.store.idx, s->u.store.nidx, s->loc);
     if (E->failed) return;
+    if (s->u.store.atomic) {
+      /* The element form of atomic_add (an f32 element): blocks run one
+       * at a time, so a plain addition. */
+      sb_puts(o, " += ");
+      emit_convert(E, o, DTYPE_F32, s->u.store.value);
+      sb_puts(o, ";\n");
+      return;
+    }
     sb_puts(o, " = ");
     if (dtype_is_low_float(b->dtype)) {
       /* Storing rounds: an explicit cast to the same type adds nothing. */

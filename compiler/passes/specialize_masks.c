@@ -90,6 +90,7 @@ static IrStmt *unmasked_copy(IrModule *m, IrStmt *s, const Nest *n) {
     for (int x = 0; x < store->u.store.nidx; x++) idx[x] = ir_expr_subst(m, idx[x], n->var[d], ref);
   }
   IrStmt *inner = ir_store_new(m, store->u.store.buf, idx, value, store->loc);
+  inner->u.store.atomic = store->u.store.atomic;
   for (int d = n->n - 1; d >= 0; d--) {
     IrStmt *body = ir_seq_new(m, s->loc);
     ir_seq_push(m, body, inner);

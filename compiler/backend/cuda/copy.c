@@ -15,8 +15,11 @@
  * is a register loop for fragments, a strided store otherwise.
  * atomic_add (dst a global f32 slice) takes the fragment or strided path of
  * a copy with `atomicAdd(&dst[...], value)` in place of the store, under the
- * same guards; its source must hold each element once (a 2-D fragment, or a
- * shared tile), since a replicated element would be added once per copy. */
+ * same guards; from a 1-D fragment, whose elements are replicated over
+ * threads, only the first thread holding an element adds it (first_holder).
+ * The element form, atomic_add(G[i, j], v) (a STORE marked atomic), is one
+ * atomicAdd under a condition that picks one of the threads running the
+ * same iteration (one_adder). */
 #include <stdio.h>
 
 #include "cuda_emit.h"
@@ -156,8 +159,38 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(o, "}\n");
 }
 
+/* For a fragment layout whose elements are replicated over threads (a 1-D
+ * fragment: a row vector, row i held by every thread of its row; a column
+ * vector, column j by every row: docs/gpu-codegen.md), the condition that
+ * picks the first thread holding each element; false (no condition) for a
+ * 2-D layout, each element held once. What an atomic addition of the
+ * element runs under, so that it is added once. */
+static bool first_holder(const IrLayout *l, StrBuf *sb) {
+  if (l->rows > 0 && l->cols > 0) return false;
+  bool mma = l->frag == IR_FRAG_MMA_C;
+  if (ir_layout_is_col_vector(l)) {
+    /* Column j is held by every row slot's thread of that column. */
+    if (mma) sb_printf(sb, "tc_warp < %d && tc_lane < 4", l->warps_n);
+    else if (l->rows_local == 1 && l->group > 1) sb_printf(sb, "tc_tid < %d", l->group);
+    else sb_puts(sb, "tc_tid == 0");
+    return true;
+  }
+  /* A row vector: row i is held by the lanes of a quad and the warps of a
+   * row of warps (mma), or by the group of threads sharing it (row group). */
+  if (mma) {
+    sb_printf(sb, "(tc_lane & 3) == 0 && tc_warp %% %d == 0", l->warps_n);
+    return true;
+  }
+  if (l->rows_local == 1 && l->group > 1) {
+    sb_printf(sb, "tc_tid %% %d == 0", l->group);
+    return true;
+  }
+  return false;
+}
+
 /* Copies where one side is a fragment: every thread moves its own elements
- * (atomic: atomic_add, the fragment is the source). */
+ * (atomic: atomic_add, the fragment is the source; a 1-D fragment's
+ * replicated elements are added by their first holder only). */
 static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   const IrRegion *frag = src->buf->scope == IR_SCOPE_FRAGMENT ? src : dst;
@@ -231,11 +264,16 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
     else cuda_emit_expr(C, o, v);
     sb_puts(o, ";\n");
   } else {
-    if (cond) {
+    StrBuf lead;
+    sb_init(&lead);
+    bool once = atomic && first_holder(l, &lead);
+    if (cond || once) {
       sb_puts(o, "if (");
-      cuda_emit_expr(C, o, cond);
+      if (once) sb_printf(o, cond ? "(%s) && " : "%s", lead.data);
+      if (cond) cuda_emit_expr(C, o, cond);
       sb_puts(o, ") ");
     }
+    sb_free(&lead);
     if (atomic) sb_puts(o, "atomicAdd(&");
     cuda_emit_element(C, o, other->buf, idx, other->rank, s->loc);
     sb_puts(o, atomic ? ", " : " = ");
@@ -373,18 +411,42 @@ void cuda_emit_copy(Cuda *C, const IrStmt *s, int depth) {
 void cuda_emit_atomic_add(Cuda *C, const IrStmt *s, int depth) {
   const IrBuffer *src = s->u.copy.src.buf;
   if (src->scope == IR_SCOPE_FRAGMENT) {
-    const IrLayout *l = &src->layout;
-    if (src->rank != 2 || !l->cols || ir_layout_is_col_vector(l)) {
-      cuda_fail(C, s->loc,
-                "atomic_add from the 1-D fragment '%s': its elements are replicated over threads; "
-                "add from a 2-D fragment or a shared tile",
-                src->name);
-      return;
-    }
     emit_copy_fragment(C, s, depth, true);
   } else {
     emit_copy_generic(C, s, depth, true);
   }
+}
+
+/* The condition under which this thread is the one, among the threads that
+ * run the same iteration of the current statement, that adds it: outside
+ * any parallel loop every thread runs the statement (thread 0 adds); a
+ * parallel nest strided over the threads gives each iteration to one
+ * thread; a nest over a fragment is as the fragment's layout
+ * (first_holder). Writes the condition to sb; false when there is none. */
+static bool one_adder(const Cuda *C, StrBuf *sb) {
+  if (C->in_producer) return false; /* one elected thread already */
+  if (!C->nest) {
+    sb_puts(sb, "tc_tid == 0");
+    return true;
+  }
+  return C->nest->layout && first_holder(C->nest->layout, sb);
+}
+
+/* atomic_add(G[i, j], v): atomicAdd(&G[...], v), by one thread per
+ * iteration (one_adder). The bounds check is guard-elements' `if` around
+ * the statement. */
+void cuda_emit_atomic_store(Cuda *C, const IrStmt *s, int depth) {
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  StrBuf cond;
+  sb_init(&cond);
+  if (one_adder(C, &cond)) sb_printf(o, "if (%s) ", cond.data);
+  sb_free(&cond);
+  sb_puts(o, "atomicAdd(&");
+  cuda_emit_element(C, o, s->u.store.buf, s->u.store.idx, s->u.store.nidx, s->loc);
+  sb_puts(o, ", ");
+  cuda_emit_stored_value(C, o, s->u.store.buf->dtype, s->u.store.value);
+  sb_puts(o, ");\n");
 }
 
 void cuda_emit_fill(Cuda *C, const IrStmt *s, int depth) {

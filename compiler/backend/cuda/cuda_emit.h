@@ -83,6 +83,8 @@ void cuda_tile_base(Cuda *C, StrBuf *sb, const IrRegion *r);
 void cuda_emit_copy(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_fill(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_atomic_add(Cuda *C, const IrStmt *s, int depth);
+/* The element form, atomic_add(G[i, j], v): a STORE marked atomic. */
+void cuda_emit_atomic_store(Cuda *C, const IrStmt *s, int depth);
 
 /* ---- gemm.c ---- */
 void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth);

@@ -159,6 +159,10 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     sb_puts(o, ";\n");
     return;
   case IR_STMT_STORE:
+    if (s->u.store.atomic) {
+      cuda_emit_atomic_store(C, s, depth);
+      return;
+    }
     cuda_indent(C, depth);
     cuda_emit_element(C, o, s->u.store.buf, s->u.store.idx, s->u.store.nidx, s->loc);
     sb_puts(o, " = ");

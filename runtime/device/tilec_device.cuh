@@ -108,6 +108,20 @@ TC_DEVICE unsigned tc_pack2(unsigned short lo, unsigned short hi) {
   return r;
 }
 
+/* The same pair read from / written to two adjacent elements of a 16-bit
+ * fragment (p[0] low, p[1] high) as one 32-bit value. A fragment kept as
+ * 16-bit elements but written and read only in such pairs stays in whole
+ * registers: packing separate halves with tc_pack2 makes ptxas copy each
+ * register again when the fragment lives across a loop iteration (P of
+ * flash attention, read by a wgmma one iteration late: 48 moves per
+ * iteration at dim 128). A memcpy, not a cast: the array is 16-bit. */
+TC_DEVICE unsigned tc_load_pair(const unsigned short *p) {
+  unsigned r;
+  memcpy(&r, p, 4);
+  return r;
+}
+TC_DEVICE void tc_store_pair(unsigned short *p, unsigned r) { memcpy(p, &r, 4); }
+
 TC_DEVICE unsigned short tc_unpack_lo(unsigned r) { return (unsigned short)(r & 0xffffu); }
 TC_DEVICE unsigned short tc_unpack_hi(unsigned r) { return (unsigned short)(r >> 16); }
 
@@ -140,6 +154,12 @@ TC_DEVICE void tc_f32x2_to_bf16x2(float lo, float hi, tc_bf16 &out_lo, tc_bf16 &
       : "=h"(out_lo), "=h"(out_hi)
       : "f"(lo), "f"(hi));
 }
+
+/* The same into out[0] (lo) and out[1] (hi) as one 32-bit store
+ * (tc_store_pair): what the CUDA backend emits for an f32 -> f16/bf16
+ * fragment copy, whose result a gemm reads as pairs (tc_load_pair). */
+TC_DEVICE void tc_f32x2_to_f16x2_at(float lo, float hi, tc_half *out) { tc_store_pair(out, tc_pack_f16x2(lo, hi)); }
+TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_store_pair(out, tc_pack_bf16x2(lo, hi)); }
 
 /* ---------------------------------------------------------------------------
  * Tensor cores: mma.sync.aligned.m16n8k16.row.col, f32 accumulate.

@@ -286,10 +286,10 @@ TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned sho
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     const unsigned short *top = a_frag + 4 * kk, *bot = a_frag + KC + 4 * kk;
-    a[kk][0] = tc_pack2(top[0], top[1]);
-    a[kk][1] = tc_pack2(bot[0], bot[1]);
-    a[kk][2] = tc_pack2(top[2], top[3]);
-    a[kk][3] = tc_pack2(bot[2], bot[3]);
+    a[kk][0] = tc_load_pair(top);
+    a[kk][1] = tc_load_pair(bot);
+    a[kk][2] = tc_load_pair(top + 2);
+    a[kk][3] = tc_load_pair(bot + 2);
   }
   const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, 0);
   tc_wgmma_fence_acc<N>(acc);

@@ -119,9 +119,15 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
     int idx = tc_acc_row(lane, 2 * h) * 8 + tc_acc_col(lane, 2 * h);
     Dh[idx / 2] = BF16 ? tc_pack_bf16x2(lo, hi) : tc_pack_f16x2(lo, hi);
     if (h == 0) { // the pair conversion (one packed cvt, two 16-bit results)
-      unsigned short plo, phi;
+      unsigned short plo, phi, pair[2], back[2];
       if (BF16) tc_f32x2_to_bf16x2(lo, hi, plo, phi);
       else tc_f32x2_to_f16x2(lo, hi, plo, phi);
+      // The fragment-pair form (what a generated f32 -> 16-bit fragment copy
+      // calls) and the 32-bit pair round trip must give the same bits.
+      if (BF16) tc_f32x2_to_bf16x2_at(lo, hi, pair);
+      else tc_f32x2_to_f16x2_at(lo, hi, pair);
+      tc_store_pair(back, tc_load_pair(pair));
+      Dh[idx / 2] = tc_pack2(back[0], back[1]);
       Dr[idx] = BF16 ? tc_bf16_to_f32(plo) : tc_f16_to_f32(plo);
       Dr[idx + 1] = BF16 ? tc_bf16_to_f32(phi) : tc_f16_to_f32(phi);
     } else { // one at a time

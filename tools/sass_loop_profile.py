@@ -104,21 +104,29 @@ def sass_of(args, tmp):
         return f.read(), ptxas
 
 
-def parse(text):
+def parse(text, kernel=None):
     """[(addr, pred, opcode, operands)] of the first function in the listing
-    that has an HGMMA (else the first function)."""
-    funcs, cur = [], None
+    whose name contains kernel, else the first that has an HGMMA or HMMA."""
+    funcs, names, cur = [], [], None
     for line in text.splitlines():
         if 'Function :' in line or line.strip().startswith('.text.'):
             cur = []
             funcs.append(cur)
+            names.append(line.split(':')[-1].strip())
             continue
         m = LINE.search(line)
         if m:
             if cur is None:
                 cur = []
                 funcs.append(cur)
+                names.append('')
             cur.append((int(m.group(1), 16), (m.group(2) or '').strip(), m.group(3), m.group(4).strip()))
+    if kernel:
+        for exact in (True, False):
+            for f, n in zip(funcs, names):
+                if (n in (kernel, 'tilec_' + kernel)) if exact else kernel in n:
+                    return f
+        sys.exit('sass_loop_profile: no kernel named like %s (%s)' % (kernel, ', '.join(names)))
     for f in funcs:
         if any(i[2].startswith(('HGMMA', 'HMMA')) for i in f):
             return f
@@ -244,6 +252,7 @@ def main():
     ap.add_argument('-D', action='append', help='tilec define (repeatable)')
     ap.add_argument('--arch', default='sm_90a')
     ap.add_argument('--tilec', default=os.path.join(TOP, 'build', 'bin', 'tilec'))
+    ap.add_argument('--kernel', help='the kernel whose name contains this (default: the first with HGMMA/HMMA)')
     ap.add_argument('--json', help='also write the counts here')
     ap.add_argument('--diff', nargs=2, metavar=('BEFORE', 'AFTER'),
                     help='compare two --json files (steady path, then loop)')
@@ -263,7 +272,7 @@ def main():
         ap.error('an input file is needed')
     with tempfile.TemporaryDirectory() as tmp:
         text, ptxas = sass_of(args, tmp)
-    ins = parse(text)
+    ins = parse(text, args.kernel)
     mma = 'HGMMA' if any(i[2].startswith('HGMMA') for i in ins) else 'HMMA'
     loop = find_loop(ins, mma)
     if loop is None:

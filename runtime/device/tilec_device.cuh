@@ -108,6 +108,18 @@ TC_DEVICE unsigned tc_pack2(unsigned short lo, unsigned short hi) {
   return r;
 }
 
+/* x, as a value ptxas knows to be the same in every lane of the warp (a
+ * shuffle from lane 0), so what is computed from it can live in uniform
+ * registers: for a warp or warpgroup index, which is warp-uniform but not
+ * provably so from threadIdx. Not volatile: the compiler hoists it out of
+ * loops (one SHFL per kernel, not per call). Every lane of the warp must
+ * call it with the same x, from converged code (all 32 lanes). */
+TC_DEVICE int tc_warp_uniform(int x) {
+  int r;
+  asm("shfl.sync.idx.b32 %0, %1, 0, 0x1f, -1;" : "=r"(r) : "r"(x));
+  return r;
+}
+
 /* The same pair read from / written to two adjacent elements of a 16-bit
  * fragment (p[0] low, p[1] high) as one 32-bit value. A fragment kept as
  * 16-bit elements but written and read only in such pairs stays in whole

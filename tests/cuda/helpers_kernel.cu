@@ -110,7 +110,7 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
     total[1] = all_max;
     total[2] = neighbour;
   }
-  if (lane == 6) total[3] = neighbour;
+  if (lane == tc_warp_uniform(lane) + 6) total[3] = neighbour; // lane 0's value: 0 in every lane
 
   // D[0] back to 16 bits, packed pairs (low half = even column), and the
   // scalar conversion round-tripped to f32.

@@ -24,7 +24,10 @@
  *     let tc_mask_N: i32 = i32(max(min L - 1, min(max L + 1, -R)))
  *     x[i, j] = if_then_else(i32(L) CMP tc_mask_N, a, b)
  * (flash attention's causal mask: i32(i - j) >= tc_mask_N, one compare per
- * element instead of a 64-bit one on bx * block_M + i and k * block_N + j). */
+ * element instead of a 64-bit one on bx * block_M + i and k * block_N + j).
+ * Not when the selected values load from a global tensor: guard-elements
+ * then tests those indices with the same comparison, which the backends'
+ * compilers share with the mask only while both are written alike. */
 #include "../simplify.h"
 #include "passes.h"
 
@@ -107,6 +110,10 @@ static IrStmt *unmasked_copy(IrModule *m, IrStmt *s, const Nest *n) {
   return inner;
 }
 
+static void find_global_load(const IrExpr *e, void *ctx) {
+  if (e->kind == IR_EXPR_LOAD && e->u.load.buf->scope == IR_SCOPE_GLOBAL) *(bool *)ctx = true;
+}
+
 /* Rewrites the masked nest's condition into a 32-bit comparison of the
  * nest variables' part against a bound computed once (see the top); returns
  * the LET to put before the nest, or NULL when the condition is not linear
@@ -116,6 +123,13 @@ static IrStmt *narrow_condition(IrModule *m, const Nest *n) {
   IrExpr *sel = v->kind == IR_EXPR_CAST ? v->u.cast_src : v;
   IrExpr *cond = sel->u.select.cond;
   SrcLoc loc = cond->loc;
+  /* A global load in the selected values gets guard-elements' test on its
+   * indices, which usually is this very condition (a key past seq_len):
+   * written the same, the two are one compare; narrowed, they are two. */
+  bool global_load = false;
+  ir_expr_visit(sel->u.select.then_, find_global_load, &global_load);
+  ir_expr_visit(sel->u.select.else_, find_global_load, &global_load);
+  if (global_load) return NULL;
   IrExpr *d = ir_simplify(m, ir_binary(m, IR_OP_SUB, ir_expr_clone(m, cond->u.op.a), ir_expr_clone(m, cond->u.op.b), loc));
   IrExpr *part = NULL;
   int64_t lo = 0, hi = 0;

@@ -121,11 +121,10 @@ TC_DEVICE int tc_warp_uniform(int x) {
 }
 
 /* The same pair read from / written to two adjacent elements of a 16-bit
- * fragment (p[0] low, p[1] high) as one 32-bit value. A fragment kept as
- * 16-bit elements but written and read only in such pairs stays in whole
- * registers: packing separate halves with tc_pack2 makes ptxas copy each
- * register again when the fragment lives across a loop iteration (P of
- * flash attention, read by a wgmma one iteration late: 48 moves per
+ * array (p[0] low, p[1] high) as one 32-bit value. For a wgmma's register-A fragment that
+ * lives across a loop iteration (P of flash attention, issued one iteration
+ * late), ptxas keeps whole registers this way, where re-packing 16-bit
+ * halves with tc_pack2 made it copy every register twice (48 moves per
  * iteration at dim 128). A memcpy, not a cast: the array is 16-bit. */
 TC_DEVICE unsigned tc_load_pair(const unsigned short *p) {
   unsigned r;
@@ -168,8 +167,8 @@ TC_DEVICE void tc_f32x2_to_bf16x2(float lo, float hi, tc_bf16 &out_lo, tc_bf16 &
 }
 
 /* The same into out[0] (lo) and out[1] (hi) as one 32-bit store
- * (tc_store_pair): what the CUDA backend emits for an f32 -> f16/bf16
- * fragment copy, whose result a gemm reads as pairs (tc_load_pair). */
+ * (tc_store_pair): the CUDA backend's f32 -> 16-bit fragment copy when a
+ * wgmma reads the result as pairs (tc_gemm_wgmma_rs's PAIRS). */
 TC_DEVICE void tc_f32x2_to_f16x2_at(float lo, float hi, tc_half *out) { tc_store_pair(out, tc_pack_f16x2(lo, hi)); }
 TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_store_pair(out, tc_pack_bf16x2(lo, hi)); }
 

@@ -122,8 +122,9 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
       unsigned short plo, phi, pair[2], back[2];
       if (BF16) tc_f32x2_to_bf16x2(lo, hi, plo, phi);
       else tc_f32x2_to_f16x2(lo, hi, plo, phi);
-      // The fragment-pair form (what a generated f32 -> 16-bit fragment copy
-      // calls) and the 32-bit pair round trip must give the same bits.
+      // The pair forms (overlap-wgmma's P: converted and stored as one
+      // 32-bit pair, read back as one by tc_gemm_wgmma_rs) must give the
+      // packed pair's bits.
       if (BF16) tc_f32x2_to_bf16x2_at(lo, hi, pair);
       else tc_f32x2_to_f16x2_at(lo, hi, pair);
       tc_store_pair(back, tc_load_pair(pair));

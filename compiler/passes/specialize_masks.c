@@ -15,7 +15,19 @@
  * A gemm right after the nest that accumulates into x moves into both
  * branches (each gets its own copy): the unmasked branch then holds
  * `x = 0; x += A @ B`, which the CUDA compiler turns into a gemm that starts
- * from zero instead of zeroing the accumulator registers every iteration. */
+ * from zero instead of zeroing the accumulator registers every iteration.
+ * The masked nest (the else branch) compares a small 32-bit value per
+ * element: with lhs - rhs = L(i, j) + R, L the nest variables' part
+ * (ci * i + cj * j) and R the rest, the condition is L CMP -R, and -R is
+ * bound once before the nest, clamped to [min L - 1, max L + 1] (which
+ * keeps every comparison's outcome) and narrowed to i32:
+ *     let tc_mask_N: i32 = i32(max(min L - 1, min(max L + 1, -R)))
+ *     x[i, j] = if_then_else(i32(L) CMP tc_mask_N, a, b)
+ * (flash attention's causal mask: i32(i - j) >= tc_mask_N, one compare per
+ * element instead of a 64-bit one on bx * block_M + i and k * block_N + j).
+ * Not when the selected values load from a global tensor: guard-elements
+ * then tests those indices with the same comparison, which the backends'
+ * compilers share with the mask only while both are written alike. */
 #include "../simplify.h"
 #include "passes.h"
 
@@ -99,6 +111,57 @@ static IrStmt *unmasked_copy(IrModule *m, IrStmt *s, const Nest *n) {
   return inner;
 }
 
+static void find_global_load(const IrExpr *e, void *ctx) {
+  if (e->kind == IR_EXPR_LOAD && e->u.load.buf->scope == IR_SCOPE_GLOBAL) *(bool *)ctx = true;
+}
+
+/* Rewrites the masked nest's condition into a 32-bit comparison of the
+ * nest variables' part against a bound computed once (see the top); returns
+ * the LET to put before the nest, or NULL when the condition is not linear
+ * with constant coefficients (the nest is then left as it is). */
+static IrStmt *narrow_condition(IrModule *m, const Nest *n) {
+  IrExpr *v = n->store->u.store.value;
+  IrExpr *sel = v->kind == IR_EXPR_CAST ? v->u.cast_src : v;
+  IrExpr *cond = sel->u.select.cond;
+  SrcLoc loc = cond->loc;
+  /* A global load in the selected values gets guard-elements' test on its
+   * indices, which usually is this very condition (a key past seq_len):
+   * written the same, the two are one compare; narrowed, they are two. */
+  bool global_load = false;
+  ir_expr_visit(sel->u.select.then_, find_global_load, &global_load);
+  ir_expr_visit(sel->u.select.else_, find_global_load, &global_load);
+  if (global_load) return NULL;
+  IrExpr *d = ir_simplify(m, ir_binary(m, IR_OP_SUB, ir_expr_clone(m, cond->u.op.a), ir_expr_clone(m, cond->u.op.b), loc));
+  IrExpr *part = NULL;
+  int64_t lo = 0, hi = 0;
+  for (int k = 0; k < n->n; k++) {
+    int64_t coef;
+    if (!coefficient(m, d, n->var[k], &coef)) return NULL;
+    if (coef == 0) continue;
+    int64_t far = coef * (n->extent[k] - 1);
+    lo += far < 0 ? far : 0;
+    hi += far > 0 ? far : 0;
+    IrExpr *t = ir_binary(m, IR_OP_MUL, ir_int(m, coef, loc), ir_var_ref(m, n->var[k], loc), loc);
+    part = part ? ir_binary(m, IR_OP_ADD, part, t, loc) : t;
+  }
+  if (!part) return NULL; /* no nest variable: the condition is uniform */
+  part = ir_simplify(m, part);
+  IrExpr *rest = ir_simplify(m, ir_binary(m, IR_OP_SUB, ir_expr_clone(m, d), ir_expr_clone(m, part), loc));
+  for (int k = 0; k < n->n; k++) { /* rest must not depend on the nest */
+    int64_t coef;
+    if (!coefficient(m, rest, n->var[k], &coef) || coef != 0) return NULL;
+  }
+  IrExpr *bound = ir_simplify(m, ir_binary(m, IR_OP_SUB, ir_int(m, 0, loc), rest, loc));
+  bound = ir_call(m, IR_INTRINSIC_MIN, ir_int(m, hi + 1, loc), bound, loc);
+  bound = ir_call(m, IR_INTRINSIC_MAX, ir_int(m, lo - 1, loc), bound, loc);
+  IrVar *var = ir_var_new(m, arena_printf(m->arena, "tc_mask_%d", m->next_id), IR_VAR_LET, DTYPE_I32, loc);
+  IrStmt *let = ir_stmt_new(m, IR_STMT_LET, loc);
+  let->u.let.var = var;
+  let->u.let.value = ir_cast(m, DTYPE_I32, bound, loc);
+  sel->u.select.cond = ir_binary(m, cond->u.op.op, ir_cast(m, DTYPE_I32, part, loc), ir_var_ref(m, var, loc), loc);
+  return let;
+}
+
 static void version(IrModule *m, IrStmt *seq) {
   for (int i = 0; i < seq->u.seq.n; i++) {
     IrStmt *s = seq->u.seq.items[i];
@@ -118,6 +181,8 @@ static void version(IrModule *m, IrStmt *seq) {
         if (!u || ir_expr_is_int_const(u, &known)) break; /* constant: fold-constants' job */
         IrStmt *then_ = ir_seq_new(m, s->loc), *else_ = ir_seq_new(m, s->loc);
         ir_seq_push(m, then_, unmasked_copy(m, s, &n));
+        IrStmt *let = narrow_condition(m, &n);
+        if (let) ir_seq_push(m, else_, let);
         ir_seq_push(m, else_, s);
         IrStmt *next = i + 1 < seq->u.seq.n ? seq->u.seq.items[i + 1] : NULL;
         if (next && next->kind == IR_STMT_GEMM && next->u.gemm.c.buf == n.store->u.store.buf) {

@@ -116,6 +116,31 @@ TC_DEVICE unsigned tc_pack2(unsigned short lo, unsigned short hi) {
   return r;
 }
 
+/* x, as a value ptxas knows to be the same in every lane of the warp (a
+ * shuffle from lane 0), so what is computed from it can live in uniform
+ * registers: for a warp or warpgroup index, which is warp-uniform but not
+ * provably so from threadIdx. Not volatile: the compiler hoists it out of
+ * loops (one SHFL per kernel, not per call). Every lane of the warp must
+ * call it with the same x, from converged code (all 32 lanes). */
+TC_DEVICE int tc_warp_uniform(int x) {
+  int r;
+  asm("shfl.sync.idx.b32 %0, %1, 0, 0x1f, -1;" : "=r"(r) : "r"(x));
+  return r;
+}
+
+/* The same pair read from / written to two adjacent elements of a 16-bit
+ * array (p[0] low, p[1] high) as one 32-bit value. For a wgmma's register-A fragment that
+ * lives across a loop iteration (P of flash attention, issued one iteration
+ * late), ptxas keeps whole registers this way, where re-packing 16-bit
+ * halves with tc_pack2 made it copy every register twice (48 moves per
+ * iteration at dim 128). A memcpy, not a cast: the array is 16-bit. */
+TC_DEVICE unsigned tc_load_pair(const unsigned short *p) {
+  unsigned r;
+  memcpy(&r, p, 4);
+  return r;
+}
+TC_DEVICE void tc_store_pair(unsigned short *p, unsigned r) { memcpy(p, &r, 4); }
+
 TC_DEVICE unsigned short tc_unpack_lo(unsigned r) { return (unsigned short)(r & 0xffffu); }
 TC_DEVICE unsigned short tc_unpack_hi(unsigned r) { return (unsigned short)(r >> 16); }
 
@@ -148,6 +173,12 @@ TC_DEVICE void tc_f32x2_to_bf16x2(float lo, float hi, tc_bf16 &out_lo, tc_bf16 &
       : "=h"(out_lo), "=h"(out_hi)
       : "f"(lo), "f"(hi));
 }
+
+/* The same into out[0] (lo) and out[1] (hi) as one 32-bit store
+ * (tc_store_pair): the CUDA backend's f32 -> 16-bit fragment copy when a
+ * wgmma reads the result as pairs (tc_gemm_wgmma_rs's PAIRS). */
+TC_DEVICE void tc_f32x2_to_f16x2_at(float lo, float hi, tc_half *out) { tc_store_pair(out, tc_pack_f16x2(lo, hi)); }
+TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_store_pair(out, tc_pack_bf16x2(lo, hi)); }
 
 /* ---------------------------------------------------------------------------
  * Tensor cores: mma.sync.aligned.m16n8k16.row.col, f32 accumulate.

@@ -1,7 +1,7 @@
 /* tilec_wgmma.cuh - the Hopper (sm_90a) gemm: wgmma.mma_async from shared memory.
  *
  * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT, A_KM>(As, Bs, acc, warp)
- * tc_gemm_wgmma_rs<TAG, M, N, K, WARPS, B_SWZ, B_NK>(a_frag, Bs, acc, warp)
+ * tc_gemm_wgmma_rs<TAG, M, N, K, WARPS, B_SWZ, B_NK, INFLIGHT, PAIRS>(a_frag, Bs, acc, warp)
  *   acc += A @ B, the same contract as tc_gemm_ss with WM = WARPS, WN = 1 and
  *   M = 16 * WARPS, WARPS a multiple of 4: warpgroup g (warps 4g .. 4g+3)
  *   issues m64nNk16 for rows [64g, 64g + 64). The accumulator is then
@@ -241,6 +241,9 @@ TC_DEVICE unsigned tc_wgmma_b_step(int kk) {
   return (unsigned)(tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(0u, kk) - tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(0u, 0));
 }
 
+/* The warpgroup index goes through tc_warp_uniform: ptxas then keeps A's
+ * descriptors in uniform registers (no R2UR and no per-k-slice rebuild of
+ * the high half; flash attention dim 128: -22 instructions per iteration). */
 template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0,
           bool A_KM = false>
 TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
@@ -251,7 +254,7 @@ TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *
   static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
   const unsigned a_addr = tc_smem_addr(As);
   const unsigned b_base = tc_smem_addr(Bs);
-  const unsigned long long da0 = tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(a_addr, warp / 4, 0);
+  const unsigned long long da0 = tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(a_addr, tc_warp_uniform(warp / 4), 0);
   const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, 0);
   tc_wgmma_fence_acc<N>(acc);
   tc_wgmma_fence();
@@ -271,8 +274,15 @@ TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *
  * per row slot, as tc_gemm_rs takes it). B as in tc_gemm_wgmma_ss. Waits for
  * its wgmmas before returning (they read a_frag's registers), unless
  * INFLIGHT is TC_WGMMA_ISSUE_ONLY: then a_frag must stay unchanged until a
- * later wait has completed them. */
-template <typename TAG, int M, int N, int K, int WARPS, int B_SWZ, bool B_NK, int INFLIGHT = 0>
+ * later wait has completed them. PAIRS: a_frag is read as 32-bit pairs
+ * (tc_load_pair), for a fragment also written as pairs (tc_f32x2_to_*_at):
+ * the compiler asks for it when an issue-only wgmma reads the fragment
+ * (overlap-wgmma's P, converted at the end of one iteration and read in the
+ * next), where re-packing 16-bit halves (tc_pack2) cost 48 register moves
+ * per iteration at dim 128. Elsewhere it packs halves: a fragment also
+ * written element by element (the backward's dS) read as pairs pushed
+ * ptxas into spills. */
+template <typename TAG, int M, int N, int K, int WARPS, int B_SWZ, bool B_NK, int INFLIGHT = 0, bool PAIRS = false>
 TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned short *Bs, float *acc, int warp) {
   static_assert(INFLIGHT == 0 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
                 "tc_gemm_wgmma_rs: INFLIGHT is 0 or TC_WGMMA_ISSUE_ONLY");
@@ -286,10 +296,17 @@ TC_DEVICE void tc_gemm_wgmma_rs(const unsigned short *a_frag, const unsigned sho
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     const unsigned short *top = a_frag + 4 * kk, *bot = a_frag + KC + 4 * kk;
-    a[kk][0] = tc_pack2(top[0], top[1]);
-    a[kk][1] = tc_pack2(bot[0], bot[1]);
-    a[kk][2] = tc_pack2(top[2], top[3]);
-    a[kk][3] = tc_pack2(bot[2], bot[3]);
+    if constexpr (PAIRS) {
+      a[kk][0] = tc_load_pair(top);
+      a[kk][1] = tc_load_pair(bot);
+      a[kk][2] = tc_load_pair(top + 2);
+      a[kk][3] = tc_load_pair(bot + 2);
+    } else {
+      a[kk][0] = tc_pack2(top[0], top[1]);
+      a[kk][1] = tc_pack2(bot[0], bot[1]);
+      a[kk][2] = tc_pack2(top[2], top[3]);
+      a[kk][3] = tc_pack2(bot[2], bot[3]);
+    }
   }
   const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, 0);
   tc_wgmma_fence_acc<N>(acc);
@@ -390,7 +407,7 @@ TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char
   constexpr int KH = K / 2; /* the rows as 16-bit elements */
   constexpr int STEPS = K / 32;
   constexpr int CHUNK = TC_FP8_PROMOTE_K / 32 < STEPS ? TC_FP8_PROMOTE_K / 32 : STEPS; /* k32 steps per promotion */
-  const unsigned long long da0 = tc_wgmma_a_desc<M, KH, A_SWZ>(tc_smem_addr(As), warp / 4, 0);
+  const unsigned long long da0 = tc_wgmma_a_desc<M, KH, A_SWZ>(tc_smem_addr(As), tc_warp_uniform(warp / 4), 0);
   const unsigned long long db0 = tc_wgmma_b_desc<N, KH, B_SWZ, true>(tc_smem_addr(Bs), 0);
   /* Any of this warpgroup's wgmmas still writing acc (an earlier gemm's)
    * complete before acc is added to; none is in flight after an FP8 gemm. */

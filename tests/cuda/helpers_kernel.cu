@@ -112,7 +112,7 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
     total[1] = all_max;
     total[2] = neighbour;
   }
-  if (lane == 6) total[3] = neighbour;
+  if (lane == tc_warp_uniform(lane) + 6) total[3] = neighbour; // lane 0's value: 0 in every lane
 
   // D[0] back to 16 bits, packed pairs (low half = even column), and the
   // scalar conversion round-tripped to f32.
@@ -121,9 +121,16 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
     int idx = tc_acc_row(lane, 2 * h) * 8 + tc_acc_col(lane, 2 * h);
     Dh[idx / 2] = BF16 ? tc_pack_bf16x2(lo, hi) : tc_pack_f16x2(lo, hi);
     if (h == 0) { // the pair conversion (one packed cvt, two 16-bit results)
-      unsigned short plo, phi;
+      unsigned short plo, phi, pair[2], back[2];
       if (BF16) tc_f32x2_to_bf16x2(lo, hi, plo, phi);
       else tc_f32x2_to_f16x2(lo, hi, plo, phi);
+      // The pair forms (overlap-wgmma's P: converted and stored as one
+      // 32-bit pair, read back as one by tc_gemm_wgmma_rs) must give the
+      // packed pair's bits.
+      if (BF16) tc_f32x2_to_bf16x2_at(lo, hi, pair);
+      else tc_f32x2_to_f16x2_at(lo, hi, pair);
+      tc_store_pair(back, tc_load_pair(pair));
+      Dh[idx / 2] = tc_pack2(back[0], back[1]);
       Dr[idx] = BF16 ? tc_bf16_to_f32(plo) : tc_f16_to_f32(plo);
       Dr[idx + 1] = BF16 ? tc_bf16_to_f32(phi) : tc_f16_to_f32(phi);
     } else { // one at a time

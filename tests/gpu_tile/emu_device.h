@@ -115,6 +115,14 @@ TC_DEVICE void tc_f32x2_to_bf16x2(float lo, float hi, tc_bf16 &out_lo, tc_bf16 &
   out_lo = tc_f32_to_bf16(lo);
   out_hi = tc_f32_to_bf16(hi);
 }
+TC_DEVICE int tc_warp_uniform(int x) { return x; }
+TC_DEVICE unsigned tc_load_pair(const unsigned short *p) { return tc_pack2(p[0], p[1]); }
+TC_DEVICE void tc_store_pair(unsigned short *p, unsigned r) {
+  p[0] = (unsigned short)(r & 0xffffu);
+  p[1] = (unsigned short)(r >> 16);
+}
+TC_DEVICE void tc_f32x2_to_f16x2_at(float lo, float hi, tc_half *out) { tc_store_pair(out, tc_pack_f16x2(lo, hi)); }
+TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_store_pair(out, tc_pack_bf16x2(lo, hi)); }
 TC_DEVICE unsigned short tc_unpack_lo(unsigned r) { return (unsigned short)(r & 0xffffu); }
 TC_DEVICE unsigned short tc_unpack_hi(unsigned r) { return (unsigned short)(r >> 16); }
 

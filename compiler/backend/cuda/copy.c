@@ -209,9 +209,15 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
     sb_printf(o, "#pragma unroll\n");
     cuda_indent(C, depth);
     if (from == DTYPE_F32 && cuda_is_16bit(to) && n % 2 == 0) {
-      /* f32 -> f16/bf16 two at a time (one packed cvt per pair). */
-      sb_printf(o, "for (int tc_e = 0; tc_e < %d; tc_e += 2) tc_f32x2_to_%s(%s[tc_e], %s[tc_e + 1], %s[tc_e], %s[tc_e + 1]);\n",
-                n, to == DTYPE_F16 ? "f16x2" : "bf16x2", src->buf->name, src->buf->name, dst->buf->name, dst->buf->name);
+      /* f32 -> f16/bf16 two at a time (one packed cvt per pair); stored as
+       * one 32-bit pair where an in-flight wgmma reads the result. */
+      const char *cvt = to == DTYPE_F16 ? "f16x2" : "bf16x2";
+      if (cuda_frag_pairs(C, dst->buf))
+        sb_printf(o, "for (int tc_e = 0; tc_e < %d; tc_e += 2) tc_f32x2_to_%s_at(%s[tc_e], %s[tc_e + 1], %s + tc_e);\n",
+                  n, cvt, src->buf->name, src->buf->name, dst->buf->name);
+      else
+        sb_printf(o, "for (int tc_e = 0; tc_e < %d; tc_e += 2) tc_f32x2_to_%s(%s[tc_e], %s[tc_e + 1], %s[tc_e], %s[tc_e + 1]);\n",
+                  n, cvt, src->buf->name, src->buf->name, dst->buf->name, dst->buf->name);
       return;
     }
     sb_printf(o, "for (int tc_e = 0; tc_e < %d; ++tc_e) %s[tc_e] = ", n, dst->buf->name);

@@ -88,6 +88,9 @@ void cuda_emit_atomic_store(Cuda *C, const IrStmt *s, int depth);
 
 /* ---- gemm.c ---- */
 void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth);
+/* b is a 16-bit fragment that an issue-only wgmma reads: it is stored and
+ * read as 32-bit pairs (tc_f32x2_to_*_at, tc_load_pair). */
+bool cuda_frag_pairs(const Cuda *C, const IrBuffer *b);
 
 /* tma.c */
 void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth); /* after its ALLOC */

@@ -10,12 +10,41 @@
  * carry the tile sizes, the warp split, the swizzle of each shared operand
  * and transpose_B (and transpose_A, a trailing `true`: A is the [K, M]
  * tile, read with ldmatrix .trans or wgmma's transpose bit for A); the tag
- * type (tc_f16_t / tc_bf16_t) picks the mma.
+ * type (tc_f16_t / tc_bf16_t) picks the mma. A 16-bit fragment that an
+ * issue-only wgmma reads (overlap-wgmma's P) is written and read as 32-bit
+ * pairs (cuda_frag_pairs: the copy that fills it, every rs gemm on it).
  * FP8 tiles (sm_90a, wgmma only; infer-layout refuses the rest):
  * tc_gemm_wgmma_fp8_ss with one tag per operand (tc_e4m3_t / tc_e5m2_t),
  * A always [M, K] and B always [N, K] (transpose_B; FP8 wgmma has no
  * transpose bits). */
 #include "cuda_emit.h"
+
+/* Whether s (recursively) holds an issue-only wgmma gemm with fragment A b:
+ * overlap-wgmma's P, converted in one iteration and read by a wgmma issued
+ * in the next. */
+static bool read_in_flight(const IrStmt *s, const IrBuffer *b) {
+  if (!s) return false;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++)
+      if (read_in_flight(s->u.seq.items[i], b)) return true;
+    return false;
+  case IR_STMT_FOR:
+    return read_in_flight(s->u.for_.body, b);
+  case IR_STMT_IF:
+    return read_in_flight(s->u.if_.then_, b) || read_in_flight(s->u.if_.else_, b);
+  case IR_STMT_WARP_ROLES:
+    return read_in_flight(s->u.roles.producer, b) || read_in_flight(s->u.roles.consumer, b);
+  case IR_STMT_GEMM:
+    return s->u.gemm.wgmma && s->u.gemm.wgmma_issue_only && s->u.gemm.a.buf == b;
+  default:
+    return false;
+  }
+}
+
+bool cuda_frag_pairs(const Cuda *C, const IrBuffer *b) {
+  return b->scope == IR_SCOPE_FRAGMENT && cuda_is_16bit(b->dtype) && read_in_flight(C->k->body, b);
+}
 
 static const char *fp8_tag(DType t) { return t == DTYPE_F8E5M2 ? "tc_e5m2_t" : "tc_e4m3_t"; }
 
@@ -74,9 +103,14 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
   cuda_indent(C, depth);
   if (a->buf->scope == IR_SCOPE_FRAGMENT) {
-    sb_printf(o, "%s<%s, %d, %d, %lld, %d, %s, %s%s>(%s, ", s->u.gemm.wgmma ? "tc_gemm_wgmma_rs" : "tc_gemm_rs", T,
+    /* A read as 32-bit pairs (the template's PAIRS) where it is also read
+     * by an in-flight wgmma (cuda_frag_pairs): every reader of the
+     * fragment then takes it the same way. */
+    const bool pairs = s->u.gemm.wgmma && cuda_frag_pairs(C, a->buf);
+    sb_printf(o, "%s<%s, %d, %d, %lld, %d, %s, %s%s%s>(%s, ", s->u.gemm.wgmma ? "tc_gemm_wgmma_rs" : "tc_gemm_rs", T,
               lc->rows, lc->cols, (long long)K, lc->warps_m, cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
-              s->u.gemm.wgmma_issue_only ? ", TC_WGMMA_ISSUE_ONLY" : "", a->buf->name);
+              s->u.gemm.wgmma_issue_only ? ", TC_WGMMA_ISSUE_ONLY" : pairs ? ", 0" : "", pairs ? ", true" : "",
+              a->buf->name);
   } else {
     if (a->buf->dtype != b->buf->dtype || a->buf->scope != IR_SCOPE_SHARED) {
       cuda_fail(C, s->loc, "gemm: A '%s' must be a shared tile of B's dtype", a->buf->name);

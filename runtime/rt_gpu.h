@@ -42,7 +42,9 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
  * own when it is open, else the one dir's stamp records while the stamp
  * still holds (same $TILEC_NVRTC_LIB, $LD_LIBRARY_PATH, /etc/ld.so.cache
  * and library file), else libnvrtc is opened for it and the stamp written.
- * 0 when libnvrtc cannot be opened (the reason in rt_cuda_last_error). */
+ * When libnvrtc cannot be opened (the reason in rt_cuda_last_error): the
+ * newest stamp's version as it stands (cubins shipped in dir still hit),
+ * 0 without one. */
 int rt_gpu_nvrtc_version(struct RtCuda *cu, const char *dir);
 /* Records the open libnvrtc (path, file identity, version) as dir's stamp;
  * nothing when it is already there or cannot be written. */

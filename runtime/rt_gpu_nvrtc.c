@@ -20,7 +20,10 @@
  * elsewhere). Anything else opens libnvrtc and rewrites the stamp. A stamp
  * that cannot be read, parsed or written costs only that dlopen: it is
  * never an error. It is written to a temp file and renamed, like the cache's
- * entries. */
+ * entries. Where libnvrtc cannot be opened at all (a deployment that ships
+ * a cache filled ahead of time and no CUDA toolkit), the newest stamp's
+ * version is taken as it stands: its cubins still hit, nothing else builds. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,11 +120,50 @@ void rt_gpu_nvrtc_stamp(RtCuda *cu, const char *dir) {
   if (err || rename(tmp, sp) != 0) unlink(tmp);
 }
 
+/* The version the newest stamp in dir records, true or not, else 0. */
+static int newest_stamp_version(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int version = 0;
+  struct timespec newest = {0, 0};
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t n = strlen(e->d_name);
+    if (strncmp(e->d_name, "nvrtc-", 6) != 0 || n < 9 || strcmp(e->d_name + n - 3, ".id") != 0) continue;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat st;
+    void *data = NULL;
+    size_t size = 0;
+    if (stat(path, &st) != 0 || rt_read_file(path, &data, &size) != 0) continue;
+    char buf[4096];
+    size_t len = size < sizeof buf - 1 ? size : sizeof buf - 1;
+    memcpy(buf, data, len);
+    buf[len] = '\0';
+    free(data);
+    const char *v = strstr(buf, "\nversion ");
+    long value = v ? strtol(v + 9, NULL, 10) : 0;
+    bool newer = st.st_mtim.tv_sec > newest.tv_sec ||
+                 (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec);
+    if (strncmp(buf, RT_NVRTC_STAMP_MAGIC "\n", sizeof RT_NVRTC_STAMP_MAGIC) == 0 && value > 0 &&
+        value < 1000000 && (version == 0 || newer)) {
+      version = (int)value;
+      newest = st.st_mtim;
+    }
+  }
+  closedir(d);
+  return version;
+}
+
 int rt_gpu_nvrtc_version(RtCuda *cu, const char *dir) {
   if (rt_cuda_nvrtc_loaded(cu)) return rt_cuda_nvrtc_version(cu);
   int v = dir ? stamp_version(dir) : 0;
   if (v > 0) return v;
-  if (!rt_cuda_nvrtc_load(cu)) return 0;
+  if (!rt_cuda_nvrtc_load(cu)) {
+    /* No libnvrtc here at all: a cache filled elsewhere (tilec --emit=cubin
+     * --cache-dir on a build machine) still serves its cubins, under the
+     * version of the NVRTC that built them. Nothing can be rebuilt anyway. */
+    return dir ? newest_stamp_version(dir) : 0;
+  }
   rt_gpu_nvrtc_stamp(cu, dir);
   return rt_cuda_nvrtc_version(cu);
 }

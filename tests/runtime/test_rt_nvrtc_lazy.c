@@ -13,7 +13,9 @@
  *     while it holds: another $LD_LIBRARY_PATH, another $TILEC_NVRTC_LIB, a
  *     library file with a new mtime and a garbled stamp each cost one open
  *     (and still hit, with the same key), after which the next fresh handle
- *     hits without opening again.
+ *     hits without opening again;
+ *   - no libnvrtc at all ($TILEC_NVRTC_LIB naming none): the newest stamp's
+ *     version still finds the cached cubin; a miss is NO_GPU naming NVRTC.
  * Prints "skipped" (and passes) where libnvrtc cannot be opened, as
  * runtime_gpu_ci does. */
 #include <fcntl.h>
@@ -210,8 +212,28 @@ int main(void) {
   CHECK(fetch(dir, src_a, &bin, &size, &opens) && opens == 0, "library changed, again: %u opens",
         opens);
   free(bin);
-  unsetenv("TILEC_NVRTC_LIB");
   unlink(copy);
+
+  /* No libnvrtc at all (a deployment with a cache filled ahead of time):
+   * the newest stamp's version still finds the cubins; a miss is NO_GPU
+   * saying NVRTC is needed. */
+  setenv("TILEC_NVRTC_LIB", "/nonexistent-tilec-lazy-test/libnvrtc.so", 1);
+  CHECK(fetch(dir, src_a, &bin, &size, &opens) && opens == 0, "no libnvrtc: not a hit (%u opens)",
+        opens);
+  CHECK(size == want_size && bin && memcmp(bin, want, size) == 0, "no libnvrtc: other bytes");
+  free(bin);
+  TilertContext *none = lazy_ctx(dir);
+  if (none && none->cu) {
+    static const char src_c[] = "extern \"C\" __global__ void tilec_never_built(float *x) { x[0] = 4.0f; }\n";
+    bool hit = true;
+    CHECK_STATUS(rt_gpu_cubin(none, "c.tile", src_c, strlen(src_c), "ir", "sm_80", false, &bin, &size, &hit),
+                 TILERT_NO_GPU, none);
+    CHECK_CONTAINS(tilert_last_error(none), "c.tile: no cached cubin, and building one needs NVRTC");
+    CHECK_CONTAINS(tilert_last_error(none), "/nonexistent-tilec-lazy-test/libnvrtc.so");
+    CHECK(!bin && !hit && none->nvrtc_runs == 0, "no libnvrtc: a miss built something");
+  }
+  drop(none);
+  unsetenv("TILEC_NVRTC_LIB");
 
   free(want);
   free(stamp);

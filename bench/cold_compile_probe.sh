@@ -4,16 +4,16 @@
 # each time under a kernel name never used before (so no cache keyed on the
 # source or the IR can answer), with NVRTC's own phase timer on, and the same
 # CUDA text through nvcc for comparison. Prints one table.
-#   bash bench/cold_compile_probe.sh [BUILD_DIR] [OUT_DIR]
+#   [REPS=3] bash bench/cold_compile_probe.sh [BUILD_DIR] [OUT_DIR]
 set -u
-BUILD=${1:-build}; OUT=${2:-/tmp/cold_probe}; mkdir -p "$OUT"
+BUILD=${1:-build}; OUT=${2:-/tmp/cold_probe}; REPS=${REPS:-3}; mkdir -p "$OUT"
 TILEC=$BUILD/bin/tilec
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
 echo "nvrtc candidates: $(ldconfig -p 2>/dev/null | grep -o '/[^ ]*libnvrtc.so[^ ]*' | tr '\n' ' ')"
 echo "CUDA_CACHE_PATH=${CUDA_CACHE_PATH:-unset} CUDA_CACHE_DISABLE=${CUDA_CACHE_DISABLE:-unset}"
 printf '%-28s %8s %8s %8s %8s\n' case wall_ms fe_ms nvvm_ms ptxas_ms
 for variant in "dtype=bf16" "dtype=bf16 dim=64 is_causal=true"; do
-  for rep in 1 2 3; do
+  for rep in $(seq "$REPS"); do
     salt=$(date +%s%N | tail -c 9)
     src=$OUT/fa_$salt.tile
     sed "s/^kernel flash_attention(/kernel fa_$salt(/" examples/flash_attention.tile > "$src"

@@ -23,9 +23,9 @@ Rows, per kernel variant where it applies:
   aot again        the same call again in the same process, another empty
                    cache: the "NVRTC reuses work" figure, NOT a cold one
   aot cache hit    a fresh process, the cache filled by the cold run: front
-                   end + dlopen libnvrtc (the key has its version; a CUDA
-                   context opens it at creation instead) + key + reading
-                   and checking <key>.cubin
+                   end + key + reading and checking <key>.cubin; the key's
+                   NVRTC version comes from the cache's NVRTC stamp, so
+                   libnvrtc is not opened (runtime/rt_gpu_nvrtc.c)
   nvrtc phases     NVRTC's own --time split of one cold compile
                    (TILEC_NVRTC_FLAGS=--time=FILE, cache off): C++ front
                    end / NVVM optimizer / ptxas ("PTX Translation")
@@ -33,12 +33,14 @@ GPU rows (skipped, with the reason, where no CUDA device opens):
   aot parallel     the four flagship variants compiled at once, one thread
                    each, in a fresh process: wall until the last cubin (the
                    autotuning case; compare with the sum of their cold rows)
-  nvrtc open       dlopen libnvrtc + nvrtcVersion in a fresh process: the
-                   part of context creation that is ours and needs no GPU
+  nvrtc open       dlopen libnvrtc + nvrtcVersion in a fresh process: what
+                   the first compile of a process pays on top of NVRTC
+                   (context creation no longer opens libnvrtc)
   context          tilec.Context(device="cuda") in a fresh process, and
                    its parts in another fresh process through ctypes: dlopen
-                   libcuda, cuInit, device queries, primary context, dlopen
-                   libnvrtc + nvrtcVersion (the same calls rt_cuda_open makes)
+                   libcuda, cuInit, device queries, primary context (the
+                   calls rt_cuda_open makes), and dlopen libnvrtc +
+                   nvrtcVersion, which it made before libnvrtc became lazy
   module load      cuModuleLoadData of the flagship's cubin with and
                    without -lineinfo, first module of a fresh process
   load cold        ctx.load() in a fresh process with an empty cache

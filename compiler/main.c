@@ -97,8 +97,9 @@ static bool write_atomically(const char *path, const char *data, size_t len) {
 }
 
 #ifdef TILEC_CLI_AOT
-/* --emit=cubin|ptx: tilert_compile_aot on a CPU context (NVRTC is opened
- * for the call), its cache the --cache-dir one or none. The binary goes to
+/* --emit=cubin|ptx: tilert_compile_aot on a CPU context (libnvrtc is
+ * opened when it compiles: not for a cubin already in --cache-dir), its
+ * cache the --cache-dir one or none. The binary goes to
  * -o (stdout for PTX; a cubin needs -o). Exit 1 on any failure, with the
  * runtime's full message (diagnostics, or NVRTC's log). */
 static int emit_aot(const char *input, const char *text, size_t len, const TilecDefine *defines,

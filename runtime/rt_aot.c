@@ -55,11 +55,12 @@ TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char
                     arch ? arch : "(null)");
   if (!name) name = "<string>";
 
-  /* NVRTC: the context's own handle, or one opened for this call. */
+  /* NVRTC: the context's own handle, or one made for this call (lazy: a
+   * cubin found in the cache needs no libnvrtc). */
   RtCuda *own = NULL;
   if (!ctx->cu) {
     char why[256] = "";
-    own = rt_cuda_open(RT_CUDA_NVRTC_ONLY, 0, why, sizeof why);
+    own = rt_cuda_open(RT_CUDA_NVRTC_LAZY, 0, why, sizeof why);
     if (!own)
       return rt_error(ctx, TILERT_NO_GPU, "%s: ahead-of-time compilation needs NVRTC: %s", name,
                       why);
@@ -88,13 +89,18 @@ TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char
     char cu_name[256];
     rt_gpu_source_name(name, cu_name, sizeof cu_name);
     char *ptx = NULL;
-    ctx->nvrtc_runs++;
-    if (rt_cuda_compile_ptx(ctx->cu, tilec_result_output(res), cu_name, arch, opts, nopts, &ptx,
-                            size)) {
-      *binary = ptx;
-      if (*size > 0 && ptx[*size - 1] == '\0') (*size)--; /* the text, not its NUL */
+    if (!rt_cuda_nvrtc_load(ctx->cu)) {
+      st = rt_error(ctx, TILERT_NO_GPU, "%s: ahead-of-time compilation needs NVRTC: %s", name,
+                    rt_cuda_last_error(ctx->cu));
     } else {
-      st = rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
+      ctx->nvrtc_runs++;
+      if (rt_cuda_compile_ptx(ctx->cu, tilec_result_output(res), cu_name, arch, opts, nopts, &ptx,
+                              size)) {
+        *binary = ptx;
+        if (*size > 0 && ptx[*size - 1] == '\0') (*size)--; /* the text, not its NUL */
+      } else {
+        st = rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
+      }
     }
   }
   tilec_result_destroy(res);

@@ -68,12 +68,12 @@ static int nvrtc_options(const char **opts, char *buf, size_t cap) {
 bool rt_gpu_open(TilertContext *ctx, char *why, size_t why_cap) {
   ctx->cu = rt_cuda_open(RT_CUDA_DEVICE, 0, why, why_cap);
   if (!ctx->cu) return false;
-  int arch = rt_cuda_arch(ctx->cu), nv = rt_cuda_nvrtc_version(ctx->cu);
+  /* libnvrtc is not opened here: the first compile does (rt_gpu_cubin). */
+  int arch = rt_cuda_arch(ctx->cu);
   char target[16];
   rt_cuda_target(arch, target);
-  snprintf(ctx->note, sizeof ctx->note,
-           "CUDA device 0: %s (sm_%d); kernels built for %s by NVRTC %d.%d",
-           rt_cuda_device_name(ctx->cu), arch, target, nv / 1000, nv % 1000 / 10);
+  snprintf(ctx->note, sizeof ctx->note, "CUDA device 0: %s (sm_%d); kernels built for %s by NVRTC",
+           rt_cuda_device_name(ctx->cu), arch, target);
   return true;
 }
 
@@ -131,13 +131,19 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
   char opt_buf[1024];
   int nopts = nvrtc_options(opts, opt_buf, sizeof opt_buf);
   char key[65];
-  if (dir) {
-    rt_gpu_cache_key(arch, rt_cuda_nvrtc_version(ctx->cu), opts, nopts, ir, src, len, key);
+  /* The key's NVRTC version comes from the cache's stamp while it holds
+   * (rt_gpu_nvrtc.c): a hit then never opens libnvrtc. */
+  int nv = dir ? rt_gpu_nvrtc_version(ctx->cu, dir) : 0;
+  if (dir && nv > 0) {
+    rt_gpu_cache_key(arch, nv, opts, nopts, ir, src, len, key);
     if (!force_build && rt_cache_read_entry(dir, key, "cubin", cubin, size)) {
       *from_cache = true;
       return TILERT_OK;
     }
   }
+  if (!rt_cuda_nvrtc_load(ctx->cu))
+    return rt_error(ctx, TILERT_NO_GPU, "%s: no cached cubin, and building one needs NVRTC: %s",
+                    name, rt_cuda_last_error(ctx->cu));
 
   char cu_name[256];
   rt_gpu_source_name(name, cu_name, sizeof cu_name);
@@ -146,6 +152,11 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
   if (!ok) return rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
 
   if (dir) {
+    /* The stamp said one version and the library opened says another: the
+     * entry goes under the true one. */
+    if (nv != rt_cuda_nvrtc_version(ctx->cu))
+      rt_gpu_cache_key(arch, rt_cuda_nvrtc_version(ctx->cu), opts, nopts, ir, src, len, key);
+    rt_gpu_nvrtc_stamp(ctx->cu, dir);
     int err = rt_cache_publish_bytes(dir, key, "cubin", *cubin, *size, 0644);
     /* The cubin is in memory: an unwritable cache only costs the next load. */
     if (err) rt_cache_warn(ctx, dir, strerror(err));

@@ -3,6 +3,8 @@
  * device 0 and launched; device memory.
  *
  *   rt_gpu.c              contexts on a GPU, load, cubins, launch, memory
+ *   rt_gpu_nvrtc.c        the NVRTC version of a cache key without opening
+ *                         libnvrtc (the cache directory's stamp)
  *   cuda/cuda_driver.c    the dlopen'ed libcuda + libnvrtc (cuda_driver.h),
  *                         with the embedded device headers it generates
  *
@@ -17,9 +19,9 @@
 extern const char *const rt_gpu_nvrtc_opts[];
 extern const int rt_gpu_nvrtc_nopts;
 
-/* Opens device 0 into ctx->cu. On success ctx->note describes the device
- * ("CUDA device 0: <name> (sm_90); kernels built for sm_90a by NVRTC
- * 13.0"); on failure writes why (one sentence). */
+/* Opens device 0 into ctx->cu (libnvrtc waits for the first compile). On
+ * success ctx->note describes the device ("CUDA device 0: <name> (sm_90);
+ * kernels built for sm_90a by NVRTC"); on failure writes why (one sentence). */
 bool rt_gpu_open(TilertContext *ctx, char *why, size_t why_cap);
 /* Releases ctx->cu (the context's modules are gone by then). */
 void rt_gpu_close(TilertContext *ctx);
@@ -36,6 +38,17 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
 TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
                           const char *ir, const char *arch, bool force_build, void **cubin,
                           size_t *size, bool *from_cache);
+/* The NVRTC version for a cache lookup in dir (rt_gpu_nvrtc.c): libnvrtc's
+ * own when it is open, else the one dir's stamp records while the stamp
+ * still holds (same $TILEC_NVRTC_LIB, $LD_LIBRARY_PATH, /etc/ld.so.cache
+ * and library file), else libnvrtc is opened for it and the stamp written.
+ * When libnvrtc cannot be opened (the reason in rt_cuda_last_error): the
+ * newest stamp's version as it stands (cubins shipped in dir still hit),
+ * 0 without one. */
+int rt_gpu_nvrtc_version(struct RtCuda *cu, const char *dir);
+/* Records the open libnvrtc (path, file identity, version) as dir's stamp;
+ * nothing when it is already there or cannot be written. */
+void rt_gpu_nvrtc_stamp(struct RtCuda *cu, const char *dir);
 /* Key for a CUDA build: SHA-256 over the format, tilec_version(), "cuda",
  * the arch ("sm_90a"), the NVRTC version, the options, every embedded
  * device header, the specialized IR and the CUDA text. */

@@ -33,11 +33,20 @@ def main():
                " * ACC += A @ B), and\n"
                " * the matching register fences; included by tilec_wgmma.cuh only. */")
     out.append("#ifndef TILEC_WGMMA_OPS_CUH\n#define TILEC_WGMMA_OPS_CUH\n")
+    out.append("/* Which N are compiled in: every N, unless the including code defines\n"
+               " * TC_WGMMA_NS_LISTED and then TC_WGMMA_N<NN> for each N its gemms use\n"
+               " * (tilec's CUDA emitter does): the other N's macros are skipped by the\n"
+               " * preprocessor, and TC_WGMMA_IF_N<NN>(F, (ARGS)) expands to F(ARGS) for a\n"
+               " * compiled-in N, to nothing for the others, so tilec_wgmma.cuh's\n"
+               " * per-N selections hold only the instructions a kernel can reach: NVRTC\n"
+               " * then parses 1 of 16 N's inline asm (about 30 ms less per compile). */")
     for n in NS:
         r = n // 2
         regs = ", ".join("%%%d" % i for i in range(r))
         outs = ", ".join('"+f"(ACC[%d])' % slot(n, k) for k in range(r))
         out.append("/* m64n%dk16: %d accumulator registers. */" % (n, r))
+        out.append("#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N%d)" % n)
+        out.append("#define TC_WGMMA_IF_N%d(F, A) F A" % n)
         out.append("#define TC_WGMMA_M64N%dK16(TY, TA, TB, ACC, DA, DB) \\" % n)
         out.append('  asm volatile("{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n" \\' % (r + 2))
         out.append('               "wgmma.mma_async.sync.aligned.m64n%dk16.f32." TY "." TY " {%s}, %%%d, %%%d, p, 1, 1, " TA ", " TB ";\\n}\\n" \\'
@@ -58,6 +67,9 @@ def main():
         out.append('               : "l"(DA), "l"(DB), "r"(SD))')
         out.append("#define TC_WGMMA_FENCE_N%d(ACC) \\" % n)
         out.append('  asm volatile("" : %s :: "memory")' % ", ".join('"+f"(ACC[%d])' % i for i in range(r)))
+        out.append("#else")
+        out.append("#define TC_WGMMA_IF_N%d(F, A)" % n)
+        out.append("#endif")
         out.append("")
     out.append("#endif")
     print("\n".join(out))

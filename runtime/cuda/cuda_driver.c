@@ -11,6 +11,9 @@
  * static state alive after close, so unloading them is never safe (and
  * LeakSanitizer then sees their static buffers as still reachable).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
 #include "cuda_driver.h"
 
 #include <dlfcn.h>
@@ -109,6 +112,9 @@ struct RtCuda {
   CUdevice dev;
   CUcontext ctx;
   int arch, smem_optin, nvrtc_version;
+  bool nvrtc_tried; /* rt_cuda_nvrtc_load ran (and failed, when !libnvrtc) */
+  char *nvrtc_path; /* the file the loader opened (dladdr), malloc'd */
+  char nvrtc_why[256]; /* why libnvrtc could not be opened */
   char device_name[128];
   char *err; /* last error text, malloc'd; "" when none */
   char *log; /* last NVRTC log, annotated */
@@ -207,6 +213,9 @@ static void rt_cuda_why(char *why, size_t cap, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Process-wide count of successful libnvrtc opens (rt_cuda_nvrtc_opens). */
+static unsigned rt_cuda_nvrtc_open_count;
+
 static bool rt_cuda_open_nvrtc(RtCuda *cu, char *why, size_t cap) {
   static const char *const candidates[] = {
       "libnvrtc.so",
@@ -246,7 +255,36 @@ static bool rt_cuda_open_nvrtc(RtCuda *cu, char *why, size_t cap) {
     return false;
   }
   cu->nvrtc_version = major * 1000 + minor * 10;
+  /* Which file the loader picked (a bare name resolves through its search
+   * path): the cache's NVRTC stamp records it (rt_gpu_nvrtc.c). */
+  Dl_info info;
+  if (dladdr(*(void **)&cu->nvrtcVersion, &info) && info.dli_fname) cu->nvrtc_path = strdup(info.dli_fname);
+  __atomic_add_fetch(&rt_cuda_nvrtc_open_count, 1, __ATOMIC_RELAXED);
   return true;
+}
+
+bool rt_cuda_nvrtc_load(RtCuda *cu) {
+  if (!cu) return false;
+  if (cu->libnvrtc) return true;
+  if (!cu->nvrtc_tried) {
+    cu->nvrtc_tried = true;
+    if (rt_cuda_open_nvrtc(cu, cu->nvrtc_why, sizeof cu->nvrtc_why)) return true;
+    /* A half-open library (a symbol missing) is not kept. */
+    if (cu->libnvrtc) dlclose(cu->libnvrtc);
+    cu->libnvrtc = NULL;
+  }
+  rt_cuda_seterr(cu, "%s", cu->nvrtc_why);
+  return false;
+}
+
+bool rt_cuda_nvrtc_loaded(const RtCuda *cu) { return cu && cu->libnvrtc; }
+
+const char *rt_cuda_nvrtc_path(const RtCuda *cu) {
+  return cu && cu->libnvrtc && cu->nvrtc_path ? cu->nvrtc_path : "";
+}
+
+unsigned rt_cuda_nvrtc_opens(void) {
+  return __atomic_load_n(&rt_cuda_nvrtc_open_count, __ATOMIC_RELAXED);
 }
 
 static bool rt_cuda_open_device(RtCuda *cu, int ordinal, char *why, size_t cap) {
@@ -316,9 +354,12 @@ RtCuda *rt_cuda_open(RtCudaMode mode, int ordinal, char *why, size_t why_cap) {
     rt_cuda_why(why, why_cap, "out of memory");
     return NULL;
   }
-  /* The driver first: "no GPU" is the more useful sentence when both are missing. */
+  /* The device mode leaves libnvrtc (~100 MB to map and relocate) to the
+   * first compile: a process whose kernels all come from the cache never
+   * opens it. RT_CUDA_NVRTC_ONLY opens it now, as its whole purpose. */
   if ((mode == RT_CUDA_DEVICE && !rt_cuda_open_device(cu, ordinal, why, why_cap)) ||
-      !rt_cuda_open_nvrtc(cu, why, why_cap)) {
+      (mode == RT_CUDA_NVRTC_ONLY && !rt_cuda_nvrtc_load(cu))) {
+    if (mode == RT_CUDA_NVRTC_ONLY) rt_cuda_why(why, why_cap, "%s", cu->nvrtc_why);
     rt_cuda_close(cu);
     return NULL;
   }
@@ -330,6 +371,7 @@ void rt_cuda_close(RtCuda *cu) {
   if (cu->ctx_retained) cu->cuDevicePrimaryCtxRelease(cu->dev);
   if (cu->libnvrtc) dlclose(cu->libnvrtc);
   if (cu->libcuda) dlclose(cu->libcuda);
+  free(cu->nvrtc_path);
   free(cu->err);
   free(cu->log);
   free(cu);
@@ -495,6 +537,7 @@ static bool rt_cuda_compile_to(RtCuda *cu, const char *source, const char *name,
   *cubin_size = 0;
   free(cu->log);
   cu->log = NULL;
+  if (!rt_cuda_nvrtc_load(cu)) return false; /* the first compile opens libnvrtc */
   if (!source || !name || !arch || nopts < 0 || (nopts > 0 && !opts)) {
     rt_cuda_seterr(cu, "rt_cuda_compile: missing source, name, arch or options");
     return false;

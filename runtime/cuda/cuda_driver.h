@@ -17,8 +17,14 @@
  *   rt_cuda_tensor_map_2d(cu, &map, ptr, 2, cols, rows, pitch, 64, 64, 128)
  *       a TMA descriptor for tilec_tma.cuh (sm_90)
  *
- * RT_CUDA_NVRTC_ONLY opens only libnvrtc: compile checks on machines with no
- * GPU or driver (CI). Every other call then fails with a clear message.
+ * libnvrtc is opened lazily: RT_CUDA_DEVICE opens the driver and the device
+ * only, and the first rt_cuda_compile* (or rt_cuda_nvrtc_load) opens
+ * libnvrtc, so a process whose kernels all come from the cubin cache never
+ * maps it. RT_CUDA_NVRTC_ONLY opens only libnvrtc, at once: compile checks
+ * on machines with no GPU or driver (CI). RT_CUDA_NVRTC_LAZY opens nothing:
+ * no device, libnvrtc at the first compile (ahead-of-time builds, whose
+ * cache hits need no NVRTC). Device calls on those two fail with a clear
+ * message.
  *
  * Every call that can fail returns bool; the failure's text (call, file,
  * line and the driver's own error string, or the NVRTC log) is kept in the
@@ -43,17 +49,29 @@ typedef void *RtCuFunction;  /* CUfunction */
 typedef void *RtCuStream;    /* CUstream; NULL = the default stream */
 
 typedef enum RtCudaMode {
-  RT_CUDA_DEVICE,     /* libcuda + a GPU + libnvrtc: everything */
-  RT_CUDA_NVRTC_ONLY, /* libnvrtc only: rt_cuda_compile and nothing else */
+  RT_CUDA_DEVICE,     /* libcuda + a GPU now, libnvrtc at the first compile */
+  RT_CUDA_NVRTC_ONLY, /* libnvrtc only, now: rt_cuda_compile and nothing else */
+  RT_CUDA_NVRTC_LAZY, /* nothing now; libnvrtc at the first compile; no device */
 } RtCudaMode;
 
-/* Opens the libraries (and, in RT_CUDA_DEVICE mode, device `ordinal` and its
+/* Opens what `mode` says (in RT_CUDA_DEVICE mode, device `ordinal` and its
  * primary context, made current on the calling thread). On failure returns
  * NULL and writes one sentence saying why into why[0..why_cap) (why may be
  * NULL), e.g. "libcuda.so.1 not found (no NVIDIA driver)", "no CUDA device".
  * libnvrtc is looked for as $TILEC_NVRTC_LIB, libnvrtc.so, libnvrtc.so.13,
  * libnvrtc.so.12, then under /usr/local/cuda/lib64. */
 RtCuda *rt_cuda_open(RtCudaMode mode, int ordinal, char *why, size_t why_cap);
+
+/* Opens libnvrtc now if it is not open yet (the compile calls do it
+ * themselves). False when it cannot be opened: the reason ("libnvrtc not
+ * found (...)") is in rt_cuda_last_error; a handle tries only once. */
+bool rt_cuda_nvrtc_load(RtCuda *cu);
+bool rt_cuda_nvrtc_loaded(const RtCuda *cu);
+/* The libnvrtc file the dynamic loader opened (a path), "" before. */
+const char *rt_cuda_nvrtc_path(const RtCuda *cu);
+/* How many times this process opened libnvrtc successfully, over all handles
+ * (a test's check that a cache hit opened none). */
+unsigned rt_cuda_nvrtc_opens(void);
 /* Unloads nothing the caller still owns; releases the primary context and
  * closes the libraries. Accepts NULL. */
 void rt_cuda_close(RtCuda *cu);
@@ -73,7 +91,8 @@ void rt_cuda_target(int arch, char out[16]);
 const char *rt_cuda_device_name(const RtCuda *cu);
 /* Largest dynamic shared memory a block may opt in to (bytes), 0 without a device. */
 int rt_cuda_max_smem_optin(const RtCuda *cu);
-/* NVRTC version as major*1000+minor*10 (13000 for 13.0). */
+/* NVRTC version as major*1000+minor*10 (13000 for 13.0); 0 while libnvrtc
+ * is not open (rt_cuda_nvrtc_load). */
 int rt_cuda_nvrtc_version(const RtCuda *cu);
 
 /* The device headers embedded at build time: each .cuh of runtime/device/,

@@ -104,13 +104,28 @@ struct tc_wgmma_is_bf16<tc_bf16_t> {
 /* The per-N instruction macros, picked by N, the element type and B's
  * major-ness (TB "1": N-major B, wgmma's transpose bit). ONE(NN, TY, TB)
  * expands to one guarded instruction. */
-#define TC_WGMMA_EACH_N(ONE, TY, TB)                                                                     \
-  ONE(16, TY, TB) ONE(32, TY, TB) ONE(48, TY, TB) ONE(64, TY, TB) ONE(80, TY, TB) ONE(96, TY, TB)         \
-  ONE(112, TY, TB) ONE(128, TY, TB) ONE(144, TY, TB) ONE(160, TY, TB) ONE(176, TY, TB) ONE(192, TY, TB) \
-  ONE(208, TY, TB) ONE(224, TY, TB) ONE(240, TY, TB) ONE(256, TY, TB)
+/* TC_WGMMA_FOR_N(F, ARGS...) is F(NN, ARGS) for each N compiled in
+ * (tilec_wgmma_ops.cuh: all, or those the code lists); TC_WGMMA_N_ON is
+ * true when the template's N is one of them. */
+#define TC_WGMMA_FOR_N(F, ...)                                                                              \
+  TC_WGMMA_IF_N16(F, (16, __VA_ARGS__)) TC_WGMMA_IF_N32(F, (32, __VA_ARGS__))                            \
+  TC_WGMMA_IF_N48(F, (48, __VA_ARGS__)) TC_WGMMA_IF_N64(F, (64, __VA_ARGS__))                            \
+  TC_WGMMA_IF_N80(F, (80, __VA_ARGS__)) TC_WGMMA_IF_N96(F, (96, __VA_ARGS__))                            \
+  TC_WGMMA_IF_N112(F, (112, __VA_ARGS__)) TC_WGMMA_IF_N128(F, (128, __VA_ARGS__))                        \
+  TC_WGMMA_IF_N144(F, (144, __VA_ARGS__)) TC_WGMMA_IF_N160(F, (160, __VA_ARGS__))                        \
+  TC_WGMMA_IF_N176(F, (176, __VA_ARGS__)) TC_WGMMA_IF_N192(F, (192, __VA_ARGS__))                        \
+  TC_WGMMA_IF_N208(F, (208, __VA_ARGS__)) TC_WGMMA_IF_N224(F, (224, __VA_ARGS__))                        \
+  TC_WGMMA_IF_N240(F, (240, __VA_ARGS__)) TC_WGMMA_IF_N256(F, (256, __VA_ARGS__))
+#define TC_WGMMA_OR_N(NN, _) || N == NN
+#define TC_WGMMA_N_ON (false TC_WGMMA_FOR_N(TC_WGMMA_OR_N, _))
+#define TC_WGMMA_N_ON_CHECK(WHAT)                                                                            \
+  static_assert(TC_WGMMA_N_ON, WHAT ": this N is not compiled in (the code defines TC_WGMMA_NS_LISTED "    \
+                                    "without TC_WGMMA_N<N>)");
+#define TC_WGMMA_EACH_N(ONE, TY, TB) TC_WGMMA_FOR_N(ONE, TY, TB)
 #define TC_WGMMA_SELECT(ONE)                                      \
   static_assert(N % 16 == 0 && N >= 16 && N <= 256,               \
                 "tc_gemm_wgmma_*: N must be a multiple of 16 up to 256"); \
+  TC_WGMMA_N_ON_CHECK("tc_gemm_wgmma_*")                          \
   if constexpr (!tc_wgmma_is_bf16<TAG>::value) {                  \
     if constexpr (B_NK) {                                         \
       TC_WGMMA_EACH_N(ONE, "f16", "0")                            \
@@ -154,14 +169,12 @@ TC_DEVICE void tc_wgmma_rs_m64k16(float *acc, const unsigned (&a)[4], unsigned l
 #undef TC_WGMMA_SELECT
 #undef TC_WGMMA_EACH_N
 
-#define TC_WGMMA_FENCE_ONE(NN) \
+#define TC_WGMMA_FENCE_ONE(NN, _) \
   if constexpr (N == NN) TC_WGMMA_FENCE_N##NN(acc);
 template <int N>
 TC_DEVICE void tc_wgmma_fence_acc(float *acc) {
-  TC_WGMMA_FENCE_ONE(16) TC_WGMMA_FENCE_ONE(32) TC_WGMMA_FENCE_ONE(48) TC_WGMMA_FENCE_ONE(64)
-  TC_WGMMA_FENCE_ONE(80) TC_WGMMA_FENCE_ONE(96) TC_WGMMA_FENCE_ONE(112) TC_WGMMA_FENCE_ONE(128)
-  TC_WGMMA_FENCE_ONE(144) TC_WGMMA_FENCE_ONE(160) TC_WGMMA_FENCE_ONE(176) TC_WGMMA_FENCE_ONE(192)
-  TC_WGMMA_FENCE_ONE(208) TC_WGMMA_FENCE_ONE(224) TC_WGMMA_FENCE_ONE(240) TC_WGMMA_FENCE_ONE(256)
+  TC_WGMMA_N_ON_CHECK("tc_wgmma_fence_acc")
+  TC_WGMMA_FOR_N(TC_WGMMA_FENCE_ONE, _)
 }
 #undef TC_WGMMA_FENCE_ONE
 
@@ -342,16 +355,11 @@ struct tc_fp8_traits<tc_e5m2_t> {
  * acc += A @ B, or acc = A @ B when scale_d is 0 (acc is not read). */
 #define TC_WGMMA_FP8_ONE(NN, TA, TB) \
   if constexpr (N == NN) TC_WGMMA_FP8_M64N##NN##K32(TA, TB, acc, da, db, scale_d);
-#define TC_WGMMA_FP8_EACH_N(TA, TB)                                                                        \
-  TC_WGMMA_FP8_ONE(16, TA, TB) TC_WGMMA_FP8_ONE(32, TA, TB) TC_WGMMA_FP8_ONE(48, TA, TB)                  \
-  TC_WGMMA_FP8_ONE(64, TA, TB) TC_WGMMA_FP8_ONE(80, TA, TB) TC_WGMMA_FP8_ONE(96, TA, TB)                  \
-  TC_WGMMA_FP8_ONE(112, TA, TB) TC_WGMMA_FP8_ONE(128, TA, TB) TC_WGMMA_FP8_ONE(144, TA, TB)               \
-  TC_WGMMA_FP8_ONE(160, TA, TB) TC_WGMMA_FP8_ONE(176, TA, TB) TC_WGMMA_FP8_ONE(192, TA, TB)               \
-  TC_WGMMA_FP8_ONE(208, TA, TB) TC_WGMMA_FP8_ONE(224, TA, TB) TC_WGMMA_FP8_ONE(240, TA, TB)               \
-  TC_WGMMA_FP8_ONE(256, TA, TB)
+#define TC_WGMMA_FP8_EACH_N(TA, TB) TC_WGMMA_FOR_N(TC_WGMMA_FP8_ONE, TA, TB)
 template <typename TA, typename TB, int N>
 TC_DEVICE void tc_wgmma_fp8_m64k32(float *acc, unsigned long long da, unsigned long long db, int scale_d) {
   static_assert(N % 16 == 0 && N >= 16 && N <= 256, "tc_gemm_wgmma_fp8_ss: N must be a multiple of 16 up to 256");
+  TC_WGMMA_N_ON_CHECK("tc_gemm_wgmma_fp8_ss")
   constexpr bool A5 = tc_fp8_traits<TA>::e5m2, B5 = tc_fp8_traits<TB>::e5m2;
   if constexpr (!A5 && !B5) {
     TC_WGMMA_FP8_EACH_N("e4m3", "e4m3")

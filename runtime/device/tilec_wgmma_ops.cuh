@@ -8,7 +8,16 @@
 #ifndef TILEC_WGMMA_OPS_CUH
 #define TILEC_WGMMA_OPS_CUH
 
+/* Which N are compiled in: every N, unless the including code defines
+ * TC_WGMMA_NS_LISTED and then TC_WGMMA_N<NN> for each N its gemms use
+ * (tilec's CUDA emitter does): the other N's macros are skipped by the
+ * preprocessor, and TC_WGMMA_IF_N<NN>(F, (ARGS)) expands to F(ARGS) for a
+ * compiled-in N, to nothing for the others, so tilec_wgmma.cuh's
+ * per-N selections hold only the instructions a kernel can reach: NVRTC
+ * then parses 1 of 16 N's inline asm (about 30 ms less per compile). */
 /* m64n16k16: 8 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N16)
+#define TC_WGMMA_IF_N16(F, A) F A
 #define TC_WGMMA_M64N16K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -26,8 +35,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N16(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]) :: "memory")
+#else
+#define TC_WGMMA_IF_N16(F, A)
+#endif
 
 /* m64n32k16: 16 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N32)
+#define TC_WGMMA_IF_N32(F, A) F A
 #define TC_WGMMA_M64N32K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -45,8 +59,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N32(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]) :: "memory")
+#else
+#define TC_WGMMA_IF_N32(F, A)
+#endif
 
 /* m64n48k16: 24 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N48)
+#define TC_WGMMA_IF_N48(F, A) F A
 #define TC_WGMMA_M64N48K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n48k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -64,8 +83,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N48(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]) :: "memory")
+#else
+#define TC_WGMMA_IF_N48(F, A)
+#endif
 
 /* m64n64k16: 32 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N64)
+#define TC_WGMMA_IF_N64(F, A) F A
 #define TC_WGMMA_M64N64K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -83,8 +107,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N64(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]) :: "memory")
+#else
+#define TC_WGMMA_IF_N64(F, A)
+#endif
 
 /* m64n80k16: 40 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N80)
+#define TC_WGMMA_IF_N80(F, A) F A
 #define TC_WGMMA_M64N80K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n80k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, %40, %41, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -102,8 +131,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N80(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]) :: "memory")
+#else
+#define TC_WGMMA_IF_N80(F, A)
+#endif
 
 /* m64n96k16: 48 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N96)
+#define TC_WGMMA_IF_N96(F, A) F A
 #define TC_WGMMA_M64N96K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n96k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, %48, %49, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -121,8 +155,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N96(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]) :: "memory")
+#else
+#define TC_WGMMA_IF_N96(F, A)
+#endif
 
 /* m64n112k16: 56 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N112)
+#define TC_WGMMA_IF_N112(F, A) F A
 #define TC_WGMMA_M64N112K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %58, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n112k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, %56, %57, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -140,8 +179,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N112(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]), "+f"(ACC[48]), "+f"(ACC[49]), "+f"(ACC[50]), "+f"(ACC[51]), "+f"(ACC[52]), "+f"(ACC[53]), "+f"(ACC[54]), "+f"(ACC[55]) :: "memory")
+#else
+#define TC_WGMMA_IF_N112(F, A)
+#endif
 
 /* m64n128k16: 64 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N128)
+#define TC_WGMMA_IF_N128(F, A) F A
 #define TC_WGMMA_M64N128K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -159,8 +203,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N128(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]), "+f"(ACC[48]), "+f"(ACC[49]), "+f"(ACC[50]), "+f"(ACC[51]), "+f"(ACC[52]), "+f"(ACC[53]), "+f"(ACC[54]), "+f"(ACC[55]), "+f"(ACC[56]), "+f"(ACC[57]), "+f"(ACC[58]), "+f"(ACC[59]), "+f"(ACC[60]), "+f"(ACC[61]), "+f"(ACC[62]), "+f"(ACC[63]) :: "memory")
+#else
+#define TC_WGMMA_IF_N128(F, A)
+#endif
 
 /* m64n144k16: 72 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N144)
+#define TC_WGMMA_IF_N144(F, A) F A
 #define TC_WGMMA_M64N144K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %74, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n144k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, %72, %73, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -178,8 +227,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N144(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]), "+f"(ACC[48]), "+f"(ACC[49]), "+f"(ACC[50]), "+f"(ACC[51]), "+f"(ACC[52]), "+f"(ACC[53]), "+f"(ACC[54]), "+f"(ACC[55]), "+f"(ACC[56]), "+f"(ACC[57]), "+f"(ACC[58]), "+f"(ACC[59]), "+f"(ACC[60]), "+f"(ACC[61]), "+f"(ACC[62]), "+f"(ACC[63]), "+f"(ACC[64]), "+f"(ACC[65]), "+f"(ACC[66]), "+f"(ACC[67]), "+f"(ACC[68]), "+f"(ACC[69]), "+f"(ACC[70]), "+f"(ACC[71]) :: "memory")
+#else
+#define TC_WGMMA_IF_N144(F, A)
+#endif
 
 /* m64n160k16: 80 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N160)
+#define TC_WGMMA_IF_N160(F, A) F A
 #define TC_WGMMA_M64N160K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n160k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, %80, %81, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -197,8 +251,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N160(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]), "+f"(ACC[48]), "+f"(ACC[49]), "+f"(ACC[50]), "+f"(ACC[51]), "+f"(ACC[52]), "+f"(ACC[53]), "+f"(ACC[54]), "+f"(ACC[55]), "+f"(ACC[56]), "+f"(ACC[57]), "+f"(ACC[58]), "+f"(ACC[59]), "+f"(ACC[60]), "+f"(ACC[61]), "+f"(ACC[62]), "+f"(ACC[63]), "+f"(ACC[64]), "+f"(ACC[65]), "+f"(ACC[66]), "+f"(ACC[67]), "+f"(ACC[68]), "+f"(ACC[69]), "+f"(ACC[70]), "+f"(ACC[71]), "+f"(ACC[72]), "+f"(ACC[73]), "+f"(ACC[74]), "+f"(ACC[75]), "+f"(ACC[76]), "+f"(ACC[77]), "+f"(ACC[78]), "+f"(ACC[79]) :: "memory")
+#else
+#define TC_WGMMA_IF_N160(F, A)
+#endif
 
 /* m64n176k16: 88 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N176)
+#define TC_WGMMA_IF_N176(F, A) F A
 #define TC_WGMMA_M64N176K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n176k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, %88, %89, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -216,8 +275,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N176(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]), "+f"(ACC[48]), "+f"(ACC[49]), "+f"(ACC[50]), "+f"(ACC[51]), "+f"(ACC[52]), "+f"(ACC[53]), "+f"(ACC[54]), "+f"(ACC[55]), "+f"(ACC[56]), "+f"(ACC[57]), "+f"(ACC[58]), "+f"(ACC[59]), "+f"(ACC[60]), "+f"(ACC[61]), "+f"(ACC[62]), "+f"(ACC[63]), "+f"(ACC[64]), "+f"(ACC[65]), "+f"(ACC[66]), "+f"(ACC[67]), "+f"(ACC[68]), "+f"(ACC[69]), "+f"(ACC[70]), "+f"(ACC[71]), "+f"(ACC[72]), "+f"(ACC[73]), "+f"(ACC[74]), "+f"(ACC[75]), "+f"(ACC[76]), "+f"(ACC[77]), "+f"(ACC[78]), "+f"(ACC[79]), "+f"(ACC[80]), "+f"(ACC[81]), "+f"(ACC[82]), "+f"(ACC[83]), "+f"(ACC[84]), "+f"(ACC[85]), "+f"(ACC[86]), "+f"(ACC[87]) :: "memory")
+#else
+#define TC_WGMMA_IF_N176(F, A)
+#endif
 
 /* m64n192k16: 96 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N192)
+#define TC_WGMMA_IF_N192(F, A) F A
 #define TC_WGMMA_M64N192K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n192k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -235,8 +299,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N192(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]), "+f"(ACC[48]), "+f"(ACC[49]), "+f"(ACC[50]), "+f"(ACC[51]), "+f"(ACC[52]), "+f"(ACC[53]), "+f"(ACC[54]), "+f"(ACC[55]), "+f"(ACC[56]), "+f"(ACC[57]), "+f"(ACC[58]), "+f"(ACC[59]), "+f"(ACC[60]), "+f"(ACC[61]), "+f"(ACC[62]), "+f"(ACC[63]), "+f"(ACC[64]), "+f"(ACC[65]), "+f"(ACC[66]), "+f"(ACC[67]), "+f"(ACC[68]), "+f"(ACC[69]), "+f"(ACC[70]), "+f"(ACC[71]), "+f"(ACC[72]), "+f"(ACC[73]), "+f"(ACC[74]), "+f"(ACC[75]), "+f"(ACC[76]), "+f"(ACC[77]), "+f"(ACC[78]), "+f"(ACC[79]), "+f"(ACC[80]), "+f"(ACC[81]), "+f"(ACC[82]), "+f"(ACC[83]), "+f"(ACC[84]), "+f"(ACC[85]), "+f"(ACC[86]), "+f"(ACC[87]), "+f"(ACC[88]), "+f"(ACC[89]), "+f"(ACC[90]), "+f"(ACC[91]), "+f"(ACC[92]), "+f"(ACC[93]), "+f"(ACC[94]), "+f"(ACC[95]) :: "memory")
+#else
+#define TC_WGMMA_IF_N192(F, A)
+#endif
 
 /* m64n208k16: 104 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N208)
+#define TC_WGMMA_IF_N208(F, A) F A
 #define TC_WGMMA_M64N208K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %106, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n208k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}, %104, %105, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -254,8 +323,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N208(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]), "+f"(ACC[48]), "+f"(ACC[49]), "+f"(ACC[50]), "+f"(ACC[51]), "+f"(ACC[52]), "+f"(ACC[53]), "+f"(ACC[54]), "+f"(ACC[55]), "+f"(ACC[56]), "+f"(ACC[57]), "+f"(ACC[58]), "+f"(ACC[59]), "+f"(ACC[60]), "+f"(ACC[61]), "+f"(ACC[62]), "+f"(ACC[63]), "+f"(ACC[64]), "+f"(ACC[65]), "+f"(ACC[66]), "+f"(ACC[67]), "+f"(ACC[68]), "+f"(ACC[69]), "+f"(ACC[70]), "+f"(ACC[71]), "+f"(ACC[72]), "+f"(ACC[73]), "+f"(ACC[74]), "+f"(ACC[75]), "+f"(ACC[76]), "+f"(ACC[77]), "+f"(ACC[78]), "+f"(ACC[79]), "+f"(ACC[80]), "+f"(ACC[81]), "+f"(ACC[82]), "+f"(ACC[83]), "+f"(ACC[84]), "+f"(ACC[85]), "+f"(ACC[86]), "+f"(ACC[87]), "+f"(ACC[88]), "+f"(ACC[89]), "+f"(ACC[90]), "+f"(ACC[91]), "+f"(ACC[92]), "+f"(ACC[93]), "+f"(ACC[94]), "+f"(ACC[95]), "+f"(ACC[96]), "+f"(ACC[97]), "+f"(ACC[98]), "+f"(ACC[99]), "+f"(ACC[100]), "+f"(ACC[101]), "+f"(ACC[102]), "+f"(ACC[103]) :: "memory")
+#else
+#define TC_WGMMA_IF_N208(F, A)
+#endif
 
 /* m64n224k16: 112 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N224)
+#define TC_WGMMA_IF_N224(F, A) F A
 #define TC_WGMMA_M64N224K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %114, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n224k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, %112, %113, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -273,8 +347,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N224(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]), "+f"(ACC[48]), "+f"(ACC[49]), "+f"(ACC[50]), "+f"(ACC[51]), "+f"(ACC[52]), "+f"(ACC[53]), "+f"(ACC[54]), "+f"(ACC[55]), "+f"(ACC[56]), "+f"(ACC[57]), "+f"(ACC[58]), "+f"(ACC[59]), "+f"(ACC[60]), "+f"(ACC[61]), "+f"(ACC[62]), "+f"(ACC[63]), "+f"(ACC[64]), "+f"(ACC[65]), "+f"(ACC[66]), "+f"(ACC[67]), "+f"(ACC[68]), "+f"(ACC[69]), "+f"(ACC[70]), "+f"(ACC[71]), "+f"(ACC[72]), "+f"(ACC[73]), "+f"(ACC[74]), "+f"(ACC[75]), "+f"(ACC[76]), "+f"(ACC[77]), "+f"(ACC[78]), "+f"(ACC[79]), "+f"(ACC[80]), "+f"(ACC[81]), "+f"(ACC[82]), "+f"(ACC[83]), "+f"(ACC[84]), "+f"(ACC[85]), "+f"(ACC[86]), "+f"(ACC[87]), "+f"(ACC[88]), "+f"(ACC[89]), "+f"(ACC[90]), "+f"(ACC[91]), "+f"(ACC[92]), "+f"(ACC[93]), "+f"(ACC[94]), "+f"(ACC[95]), "+f"(ACC[96]), "+f"(ACC[97]), "+f"(ACC[98]), "+f"(ACC[99]), "+f"(ACC[100]), "+f"(ACC[101]), "+f"(ACC[102]), "+f"(ACC[103]), "+f"(ACC[104]), "+f"(ACC[105]), "+f"(ACC[106]), "+f"(ACC[107]), "+f"(ACC[108]), "+f"(ACC[109]), "+f"(ACC[110]), "+f"(ACC[111]) :: "memory")
+#else
+#define TC_WGMMA_IF_N224(F, A)
+#endif
 
 /* m64n240k16: 120 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N240)
+#define TC_WGMMA_IF_N240(F, A) F A
 #define TC_WGMMA_M64N240K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %122, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n240k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}, %120, %121, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -292,8 +371,13 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N240(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]), "+f"(ACC[48]), "+f"(ACC[49]), "+f"(ACC[50]), "+f"(ACC[51]), "+f"(ACC[52]), "+f"(ACC[53]), "+f"(ACC[54]), "+f"(ACC[55]), "+f"(ACC[56]), "+f"(ACC[57]), "+f"(ACC[58]), "+f"(ACC[59]), "+f"(ACC[60]), "+f"(ACC[61]), "+f"(ACC[62]), "+f"(ACC[63]), "+f"(ACC[64]), "+f"(ACC[65]), "+f"(ACC[66]), "+f"(ACC[67]), "+f"(ACC[68]), "+f"(ACC[69]), "+f"(ACC[70]), "+f"(ACC[71]), "+f"(ACC[72]), "+f"(ACC[73]), "+f"(ACC[74]), "+f"(ACC[75]), "+f"(ACC[76]), "+f"(ACC[77]), "+f"(ACC[78]), "+f"(ACC[79]), "+f"(ACC[80]), "+f"(ACC[81]), "+f"(ACC[82]), "+f"(ACC[83]), "+f"(ACC[84]), "+f"(ACC[85]), "+f"(ACC[86]), "+f"(ACC[87]), "+f"(ACC[88]), "+f"(ACC[89]), "+f"(ACC[90]), "+f"(ACC[91]), "+f"(ACC[92]), "+f"(ACC[93]), "+f"(ACC[94]), "+f"(ACC[95]), "+f"(ACC[96]), "+f"(ACC[97]), "+f"(ACC[98]), "+f"(ACC[99]), "+f"(ACC[100]), "+f"(ACC[101]), "+f"(ACC[102]), "+f"(ACC[103]), "+f"(ACC[104]), "+f"(ACC[105]), "+f"(ACC[106]), "+f"(ACC[107]), "+f"(ACC[108]), "+f"(ACC[109]), "+f"(ACC[110]), "+f"(ACC[111]), "+f"(ACC[112]), "+f"(ACC[113]), "+f"(ACC[114]), "+f"(ACC[115]), "+f"(ACC[116]), "+f"(ACC[117]), "+f"(ACC[118]), "+f"(ACC[119]) :: "memory")
+#else
+#define TC_WGMMA_IF_N240(F, A)
+#endif
 
 /* m64n256k16: 128 accumulator registers. */
+#if !defined(TC_WGMMA_NS_LISTED) || defined(TC_WGMMA_N256)
+#define TC_WGMMA_IF_N256(F, A) F A
 #define TC_WGMMA_M64N256K16(TY, TA, TB, ACC, DA, DB) \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
                "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, " TA ", " TB ";\n}\n" \
@@ -311,5 +395,8 @@
                : "l"(DA), "l"(DB), "r"(SD))
 #define TC_WGMMA_FENCE_N256(ACC) \
   asm volatile("" : "+f"(ACC[0]), "+f"(ACC[1]), "+f"(ACC[2]), "+f"(ACC[3]), "+f"(ACC[4]), "+f"(ACC[5]), "+f"(ACC[6]), "+f"(ACC[7]), "+f"(ACC[8]), "+f"(ACC[9]), "+f"(ACC[10]), "+f"(ACC[11]), "+f"(ACC[12]), "+f"(ACC[13]), "+f"(ACC[14]), "+f"(ACC[15]), "+f"(ACC[16]), "+f"(ACC[17]), "+f"(ACC[18]), "+f"(ACC[19]), "+f"(ACC[20]), "+f"(ACC[21]), "+f"(ACC[22]), "+f"(ACC[23]), "+f"(ACC[24]), "+f"(ACC[25]), "+f"(ACC[26]), "+f"(ACC[27]), "+f"(ACC[28]), "+f"(ACC[29]), "+f"(ACC[30]), "+f"(ACC[31]), "+f"(ACC[32]), "+f"(ACC[33]), "+f"(ACC[34]), "+f"(ACC[35]), "+f"(ACC[36]), "+f"(ACC[37]), "+f"(ACC[38]), "+f"(ACC[39]), "+f"(ACC[40]), "+f"(ACC[41]), "+f"(ACC[42]), "+f"(ACC[43]), "+f"(ACC[44]), "+f"(ACC[45]), "+f"(ACC[46]), "+f"(ACC[47]), "+f"(ACC[48]), "+f"(ACC[49]), "+f"(ACC[50]), "+f"(ACC[51]), "+f"(ACC[52]), "+f"(ACC[53]), "+f"(ACC[54]), "+f"(ACC[55]), "+f"(ACC[56]), "+f"(ACC[57]), "+f"(ACC[58]), "+f"(ACC[59]), "+f"(ACC[60]), "+f"(ACC[61]), "+f"(ACC[62]), "+f"(ACC[63]), "+f"(ACC[64]), "+f"(ACC[65]), "+f"(ACC[66]), "+f"(ACC[67]), "+f"(ACC[68]), "+f"(ACC[69]), "+f"(ACC[70]), "+f"(ACC[71]), "+f"(ACC[72]), "+f"(ACC[73]), "+f"(ACC[74]), "+f"(ACC[75]), "+f"(ACC[76]), "+f"(ACC[77]), "+f"(ACC[78]), "+f"(ACC[79]), "+f"(ACC[80]), "+f"(ACC[81]), "+f"(ACC[82]), "+f"(ACC[83]), "+f"(ACC[84]), "+f"(ACC[85]), "+f"(ACC[86]), "+f"(ACC[87]), "+f"(ACC[88]), "+f"(ACC[89]), "+f"(ACC[90]), "+f"(ACC[91]), "+f"(ACC[92]), "+f"(ACC[93]), "+f"(ACC[94]), "+f"(ACC[95]), "+f"(ACC[96]), "+f"(ACC[97]), "+f"(ACC[98]), "+f"(ACC[99]), "+f"(ACC[100]), "+f"(ACC[101]), "+f"(ACC[102]), "+f"(ACC[103]), "+f"(ACC[104]), "+f"(ACC[105]), "+f"(ACC[106]), "+f"(ACC[107]), "+f"(ACC[108]), "+f"(ACC[109]), "+f"(ACC[110]), "+f"(ACC[111]), "+f"(ACC[112]), "+f"(ACC[113]), "+f"(ACC[114]), "+f"(ACC[115]), "+f"(ACC[116]), "+f"(ACC[117]), "+f"(ACC[118]), "+f"(ACC[119]), "+f"(ACC[120]), "+f"(ACC[121]), "+f"(ACC[122]), "+f"(ACC[123]), "+f"(ACC[124]), "+f"(ACC[125]), "+f"(ACC[126]), "+f"(ACC[127]) :: "memory")
+#else
+#define TC_WGMMA_IF_N256(F, A)
+#endif
 
 #endif

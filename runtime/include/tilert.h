@@ -75,7 +75,9 @@ typedef struct TilertKernel TilertKernel; /* owned by its module */
 /* cfg may be NULL (all defaults). $TILEC_CC, $TILEC_CACHE_DIR and
  * $TILEC_CACHE_DISABLE are read here, once. On NO_GPU (CUDA asked for by
  * name, not usable) *out is still set, sqlite3_open style, so that
- * tilert_last_error() can say why; its loads fail the same way; destroy it. */
+ * tilert_last_error() can say why; its loads fail the same way; destroy it.
+ * A CUDA context does not open libnvrtc: its first load that misses the
+ * cache does (a load that cannot compile for want of it is NO_GPU). */
 TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out);
 void tilert_context_destroy(TilertContext *ctx);
 const char *tilert_last_error(const TilertContext *ctx);
@@ -157,7 +159,8 @@ float tilert_bf16_to_f32(uint16_t h);
  * Compiles every kernel of a .tile source for GPU target `arch` ("sm_80",
  * "sm_86", "sm_90a"; sm_90 and newer get the wgmma/TMA code path) with
  * NVRTC, on any machine: no GPU or driver is needed, only libnvrtc (a context
- * of any device will do; on a CPU context NVRTC is opened for the call).
+ * of any device will do; libnvrtc is opened only when something compiles:
+ * a cubin found in the cache needs none).
  * CUBIN: the cubin a load on a GPU of that arch would build, looked up in
  * and, on a miss, stored into the context's cache under the key that load
  * computes. So running this on a context whose cache directory the program
@@ -167,7 +170,8 @@ float tilert_bf16_to_f32(uint16_t h);
  * *from_cache (may be NULL) says whether the cache had it already.
  * PTX: the PTX text for the virtual arch (compute_90a), not cached.
  * *binary is malloc'd (release it with free()); NO_GPU when libnvrtc is
- * missing, NVRTC_FAILED with the log as for a load. */
+ * missing and the binary must be built, NVRTC_FAILED with the log as for a
+ * load. */
 typedef enum TilertBinaryKind { TILERT_BINARY_CUBIN, TILERT_BINARY_PTX } TilertBinaryKind;
 TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char *text, size_t len,
                                 const TilecDefine *defines, int ndefines, const char *arch,

@@ -39,6 +39,21 @@ case "$err" in *"from the cache"*) ;; *) fail "second run was not a cache hit: $
 cmp -s "$out/fa_sm90a.cubin" "$out/fa_sm90a_again.cubin" || fail "the cached cubin differs"
 echo "ok: second run was a cache hit with the same bytes"
 
+# libnvrtc is opened by a compile only: the dynamic loader's own trace
+# (glibc LD_DEBUG=files) shows it for a miss (another arch) and not for a
+# hit. Where the loader prints no trace (not glibc) this check says so.
+LD_DEBUG=files "$tilec" "$tile" --emit=cubin --target=sm_80 -D dtype=bf16 --cache-dir="$cache" \
+  -o "$out/fa_sm80_cached.cubin" 2> "$out/ld_miss" || fail "sm_80 into the cache: $(tail -3 "$out/ld_miss")"
+LD_DEBUG=files "$tilec" "$tile" --emit=cubin --target=sm_90a -D dtype=bf16 --cache-dir="$cache" \
+  -o "$out/fa_sm90a_hit.cubin" 2> "$out/ld_hit" || fail "third run: $(tail -3 "$out/ld_hit")"
+if grep -q 'file=' "$out/ld_miss"; then
+  grep -q 'file=[^ ]*libnvrtc' "$out/ld_miss" || fail "a cache miss did not open libnvrtc?"
+  if grep 'file=[^ ]*libnvrtc' "$out/ld_hit"; then fail "a cache hit opened libnvrtc"; fi
+  echo "ok: a cache hit opens no libnvrtc (LD_DEBUG=files), a miss does"
+else
+  echo "note: this loader prints no LD_DEBUG=files trace; libnvrtc laziness not checked here"
+fi
+
 # sm_80 (the mma.sync path), no cache.
 "$tilec" "$tile" --emit=cubin --target=sm_80 -D dim=64 -D is_causal=true -o "$out/fa_sm80.cubin" \
   || fail "sm_80 cubin"

@@ -7,8 +7,10 @@
  * tilec --emit=cubin --cache-dir, dtype=bf16) and must find the cubin there
  * (tilert_module_from_cache); the time of that load is printed. Then one
  * launch (batch 1, seq_len 200, 2 heads, dim 128) is checked against a
- * double-precision reference. Exits 77 without a GPU, or when the GPU is not
- * sm_90 (aot_cli built for sm_90a). */
+ * double-precision reference. libnvrtc must not be mapped into this
+ * process at any point (/proc/self/maps): context creation leaves it to the
+ * first compile, and a cache hit needs none. Exits 77 without a GPU, or when
+ * the GPU is not sm_90 (aot_cli built for sm_90a). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,17 @@ static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Is any libnvrtc mapped into this process? (The loader's truth.) */
+static int nvrtc_mapped(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return 0;
+  char line[4096];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) found = strstr(line, "libnvrtc") != NULL;
+  fclose(f);
+  return found;
 }
 
 int main(int argc, char **argv) {
@@ -59,6 +72,12 @@ int main(int argc, char **argv) {
     fails++;
   } else {
     printf("ok: loaded from the ahead-of-time cache entry in %.1f ms (no NVRTC)\n", t1 - t0);
+  }
+  if (nvrtc_mapped()) {
+    printf("FAIL: libnvrtc is mapped after context creation and a cache hit\n");
+    fails++;
+  } else {
+    printf("ok: context creation and the cache hit opened no libnvrtc\n");
   }
   TilertKernel *k = NULL;
   if (tilert_module_get_kernel(mod, "flash_attention", &k) != TILERT_OK) {

@@ -53,6 +53,7 @@ int rt_cuda_arch(const RtCuda *) { return 80; }
 void rt_cuda_target(int, char out[16]) { snprintf(out, 16, "sm_80"); }
 const char *rt_cuda_device_name(const RtCuda *) { return "host emulation (emu_device.h)"; }
 int rt_cuda_nvrtc_version(const RtCuda *) { return 0; }
+bool rt_cuda_nvrtc_load(RtCuda *) { return true; } // nothing to open: no NVRTC here
 
 bool rt_cuda_compile(RtCuda *, const char *, const char *, const char *, const char *const *, int,
                      void **cubin, size_t *size) {

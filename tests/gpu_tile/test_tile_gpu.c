@@ -439,6 +439,7 @@ int main(int argc, char **argv) {
   }
   char target[16];
   rt_cuda_target(rt_cuda_arch(cu), target);
+  rt_cuda_nvrtc_load(cu); /* for its version here; the compiles would open it anyway */
   printf("device: %s (sm_%d, target %s), NVRTC %d\n", rt_cuda_device_name(cu), rt_cuda_arch(cu),
          target, rt_cuda_nvrtc_version(cu));
   if (rt_cuda_arch(cu) < 80) {

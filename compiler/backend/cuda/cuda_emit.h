@@ -44,6 +44,7 @@ typedef struct Cuda {
   bool in_producer;    /* emitting the producer role (one elected thread) */
   bool consumers_only; /* after the warp roles split: barriers are named, among consumers */
   int tmp;
+  unsigned wgmma_ns; /* bit N/16 - 1 for each wgmma N the kernels use (cuda_note_wgmma_n) */
 } Cuda;
 
 /* ---- frame.c: diagnostics, types, statements ---- */
@@ -56,6 +57,9 @@ bool cuda_is_low_float(DType t);        /* f16, bf16 or FP8: stored as bits, com
 const char *cuda_to_f32(DType t);       /* widening function of a low float: tc_f16_to_f32, ... */
 const char *cuda_from_f32(DType t);     /* its rounding function: tc_f32_to_f16, ... */
 int64_t cuda_const(const IrExpr *e);    /* an integer constant (0 if it is not one) */
+/* Records a wgmma N (instruction width) the emitted code uses: the module
+ * then lists its N's for tilec_wgmma.cuh (TC_WGMMA_NS_LISTED). */
+void cuda_note_wgmma_n(Cuda *C, int n);
 void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_seq(Cuda *C, const IrStmt *seq, int depth);
 

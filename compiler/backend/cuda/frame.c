@@ -78,6 +78,12 @@ const char *cuda_value_type(DType t) {
   return dtype_is_low_float(t) ? "float" : cuda_storage_type(t);
 }
 
+void cuda_note_wgmma_n(Cuda *C, int n) {
+  /* N is a multiple of 16 up to 256 wherever wgmma was chosen (infer-layout);
+   * anything else is left to the header's static_assert. */
+  if (n >= 16 && n <= 256 && n % 16 == 0) C->wgmma_ns |= 1u << (n / 16 - 1);
+}
+
 int64_t cuda_const(const IrExpr *e) {
   int64_t v = 0;
   ir_expr_is_int_const(e, &v);
@@ -244,6 +250,7 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
       sb_printf(o, "tc_pin_regs<%d>(%s);\n", b->layout.rows_local * b->layout.cols_local, b->name);
       cuda_indent(C, depth);
     }
+    cuda_note_wgmma_n(C, s->u.wgmma_wait.acc->layout.cols);
     if (s->u.wgmma_wait.pending == 0)
       sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_wait.acc->layout.cols, s->u.wgmma_wait.acc->name);
     else
@@ -343,14 +350,21 @@ bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag) {
   bool wgmma = false, tma = false, roles = false;
   for (int i = 0; i < m->nkernels; i++)
     wgmma |= m->kernels[i]->wgmma, tma |= m->kernels[i]->ntma_maps > 0, roles |= m->kernels[i]->producer_warp > 0;
-  /* The wgmma header (a superset) only where needed: it is large for NVRTC. */
-  sb_puts(&body, wgmma ? "#include \"tilec_wgmma.cuh\"\n" : "#include \"tilec_tile.cuh\"\n");
-  if (tma) sb_puts(&body, "#include \"tilec_tma.cuh\"\n");
-  if (roles) sb_puts(&body, "#include \"tilec_warp_roles.cuh\"\n");
   StrBuf kernels; /* after the includes, which depend on what they use */
   sb_init(&kernels);
   C.out = &kernels;
   for (int i = 0; i < m->nkernels && !C.failed; i++) emit_kernel(&C, m->kernels[i]);
+  /* The wgmma header (a superset) only where needed: it is large for NVRTC.
+   * Its instructions come per N (m64nNk16): the module names the N's its
+   * gemms use and NVRTC parses only those (tilec_wgmma_ops.cuh). */
+  if (wgmma) {
+    sb_puts(&body, "#define TC_WGMMA_NS_LISTED 1\n");
+    for (int n = 16; n <= 256; n += 16)
+      if (C.wgmma_ns & (1u << (n / 16 - 1))) sb_printf(&body, "#define TC_WGMMA_N%d 1\n", n);
+  }
+  sb_puts(&body, wgmma ? "#include \"tilec_wgmma.cuh\"\n" : "#include \"tilec_tile.cuh\"\n");
+  if (tma) sb_puts(&body, "#include \"tilec_tma.cuh\"\n");
+  if (roles) sb_puts(&body, "#include \"tilec_warp_roles.cuh\"\n");
   /* Every FP8 type and conversion the kernels name has _e4m3 or _e5m2 in it
    * (cuda_storage_type, cuda_to_f32, cuda_from_f32); a user name with it
    * only adds an unused include. */

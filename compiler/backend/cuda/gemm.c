@@ -62,6 +62,7 @@ static void emit_gemm_fp8(Cuda *C, const IrStmt *s, int depth) {
   cuda_tile_dims(a, ad);
   int64_t K = cuda_const(a->extent[ad[1]]);
   StrBuf *o = C->out;
+  cuda_note_wgmma_n(C, lc->cols);
   cuda_indent(C, depth);
   sb_printf(o, "tc_gemm_wgmma_fp8_ss<%s, %s, %d, %d, %lld, %d, %s, %s, ", fp8_tag(a->buf->dtype),
             fp8_tag(b->buf->dtype), lc->rows, lc->cols, (long long)K, lc->warps_m, cuda_swizzle_arg(a->buf),
@@ -101,6 +102,7 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
   /* tc_half and tc_bf16 are both 16-bit storage; the tag picks the mma. */
   const char *T = b->buf->dtype == DTYPE_F16 ? "tc_f16_t" : "tc_bf16_t";
   StrBuf *o = C->out;
+  if (s->u.gemm.wgmma) cuda_note_wgmma_n(C, lc->cols);
   cuda_indent(C, depth);
   if (a->buf->scope == IR_SCOPE_FRAGMENT) {
     /* A read as 32-bit pairs (the template's PAIRS) where it is also read

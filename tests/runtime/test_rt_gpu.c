@@ -141,9 +141,10 @@ static void test_scale_add_and_cache(void) {
   TilertModule *mod = load(ctx, "gpu.tile", rt_gpu_tile_src, &miss_ms);
   CHECK(mod && !tilert_module_from_cache(mod), "first load came from the cache");
   CHECK(ctx->nvrtc_runs == 1, "first load ran NVRTC %u times", ctx->nvrtc_runs);
+  /* The entry (.cubin, .sum) and the NVRTC version record (.id, rt_gpu_nvrtc.c). */
   CHECK(rt_test_count(dir, ".cubin") == 1 && rt_test_count(dir, ".sum") == 1 &&
-            rt_test_count(dir, "") == 2,
-        "cache dir holds %d entries, expected one .cubin and one .sum", rt_test_count(dir, ""));
+            rt_test_count(dir, ".id") == 1 && rt_test_count(dir, "") == 3,
+        "cache dir holds %d entries, expected one .cubin, one .sum and one .id", rt_test_count(dir, ""));
   TilertKernel *k = kernel(mod, "scale_add");
   if (k) {
     CHECK(run_scale_add(ctx, k, 100, 2.5f) == 0, "scale_add n=100 (first load)");
@@ -230,7 +231,8 @@ static void test_tampered_cubin(void) {
     tilert_module_destroy(mod);
     tilert_context_destroy(ctx);
   }
-  CHECK(rt_test_count(dir, "") == 2, "cache dir holds %d entries, expected 2", rt_test_count(dir, ""));
+  CHECK(rt_test_count(dir, "") == 3, "cache dir holds %d entries, expected 3 (.cubin, .sum, .id)",
+        rt_test_count(dir, ""));
   free(dir);
 }
 

@@ -17,21 +17,20 @@ partial sums P[splits, M, N]) and splitk_reduce adds them in split order
 (deterministic: no atomics; the same bits on every run).
 
 The plan (Gemm.plan): the plain gemm when its tiles fill the SMs (tiles >=
-num_sms), else split-K with choose_splits(), on one of three split-K tiles
+num_sms), else split-K with choose_splits() (enough splits to fill the GPU
+once), on one of three split-K tiles
 (SPLITK_TILES; unless splitk_defines fixes it): 128 x 64 over two
 warpgroups ("splitk-n64") when N <= 64, 128 x 128 over two warpgroups
 ("splitk-m128") when M >= 128, else gemm_splitk.tile's 64 x 128 over one
 ("splitk"). The rule is what bench/bench_gemm.py measured on an H100
 (2026-11-23): at M = 128 the 128-row tile ran 235-242 TFLOP/s against
 220-221 for two 64-row blocks per SM; at N = 64 the 64-column tile was the
-best; at M <= 64 the 64-row tile. choose_splits() models the time
-as waves * (K tiles per split): the blocks of all splits run in waves of
-num_sms * blocks_per_sm, and each block walks ceil(k_tiles / splits) K
-tiles; it takes the smallest split count within 2% of the best model time,
-keeping >= min_k_tiles K tiles per split (so the software pipeline fills) and
-only when that beats no split by 20% (the partials cost an extra f32 write
-and read of M x N per split). bench/bench_gemm.py measures the plan against
-the alternatives on every shape of its grid.
+best; at M <= 64 the 64-row tile. choose_splits() takes the
+smallest split count whose blocks fill the GPU once (one block per SM where
+reading A and B bounds the product, every block slot where the tensor cores
+do), keeping >= min_k_tiles K tiles per split so the software pipeline
+fills: each split costs an f32 write and read of M x N. bench/bench_gemm.py
+measures the plan against the alternatives on every shape of its grid.
 
 A, B and C must be compact row-major (C is written through a flat view of
 itself: the reduce kernel sees C as [M * N]). The f32 workspace P is
@@ -81,27 +80,39 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
+# Arithmetic intensity (FLOP per byte of A and B) below which a product is
+# bound by reading its operands: an H100 runs ~750 TFLOP/s of bf16 against
+# ~3.35 TB/s, about 220 FLOP/B; 200 leaves a margin.
+MEMORY_BOUND_INTENSITY = 200
+
+
 def choose_splits(m, n, k, num_sms, block_M=64, block_N=128, block_K=64, blocks_per_sm=1,
                   max_splits=32, min_k_tiles=4):
     """The split count for an m x n x k split-K gemm with the given tile on a
-    GPU of num_sms SMs running blocks_per_sm blocks each (see the module
-    text); 1 means: do not split."""
+    GPU of num_sms SMs running blocks_per_sm blocks each; 1 means: do not
+    split. The smallest split count whose blocks fill the GPU once: one
+    block per SM when the product is bound by reading A and B (intensity
+    m n / (m + n) < MEMORY_BOUND_INTENSITY: more blocks only add f32
+    partials to write and read), else every block slot (num_sms *
+    blocks_per_sm); each split keeps >= min_k_tiles K tiles. What
+    bench/bench_gemm.py measured on an H100 (2026-11-23, session 3): 2
+    splits best at M = 1, 16, 64 and N = 64 against 8192 x 8192 (4 gave
+    0.85x where 2 gave 0.91x at M = 64), 8 at 512 x 512 x 65536."""
     if min(m, n, k, num_sms, blocks_per_sm) < 1:
         raise ValueError("choose_splits: sizes, num_sms and blocks_per_sm must be positive")
     tiles = _cdiv(m, block_M) * _cdiv(n, block_N)
     k_tiles = _cdiv(k, block_K)
-    slots = num_sms * blocks_per_sm
-
-    def model(s):
-        return _cdiv(tiles * s, slots) * _cdiv(k_tiles, s)
-
+    memory_bound = m * n / (m + n) < MEMORY_BOUND_INTENSITY
+    target = num_sms if memory_bound else num_sms * blocks_per_sm
+    if tiles * 10 >= target * 9:
+        return 1
     cands = [s for s in range(2, max_splits + 1) if k_tiles // s >= min_k_tiles]
     if not cands:
         return 1
-    best = min(model(s) for s in cands)
-    if best > 0.8 * model(1):
-        return 1
-    return min(s for s in cands if model(s) <= best * 1.02)
+    for s in cands:
+        if tiles * s * 10 >= target * 9:
+            return s
+    return cands[-1]
 
 
 def _dtype_name(x):

@@ -42,18 +42,21 @@ def product(m, n, k):
 
 
 def test_choose_splits():
-    # 1 x 8192 x 8192 on 132 SMs, 2 blocks each: 64 tiles, 128 K tiles; 4
-    # splits fill one wave of 264 slots with 32 K tiles each (8 would too, at
-    # twice the partials: the smaller count wins).
-    assert splitk.choose_splits(1, 8192, 8192, 132, blocks_per_sm=2) == 4
-    # 128 x 8192: 128 tiles; 2 splits fill 256 of 264 slots.
-    assert splitk.choose_splits(128, 8192, 8192, 132, blocks_per_sm=2) == 2
+    # 1 x 8192 x 8192 on 132 SMs: bound by reading B (intensity ~1 FLOP/B),
+    # so one block per SM: 64 tiles, 2 splits give 128 blocks.
+    assert splitk.choose_splits(1, 8192, 8192, 132, blocks_per_sm=2) == 2
+    assert splitk.choose_splits(64, 8192, 8192, 132, blocks_per_sm=2) == 2
+    # 128 x 8192 with 64-row tiles: 128 tiles already fill the SMs once.
+    assert splitk.choose_splits(128, 8192, 8192, 132, blocks_per_sm=2) == 1
     # Enough tiles already: no split.
     assert splitk.choose_splits(4096, 4096, 4096, 132, blocks_per_sm=2) == 1
     # K too short to give each split >= 4 K tiles of 64.
     assert splitk.choose_splits(16, 8192, 256, 132) == 1
-    # Large K, small M x N: 32 tiles, 1024 K tiles: 8 splits fill 256 slots.
+    # Large K, small M x N (intensity 256 FLOP/B: the tensor cores bound it):
+    # 32 tiles, 1024 K tiles; 8 splits fill the 264 slots of 2 blocks per SM.
     assert splitk.choose_splits(512, 512, 65536, 132, blocks_per_sm=2) == 8
+    # The 128 x 128 tile, one block per SM: 16 tiles, 8 splits.
+    assert splitk.choose_splits(512, 512, 65536, 132, block_M=128, block_N=128) == 8
     try:
         splitk.choose_splits(0, 1, 1, 132)
     except ValueError:
@@ -67,7 +70,7 @@ def test_plan():
         g = splitk.Gemm(ctx, "f16")
         assert g.plan(4096, 4096, 4096) == ("gemm", 1)
         assert g.plan(8192, 1024, 8192) == ("gemm", 1)    # 64 x 4 = 256 tiles of 128 x 256
-        assert g.plan(16, 8192, 8192) == ("splitk", 4)    # 96 KB a block: 2 per SM
+        assert g.plan(16, 8192, 8192) == ("splitk", 2)    # 64 tiles x 2 fill the SMs once
         # sm_80's 163 KB: one 96 KB block per SM, 132 slots: 2 splits.
         assert g.plan(1, 8192, 8192, smem_per_sm=163 * 1024) == ("splitk", 2)
         assert g.plan(512, 512, 65536)[0] == "splitk-m128"   # M >= 128: the 128-row tile

@@ -54,65 +54,60 @@ static void box_coords(Cuda *C, StrBuf *o, const IrRegion *g, int64_t panel_cols
   sb_puts(o, "}");
 }
 
-static void emit_tma_store(Cuda *C, const IrStmt *s, int depth) {
-  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
-  const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
-  const int inner = dst->buf->rank - 1;
+/* The rows and columns of the tile that TMA copy s moves through global
+ * region g. */
+static void tile_extent(const IrRegion *g, int64_t *rows, int64_t *cols) {
   int gd[IR_MAX_RANK];
-  int n = cuda_tile_dims(dst, gd);
-  int64_t rows = n == 2 ? cuda_const(dst->extent[gd[0]]) : 1, cols = cuda_const(dst->extent[inner]);
-  int64_t panels = cols / map->box[inner];
+  int n = cuda_tile_dims(g, gd);
+  *rows = n == 2 ? cuda_const(g->extent[gd[0]]) : 1;
+  *cols = cuda_const(g->extent[g->buf->rank - 1]);
+}
+
+/* One `fn(shared panel p, &map, box coordinates<tail>);` per panel of the
+ * tile that TMA copy s moves between global region g and shared tile sh
+ * (a load: tail ", tc_bar"; a store: none). */
+static void emit_boxes(Cuda *C, const IrStmt *s, const IrRegion *g, const IrRegion *sh, const char *fn,
+                       const char *tail, int depth) {
+  const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
+  const int64_t box_cols = map->box[g->buf->rank - 1];
+  int64_t rows, cols;
+  tile_extent(g, &rows, &cols);
   StrBuf *o = C->out;
-  cuda_indent(C, depth);
-  sb_printf(o, "if (tc_tid == 0) {  // copy.tma %s -> %s (store)\n", src->buf->name, dst->buf->name);
-  for (int64_t p = 0; p < panels; p++) {
-    cuda_indent(C, depth + 1);
-    sb_puts(o, "tc_tma_store(tc_smem_addr(");
-    cuda_tile_base(C, o, src);
-    if (p) sb_printf(o, " + %lld", (long long)(p * rows * map->box[inner]));
+  for (int64_t p = 0; p < cols / box_cols; p++) {
+    cuda_indent(C, depth);
+    sb_printf(o, "%s(tc_smem_addr(", fn);
+    cuda_tile_base(C, o, sh);
+    if (p) sb_printf(o, " + %lld", (long long)(p * rows * box_cols));
     sb_printf(o, "), &tc_tmap_%d, ", s->u.copy.tma_map);
-    box_coords(C, o, dst, map->box[inner], p);
-    sb_puts(o, ");\n");
+    box_coords(C, o, g, box_cols, p);
+    sb_printf(o, "%s);\n", tail);
   }
-  cuda_indent(C, depth + 1);
-  sb_puts(o, "tc_tma_store_commit();\n");
-  cuda_indent(C, depth + 1);
-  sb_puts(o, "tc_tma_store_wait_read();\n");
-  cuda_indent(C, depth);
-  sb_puts(o, "}\n");
 }
 
 void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
-  if (s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL) {
-    emit_tma_store(C, s, depth);
-    return;
-  }
-  const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
-  const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
-  const IrBuffer *g = src->buf;
-  const int inner = g->rank - 1;
-  int gd[IR_MAX_RANK];
-  int n = cuda_tile_dims(src, gd);
-  int64_t rows = n == 2 ? cuda_const(src->extent[gd[0]]) : 1, cols = cuda_const(src->extent[inner]);
-  int64_t panels = cols / map->box[inner];
+  const bool store = s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL;
+  const IrRegion *g = store ? &s->u.copy.dst : &s->u.copy.src, *sh = store ? &s->u.copy.src : &s->u.copy.dst;
   StrBuf *o = C->out;
   cuda_indent(C, depth);
-  /* The producer role runs on one thread already. */
-  sb_printf(o, "%s {  // copy.tma %s -> %s\n", C->in_producer ? "" : "if (tc_tid == 0)", g->name, dst->buf->name);
-  cuda_indent(C, depth + 1);
-  sb_puts(o, "const unsigned tc_bar = ");
-  barrier_addr(C, o, dst);
-  sb_puts(o, ";\n");
-  cuda_indent(C, depth + 1);
-  sb_printf(o, "tc_mbar_arrive_expect_tx(tc_bar, %lld);\n", (long long)(rows * cols * dtype_size(g->dtype)));
-  for (int64_t p = 0; p < panels; p++) {
+  if (store) {
+    sb_printf(o, "if (tc_tid == 0) {  // copy.tma %s -> %s (store)\n", sh->buf->name, g->buf->name);
+    emit_boxes(C, s, g, sh, "tc_tma_store", "", depth + 1);
     cuda_indent(C, depth + 1);
-    sb_puts(o, "tc_tma_load(tc_smem_addr(");
-    cuda_tile_base(C, o, dst);
-    if (p) sb_printf(o, " + %lld", (long long)(p * rows * map->box[inner]));
-    sb_printf(o, "), &tc_tmap_%d, ", s->u.copy.tma_map);
-    box_coords(C, o, src, map->box[inner], p);
-    sb_puts(o, ", tc_bar);\n");
+    sb_puts(o, "tc_tma_store_commit();\n");
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "tc_tma_store_wait_read();\n");
+  } else {
+    /* The producer role runs on one thread already. */
+    sb_printf(o, "%s {  // copy.tma %s -> %s\n", C->in_producer ? "" : "if (tc_tid == 0)", g->buf->name, sh->buf->name);
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "const unsigned tc_bar = ");
+    barrier_addr(C, o, sh);
+    sb_puts(o, ";\n");
+    int64_t rows, cols;
+    tile_extent(g, &rows, &cols);
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "tc_mbar_arrive_expect_tx(tc_bar, %lld);\n", (long long)(rows * cols * dtype_size(g->buf->dtype)));
+    emit_boxes(C, s, g, sh, "tc_tma_load", ", tc_bar", depth + 1);
   }
   cuda_indent(C, depth);
   sb_puts(o, "}\n");

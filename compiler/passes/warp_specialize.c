@@ -138,6 +138,20 @@ static IrBuffer *empty_barriers(IrModule *m, IrKernel *k, IrBuffer *b, int consu
   return b->empty_bar;
 }
 
+/* What setmaxnreg gives each of `consumers` threads. setmaxnreg only moves
+ * registers inside the block's launch allocation: (consumers + 128) threads
+ * times the per-thread count the launch bounds allow (65536 / threads,
+ * rounded down to 8, which ptxas allocates in full in these kernels). The
+ * producer gives back all but PRODUCER_REGS; asking the consumers for more
+ * than that frees blocks their setmaxnreg.inc forever (seen at 512 + 128
+ * threads: 96 at launch, 120 asked, a hang). */
+static int consumer_registers(int consumers) {
+  const int total = consumers + 128;
+  const int at_launch = REGS_PER_SM / total / 8 * 8;
+  const int regs = (total * at_launch - 128 * PRODUCER_REGS) / consumers / 8 * 8;
+  return regs > MAX_CONSUMER_REGS ? MAX_CONSUMER_REGS : regs;
+}
+
 static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
   IrStmt *loop = L->loop, *body = loop->u.for_.body;
   IrVar *kv = loop->u.for_.var;
@@ -238,8 +252,7 @@ static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
   roles->u.roles.consumer = consumer;
   roles->u.roles.producer_warp = consumer_warps;
   roles->u.roles.producer_regs = PRODUCER_REGS;
-  int consumer_regs = (REGS_PER_SM - (threads + 128 - threads) * PRODUCER_REGS) / threads / 8 * 8;
-  roles->u.roles.consumer_regs = consumer_regs > MAX_CONSUMER_REGS ? MAX_CONSUMER_REGS : consumer_regs;
+  roles->u.roles.consumer_regs = consumer_registers(threads);
 
   /* Replace prologue + loop by the roles. */
   IrStmt *seq = L->seq;

@@ -45,6 +45,22 @@ SEED = int(os.environ.get("TILEC_SEED") or (time.time_ns() % (1 << 31)))
 rng = np.random.default_rng(SEED)
 
 
+def test_device():
+    """$TILEC_TEST_DEVICE ("cpu" when unset). "cuda" without PyTorch and a
+    CUDA GPU exits with SKIP (the gpu-labelled variants of CPU tests)."""
+    device = os.environ.get("TILEC_TEST_DEVICE", "cpu")
+    if device == "cuda":
+        try:
+            import torch
+            gpu = torch.cuda.is_available()
+        except ImportError:
+            gpu = False
+        if not gpu:
+            print("SKIP: TILEC_TEST_DEVICE=cuda needs PyTorch with a CUDA GPU")
+            raise SystemExit(SKIP)
+    return device
+
+
 def example(name):
     return os.path.join(EXAMPLES, name)
 

@@ -16,16 +16,7 @@ import os
 import harness
 import numpy as np
 
-DEVICE = os.environ.get("TILEC_TEST_DEVICE", "cpu")
-if DEVICE == "cuda":
-    try:
-        import torch
-        gpu = torch.cuda.is_available()
-    except ImportError:
-        gpu = False
-    if not gpu:
-        print("SKIP: TILEC_TEST_DEVICE=cuda needs PyTorch with a CUDA GPU")
-        raise SystemExit(harness.SKIP)
+DEVICE = harness.test_device()  # SKIP for a cuda run without PyTorch's GPU
 
 _spec = importlib.util.spec_from_file_location(
     "flash_attention_bwd_example", os.path.join(harness.EXAMPLES, "python", "flash_attention_bwd.py"))

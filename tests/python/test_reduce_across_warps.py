@@ -11,15 +11,7 @@ import os
 import harness
 import numpy as np
 
-if os.environ.get("TILEC_TEST_DEVICE") == "cuda":
-    try:
-        import torch
-        gpu = torch.cuda.is_available()
-    except ImportError:
-        gpu = False
-    if not gpu:
-        print("SKIP: TILEC_TEST_DEVICE=cuda needs PyTorch with a CUDA GPU")
-        raise SystemExit(harness.SKIP)
+harness.test_device()  # SKIP for a cuda run without PyTorch's GPU
 
 KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "rowstats.tile")
 

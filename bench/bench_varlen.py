@@ -207,21 +207,11 @@ def report(rows, results, device, when=None):
 # ------------------------------------------------------------------- CPU ---
 
 def np_attention(q, k, v, causal):
-    """float64 softmax attention of one sequence: q [Sq, H, D], k/v [Skv,
-    Hkv, D] (GQA by head // group), causal aligned to the bottom right."""
-    import numpy as np
-    q, k, v = (np.asarray(t, np.float64) for t in (q, k, v))
-    sq, h, d = q.shape
-    skv, hkv = k.shape[0], k.shape[1]
-    g = h // hkv
-    out = np.zeros_like(q)
-    for hh in range(h):
-        s = q[:, hh] @ k[:, hh // g].T / math.sqrt(d)
-        if causal:
-            s = np.where(np.arange(skv)[None, :] <= (skv - sq + np.arange(sq))[:, None], s, -np.inf)
-        p = np.exp(s - s.max(axis=1, keepdims=True))
-        out[:, hh] = (p / p.sum(axis=1, keepdims=True)) @ v[:, hh // g]
-    return out
+    """float64 softmax attention of one sequence: tilec.reference.attention."""
+    if os.path.join(ROOT, "python") not in sys.path:
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+    from tilec.reference import attention
+    return attention(q, k, v, causal)
 
 
 def np_varlen_reference(q, k, v, lens, causal):

@@ -511,4 +511,5 @@ class BoundLaunch:
 from .autotune import autotune, AutotuneResult, AutotuneError  # noqa: E402
 # C = A @ B choosing gemm.tile or split-K (gemm_splitk.tile) from the shape.
 from . import splitk  # noqa: E402
+from . import reference  # noqa: E402
 from .splitk import gemm  # noqa: E402

@@ -212,7 +212,8 @@ static void rebuild_free(RtGpuRebuild *r) {
   free(r);
 }
 
-static char *dup_bytes(const char *s, size_t n) {
+/* The source text, which need not end in a NUL. */
+static char *dup_text(const char *s, size_t n) {
   char *d = malloc(n + 1);
   if (d) {
     memcpy(d, s, n);
@@ -227,14 +228,14 @@ static bool keep_rebuild(TilertModule *mod, const char *name, const char *text, 
   RtGpuRebuild *r = calloc(1, sizeof *r);
   if (!r) return false;
   mod->rebuild = r;
-  r->name = dup_bytes(name, strlen(name));
-  r->text = dup_bytes(text, len);
+  r->name = strdup(name);
+  r->text = dup_text(text, len);
   r->len = len;
   r->defines = calloc(ndefines > 0 ? (size_t)ndefines : 1, sizeof *r->defines);
   if (!r->name || !r->text || !r->defines) return false;
   for (int i = 0; i < ndefines; i++, r->ndefines++) {
-    r->defines[i].name = dup_bytes(defines[i].name, strlen(defines[i].name));
-    r->defines[i].value = dup_bytes(defines[i].value, strlen(defines[i].value));
+    r->defines[i].name = strdup(defines[i].name);
+    r->defines[i].value = strdup(defines[i].value);
     if (!r->defines[i].name || !r->defines[i].value) {
       r->ndefines++;
       return false;

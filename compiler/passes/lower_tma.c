@@ -152,14 +152,6 @@ static bool make_tma(Lower *L, IrStmt *s, int stages) {
   return true;
 }
 
-static IrStmt *mbar_wait(IrModule *m, IrBuffer *bar, IrExpr *stage, IrExpr *parity, SrcLoc loc) {
-  IrStmt *w = ir_stmt_new(m, IR_STMT_MBAR_WAIT, loc);
-  w->u.mbar_wait.bar = bar;
-  w->u.mbar_wait.stage = stage;
-  w->u.mbar_wait.parity = parity;
-  return w;
-}
-
 /* ---- pipelines ------------------------------------------------------------ */
 
 typedef struct Fetches {
@@ -221,7 +213,7 @@ static void rewrite_waits(Lower *L, IrStmt *loop, IrBuffer **dsts, int ndsts, bo
       IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
       IrExpr *fills = ir_binary(m, IR_OP_DIV, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc);
       IrExpr *parity = ir_binary(m, IR_OP_MOD, fills, ir_int(m, 2, loc), loc);
-      ir_seq_push(m, out, mbar_wait(m, dsts[j]->tma_bar, stage, parity, loc));
+      ir_seq_push(m, out, pass_mbar_stmt(m, IR_STMT_MBAR_WAIT, dsts[j]->tma_bar, stage, parity, loc));
       pending[j] = false;
     }
     ir_seq_push(m, out, s);
@@ -296,7 +288,7 @@ static void lower_kernel(Lower *L) {
     int at = i;
     while (body->u.seq.items[at] != s) at++;
     ir_seq_insert(L->m, body, at + 1,
-               mbar_wait(L->m, s->u.copy.dst.buf->tma_bar, ir_int(L->m, 0, s->loc), ir_int(L->m, 0, s->loc), s->loc));
+               pass_mbar_stmt(L->m, IR_STMT_MBAR_WAIT, s->u.copy.dst.buf->tma_bar, ir_int(L->m, 0, s->loc), ir_int(L->m, 0, s->loc), s->loc));
     i = at + 1;
   }
 }

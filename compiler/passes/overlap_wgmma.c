@@ -185,16 +185,6 @@ static bool find_pattern(IrStmt *loop, Pattern *p) {
 
 /* ---- the transformation ----------------------------------------------------------- */
 
-typedef struct Subst {
-  IrVar *var;
-  const IrExpr *at;
-} Subst;
-
-static IrExpr *subst_expr(IrModule *m, IrExpr *e, void *ctx) {
-  Subst *s = ctx;
-  return ir_expr_subst(m, e, s->var, s->at);
-}
-
 /* A copy of G2 (or of its mbarrier wait or release) for iteration `at`. */
 static IrStmt *at_iteration(IrModule *m, const IrStmt *s, IrVar *k, const IrExpr *at) {
   IrStmt *c;
@@ -206,8 +196,7 @@ static IrStmt *at_iteration(IrModule *m, const IrStmt *s, IrVar *k, const IrExpr
   } else {
     c = ir_stmt_clone_tile_op(m, s);
   }
-  Subst sub = {k, at};
-  pass_rewrite_stmt(m, c, subst_expr, &sub);
+  pass_subst_var(m, c, k, at);
   return c;
 }
 

@@ -69,6 +69,13 @@ bool pass_tma_box(const IrKernel *k, const IrRegion *g, const IrRegion *sh, IrTe
 /* Index of map in k's tensor maps (added if new); -1 when the table is full. */
 int pass_tensor_map_index(IrKernel *k, const IrTensorMap *map);
 
+/* Replaces var by `at` in every expression of s, simplifying each. */
+void pass_subst_var(IrModule *m, IrStmt *s, IrVar *var, const IrExpr *at);
+
+/* An MBAR_WAIT (parity given) or MBAR_ARRIVE (parity NULL) on stage `stage`
+ * of the mbarrier buffer bar. */
+IrStmt *pass_mbar_stmt(IrModule *m, IrStmtKind kind, IrBuffer *bar, IrExpr *stage, IrExpr *parity, SrcLoc loc);
+
 /* Pre-order visit of every statement under s (s included). */
 typedef void (*IrStmtVisitor)(IrStmt *s, void *ctx);
 void pass_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx);

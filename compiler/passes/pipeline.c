@@ -1,6 +1,7 @@
 /* pipeline.c - the pass table (from pipeline.def), the runner that verifies
  * the IR after each pass, and the shared statement/expression walkers. */
 #include "passes.h"
+#include "../simplify.h"
 
 #include <string.h>
 
@@ -109,6 +110,29 @@ int pass_count_reads(IrStmt *s, const IrBuffer *b) {
   Reads r = {b, 0};
   pass_visit_stmts(s, count_read, &r);
   return r.count;
+}
+
+typedef struct VarAt {
+  IrVar *var;
+  const IrExpr *at;
+} VarAt;
+
+static IrExpr *var_at(IrModule *m, IrExpr *e, void *ctx) {
+  VarAt *v = ctx;
+  return ir_simplify(m, ir_expr_subst(m, e, v->var, v->at));
+}
+
+void pass_subst_var(IrModule *m, IrStmt *s, IrVar *var, const IrExpr *at) {
+  VarAt v = {var, at};
+  pass_rewrite_stmt(m, s, var_at, &v);
+}
+
+IrStmt *pass_mbar_stmt(IrModule *m, IrStmtKind kind, IrBuffer *bar, IrExpr *stage, IrExpr *parity, SrcLoc loc) {
+  IrStmt *w = ir_stmt_new(m, kind, loc);
+  w->u.mbar_wait.bar = bar;
+  w->u.mbar_wait.stage = stage;
+  w->u.mbar_wait.parity = parity;
+  return w;
 }
 
 IrBuffer *pass_add_mbarriers(IrModule *m, IrKernel *k, const IrBuffer *after, const char *name, int stages,

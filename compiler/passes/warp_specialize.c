@@ -110,24 +110,6 @@ static bool find_loop(IrStmt *body, Loop *L) {
   return false;
 }
 
-typedef struct Subst {
-  IrVar *var;
-  const IrExpr *at;
-} Subst;
-
-static IrExpr *subst_expr(IrModule *m, IrExpr *e, void *ctx) {
-  Subst *s = ctx;
-  return ir_simplify(m, ir_expr_subst(m, e, s->var, s->at));
-}
-
-static IrStmt *mbar_stmt(IrModule *m, IrStmtKind kind, IrBuffer *bar, IrExpr *stage, IrExpr *parity, SrcLoc loc) {
-  IrStmt *w = ir_stmt_new(m, kind, loc);
-  w->u.mbar_wait.bar = bar;
-  w->u.mbar_wait.stage = stage;
-  w->u.mbar_wait.parity = parity;
-  return w;
-}
-
 /* The empty barriers of TMA destination b: one arrival per consumer warp. */
 static IrBuffer *empty_barriers(IrModule *m, IrKernel *k, IrBuffer *b, int consumer_warps) {
   int64_t stages = 1;
@@ -175,15 +157,14 @@ static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
     IrExpr *k_of_pk = ir_var_ref(m, pk, loc);
     if (ahead)
       k_of_pk = ir_binary(m, IR_OP_SUB, k_of_pk, ir_binary(m, IR_OP_SUB, ir_expr_clone(m, ahead), ir_var_ref(m, kv, loc), loc), loc);
-    Subst sub = {kv, ir_simplify(m, k_of_pk)};
-    pass_rewrite_stmt(m, c, subst_expr, &sub);
+    pass_subst_var(m, c, kv, ir_simplify(m, k_of_pk));
     IrBuffer *b = c->u.copy.dst.buf;
     IrBuffer *empty = empty_barriers(m, k, b, consumer_warps);
     IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, pk, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
     IrExpr *fills = ir_binary(m, IR_OP_DIV, ir_var_ref(m, pk, loc), ir_int(m, S, loc), loc);
     IrExpr *parity = ir_binary(m, IR_OP_MOD, ir_binary(m, IR_OP_ADD, fills, ir_int(m, 1, loc), loc), ir_int(m, 2, loc), loc);
     IrStmt *wait = ir_seq_new(m, loc);
-    ir_seq_push(m, wait, mbar_stmt(m, IR_STMT_MBAR_WAIT, empty, stage, parity, loc));
+    ir_seq_push(m, wait, pass_mbar_stmt(m, IR_STMT_MBAR_WAIT, empty, stage, parity, loc));
     IrExpr *refill = ir_binary(m, IR_OP_GE, ir_var_ref(m, pk, loc), ir_int(m, S, loc), loc);
     ir_seq_push(m, pbody, ir_if_new(m, refill, wait, NULL, loc));
     ir_seq_push(m, pbody, c);
@@ -209,7 +190,7 @@ static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
       if (!last) continue;
       if (s != L->in_flight) {
         IrExpr *stage = S > 1 ? ir_binary(m, IR_OP_MOD, ir_var_ref(m, kv, loc), ir_int(m, S, loc), loc) : ir_int(m, 0, loc);
-        ir_seq_push(m, cbody, mbar_stmt(m, IR_STMT_MBAR_ARRIVE, b->empty_bar, stage, NULL, loc));
+        ir_seq_push(m, cbody, pass_mbar_stmt(m, IR_STMT_MBAR_ARRIVE, b->empty_bar, stage, NULL, loc));
         continue;
       }
       /* The in-flight gemm returns once the previous iteration's wgmmas are
@@ -221,7 +202,7 @@ static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
         ir_seq_push(m, cbody, ir_if_new(m, ir_binary(m, IR_OP_GE, ir_var_ref(m, kv, loc), ir_int(m, 1, loc), loc),
                                         lagged, NULL, loc));
       }
-      ir_seq_push(m, lagged, mbar_stmt(m, IR_STMT_MBAR_ARRIVE, b->empty_bar, stage, NULL, loc));
+      ir_seq_push(m, lagged, pass_mbar_stmt(m, IR_STMT_MBAR_ARRIVE, b->empty_bar, stage, NULL, loc));
     }
   }
   loop->u.for_.body = cbody;

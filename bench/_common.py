@@ -189,6 +189,19 @@ def child_setup(min_runs):
     return torch, Timer(torch, min_runs=min_runs)
 
 
+def check_then_time(torch, timer, run, out, ref, bound, impl):
+    """The row of one implementation whose output `out` (a tensor, or a
+    callable returning it) run() has just computed: an error row when it is
+    off ref by more than `bound` (relative to max|ref|), else run timed."""
+    got = out() if callable(out) else out
+    torch.cuda.synchronize()
+    err = rel_error(torch, got, ref)
+    if not err <= bound:
+        return {"impl": impl, "error": "wrong result: rel error %.3e > %.0e" % (err, bound)}
+    ms, runs = timer(run)
+    return {"impl": impl, "ms": ms, "runs": runs, "err": err}
+
+
 def error_result(impl, e, width):
     """A failed implementation's entry: the exception's type and the first
     line of its message, cut to width characters."""

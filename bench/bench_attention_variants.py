@@ -62,7 +62,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
-from _common import (child_setup, error_result, gpu_name, json_emitter, rel_error, result_stem,  # noqa: E402
+from _common import (check_then_time, child_setup, error_result, gpu_name, json_emitter, result_stem,  # noqa: E402
                      run_parts, write_report)
 BOUND = {"f16": 1e-2, "bf16": 4e-2}
 LOG2E = math.log2(math.e)
@@ -196,13 +196,7 @@ def reference(torch, q, k, v, causal):
 
 
 def measure(torch, timer, fn, got, ref, dt, impl):
-    fn_out = got() if callable(got) else got
-    torch.cuda.synchronize()
-    err = rel_error(torch, fn_out, ref)
-    if not err <= BOUND[dt]:
-        return {"impl": impl, "error": "wrong result: rel error %.3e > %.0e" % (err, BOUND[dt])}
-    ms, runs = timer(fn)
-    return {"impl": impl, "ms": ms, "runs": runs, "err": err}
+    return check_then_time(torch, timer, fn, got, ref, BOUND[dt], impl)
 
 
 # ----------------------------------------------------------------- tilec ---

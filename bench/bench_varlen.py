@@ -355,14 +355,10 @@ def inputs(torch, r, seed):
 
 def measure(torch, timer, run, result, ref, dt, impl):
     """Runs once, checks result() against ref, then times run."""
-    from _common import rel_error
+    from _common import check_then_time
     run()
     torch.cuda.synchronize()
-    err = rel_error(torch, result(), ref)
-    if not err <= BOUND[dt]:
-        return {"impl": impl, "error": "wrong result: rel error %.3e > %.0e" % (err, BOUND[dt])}
-    ms, runs = timer(run)
-    return {"impl": impl, "ms": ms, "runs": runs, "err": err}
+    return check_then_time(torch, timer, run, result, ref, BOUND[dt], impl)
 
 
 def part_tilec(rows, args, torch, timer, emit):

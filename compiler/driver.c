@@ -192,6 +192,7 @@ static void build_infos(TilecResult *r) {
     }
     info->tensor_maps = maps;
     info->ntensor_maps = k->ntma_maps;
+    info->persistent = k->persistent;
   }
 }
 

@@ -452,6 +452,9 @@ typedef struct IrKernel {
   IrTensorMap tma_maps[IR_MAX_TENSOR_MAPS]; /* lower-tma; kernel parameters after the dynamic symbols */
   int producer_warp;    /* warp-specialize: first warp of the producer warpgroup
                            (= consumer warps; threads includes it); 0 = none */
+  bool persistent;      /* pass persistent: the body loops over the grid's tiles
+                           (block_vars unused); launched with one block per
+                           resident slot (TilecKernelInfo.persistent) */
   int ntma_maps;
 } IrKernel;
 

@@ -522,6 +522,7 @@ static void print_kernel(StrBuf *sb, const IrKernel *k) {
   if (k->raster_panel != 0)
     sb_printf(sb, "  raster(panel = %d, order = %s)\n", k->raster_panel,
               k->raster_column_major ? "col" : "row");
+  if (k->persistent) sb_puts(sb, "  persistent(one block per resident slot, tiles in a loop)\n");
   for (int i = 0; i < k->ntma_maps; i++) {
     const IrTensorMap *t = &k->tma_maps[i];
     const IrParam *prm = &k->params[t->param];

@@ -447,6 +447,20 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
 
   unsigned g3[3] = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
   unsigned b3[3] = {(unsigned)info->threads, 1, 1};
+  if (info->persistent) {
+    /* One block per resident slot, each walking the tiles blockIdx.x,
+     * blockIdx.x + gridDim.x, ... of the x * y * z tile grid. */
+    if (!k->resident_blocks)
+      k->resident_blocks = rt_cuda_resident_blocks(ctx->cu, k->cufn, info->threads, (size_t)info->shared_bytes);
+    if (k->resident_blocks <= 0) {
+      st = rt_error(ctx, TILERT_CUDA_ERROR, "%s: cannot size the persistent grid: %s", info->name,
+                    rt_cuda_last_error(ctx->cu));
+      goto done;
+    }
+    const int64_t tiles = grid[0] * grid[1] * grid[2];
+    g3[0] = (unsigned)(tiles < k->resident_blocks ? tiles : k->resident_blocks);
+    g3[1] = g3[2] = 1;
+  }
   if (!rt_cuda_launch_kernel(ctx->cu, k->cufn, g3, b3, (size_t)info->shared_bytes, stream,
                              params)) {
     st = rt_error(ctx, TILERT_CUDA_ERROR,

@@ -109,6 +109,10 @@ typedef struct TilecKernelInfo {
   int shared_bytes;               /* static shared memory (CUDA), 0 for C */
   int ntensor_maps;               /* CUDA sm_90a: TMA descriptors to pass, in order */
   const TilecTensorMapInfo *tensor_maps;
+  /* CUDA sm_90a (pass persistent): the kernel loops over the tiles of its
+   * grid (tilec_result_grid: x * y * z tiles); launch it as a 1-D grid of
+   * min(tiles, blocks the GPU holds at once) blocks. */
+  int persistent;
 } TilecKernelInfo;
 
 typedef struct TilecResult TilecResult;

@@ -35,6 +35,7 @@ enum {
   RT_CU_ATTR_MAJOR = 75,       /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
   RT_CU_ATTR_MINOR = 76,       /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */
   RT_CU_ATTR_SMEM_OPTIN = 97,  /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+  RT_CU_ATTR_SM_COUNT = 16,    /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
   RT_CU_FUNC_MAX_DYN_SMEM = 8, /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
   RT_CUDA_DEFAULT_SMEM = 48 * 1024,
 };
@@ -75,6 +76,8 @@ typedef CUresult (*RtCuTensorMapEncodeTiledFn)(void *map, int data_type, unsigne
   X(CUresult, cuModuleGetFunction, "cuModuleGetFunction",                                        \
     (RtCuFunction * f, RtCuModule m, const char *name))                                          \
   X(CUresult, cuFuncSetAttribute, "cuFuncSetAttribute", (RtCuFunction f, int attr, int value))   \
+  X(CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessor,                                       \
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor", (int *n, RtCuFunction f, int threads, size_t smem)) \
   X(CUresult, cuLaunchKernel, "cuLaunchKernel",                                                  \
     (RtCuFunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,            \
      unsigned bz, unsigned smem, RtCuStream s, void **params, void **extra))                     \
@@ -111,7 +114,7 @@ struct RtCuda {
   bool has_device, ctx_retained;
   CUdevice dev;
   CUcontext ctx;
-  int arch, smem_optin, nvrtc_version;
+  int arch, smem_optin, sm_count, nvrtc_version;
   bool nvrtc_tried; /* rt_cuda_nvrtc_load ran (and failed, when !libnvrtc) */
   char *nvrtc_path; /* the file the loader opened (dladdr), malloc'd */
   char nvrtc_why[256]; /* why libnvrtc could not be opened */
@@ -325,6 +328,7 @@ static bool rt_cuda_open_device(RtCuda *cu, int ordinal, char *why, size_t cap) 
       !CU_CHECK(cu, cuDeviceGetAttribute(&major, RT_CU_ATTR_MAJOR, cu->dev)) ||
       !CU_CHECK(cu, cuDeviceGetAttribute(&minor, RT_CU_ATTR_MINOR, cu->dev)) ||
       !CU_CHECK(cu, cuDeviceGetAttribute(&cu->smem_optin, RT_CU_ATTR_SMEM_OPTIN, cu->dev)) ||
+      !CU_CHECK(cu, cuDeviceGetAttribute(&cu->sm_count, RT_CU_ATTR_SM_COUNT, cu->dev)) ||
       !CU_CHECK(cu, cuDeviceGetName(cu->device_name, (int)sizeof cu->device_name, cu->dev))) {
     rt_cuda_why(why, cap, "cannot query CUDA device %d: %s", ordinal, cu->err);
     return false;
@@ -662,6 +666,14 @@ bool rt_cuda_set_max_dynamic_smem(RtCuda *cu, RtCuFunction fn, size_t bytes) {
     return false;
   }
   return CU_CHECK(cu, cuFuncSetAttribute(fn, RT_CU_FUNC_MAX_DYN_SMEM, (int)bytes));
+}
+
+int rt_cuda_resident_blocks(RtCuda *cu, RtCuFunction fn, int threads, size_t smem_bytes) {
+  int per_sm = 0;
+  if (!rt_cuda_need_device(cu, "querying occupancy") ||
+      !CU_CHECK(cu, cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem_bytes)))
+    return 0;
+  return per_sm * cu->sm_count;
 }
 
 bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], const unsigned block[3],

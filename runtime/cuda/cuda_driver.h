@@ -135,6 +135,9 @@ bool rt_cuda_get_function(RtCuda *cu, RtCuModule mod, const char *name, RtCuFunc
  * no-op for 48 KB or less. Fails (with the device's limit in the message)
  * when bytes exceeds what the device allows. */
 bool rt_cuda_set_max_dynamic_smem(RtCuda *cu, RtCuFunction fn, size_t bytes);
+/* How many blocks of fn (threads, dynamic smem_bytes) the whole GPU holds at
+ * once: the occupancy calculator's blocks per SM times the SMs; 0 on error. */
+int rt_cuda_resident_blocks(RtCuda *cu, RtCuFunction fn, int threads, size_t smem_bytes);
 /* params: one pointer per kernel parameter, pointing at its value (CUDA's
  * kernelParams convention). Asynchronous; see rt_cuda_synchronize. */
 bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], const unsigned block[3],

@@ -185,6 +185,15 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
       sb_puts(o, "#pragma unroll\n");
     }
     cuda_indent(C, depth);
+    if (s->u.for_.kind == IR_FOR_PERSISTENT) {
+      sb_printf(o, "for (long long %s = blockIdx.x; %s < ", s->u.for_.var->name, s->u.for_.var->name);
+      cuda_emit_expr(C, o, s->u.for_.extent);
+      sb_printf(o, "; %s += gridDim.x) {  // persistent: this block's tiles\n", s->u.for_.var->name);
+      cuda_emit_seq(C, s->u.for_.body, depth + 1);
+      cuda_indent(C, depth);
+      sb_puts(o, "}\n");
+      return;
+    }
     sb_printf(o, "for (long long %s = 0; %s < ", s->u.for_.var->name, s->u.for_.var->name);
     cuda_emit_expr(C, o, s->u.for_.extent);
     sb_printf(o, "; ++%s) {", s->u.for_.var->name);
@@ -334,7 +343,7 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
   sb_printf(o, "  extern __shared__ __align__(%d) unsigned char tc_smem[];\n", k->wgmma ? 1024 : 128);
   sb_puts(o, "  const int tc_tid = threadIdx.x, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
   sb_puts(o, "  (void)tc_warp; (void)tc_lane; (void)tc_smem;\n");
-  emit_block_indices(C, k);
+  if (!k->persistent) emit_block_indices(C, k); /* persistent: the tile loop defines them */
   cuda_emit_seq(C, k->body, 0);
   sb_puts(o, "}\n\n");
 }

@@ -1,0 +1,555 @@
+/* persistent.c - pass "persistent" (GPU, sm_90a): a warp-specialized kernel
+ * keeps its blocks resident and loops over the tiles of its grid.
+ *
+ * Needs: warp-specialize (one WARP_ROLES at the kernel's top level, the
+ * producer a single serial loop of TMA copies), overlap-wgmma and
+ * stage-stores (the epilogue is final). Guarantees, for a kernel of the shape
+ *     allocs
+ *     pre:   copy.tma X -> Xs; mbar_wait Xs_full[0] parity(0); fills; lets
+ *     warp_roles producer { for kf in serial(n) {...} } consumers { ...loop over k... }
+ *     post:  the epilogue (runs on the consumers)
+ * the body
+ *     warp_roles producer {
+ *       for tile in persistent(gx * gy * gz) {
+ *         let bx, by, bz = the tile's block indices (rasterized like the grid)
+ *         let pipe_base = tc_pipe[0], tile_iter = tc_pipe[1]
+ *         if (tile_iter >= 1) mbar_wait Xs_empty[0] parity((tile_iter + 1) % 2)
+ *         copy.tma X -> Xs
+ *         for kf in serial(n) {...}       // ring positions pipe_base + kf
+ *         tc_pipe = {pipe_base + n, tile_iter + 1}
+ *       }
+ *     } consumers {
+ *       for tile in persistent(...) {
+ *         lets; mbar_wait Xs_full[0] parity(tile_iter % 2); fills
+ *         ...loop over k...                // ring positions pipe_base + k
+ *         mbar_arrive Xs_empty[0]          // Xs free for the next tile
+ *         post
+ *         tc_pipe = {...}
+ *       }
+ *     }
+ * and the runtime launches min(tiles, resident blocks) blocks
+ * (TilecKernelInfo.persistent). Each role counts the ring positions it has
+ * used (tc_pipe, a per-thread register pair), so stage and parity of every
+ * ring access continue across tiles: `E % S` becomes `(pipe_base + E) % S`
+ * and `(E / S + c) % 2` becomes `((pipe_base + E) / S + c) % 2`, whatever
+ * E is (k, k - 1, n - 1). The producer runs ahead into the next tile while
+ * the consumers finish this one: the next tile's X and first ring stages
+ * load under the epilogue, which is what a block per tile pays in full
+ * (pipeline fill, epilogue with the tensor cores idle). A staging buffer of
+ * the epilogue that reuses a TMA destination (stage-stores) gets storage of
+ * its own, since the producer is refilling those; kernels where that does
+ * not fit in shared memory, or whose shape differs, stay as they are. */
+#include "passes.h"
+#include "../simplify.h"
+
+enum { SMEM_LIMIT_SM90 = 227 * 1024, MAX_PER_TILE = 4, MAX_LETS = 64 };
+
+typedef struct Plan {
+  IrStmt *roles;
+  IrStmt *pre, *post, *allocs; /* new SEQs: the body's statements sorted */
+  IrBuffer *per_tile[MAX_PER_TILE]; /* TMA destinations loaded once per tile (pre) */
+  int nper_tile, nlets;
+  IrStmt *consumer_loop;       /* the consumers' pipelined loop */
+} Plan;
+
+static bool is_ring(const IrBuffer *b) { return b->empty_bar && b->tma_bar; }
+
+static int64_t ring_stages(const IrBuffer *b) {
+  int64_t s = 1;
+  ir_expr_is_int_const(b->tma_bar->shape[0], &s);
+  return s;
+}
+
+/* The ring whose full or empty barrier bar is, or NULL. */
+static IrBuffer *ring_of_barrier(IrKernel *k, const IrBuffer *bar) {
+  for (int i = 0; i < k->body->u.seq.n; i++) {
+    IrStmt *s = k->body->u.seq.items[i];
+    if (s->kind != IR_STMT_ALLOC) continue;
+    IrBuffer *b = s->u.alloc;
+    if (is_ring(b) && (b->tma_bar == bar || b->empty_bar == bar)) return b;
+  }
+  return NULL;
+}
+
+static bool is_per_tile(const Plan *P, const IrBuffer *b) {
+  for (int i = 0; i < P->nper_tile; i++)
+    if (P->per_tile[i] == b || P->per_tile[i]->tma_bar == b) return true;
+  return false;
+}
+
+/* ---- ring positions ------------------------------------------------------ */
+
+typedef struct Shift {
+  IrModule *m;
+  IrKernel *k;
+  IrVar *base;  /* pipe_base */
+  bool apply;   /* false: only check that every access has a known shape */
+  bool ok;
+} Shift;
+
+static bool is_binary(const IrExpr *e, IrOp op, int64_t rhs) {
+  int64_t v;
+  return e && e->kind == IR_EXPR_BINARY && e->u.op.op == op && ir_expr_is_int_const(e->u.op.b, &v) && v == rhs;
+}
+
+static IrExpr *plus_base(Shift *sh, IrExpr *e) {
+  return ir_binary(sh->m, IR_OP_ADD, ir_var_ref(sh->m, sh->base, e->loc), e, e->loc);
+}
+
+/* A stage index: `E % S`, or the constant 0 of a one-stage ring. */
+static IrExpr *shift_stage(Shift *sh, IrExpr *e, int64_t S) {
+  int64_t zero;
+  if (S == 1) {
+    if (!ir_expr_is_int_const(e, &zero) || zero != 0) sh->ok = false;
+    return e;
+  }
+  if (!is_binary(e, IR_OP_MOD, S)) {
+    sh->ok = false;
+    return e;
+  }
+  if (sh->apply) e->u.op.a = plus_base(sh, e->u.op.a);
+  return e;
+}
+
+/* A parity: `(E / S) % 2` or `(E / S + c) % 2`; `(E [+ c]) % 2` when S == 1. */
+static IrExpr *shift_parity(Shift *sh, IrExpr *e, int64_t S) {
+  if (!is_binary(e, IR_OP_MOD, 2)) {
+    sh->ok = false;
+    return e;
+  }
+  IrExpr *x = e->u.op.a;
+  if (S == 1) {
+    if (sh->apply) e->u.op.a = plus_base(sh, x);
+    return e;
+  }
+  IrExpr *div = is_binary(x, IR_OP_DIV, S) ? x
+                : x->kind == IR_EXPR_BINARY && x->u.op.op == IR_OP_ADD && is_binary(x->u.op.a, IR_OP_DIV, S) ? x->u.op.a
+                                                                                                         : NULL;
+  if (!div) {
+    sh->ok = false;
+    return e;
+  }
+  if (sh->apply) div->u.op.a = plus_base(sh, div->u.op.a);
+  return e;
+}
+
+static void shift_region(Shift *sh, IrRegion *r) {
+  if (!is_ring(r->buf)) return;
+  const int64_t S = ring_stages(r->buf);
+  if (S > 1) r->start[0] = shift_stage(sh, r->start[0], S);
+}
+
+/* `if (E >= S) { mbar_wait <empty barriers> }`: the producer's refill guard. */
+static bool is_refill_guard(Shift *sh, IrStmt *s) {
+  if (s->u.if_.else_ || !s->u.if_.then_->u.seq.n || s->u.if_.cond->kind != IR_EXPR_BINARY ||
+      s->u.if_.cond->u.op.op != IR_OP_GE)
+    return false;
+  for (int i = 0; i < s->u.if_.then_->u.seq.n; i++) {
+    const IrStmt *w = s->u.if_.then_->u.seq.items[i];
+    if (w->kind != IR_STMT_MBAR_WAIT) return false;
+    const IrBuffer *ring = ring_of_barrier(sh->k, w->u.mbar_wait.bar);
+    if (!ring || ring->empty_bar != w->u.mbar_wait.bar) return false;
+  }
+  return true;
+}
+
+static void shift_stmt(Shift *sh, IrStmt *s) {
+  if (!s || !sh->ok) return;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) shift_stmt(sh, s->u.seq.items[i]);
+    return;
+  case IR_STMT_FOR:
+    shift_stmt(sh, s->u.for_.body);
+    return;
+  case IR_STMT_IF:
+    if (is_refill_guard(sh, s) && sh->apply) s->u.if_.cond->u.op.a = plus_base(sh, s->u.if_.cond->u.op.a);
+    shift_stmt(sh, s->u.if_.then_);
+    shift_stmt(sh, s->u.if_.else_);
+    return;
+  case IR_STMT_MBAR_WAIT:
+  case IR_STMT_MBAR_ARRIVE: {
+    IrBuffer *ring = ring_of_barrier(sh->k, s->u.mbar_wait.bar);
+    if (!ring) {
+      if (!sh->apply) sh->ok = false; /* applying: a per-tile buffer's, set by make_persistent */
+      return;
+    }
+    const int64_t S = ring_stages(ring);
+    s->u.mbar_wait.stage = shift_stage(sh, s->u.mbar_wait.stage, S);
+    if (s->kind == IR_STMT_MBAR_WAIT) s->u.mbar_wait.parity = shift_parity(sh, s->u.mbar_wait.parity, S);
+    return;
+  }
+  case IR_STMT_COPY:
+  case IR_STMT_ATOMIC_ADD:
+    shift_region(sh, &s->u.copy.src);
+    shift_region(sh, &s->u.copy.dst);
+    return;
+  case IR_STMT_GEMM:
+    shift_region(sh, &s->u.gemm.a);
+    shift_region(sh, &s->u.gemm.b);
+    return;
+  case IR_STMT_WARP_ROLES:
+  case IR_STMT_WG_TURN:
+    sh->ok = false; /* nested roles, ping-pong: not handled */
+    return;
+  default:
+    return;
+  }
+}
+
+/* Other references to a ring buffer (element loads, fills) have no stage
+ * pattern this pass knows: such kernels stay as they are. */
+static void note_odd_ring_use(IrStmt *s, void *ctx) {
+  Shift *sh = ctx;
+  if (s->kind == IR_STMT_COPY || s->kind == IR_STMT_ATOMIC_ADD || s->kind == IR_STMT_GEMM ||
+      s->kind == IR_STMT_ALLOC || s->kind == IR_STMT_MBAR_WAIT || s->kind == IR_STMT_MBAR_ARRIVE)
+    return;
+  for (int i = 0; i < sh->k->body->u.seq.n; i++) {
+    IrStmt *a = sh->k->body->u.seq.items[i];
+    if (a->kind == IR_STMT_ALLOC && is_ring(a->u.alloc) && ir_stmt_buffer_refs(s, a->u.alloc)) sh->ok = false;
+  }
+}
+
+static bool shifts_apply(IrModule *m, IrKernel *k, IrStmt *role) {
+  Shift sh = {m, k, NULL, false, true};
+  shift_stmt(&sh, role);
+  pass_visit_stmts(role, note_odd_ring_use, &sh);
+  return sh.ok;
+}
+
+/* ---- the plan -------------------------------------------------------------- */
+
+static IrStmt *find_pipelined(IrStmt *s) {
+  if (!s) return NULL;
+  if (s->kind == IR_STMT_FOR && s->u.for_.kind == IR_FOR_PIPELINED) return s;
+  if (s->kind == IR_STMT_SEQ)
+    for (int i = 0; i < s->u.seq.n; i++) {
+      IrStmt *f = find_pipelined(s->u.seq.items[i]);
+      if (f) return f;
+    }
+  if (s->kind == IR_STMT_IF) return find_pipelined(s->u.if_.then_);
+  return NULL;
+}
+
+/* Sorts the body into allocs / pre / roles / post; false when some statement
+ * before the roles is not one this pass knows how to place. */
+static bool make_plan(IrModule *m, IrKernel *k, Plan *P) {
+  SrcLoc loc = k->body->loc;
+  P->allocs = ir_seq_new(m, loc);
+  P->pre = ir_seq_new(m, loc);
+  P->post = ir_seq_new(m, loc);
+  /* Flatten one level of SEQ around the roles. */
+  IrStmt *items[512];
+  int n = 0;
+  for (int i = 0; i < k->body->u.seq.n; i++) {
+    IrStmt *s = k->body->u.seq.items[i];
+    bool holds_roles = false;
+    if (s->kind == IR_STMT_SEQ)
+      for (int j = 0; j < s->u.seq.n; j++) holds_roles |= s->u.seq.items[j]->kind == IR_STMT_WARP_ROLES;
+    const int cnt = holds_roles ? s->u.seq.n : 1;
+    if (n + cnt > (int)(sizeof items / sizeof *items)) return false;
+    for (int j = 0; j < cnt; j++) items[n++] = holds_roles ? s->u.seq.items[j] : s;
+  }
+  for (int i = 0; i < n; i++) {
+    IrStmt *s = items[i];
+    if (s->kind == IR_STMT_WARP_ROLES) {
+      if (P->roles) return false;
+      P->roles = s;
+      continue;
+    }
+    if (s->kind == IR_STMT_ALLOC) {
+      ir_seq_push(m, P->allocs, s);
+      continue;
+    }
+    if (P->roles) {
+      ir_seq_push(m, P->post, s);
+      continue;
+    }
+    switch (s->kind) {
+    case IR_STMT_LET:
+      if (++P->nlets > MAX_LETS) return false;
+      break;
+    case IR_STMT_FILL:
+      if (s->kind == IR_STMT_FILL && s->u.fill.dst.buf->scope == IR_SCOPE_SHARED) return false;
+      break;
+    case IR_STMT_COPY: {
+      IrBuffer *d = s->u.copy.dst.buf;
+      if (!s->u.copy.tma || d->scope != IR_SCOPE_SHARED || !d->tma_bar || d->empty_bar || ring_stages(d) != 1 ||
+          P->nper_tile == MAX_PER_TILE)
+        return false;
+      P->per_tile[P->nper_tile++] = d;
+      break;
+    }
+    case IR_STMT_MBAR_WAIT:
+      if (!is_per_tile(P, s->u.mbar_wait.bar)) return false;
+      break;
+    default:
+      return false;
+    }
+    ir_seq_push(m, P->pre, s);
+  }
+  if (!P->roles) return false;
+  IrStmt *prod = P->roles->u.roles.producer;
+  if (prod->u.seq.n != 1 || prod->u.seq.items[0]->kind != IR_STMT_FOR ||
+      prod->u.seq.items[0]->u.for_.kind != IR_FOR_SERIAL)
+    return false;
+  P->consumer_loop = find_pipelined(P->roles->u.roles.consumer);
+  return P->consumer_loop && shifts_apply(m, k, prod) && shifts_apply(m, k, P->roles->u.roles.consumer);
+}
+
+/* The epilogue's staging buffers that reuse a TMA destination get their own
+ * storage (the producer refills those during the epilogue); false when the
+ * kernel's shared memory would then pass the limit. */
+static bool unalias_staging(const Plan *P, int64_t *bytes) {
+  int64_t extra = 0;
+  for (int i = 0; i < P->allocs->u.seq.n; i++) {
+    IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;
+    if (b->scope == IR_SCOPE_SHARED) *bytes += ir_buffer_bytes_aligned(b);
+  }
+  for (int i = 0; i < P->allocs->u.seq.n; i++) {
+    IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;
+    if (b->alias_of && b->alias_of->tma_bar) {
+      IrBuffer *home = b->alias_of;
+      b->alias_of = NULL;
+      extra += ir_buffer_bytes_aligned(b);
+      b->alias_of = home;
+    }
+  }
+  if (*bytes + extra > SMEM_LIMIT_SM90) return false;
+  for (int i = 0; i < P->allocs->u.seq.n; i++) {
+    IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;
+    if (b->alias_of && b->alias_of->tma_bar) b->alias_of = NULL;
+  }
+  return true;
+}
+
+/* ---- building -------------------------------------------------------------- */
+
+static IrStmt *let_stmt(IrModule *m, IrVar *v, IrExpr *value, SrcLoc loc) {
+  IrStmt *s = ir_stmt_new(m, IR_STMT_LET, loc);
+  s->u.let.var = v;
+  s->u.let.value = value;
+  return s;
+}
+
+static IrExpr *let_ref(IrModule *m, IrStmt *seq, const char *name, IrExpr *value, SrcLoc loc) {
+  IrVar *v = ir_var_new(m, name, IR_VAR_LET, DTYPE_I64, loc);
+  ir_seq_push(m, seq, let_stmt(m, v, ir_simplify(m, value), loc));
+  return ir_var_ref(m, v, loc);
+}
+
+#define BIN(op, a, b) ir_binary(m, IR_OP_##op, (a), (b), loc)
+#define CLONE(e) ir_expr_clone(m, (e))
+
+/* Lets binding fresh block indices to the tile's, in seq; out[g] refers to
+ * them. Without rasterization x runs fastest, as blockIdx does; with it, the
+ * panels of the grid's rasterization (cuda/frame.c's emit_block_indices). */
+static void tile_indices(IrModule *m, const IrKernel *k, IrVar *tile, IrStmt *seq, IrVar *out[IR_MAX_GRID]) {
+  SrcLoc loc = k->loc;
+  IrExpr *g[IR_MAX_GRID];
+  for (int d = 0; d < IR_MAX_GRID; d++) g[d] = d < k->ngrid && k->grid[d] ? k->grid[d] : ir_int(m, 1, loc);
+  IrExpr *t = ir_var_ref(m, tile, loc);
+  IrExpr *value[IR_MAX_GRID];
+  IrExpr *plane = BIN(MUL, CLONE(g[0]), CLONE(g[1]));
+  int64_t gz = 0;
+  const bool flat = k->ngrid < 3 || (ir_expr_is_int_const(g[2], &gz) && gz == 1);
+  value[2] = flat ? ir_int(m, 0, loc) : BIN(DIV, CLONE(t), CLONE(plane));
+  IrExpr *lin = flat ? t : let_ref(m, seq, "tile_in_plane", BIN(MOD, CLONE(t), plane), loc);
+  if (k->raster_panel) {
+    const int major = k->raster_column_major ? 0 : 1, minor = 1 - major;
+    IrExpr *P = ir_int(m, k->raster_panel, loc);
+    IrExpr *span = BIN(MUL, CLONE(P), CLONE(g[minor]));
+    IrExpr *panel = let_ref(m, seq, "tile_panel", BIN(DIV, CLONE(lin), CLONE(span)), loc);
+    IrExpr *in_panel = let_ref(m, seq, "tile_in_panel", BIN(MOD, CLONE(lin), span), loc);
+    IrExpr *rows = let_ref(m, seq, "tile_panel_rows",
+                           ir_call(m, IR_INTRINSIC_MIN, CLONE(P), BIN(SUB, CLONE(g[major]), BIN(MUL, CLONE(panel), CLONE(P))), loc),
+                           loc);
+    value[major] = BIN(ADD, BIN(MUL, CLONE(panel), CLONE(P)), BIN(MOD, CLONE(in_panel), CLONE(rows)));
+    value[minor] = BIN(DIV, CLONE(in_panel), CLONE(rows));
+  } else {
+    value[0] = BIN(MOD, CLONE(lin), CLONE(g[0]));
+    value[1] = BIN(DIV, CLONE(lin), CLONE(g[0]));
+  }
+  for (int d = 0; d < k->ngrid; d++) {
+    const IrVar *bv = k->block_vars[d];
+    out[d] = ir_var_new(m, bv ? bv->name : "tile_index", IR_VAR_LET, DTYPE_I64, loc);
+    ir_seq_push(m, seq, let_stmt(m, out[d], ir_simplify(m, d == 0 && k->ngrid == 1 ? CLONE(t) : value[d]), loc));
+  }
+}
+
+static IrExpr *pipe_at(IrModule *m, IrBuffer *pipe, int i, SrcLoc loc) {
+  IrExpr *idx[1] = {ir_int(m, i, loc)};
+  return ir_load(m, pipe, idx, loc);
+}
+
+static IrStmt *pipe_set(IrModule *m, IrBuffer *pipe, int i, IrExpr *v, SrcLoc loc) {
+  IrExpr *idx[1] = {ir_int(m, i, loc)};
+  return ir_store_new(m, pipe, idx, v, loc);
+}
+
+/* One role's tile loop around `work` (a SEQ it fills): block indices,
+ * pipe_base / tile_iter, then the caller's statements, then the counters'
+ * update by `n` ring positions. Returns the role's new SEQ. */
+typedef struct Role {
+  IrStmt *seq, *tile_body, *work;
+  IrVar *blocks[IR_MAX_GRID];
+  IrVar *base, *iter;
+} Role;
+
+static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const char *tile_name, Role *r) {
+  SrcLoc loc = k->loc;
+  r->seq = ir_seq_new(m, loc);
+  ir_seq_push(m, r->seq, pipe_set(m, pipe, 0, ir_int(m, 0, loc), loc));
+  ir_seq_push(m, r->seq, pipe_set(m, pipe, 1, ir_int(m, 0, loc), loc));
+  IrVar *tile = ir_var_new(m, tile_name, IR_VAR_LOOP, DTYPE_I64, loc);
+  r->tile_body = ir_seq_new(m, loc);
+  IrExpr *tiles = NULL;
+  for (int d = 0; d < k->ngrid; d++) tiles = tiles ? BIN(MUL, tiles, CLONE(k->grid[d])) : CLONE(k->grid[d]);
+  ir_seq_push(m, r->seq, ir_for_new(m, IR_FOR_PERSISTENT, tile, ir_simplify(m, tiles), r->tile_body, loc));
+  tile_indices(m, k, tile, r->tile_body, r->blocks);
+  r->base = ir_var_new(m, "pipe_base", IR_VAR_LET, DTYPE_I64, loc);
+  r->iter = ir_var_new(m, "tile_iter", IR_VAR_LET, DTYPE_I64, loc);
+  ir_seq_push(m, r->tile_body, let_stmt(m, r->base, pipe_at(m, pipe, 0, loc), loc));
+  ir_seq_push(m, r->tile_body, let_stmt(m, r->iter, pipe_at(m, pipe, 1, loc), loc));
+  r->work = ir_seq_new(m, loc);
+}
+
+static void role_end(IrModule *m, IrKernel *k, IrBuffer *pipe, Role *r, IrExpr *n) {
+  SrcLoc loc = k->loc;
+  for (int d = 0; d < k->ngrid; d++)
+    if (k->block_vars[d]) pass_subst_var(m, r->work, k->block_vars[d], ir_var_ref(m, r->blocks[d], loc));
+  Shift sh = {m, k, r->base, true, true};
+  shift_stmt(&sh, r->work);
+  for (int i = 0; i < r->work->u.seq.n; i++) ir_seq_push(m, r->tile_body, r->work->u.seq.items[i]);
+  for (int d = 0; d < k->ngrid; d++)
+    if (k->block_vars[d]) n = ir_expr_subst(m, n, k->block_vars[d], ir_var_ref(m, r->blocks[d], loc));
+  ir_seq_push(m, r->tile_body, pipe_set(m, pipe, 0, ir_simplify(m, BIN(ADD, ir_var_ref(m, r->base, loc), n)), loc));
+  ir_seq_push(m, r->tile_body,
+              pipe_set(m, pipe, 1, BIN(ADD, ir_var_ref(m, r->iter, loc), ir_int(m, 1, loc)), loc));
+}
+
+/* The in-flight GEMM loop (`if opaque(n > 0) { for k {...; if (k >= 1)
+ * { mbar_arrive E[(k - 1) % S] } } wgmma_wait acc }`) never released its
+ * last stage: nothing refilled it. Now the next tile does. */
+static void release_last_stage(IrModule *m, const Plan *P) {
+  IrStmt *loop = P->consumer_loop, *body = loop->u.for_.body;
+  IrStmt *cons = P->roles->u.roles.consumer;
+  for (int i = 0; i < cons->u.seq.n; i++) {
+    IrStmt *g = cons->u.seq.items[i];
+    if (g->kind != IR_STMT_IF || !g->u.if_.opaque || g->u.if_.then_->u.seq.n != 2 ||
+        g->u.if_.then_->u.seq.items[0] != loop || g->u.if_.then_->u.seq.items[1]->kind != IR_STMT_WGMMA_WAIT)
+      continue;
+    IrStmt *lagged = body->u.seq.items[body->u.seq.n - 1];
+    if (lagged->kind != IR_STMT_IF || lagged->u.if_.else_) return;
+    for (int j = 0; j < lagged->u.if_.then_->u.seq.n; j++) {
+      const IrStmt *a = lagged->u.if_.then_->u.seq.items[j];
+      if (a->kind != IR_STMT_MBAR_ARRIVE) return;
+      IrExpr *stage = ir_simplify(m, ir_expr_subst(m, a->u.mbar_wait.stage, loop->u.for_.var, loop->u.for_.extent));
+      ir_seq_push(m, g->u.if_.then_, pass_mbar_stmt(m, IR_STMT_MBAR_ARRIVE, a->u.mbar_wait.bar, stage, NULL, a->loc));
+    }
+  }
+}
+
+static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
+  SrcLoc loc = k->loc;
+  IrStmt *prod_loop = P->roles->u.roles.producer->u.seq.items[0];
+  release_last_stage(m, P);
+
+  IrExpr *two[1] = {ir_int(m, 2, loc)};
+  IrBuffer *pipe = ir_buffer_new(m, "tc_pipe", DTYPE_I64, IR_SCOPE_LOCAL, 1, two, loc);
+  IrStmt *pipe_alloc = ir_stmt_new(m, IR_STMT_ALLOC, loc);
+  pipe_alloc->u.alloc = pipe;
+  ir_seq_push(m, P->allocs, pipe_alloc);
+
+  /* Empty barriers of the per-tile buffers: one arrival per consumer warp. */
+  IrBuffer *empty[MAX_PER_TILE];
+  for (int i = 0; i < P->nper_tile; i++) {
+    IrBuffer *b = P->per_tile[i];
+    empty[i] = pass_add_mbarriers(m, k, b->tma_bar, arena_printf(m->arena, "%s_empty", b->name), 1, k->producer_warp);
+  }
+
+  /* Producer: the per-tile copies (after their release), then its loop. */
+  Role pr;
+  role_begin(m, k, pipe, "tile", &pr);
+  IrVar *renamed[MAX_LETS][2];
+  int nrenamed = 0;
+  for (int i = 0; i < P->pre->u.seq.n; i++) {
+    IrStmt *s = P->pre->u.seq.items[i];
+    if (s->kind == IR_STMT_LET) { /* the producer's own copy of the value */
+      IrVar *v = ir_var_new(m, s->u.let.var->name, IR_VAR_LET, s->u.let.var->dtype, s->loc);
+      ir_seq_push(m, pr.work, let_stmt(m, v, ir_expr_clone(m, s->u.let.value), s->loc));
+      renamed[nrenamed][0] = s->u.let.var;
+      renamed[nrenamed++][1] = v;
+      continue;
+    }
+    if (s->kind != IR_STMT_COPY) continue;
+    int e = 0;
+    while (P->per_tile[e] != s->u.copy.dst.buf) e++;
+    IrStmt *wait = ir_seq_new(m, s->loc);
+    IrExpr *parity = BIN(MOD, BIN(ADD, ir_var_ref(m, pr.iter, loc), ir_int(m, 1, loc)), ir_int(m, 2, loc));
+    ir_seq_push(m, wait, pass_mbar_stmt(m, IR_STMT_MBAR_WAIT, empty[e], ir_int(m, 0, loc), parity, s->loc));
+    ir_seq_push(m, pr.work, ir_if_new(m, BIN(GE, ir_var_ref(m, pr.iter, loc), ir_int(m, 1, loc)), wait, NULL, s->loc));
+    ir_seq_push(m, pr.work, s);
+  }
+  ir_seq_push(m, pr.work, prod_loop);
+  for (int i = 0; i < nrenamed; i++) pass_subst_var(m, pr.work, renamed[i][0], ir_var_ref(m, renamed[i][1], loc));
+  role_end(m, k, pipe, &pr, ir_expr_clone(m, prod_loop->u.for_.extent));
+
+  /* Consumers: lets, waits for the per-tile buffers, fills; their role; the
+   * per-tile buffers released; the epilogue. */
+  Role co;
+  role_begin(m, k, pipe, "tile", &co);
+  for (int i = 0; i < P->pre->u.seq.n; i++) {
+    IrStmt *s = P->pre->u.seq.items[i];
+    if (s->kind == IR_STMT_COPY) continue;
+    if (s->kind == IR_STMT_MBAR_WAIT)
+      s->u.mbar_wait.parity = BIN(MOD, ir_var_ref(m, co.iter, loc), ir_int(m, 2, loc));
+    ir_seq_push(m, co.work, s);
+  }
+  IrStmt *cons = P->roles->u.roles.consumer;
+  for (int i = 0; i < cons->u.seq.n; i++) ir_seq_push(m, co.work, cons->u.seq.items[i]);
+  IrStmt *release = ir_seq_new(m, loc);
+  bool read_later = false;
+  for (int i = 0; i < P->nper_tile; i++) {
+    ir_seq_push(m, release, pass_mbar_stmt(m, IR_STMT_MBAR_ARRIVE, empty[i], ir_int(m, 0, loc), NULL, loc));
+    read_later |= pass_count_reads(P->post, P->per_tile[i]) > 0;
+  }
+  if (!read_later)
+    for (int i = 0; i < release->u.seq.n; i++) ir_seq_push(m, co.work, release->u.seq.items[i]);
+  for (int i = 0; i < P->post->u.seq.n; i++) ir_seq_push(m, co.work, P->post->u.seq.items[i]);
+  if (read_later)
+    for (int i = 0; i < release->u.seq.n; i++) ir_seq_push(m, co.work, release->u.seq.items[i]);
+  role_end(m, k, pipe, &co, ir_expr_clone(m, P->consumer_loop->u.for_.extent));
+  for (int i = 0; i < P->nper_tile; i++) P->per_tile[i]->empty_bar = empty[i];
+
+  P->roles->u.roles.producer = pr.seq;
+  P->roles->u.roles.consumer = co.seq;
+  /* The body: the allocations (mbarriers added above sit among them), then the roles. */
+  IrStmt *body = ir_seq_new(m, k->body->loc);
+  for (int i = 0; i < k->body->u.seq.n; i++)
+    if (k->body->u.seq.items[i]->kind == IR_STMT_ALLOC) ir_seq_push(m, body, k->body->u.seq.items[i]);
+  for (int i = 0; i < P->allocs->u.seq.n; i++) {
+    IrStmt *a = P->allocs->u.seq.items[i];
+    bool listed = false;
+    for (int j = 0; j < body->u.seq.n && !listed; j++) listed = body->u.seq.items[j] == a;
+    if (!listed) ir_seq_push(m, body, a);
+  }
+  ir_seq_push(m, body, P->roles);
+  k->body = body;
+  k->persistent = true;
+  k->raster_panel = 0;
+}
+
+bool pass_persistent(IrModule *m, const PassOptions *opts, Diag *diag) {
+  (void)diag;
+  if (opts->target != TILEC_TARGET_SM90A) return true;
+  for (int i = 0; i < m->nkernels; i++) {
+    IrKernel *k = m->kernels[i];
+    if (!k->producer_warp) continue;
+    Plan P = {0};
+    int64_t bytes = 0;
+    if (!make_plan(m, k, &P) || !unalias_staging(&P, &bytes)) continue;
+    make_persistent(m, k, &P);
+  }
+  return true;
+}

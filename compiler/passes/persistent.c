@@ -414,8 +414,39 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const char *til
   r->work = ir_seq_new(m, loc);
 }
 
+typedef struct VarUse {
+  const IrVar *var;
+  bool used;
+} VarUse;
+
+static void note_var_expr(const IrExpr *e, void *ctx) {
+  VarUse *u = ctx;
+  if (e->kind == IR_EXPR_VAR && e->u.var == u->var) u->used = true;
+}
+
+static void note_var_stmt(IrStmt *s, void *ctx) { ir_stmt_visit_exprs(s, note_var_expr, ctx); }
+
+static bool uses_var(IrStmt *s, const IrVar *v) {
+  VarUse u = {v, false};
+  pass_visit_stmts(s, note_var_stmt, &u);
+  return u.used;
+}
+
+/* Drops the LET of a block index the role never names (a 1-deep grid z). */
+static void drop_unused_index(IrStmt *tile_body, const IrVar *v) {
+  for (int i = 0; i < tile_body->u.seq.n; i++) {
+    IrStmt *s = tile_body->u.seq.items[i];
+    if (s->kind != IR_STMT_LET || s->u.let.var != v) continue;
+    for (int j = i + 1; j < tile_body->u.seq.n; j++) tile_body->u.seq.items[j - 1] = tile_body->u.seq.items[j];
+    tile_body->u.seq.n--;
+    return;
+  }
+}
+
 static void role_end(IrModule *m, IrKernel *k, IrBuffer *pipe, Role *r, IrExpr *n) {
   SrcLoc loc = k->loc;
+  for (int d = 0; d < k->ngrid; d++)
+    if (!k->block_vars[d] || !uses_var(r->work, k->block_vars[d])) drop_unused_index(r->tile_body, r->blocks[d]);
   for (int d = 0; d < k->ngrid; d++)
     if (k->block_vars[d]) pass_subst_var(m, r->work, k->block_vars[d], ir_var_ref(m, r->blocks[d], loc));
   Shift sh = {m, k, r->base, true, true};

@@ -73,6 +73,15 @@ TC_DEVICE bool tc_opaque(bool b) {
   return v != 0;
 }
 
+/* The thread index, recomputed where it is called: nvcc cannot hoist what
+ * derives from it out of the loop around the call. A persistent kernel's tile
+ * loop starts with it, so the per-thread addresses of the epilogue are not
+ * computed once before the loop and kept (spilled) across the main loop. */
+TC_DEVICE int tc_opaque_tid(int tid) {
+  asm volatile("" : "+r"(tid));
+  return tid;
+}
+
 /* ---------------------------------------------------------------------------
  * f32 <-> f16 / bf16 conversions (round to nearest even, cvt.rn)
  * ------------------------------------------------------------------------- */

@@ -189,6 +189,14 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
       sb_printf(o, "for (long long %s = blockIdx.x; %s < ", s->u.for_.var->name, s->u.for_.var->name);
       cuda_emit_expr(C, o, s->u.for_.extent);
       sb_printf(o, "; %s += gridDim.x) {  // persistent: this block's tiles\n", s->u.for_.var->name);
+      /* Thread indices computed afresh per tile (tc_opaque_tid): what derives
+       * from them stays inside the loop instead of living across it. */
+      cuda_indent(C, depth + 1);
+      sb_puts(o, "const int tc_tid_tile = tc_opaque_tid(tc_tid);\n");
+      cuda_indent(C, depth + 1);
+      sb_puts(o, "const int tc_tid = tc_tid_tile, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
+      cuda_indent(C, depth + 1);
+      sb_puts(o, "(void)tc_warp; (void)tc_lane;\n");
       cuda_emit_seq(C, s->u.for_.body, depth + 1);
       cuda_indent(C, depth);
       sb_puts(o, "}\n");

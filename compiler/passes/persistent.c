@@ -231,6 +231,55 @@ static IrStmt *find_pipelined(IrStmt *s) {
   return NULL;
 }
 
+typedef struct VarUse {
+  const IrVar *var;
+  bool used;
+} VarUse;
+
+static void note_var_expr(const IrExpr *e, void *ctx) {
+  VarUse *u = ctx;
+  if (e->kind == IR_EXPR_VAR && e->u.var == u->var) u->used = true;
+}
+
+static void note_var_stmt(IrStmt *s, void *ctx) { ir_stmt_visit_exprs(s, note_var_expr, ctx); }
+
+static bool expr_uses_var(const IrExpr *e, const IrVar *v) {
+  VarUse u = {v, false};
+  ir_expr_visit(e, note_var_expr, &u);
+  return u.used;
+}
+
+static bool uses_var(IrStmt *s, const IrVar *v) {
+  VarUse u = {v, false};
+  pass_visit_stmts(s, note_var_stmt, &u);
+  return u.used;
+}
+
+/* Whether the pipeline's length n differs between tiles: n names a block
+ * index, directly or through the lets before the roles (causal attention's
+ * loop_range). Such kernels stay one block per tile: a static round-robin of
+ * tiles of unequal length leaves some blocks with far more work (measured:
+ * causal d128 4-16 % slower), where the hardware's block scheduler balances
+ * them; that needs a dynamic tile scheduler, not built. */
+static bool length_varies(const IrKernel *k, const Plan *P, const IrExpr *n) {
+  const IrVar *dep[MAX_LETS + IR_MAX_GRID];
+  int ndep = 0;
+  for (int d = 0; d < k->ngrid; d++)
+    if (k->block_vars[d]) dep[ndep++] = k->block_vars[d];
+  for (int i = 0; i < P->pre->u.seq.n; i++) {
+    const IrStmt *s = P->pre->u.seq.items[i];
+    if (s->kind != IR_STMT_LET) continue;
+    for (int j = 0; j < ndep; j++)
+      if (expr_uses_var(s->u.let.value, dep[j])) {
+        dep[ndep++] = s->u.let.var;
+        break;
+      }
+  }
+  for (int j = 0; j < ndep; j++)
+    if (expr_uses_var(n, dep[j])) return true;
+  return false;
+}
+
 /* Sorts the body into allocs / pre / roles / post; false when some statement
  * before the roles is not one this pass knows how to place. */
 static bool make_plan(IrModule *m, IrKernel *k, Plan *P) {
@@ -294,7 +343,7 @@ static bool make_plan(IrModule *m, IrKernel *k, Plan *P) {
       prod->u.seq.items[0]->u.for_.kind != IR_FOR_SERIAL)
     return false;
   P->consumer_loop = find_pipelined(P->roles->u.roles.consumer);
-  return P->consumer_loop && shifts_apply(m, k, prod) && shifts_apply(m, k, P->roles->u.roles.consumer);
+  return P->consumer_loop && !length_varies(k, P, P->consumer_loop->u.for_.extent) && shifts_apply(m, k, prod) && shifts_apply(m, k, P->roles->u.roles.consumer);
 }
 
 /* The epilogue's staging buffers that reuse a TMA destination get their own
@@ -412,24 +461,6 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const char *til
   ir_seq_push(m, r->tile_body, let_stmt(m, r->base, pipe_at(m, pipe, 0, loc), loc));
   ir_seq_push(m, r->tile_body, let_stmt(m, r->iter, pipe_at(m, pipe, 1, loc), loc));
   r->work = ir_seq_new(m, loc);
-}
-
-typedef struct VarUse {
-  const IrVar *var;
-  bool used;
-} VarUse;
-
-static void note_var_expr(const IrExpr *e, void *ctx) {
-  VarUse *u = ctx;
-  if (e->kind == IR_EXPR_VAR && e->u.var == u->var) u->used = true;
-}
-
-static void note_var_stmt(IrStmt *s, void *ctx) { ir_stmt_visit_exprs(s, note_var_expr, ctx); }
-
-static bool uses_var(IrStmt *s, const IrVar *v) {
-  VarUse u = {v, false};
-  pass_visit_stmts(s, note_var_stmt, &u);
-  return u.used;
 }
 
 /* Drops the LET of a block index the role never names (a 1-deep grid z). */

@@ -25,7 +25,8 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
   __shared__ alignas(128) tc_half sAt[16 * 16]; // 16 rows (k) x 2 chunks, swizzled
   __shared__ alignas(128) tc_half sB[16 * 8];   // 16 rows (k) x 1 chunk
   __shared__ alignas(128) tc_half sBt[8 * 16];  // 8 rows (n) x 2 chunks, swizzled
-  const unsigned lane = tc_lane_id();
+  // tc_opaque_tid returns its argument (every result below depends on lane).
+  const unsigned lane = (unsigned)tc_opaque_tid((int)tc_lane_id());
   const unsigned a_s = tc_smem_addr(sA), at_s = tc_smem_addr(sAt);
   const unsigned b_s = tc_smem_addr(sB), bt_s = tc_smem_addr(sBt);
 

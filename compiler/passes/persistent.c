@@ -49,6 +49,7 @@ typedef struct Plan {
   IrStmt *pre, *post, *allocs; /* new SEQs: the body's statements sorted */
   IrBuffer *per_tile[MAX_PER_TILE]; /* TMA destinations loaded once per tile (pre) */
   int nper_tile, nlets;
+  bool paired;                 /* the tile loop walks pairs of x tiles (plan_lengths) */
   IrStmt *consumer_loop;       /* the consumers' pipelined loop */
 } Plan;
 
@@ -255,17 +256,13 @@ static bool uses_var(IrStmt *s, const IrVar *v) {
   return u.used;
 }
 
-/* Whether the pipeline's length n differs between tiles: n names a block
- * index, directly or through the lets before the roles (causal attention's
- * loop_range). Such kernels stay one block per tile: a static round-robin of
- * tiles of unequal length leaves some blocks with far more work (measured:
- * causal d128 4-16 % slower), where the hardware's block scheduler balances
- * them; that needs a dynamic tile scheduler, not built. */
-static bool length_varies(const IrKernel *k, const Plan *P, const IrExpr *n) {
-  const IrVar *dep[MAX_LETS + IR_MAX_GRID];
+/* Whether the pipeline's length n names block index d, directly or
+ * through the lets before the roles (causal attention's loop_range). */
+static bool length_depends_on(const IrKernel *k, const Plan *P, const IrExpr *n, int d) {
+  if (!k->block_vars[d]) return false;
+  const IrVar *dep[MAX_LETS + 1];
   int ndep = 0;
-  for (int d = 0; d < k->ngrid; d++)
-    if (k->block_vars[d]) dep[ndep++] = k->block_vars[d];
+  dep[ndep++] = k->block_vars[d];
   for (int i = 0; i < P->pre->u.seq.n; i++) {
     const IrStmt *s = P->pre->u.seq.items[i];
     if (s->kind != IR_STMT_LET) continue;
@@ -278,6 +275,21 @@ static bool length_varies(const IrKernel *k, const Plan *P, const IrExpr *n) {
   for (int j = 0; j < ndep; j++)
     if (expr_uses_var(n, dep[j])) return true;
   return false;
+}
+
+/* Tiles of different lengths: a static round-robin of them leaves some
+ * blocks with far more work than others (measured: causal attention 4-16 %
+ * slower than one block per tile, where the hardware's block scheduler
+ * balances). Where only x sets the length (causal: query block x reads
+ * x + 1 key blocks), the loop walks pairs (x, gx - 1 - x) of equal total
+ * length (Plan.paired); any other dependence keeps the kernel as it is (a
+ * dynamic tile scheduler would take those; not built). */
+static bool plan_lengths(const IrKernel *k, Plan *P) {
+  const IrExpr *n = P->consumer_loop->u.for_.extent;
+  for (int d = 1; d < k->ngrid; d++)
+    if (length_depends_on(k, P, n, d)) return false;
+  P->paired = length_depends_on(k, P, n, 0);
+  return !P->paired || !k->raster_panel;
 }
 
 /* Sorts the body into allocs / pre / roles / post; false when some statement
@@ -343,7 +355,7 @@ static bool make_plan(IrModule *m, IrKernel *k, Plan *P) {
       prod->u.seq.items[0]->u.for_.kind != IR_FOR_SERIAL)
     return false;
   P->consumer_loop = find_pipelined(P->roles->u.roles.consumer);
-  return P->consumer_loop && !length_varies(k, P, P->consumer_loop->u.for_.extent) && shifts_apply(m, k, prod) && shifts_apply(m, k, P->roles->u.roles.consumer);
+  return P->consumer_loop && plan_lengths(k, P) && shifts_apply(m, k, prod) && shifts_apply(m, k, P->roles->u.roles.consumer);
 }
 
 /* The epilogue's staging buffers that reuse a TMA destination get their own
@@ -393,10 +405,12 @@ static IrExpr *let_ref(IrModule *m, IrStmt *seq, const char *name, IrExpr *value
 /* Lets binding fresh block indices to the tile's, in seq; out[g] refers to
  * them. Without rasterization x runs fastest, as blockIdx does; with it, the
  * panels of the grid's rasterization (cuda/frame.c's emit_block_indices). */
-static void tile_indices(IrModule *m, const IrKernel *k, IrVar *tile, IrStmt *seq, IrVar *out[IR_MAX_GRID]) {
+static void tile_indices(IrModule *m, const IrKernel *k, IrExpr *gx, IrVar *tile, IrStmt *seq,
+                         IrVar *out[IR_MAX_GRID]) {
   SrcLoc loc = k->loc;
   IrExpr *g[IR_MAX_GRID];
   for (int d = 0; d < IR_MAX_GRID; d++) g[d] = d < k->ngrid && k->grid[d] ? k->grid[d] : ir_int(m, 1, loc);
+  g[0] = gx;
   IrExpr *t = ir_var_ref(m, tile, loc);
   IrExpr *value[IR_MAX_GRID];
   IrExpr *plane = BIN(MUL, CLONE(g[0]), CLONE(g[1]));
@@ -440,26 +454,46 @@ static IrStmt *pipe_set(IrModule *m, IrBuffer *pipe, int i, IrExpr *v, SrcLoc lo
  * pipe_base / tile_iter, then the caller's statements, then the counters'
  * update by `n` ring positions. Returns the role's new SEQ. */
 typedef struct Role {
-  IrStmt *seq, *tile_body, *work;
+  IrStmt *seq, *tile_body, *body, *work; /* body: tile_body, or the pair loop's */
   IrVar *blocks[IR_MAX_GRID];
   IrVar *base, *iter;
 } Role;
 
-static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const char *tile_name, Role *r) {
+/* paired: the loop walks pairs of x tiles (p, gx - 1 - p), the longer one
+ * first, so every step of the loop does the same work where a tile's length
+ * grows linearly with x (causal attention): a static round-robin of such
+ * steps keeps the blocks balanced. */
+static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, bool paired, Role *r) {
   SrcLoc loc = k->loc;
   r->seq = ir_seq_new(m, loc);
   ir_seq_push(m, r->seq, pipe_set(m, pipe, 0, ir_int(m, 0, loc), loc));
   ir_seq_push(m, r->seq, pipe_set(m, pipe, 1, ir_int(m, 0, loc), loc));
-  IrVar *tile = ir_var_new(m, tile_name, IR_VAR_LOOP, DTYPE_I64, loc);
+  IrVar *tile = ir_var_new(m, paired ? "tile_pair" : "tile", IR_VAR_LOOP, DTYPE_I64, loc);
   r->tile_body = ir_seq_new(m, loc);
-  IrExpr *tiles = NULL;
-  for (int d = 0; d < k->ngrid; d++) tiles = tiles ? BIN(MUL, tiles, CLONE(k->grid[d])) : CLONE(k->grid[d]);
+  IrExpr *gx = paired ? ir_call(m, IR_INTRINSIC_CEILDIV, CLONE(k->grid[0]), ir_int(m, 2, loc), loc) : CLONE(k->grid[0]);
+  IrExpr *tiles = CLONE(gx);
+  for (int d = 1; d < k->ngrid; d++) tiles = BIN(MUL, tiles, CLONE(k->grid[d]));
   ir_seq_push(m, r->seq, ir_for_new(m, IR_FOR_PERSISTENT, tile, ir_simplify(m, tiles), r->tile_body, loc));
-  tile_indices(m, k, tile, r->tile_body, r->blocks);
+  tile_indices(m, k, gx, tile, r->tile_body, r->blocks);
+  r->body = r->tile_body;
+  if (paired) {
+    /* for half in serial(p == gx - 1 - p ? 1 : 2): x = half == 0 ? gx - 1 - p : p */
+    IrVar *half = ir_var_new(m, "tile_half", IR_VAR_LOOP, DTYPE_I64, loc);
+    IrExpr *p = ir_var_ref(m, r->blocks[0], loc);
+    IrExpr *mirror = BIN(SUB, BIN(SUB, CLONE(k->grid[0]), ir_int(m, 1, loc)), CLONE(p));
+    IrExpr *count = ir_select(m, BIN(EQ, CLONE(p), CLONE(mirror)), ir_int(m, 1, loc), ir_int(m, 2, loc), loc);
+    r->body = ir_seq_new(m, loc);
+    ir_seq_push(m, r->tile_body, ir_for_new(m, IR_FOR_SERIAL, half, ir_simplify(m, count), r->body, loc));
+    r->blocks[0]->name = "tile_pair_x";
+    IrVar *x = ir_var_new(m, k->block_vars[0] ? k->block_vars[0]->name : "tile_x", IR_VAR_LET, DTYPE_I64, loc);
+    IrExpr *first = BIN(EQ, ir_var_ref(m, half, loc), ir_int(m, 0, loc));
+    ir_seq_push(m, r->body, let_stmt(m, x, ir_simplify(m, ir_select(m, first, mirror, p, loc)), loc));
+    r->blocks[0] = x;
+  }
   r->base = ir_var_new(m, "pipe_base", IR_VAR_LET, DTYPE_I64, loc);
   r->iter = ir_var_new(m, "tile_iter", IR_VAR_LET, DTYPE_I64, loc);
-  ir_seq_push(m, r->tile_body, let_stmt(m, r->base, pipe_at(m, pipe, 0, loc), loc));
-  ir_seq_push(m, r->tile_body, let_stmt(m, r->iter, pipe_at(m, pipe, 1, loc), loc));
+  ir_seq_push(m, r->body, let_stmt(m, r->base, pipe_at(m, pipe, 0, loc), loc));
+  ir_seq_push(m, r->body, let_stmt(m, r->iter, pipe_at(m, pipe, 1, loc), loc));
   r->work = ir_seq_new(m, loc);
 }
 
@@ -477,16 +511,16 @@ static void drop_unused_index(IrStmt *tile_body, const IrVar *v) {
 static void role_end(IrModule *m, IrKernel *k, IrBuffer *pipe, Role *r, IrExpr *n) {
   SrcLoc loc = k->loc;
   for (int d = 0; d < k->ngrid; d++)
-    if (!k->block_vars[d] || !uses_var(r->work, k->block_vars[d])) drop_unused_index(r->tile_body, r->blocks[d]);
+    if (!k->block_vars[d] || !uses_var(r->work, k->block_vars[d])) drop_unused_index(r->body, r->blocks[d]);
   for (int d = 0; d < k->ngrid; d++)
     if (k->block_vars[d]) pass_subst_var(m, r->work, k->block_vars[d], ir_var_ref(m, r->blocks[d], loc));
   Shift sh = {m, k, r->base, true, true};
   shift_stmt(&sh, r->work);
-  for (int i = 0; i < r->work->u.seq.n; i++) ir_seq_push(m, r->tile_body, r->work->u.seq.items[i]);
+  for (int i = 0; i < r->work->u.seq.n; i++) ir_seq_push(m, r->body, r->work->u.seq.items[i]);
   for (int d = 0; d < k->ngrid; d++)
     if (k->block_vars[d]) n = ir_expr_subst(m, n, k->block_vars[d], ir_var_ref(m, r->blocks[d], loc));
-  ir_seq_push(m, r->tile_body, pipe_set(m, pipe, 0, ir_simplify(m, BIN(ADD, ir_var_ref(m, r->base, loc), n)), loc));
-  ir_seq_push(m, r->tile_body,
+  ir_seq_push(m, r->body, pipe_set(m, pipe, 0, ir_simplify(m, BIN(ADD, ir_var_ref(m, r->base, loc), n)), loc));
+  ir_seq_push(m, r->body,
               pipe_set(m, pipe, 1, BIN(ADD, ir_var_ref(m, r->iter, loc), ir_int(m, 1, loc)), loc));
 }
 
@@ -532,7 +566,7 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
 
   /* Producer: the per-tile copies (after their release), then its loop. */
   Role pr;
-  role_begin(m, k, pipe, "tile", &pr);
+  role_begin(m, k, pipe, P->paired, &pr);
   IrVar *renamed[MAX_LETS][2];
   int nrenamed = 0;
   for (int i = 0; i < P->pre->u.seq.n; i++) {
@@ -560,7 +594,7 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
   /* Consumers: lets, waits for the per-tile buffers, fills; their role; the
    * per-tile buffers released; the epilogue. */
   Role co;
-  role_begin(m, k, pipe, "tile", &co);
+  role_begin(m, k, pipe, P->paired, &co);
   for (int i = 0; i < P->pre->u.seq.n; i++) {
     IrStmt *s = P->pre->u.seq.items[i];
     if (s->kind == IR_STMT_COPY) continue;

@@ -38,7 +38,12 @@
  * (pipeline fill, epilogue with the tensor cores idle). A staging buffer of
  * the epilogue that reuses a TMA destination (stage-stores) gets storage of
  * its own, since the producer is refilling those; kernels where that does
- * not fit in shared memory, or whose shape differs, stay as they are. */
+ * not fit in shared memory, or whose shape differs, stay as they are.
+ * Tiles of different pipeline lengths would leave a static round-robin
+ * unbalanced: where x alone sets the length (causal attention), the loop
+ * walks pairs (x, gx - 1 - x), the longer first, with an inner
+ * `for tile_half in serial(2)` (1 for the middle tile of an odd gx); any
+ * other dependence on the tile keeps the kernel as it is (plan_lengths). */
 #include "passes.h"
 #include "../simplify.h"
 

@@ -336,7 +336,7 @@ static bool make_plan(IrModule *m, IrKernel *k, Plan *P) {
       if (++P->nlets > MAX_LETS) return false;
       break;
     case IR_STMT_FILL:
-      if (s->kind == IR_STMT_FILL && s->u.fill.dst.buf->scope == IR_SCOPE_SHARED) return false;
+      if (s->u.fill.dst.buf->scope == IR_SCOPE_SHARED) return false;
       break;
     case IR_STMT_COPY: {
       IrBuffer *d = s->u.copy.dst.buf;
@@ -366,22 +366,18 @@ static bool make_plan(IrModule *m, IrKernel *k, Plan *P) {
 /* The epilogue's staging buffers that reuse a TMA destination get their own
  * storage (the producer refills those during the epilogue); false when the
  * kernel's shared memory would then pass the limit. */
-static bool unalias_staging(const Plan *P, int64_t *bytes) {
-  int64_t extra = 0;
+static bool unalias_staging(const IrKernel *k, const Plan *P) {
+  /* The per-tile buffers' empty barriers come on top (8 bytes, aligned). */
+  int64_t bytes = (int64_t)P->nper_tile * (k->wgmma ? 1024 : 128);
   for (int i = 0; i < P->allocs->u.seq.n; i++) {
     IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;
-    if (b->scope == IR_SCOPE_SHARED) *bytes += ir_buffer_bytes_aligned(b);
+    if (b->scope != IR_SCOPE_SHARED) continue;
+    IrBuffer *home = b->alias_of;
+    if (home && home->tma_bar) b->alias_of = NULL; /* its size once it has storage of its own */
+    bytes += ir_buffer_bytes_aligned(b);
+    b->alias_of = home;
   }
-  for (int i = 0; i < P->allocs->u.seq.n; i++) {
-    IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;
-    if (b->alias_of && b->alias_of->tma_bar) {
-      IrBuffer *home = b->alias_of;
-      b->alias_of = NULL;
-      extra += ir_buffer_bytes_aligned(b);
-      b->alias_of = home;
-    }
-  }
-  if (*bytes + extra > SMEM_LIMIT_SM90) return false;
+  if (bytes > SMEM_LIMIT_SM90) return false;
   for (int i = 0; i < P->allocs->u.seq.n; i++) {
     IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;
     if (b->alias_of && b->alias_of->tma_bar) b->alias_of = NULL;
@@ -648,8 +644,7 @@ bool pass_persistent(IrModule *m, const PassOptions *opts, Diag *diag) {
     IrKernel *k = m->kernels[i];
     if (!k->producer_warp) continue;
     Plan P = {0};
-    int64_t bytes = 0;
-    if (!make_plan(m, k, &P) || !unalias_staging(&P, &bytes)) continue;
+    if (!make_plan(m, k, &P) || !unalias_staging(k, &P)) continue;
     make_persistent(m, k, &P);
   }
   return true;

@@ -139,10 +139,11 @@ class KernelInfo:
 
     name, entry, params (tuple of ParamInfo), dynamic_symbols (names, in the
     runtime's order), threads (per block), shared_bytes (static shared memory
-    on CUDA, 0 for the C backend).
+    on CUDA, 0 for the C backend), persistent (sm_90a: the kernel loops over
+    its grid's tiles and is launched with one block per resident slot).
     """
 
-    __slots__ = ("name", "entry", "params", "dynamic_symbols", "threads", "shared_bytes")
+    __slots__ = ("name", "entry", "params", "dynamic_symbols", "threads", "shared_bytes", "persistent")
 
     def __init__(self, raw):
         self.name = _s(raw.name)
@@ -169,6 +170,7 @@ class KernelInfo:
         self.params = tuple(params)
         self.threads = int(raw.threads)
         self.shared_bytes = int(raw.shared_bytes)
+        self.persistent = bool(raw.persistent)
 
     @property
     def param_names(self):

@@ -93,6 +93,9 @@ class TilecKernelInfo(ctypes.Structure):
         ("dynamic_symbols", ctypes.POINTER(ctypes.c_char_p)),
         ("threads", ctypes.c_int),
         ("shared_bytes", ctypes.c_int),
+        ("ntensor_maps", ctypes.c_int),
+        ("tensor_maps", ctypes.c_void_p),
+        ("persistent", ctypes.c_int),
     ]
 
 

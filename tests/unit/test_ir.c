@@ -892,6 +892,59 @@ static void test_target_sm(void) {
   }
 }
 
+/* Pass persistent: a warp-specialized GEMM (128 x 256 tiles over two
+ * consumer warpgroups) is persistent on sm_90a when its C staging tile fits
+ * beside the pipeline (3 stages: 144 + 64 KB), not with 4 stages (192 + 64 KB
+ * > 227 KB), never on sm_80; TilecKernelInfo.persistent says so and the
+ * CUDA loops over the tiles. */
+static void test_persistent_info(void) {
+  static const char src[] =
+      "kernel g(A: f16[M, K], B: f16[K, N], C: f16[M, N])\n"
+      "  const (stages = 3)\n"
+      "  grid (ceildiv(N, 256), ceildiv(M, 128), 1) threads (256) as (bx, by, bz)\n"
+      "{\n"
+      "    A_s = alloc_shared([128, 64], f16);\n"
+      "    B_s = alloc_shared([64, 256], f16);\n"
+      "    C_l = alloc_fragment([128, 256], f32);\n"
+      "    clear(C_l);\n"
+      "    for k in pipelined(ceildiv(K, 64), num_stages = stages) {\n"
+      "        copy(A[by * 128 : (by + 1) * 128, k * 64 : (k + 1) * 64], A_s);\n"
+      "        copy(B[k * 64 : (k + 1) * 64, bx * 256 : (bx + 1) * 256], B_s);\n"
+      "        gemm(A_s, B_s, C_l);\n"
+      "    }\n"
+      "    copy(C_l, C[by * 128 : (by + 1) * 128, bx * 256 : (bx + 1) * 256]);\n"
+      "}\n";
+  const struct {
+    TilecTarget target;
+    const char *stages;
+    int persistent;
+  } cases[] = {{TILEC_TARGET_SM90A, "3", 1}, {TILEC_TARGET_SM90A, "4", 0}, {TILEC_TARGET_SM80, "3", 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    TilecDefine d[] = {{"stages", cases[c].stages}};
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_CUDA;
+    o.target = cases[c].target;
+    o.defines = d;
+    o.ndefines = 1;
+    TilecResult *r = NULL;
+    const int rc = tilec_compile("persistent.tile", src, sizeof src - 1, &o, &r);
+    CHECK(rc == 0);
+    if (rc != 0) {
+      fprintf(stderr, "%s", tilec_result_diagnostics(r));
+    } else {
+      CHECK(tilec_result_kernel(r, 0)->persistent == cases[c].persistent);
+      const bool loops = strstr(tilec_result_output(r), "tile += gridDim.x") != NULL;
+      CHECK(loops == (cases[c].persistent == 1));
+      /* The grid still counts the tiles: the runtime launches fewer blocks. */
+      int64_t dyn[3] = {1000, 64, 3000}, grid[3] = {0, 0, 0};
+      tilec_result_grid(r, 0, dyn, grid);
+      CHECK(grid[0] * grid[1] * grid[2] == 12 * 8);
+    }
+    tilec_result_destroy(r);
+  }
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(scratch, sizeof scratch, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -908,6 +961,7 @@ int main(void) {
   test_fp8_helpers();
   test_grid_of_scalar();
   test_target_sm();
+  test_persistent_info();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -498,7 +498,7 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, bool paired, Ro
   r->work = ir_seq_new(m, loc);
 }
 
-/* Drops the LET of a block index the role never names (a 1-deep grid z). */
+/* Drops the LET of v (a block index or tile count the role never names). */
 static void drop_unused_index(IrStmt *tile_body, const IrVar *v) {
   for (int i = 0; i < tile_body->u.seq.n; i++) {
     IrStmt *s = tile_body->u.seq.items[i];
@@ -521,6 +521,12 @@ static void role_end(IrModule *m, IrKernel *k, IrBuffer *pipe, Role *r, IrExpr *
   for (int d = 0; d < k->ngrid; d++)
     if (k->block_vars[d]) n = ir_expr_subst(m, n, k->block_vars[d], ir_var_ref(m, r->blocks[d], loc));
   ir_seq_push(m, r->body, pipe_set(m, pipe, 0, ir_simplify(m, BIN(ADD, ir_var_ref(m, r->base, loc), n)), loc));
+  if (!uses_var(r->work, r->iter)) { /* no per-tile buffer (GEMM): no tile count */
+    drop_unused_index(r->body, r->iter);
+    r->seq->u.seq.items[1] = r->seq->u.seq.items[2]; /* drop `tc_pipe[1] = 0` */
+    r->seq->u.seq.n--;
+    return;
+  }
   ir_seq_push(m, r->body,
               pipe_set(m, pipe, 1, BIN(ADD, ir_var_ref(m, r->iter, loc), ir_int(m, 1, loc)), loc));
 }

@@ -73,6 +73,16 @@ TC_DEVICE bool tc_opaque(bool b) {
   return v != 0;
 }
 
+/* Whether v[0..N) is 1.0f in every lane of the warp (all lanes must call
+ * it): a row scale of ones can be skipped. */
+template <int N>
+TC_DEVICE bool tc_warp_all_one(const float *v) {
+  bool one = true;
+#pragma unroll
+  for (int r = 0; r < N; ++r) one = one && v[r] == 1.0f;
+  return __all_sync(0xffffffffu, one);
+}
+
 /* The thread index, recomputed where it is called: nvcc cannot hoist what
  * derives from it out of the loop around the call. A persistent kernel's tile
  * loop starts with it, so the per-thread addresses of the epilogue are not

@@ -114,6 +114,13 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
     total[2] = neighbour;
   }
   if (lane == tc_warp_uniform(lane) + 6) total[3] = neighbour; // lane 0's value: 0 in every lane
+  // tc_warp_all_one: 1.0 in every lane's two values, then one lane's 0.5.
+  const float ones[2] = {1.0f, 1.0f}, one_off[2] = {1.0f, lane == 13 ? 0.5f : 1.0f};
+  const bool all_one = tc_warp_all_one<2>(ones), not_all = tc_warp_all_one<2>(one_off);
+  if (lane == 0) {
+    total[4] = all_one ? 1.0f : 0.0f;
+    total[5] = not_all ? 1.0f : 0.0f;
+  }
 
   // D[0] back to 16 bits, packed pairs (low half = even column), and the
   // scalar conversion round-tripped to f32.

@@ -105,7 +105,7 @@ static void run_mma(RtCuda *cu, RtCuModule mod, bool bf16) {
       for (int k = 0; k < 16; k++) ref[i][n] += (double)am[i][k] * b[k][n];
     }
 
-  size_t out_sizes[7] = {5 * 128 * 4, 32 * 4, 4 * 4, 64 * 4, 128 * 4, 256 * 2, 128 * 2};
+  size_t out_sizes[7] = {5 * 128 * 4, 32 * 4, 6 * 4, 64 * 4, 128 * 4, 256 * 2, 128 * 2};
   RtCuDevPtr dA = 0, dAt = 0, dB = 0, dBt = 0, out[7] = {0};
   bool ok = upload(cu, &dA, A, sizeof A) && upload(cu, &dAt, At, sizeof At) &&
             upload(cu, &dB, B, sizeof B) && upload(cu, &dBt, Bt, sizeof Bt);
@@ -119,7 +119,7 @@ static void run_mma(RtCuda *cu, RtCuModule mod, bool bf16) {
   ok = ok && rt_cuda_launch_kernel(cu, fn, grid, block, 0, NULL, params) && rt_cuda_synchronize(cu);
   CHECK_MSG(ok, "%s: %s", kname, rt_cuda_last_error(cu));
 
-  float D[5 * 128], rowstat[32], total[4], Dr[128];
+  float D[5 * 128], rowstat[32], total[6], Dr[128];
   unsigned Dh[64];
   uint16_t dump[256], Bcopy[128];
   void *host_out[7] = {D, rowstat, total, Dh, Dr, dump, Bcopy};
@@ -150,6 +150,8 @@ static void run_mma(RtCuda *cu, RtCuModule mod, bool bf16) {
     CHECK_MSG(total[1] == (float)all_max, "%s warp max %g want %g", kname, total[1], all_max);
     CHECK_MSG(total[2] == 5.0f && total[3] == 3.0f, "%s shfl_xor gave %g %g, want 5 3", kname,
               total[2], total[3]);
+    CHECK_MSG(total[4] == 1.0f && total[5] == 0.0f, "%s tc_warp_all_one gave %g %g, want 1 0", kname,
+              total[4], total[5]);
 
     bad = 0;
     for (int idx = 0; idx < 128; idx += 2) {

@@ -199,6 +199,38 @@ static void driver_stmt(const IrStmt *s, FindDriver *f) {
   ir_stmt_visit_exprs((IrStmt *)s, driver_load, f);
 }
 
+/* idx is exactly [i, j] (or [i] when j is NULL). */
+static bool indexed_by(IrExpr *const *idx, int n, const IrVar *i, const IrVar *j) {
+  return n == (j ? 2 : 1) && idx[0]->kind == IR_EXPR_VAR && idx[0]->u.var == i &&
+         (!j || (idx[1]->kind == IR_EXPR_VAR && idx[1]->u.var == j));
+}
+
+static bool is_index_load(const IrExpr *e, const IrBuffer *b, const IrVar *i, const IrVar *j) {
+  return e && e->kind == IR_EXPR_LOAD && (!b || e->u.load.buf == b) && indexed_by(e->u.load.idx, e->u.load.nidx, i, j);
+}
+
+/* `X[i, j] = X[i, j] * v[i]` (either order), X an f32 fragment and v an f32
+ * row vector holding the same rows: the row scale of an online softmax. The
+ * row vector, or NULL when body is anything else. */
+static const IrBuffer *row_scale_vector(const IrStmt *body, const IrVar *i, const IrVar *j) {
+  if (!j || body->u.seq.n != 1 || body->u.seq.items[0]->kind != IR_STMT_STORE) return NULL;
+  const IrStmt *st = body->u.seq.items[0];
+  const IrBuffer *x = st->u.store.buf;
+  const IrExpr *v = st->u.store.value;
+  if (x->scope != IR_SCOPE_FRAGMENT || x->dtype != DTYPE_F32 || st->u.store.atomic || st->u.store.nidx != 2 ||
+      v->kind != IR_EXPR_BINARY || v->u.op.op != IR_OP_MUL)
+    return NULL;
+  if (!indexed_by(st->u.store.idx, st->u.store.nidx, i, j)) return NULL;
+  const IrExpr *a = v->u.op.a, *b = v->u.op.b;
+  const IrExpr *row = is_index_load(a, x, i, j) ? b : is_index_load(b, x, i, j) ? a : NULL;
+  if (!is_index_load(row, NULL, i, NULL)) return NULL;
+  const IrBuffer *r = row->u.load.buf;
+  if (r->scope != IR_SCOPE_FRAGMENT || r->dtype != DTYPE_F32 || r->layout.kind != IR_LAYOUT_FRAGMENT ||
+      r->layout.cols != 0 || !ir_layout_same_rows(&r->layout, &x->layout))
+    return NULL;
+  return r;
+}
+
 void cuda_emit_parallel(Cuda *C, const IrStmt *s, int depth) {
   const IrVar *i = s->u.for_.var, *j = NULL;
   const IrStmt *body = s->u.for_.body;
@@ -216,9 +248,27 @@ void cuda_emit_parallel(Cuda *C, const IrStmt *s, int depth) {
   C->nest = &n;
   if (f.found) {
     n.layout = &f.found->layout;
+    /* x * 1 is x (NaN aside): a warp whose row scales are all 1 skips a row
+     * scale of a fragment of 16 or more values per thread. An online softmax
+     * that keeps a stale maximum (flash_attention.tile) rescales rarely;
+     * every thread of the block runs fragment code, so the vote sees whole
+     * warps. */
+    const IrBuffer *scale = row_scale_vector(body, i, j);
+    const bool skip_ones = scale && n.layout->rows_local * n.layout->cols_local >= 16;
+    if (skip_ones) {
+      cuda_indent(C, depth);
+      sb_printf(C->out, "if (!tc_warp_all_one<%d>(%s)) {  // rows scaled by 1 stay as they are\n",
+                scale->layout.rows_local, scale->name);
+      depth++;
+    }
     int inner = cuda_open_slots(C, n.layout, i->name, j ? j->name : NULL, depth);
     cuda_emit_seq(C, body, inner);
     cuda_close_slots(C, n.layout, inner);
+    if (skip_ones) {
+      depth--;
+      cuda_indent(C, depth);
+      sb_puts(C->out, "}\n");
+    }
   } else {
     /* No fragment: stride the flattened iteration space over the threads. */
     cuda_indent(C, depth);

@@ -37,11 +37,13 @@ def main():
         chosen.append(best)
         covered |= cov[best]
     os.makedirs(out, exist_ok=True)
+    # Read every chosen input before clearing `out`: the merge's inputs
+    # include the corpus directory itself.
+    datas = [open(files[i], "rb").read() for i in chosen]
     for name in os.listdir(out):
         os.unlink(os.path.join(out, name))
     total = 0
-    for i in chosen:
-        data = open(files[i], "rb").read()
+    for data in datas:
         total += len(data)
         with open(os.path.join(out, hashlib.sha1(data).hexdigest()), "wb") as f:
             f.write(data)

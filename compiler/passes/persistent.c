@@ -43,7 +43,11 @@
  * unbalanced: where x alone sets the length (causal attention), the loop
  * walks pairs (x, gx - 1 - x), the longer first, with an inner
  * `for tile_half in serial(2)` (1 for the middle tile of an odd gx); any
- * other dependence on the tile keeps the kernel as it is (plan_lengths). */
+ * other dependence on the tile keeps the kernel as it is (plan_lengths).
+ * An in-flight GEMM loop also releases its last stage after its final
+ * wgmma_wait (release_last_stage): with one tile per block nothing refilled
+ * it. tile_iter and its counter exist only where a per-tile buffer needs
+ * them. */
 #include "passes.h"
 #include "../simplify.h"
 

@@ -468,11 +468,13 @@ typedef struct Role {
  * first, so every step of the loop does the same work where a tile's length
  * grows linearly with x (causal attention): a static round-robin of such
  * steps keeps the blocks balanced. */
-static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, bool paired, Role *r) {
+/* count_tiles: the role also counts its tiles (tile_iter, tc_pipe[1]), which
+ * only the per-tile buffers' barrier parities need. */
+static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, bool paired, bool count_tiles, Role *r) {
   SrcLoc loc = k->loc;
   r->seq = ir_seq_new(m, loc);
   ir_seq_push(m, r->seq, pipe_set(m, pipe, 0, ir_int(m, 0, loc), loc));
-  ir_seq_push(m, r->seq, pipe_set(m, pipe, 1, ir_int(m, 0, loc), loc));
+  if (count_tiles) ir_seq_push(m, r->seq, pipe_set(m, pipe, 1, ir_int(m, 0, loc), loc));
   IrVar *tile = ir_var_new(m, paired ? "tile_pair" : "tile", IR_VAR_LOOP, DTYPE_I64, loc);
   r->tile_body = ir_seq_new(m, loc);
   IrExpr *gx = paired ? ir_call(m, IR_INTRINSIC_CEILDIV, CLONE(k->grid[0]), ir_int(m, 2, loc), loc) : CLONE(k->grid[0]);
@@ -496,13 +498,13 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, bool paired, Ro
     r->blocks[0] = x;
   }
   r->base = ir_var_new(m, "pipe_base", IR_VAR_LET, DTYPE_I64, loc);
-  r->iter = ir_var_new(m, "tile_iter", IR_VAR_LET, DTYPE_I64, loc);
+  r->iter = count_tiles ? ir_var_new(m, "tile_iter", IR_VAR_LET, DTYPE_I64, loc) : NULL;
   ir_seq_push(m, r->body, let_stmt(m, r->base, pipe_at(m, pipe, 0, loc), loc));
-  ir_seq_push(m, r->body, let_stmt(m, r->iter, pipe_at(m, pipe, 1, loc), loc));
+  if (count_tiles) ir_seq_push(m, r->body, let_stmt(m, r->iter, pipe_at(m, pipe, 1, loc), loc));
   r->work = ir_seq_new(m, loc);
 }
 
-/* Drops the LET of v (a block index or tile count the role never names). */
+/* Drops the LET of v (a block index the role never names: a 1-deep grid z). */
 static void drop_unused_index(IrStmt *tile_body, const IrVar *v) {
   for (int i = 0; i < tile_body->u.seq.n; i++) {
     IrStmt *s = tile_body->u.seq.items[i];
@@ -525,12 +527,7 @@ static void role_end(IrModule *m, IrKernel *k, IrBuffer *pipe, Role *r, IrExpr *
   for (int d = 0; d < k->ngrid; d++)
     if (k->block_vars[d]) n = ir_expr_subst(m, n, k->block_vars[d], ir_var_ref(m, r->blocks[d], loc));
   ir_seq_push(m, r->body, pipe_set(m, pipe, 0, ir_simplify(m, BIN(ADD, ir_var_ref(m, r->base, loc), n)), loc));
-  if (!uses_var(r->work, r->iter)) { /* no per-tile buffer (GEMM): no tile count */
-    drop_unused_index(r->body, r->iter);
-    r->seq->u.seq.items[1] = r->seq->u.seq.items[2]; /* drop `tc_pipe[1] = 0` */
-    r->seq->u.seq.n--;
-    return;
-  }
+  if (!r->iter) return;
   ir_seq_push(m, r->body,
               pipe_set(m, pipe, 1, BIN(ADD, ir_var_ref(m, r->iter, loc), ir_int(m, 1, loc)), loc));
 }
@@ -577,7 +574,7 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
 
   /* Producer: the per-tile copies (after their release), then its loop. */
   Role pr;
-  role_begin(m, k, pipe, P->paired, &pr);
+  role_begin(m, k, pipe, P->paired, P->nper_tile > 0, &pr);
   IrVar *renamed[MAX_LETS][2];
   int nrenamed = 0;
   for (int i = 0; i < P->pre->u.seq.n; i++) {
@@ -605,7 +602,7 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
   /* Consumers: lets, waits for the per-tile buffers, fills; their role; the
    * per-tile buffers released; the epilogue. */
   Role co;
-  role_begin(m, k, pipe, P->paired, &co);
+  role_begin(m, k, pipe, P->paired, P->nper_tile > 0, &co);
   for (int i = 0; i < P->pre->u.seq.n; i++) {
     IrStmt *s = P->pre->u.seq.items[i];
     if (s->kind == IR_STMT_COPY) continue;

@@ -193,6 +193,7 @@ static void build_infos(TilecResult *r) {
     info->tensor_maps = maps;
     info->ntensor_maps = k->ntma_maps;
     info->persistent = k->persistent;
+    info->cluster = k->cluster;
   }
 }
 
@@ -302,7 +303,7 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
   DumpCtx ctx = {options, r, r->diag, false};
   /* Dump 00 is sema's output, before any pass. */
   observe(r->module, 0, "sema", &ctx);
-  PassOptions popts = {target, options->defines, options->ndefines, options->no_tma};
+  PassOptions popts = {target, options->defines, options->ndefines, options->no_tma, options->cluster_multicast};
   if (!pass_run_pipeline(r->module, &popts, r->diag, observe, &ctx) || ctx.failed) return 1;
   build_infos(r);
 

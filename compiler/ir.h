@@ -258,6 +258,11 @@ struct IrBuffer {
   struct IrBuffer *empty_bar; /* warp-specialize: its readers release a stage here */
   bool is_mbarrier;
   int mbar_count;             /* is_mbarrier: arrivals per phase (0 means 1) */
+  /* pass persistent, 2-CTA clusters: a ring whose tile both blocks of a
+   * cluster read (`multicast`: each block loads half of it into both), and
+   * the empty barrier both blocks' consumers release (`mbar_cluster`). */
+  bool multicast;
+  bool mbar_cluster;
   int id;
   SrcLoc loc;
 };
@@ -455,6 +460,8 @@ typedef struct IrKernel {
   bool persistent;      /* pass persistent: the body loops over the grid's tiles
                            (block_vars unused); launched with one block per
                            resident slot (TilecKernelInfo.persistent) */
+  int cluster;          /* pass persistent: blocks per cluster (2: pairs of tiles
+                           along grid y sharing their multicast rings); 0 = none */
   int ntma_maps;
 } IrKernel;
 

@@ -275,6 +275,8 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     if (b->alias_of) sb_printf(sb, " in(%s)", buf_name(p, b->alias_of));
     if (b->is_mbarrier) sb_puts(sb, " mbarrier");
     if (b->mbar_count > 1) sb_printf(sb, "(%d)", b->mbar_count);
+    if (b->mbar_cluster) sb_puts(sb, " cluster");
+    if (b->multicast) sb_puts(sb, " multicast");
     break;
   }
   case IR_STMT_LET: {
@@ -523,6 +525,8 @@ static void print_kernel(StrBuf *sb, const IrKernel *k) {
     sb_printf(sb, "  raster(panel = %d, order = %s)\n", k->raster_panel,
               k->raster_column_major ? "col" : "row");
   if (k->persistent) sb_puts(sb, "  persistent(one block per resident slot, tiles in a loop)\n");
+  if (k->cluster > 1)
+    sb_printf(sb, "  cluster(%d blocks: tiles paired along y, multicast rings loaded once per pair)\n", k->cluster);
   for (int i = 0; i < k->ntma_maps; i++) {
     const IrTensorMap *t = &k->tma_maps[i];
     const IrParam *prm = &k->params[t->param];

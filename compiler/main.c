@@ -37,6 +37,8 @@ static const char usage[] =
     "                         where a load of FILE (same path) on that GPU finds it\n"
     "  --no-tma               sm_90a: keep global->shared copies on cp.async (the build\n"
     "                         the runtime launches when TMA cannot take a tensor)\n"
+    "  --cluster-multicast    sm_90a, experimental: persistent GEMMs pair tiles in 2-block\n"
+    "                         clusters that share B through multicast TMA (slower today)\n"
     "  --dump-ir=DIR          write DIR/NN-<pass>.tir after every pass\n"
     "  --print-ir-after=PASS|all   the same text, to stderr\n"
     "  --list-passes          the pipeline, in order\n"
@@ -197,6 +199,8 @@ int main(int argc, char **argv) {
       if (!*cache_dir) return bad_usage("%s: empty directory", a);
     } else if (strcmp(a, "--no-tma") == 0) {
       o.no_tma = true;
+    } else if (strcmp(a, "--cluster-multicast") == 0) {
+      o.cluster_multicast = true;
     } else if (strncmp(a, "--dump-ir=", 10) == 0) {
       o.dump_dir = a + 10;
       if (!*o.dump_dir) return bad_usage("%s: empty directory", a);

@@ -1,6 +1,9 @@
 /* rt_compile.c - the compile step both paths start with (floor 1,
  * rt_base.h): tilec_compile on the .tile text for the path's emit and
  * target, its failure turned into a status and the diagnostics. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "rt_base.h"
 
 TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *text, size_t len,
@@ -14,6 +17,10 @@ TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *t
   opt.defines = defines;
   opt.ndefines = ndefines;
   opt.no_tma = no_tma;
+  /* Experimental 2-block clusters (TilecOptions.cluster_multicast); the
+   * generated source differs, so the cache keeps both builds apart. */
+  const char *cluster = getenv("TILEC_CLUSTER_MULTICAST");
+  opt.cluster_multicast = cluster && strcmp(cluster, "1") == 0;
   TilecResult *res = NULL;
   int rc = tilec_compile(name, text, len, &opt, &res);
   if (!res) return rt_error(ctx, TILERT_OUT_OF_MEMORY, "%s: the compiler returned no result", name);

@@ -450,15 +450,27 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   if (info->persistent) {
     /* One block per resident slot, each walking the tiles blockIdx.x,
      * blockIdx.x + gridDim.x, ... of the x * y * z tile grid. */
+    /* A cluster kernel gets only as many clusters as run at once: a static
+     * share of the tiles handed to a cluster that waits for a free GPC
+     * would double the time. */
     if (!k->resident_blocks)
-      k->resident_blocks = rt_cuda_resident_blocks(ctx->cu, k->cufn, info->threads, (size_t)info->shared_bytes);
+      k->resident_blocks =
+          info->cluster > 1
+              ? info->cluster * rt_cuda_resident_clusters(ctx->cu, k->cufn, info->cluster, info->threads,
+                                                          (size_t)info->shared_bytes)
+              : rt_cuda_resident_blocks(ctx->cu, k->cufn, info->threads, (size_t)info->shared_bytes);
     if (k->resident_blocks <= 0) {
       st = rt_error(ctx, TILERT_CUDA_ERROR, "%s: cannot size the persistent grid: %s", info->name,
                     rt_cuda_last_error(ctx->cu));
       goto done;
     }
-    const int64_t tiles = grid[0] * grid[1] * grid[2];
-    g3[0] = (unsigned)(tiles < k->resident_blocks ? tiles : k->resident_blocks);
+    int64_t tiles = grid[0] * grid[1] * grid[2], slots = k->resident_blocks;
+    if (info->cluster > 1) {
+      /* Pairs of tiles along y, one per 2-block cluster: the loop runs over
+       * whole pairs, and the grid is a whole number of clusters. */
+      tiles = grid[0] * ((grid[1] + 1) / 2 * 2) * grid[2];
+    }
+    g3[0] = (unsigned)(tiles < slots ? tiles : slots);
     g3[1] = g3[2] = 1;
   }
   if (!rt_cuda_launch_kernel(ctx->cu, k->cufn, g3, b3, (size_t)info->shared_bytes, stream,

@@ -57,6 +57,10 @@ typedef struct TilecOptions {
   bool no_tma;              /* sm_90a: no TMA copies (so no warp specialization either):
                                the build the runtime launches for tensors whose strides
                                or address TMA cannot take */
+  bool cluster_multicast;   /* sm_90a, experimental: persistent GEMMs pair their tiles in
+                               2-block clusters sharing B by multicast TMA (pass
+                               persistent; measured slower on an H100, so off by default;
+                               the runtime sets it from $TILEC_CLUSTER_MULTICAST=1) */
 } TilecOptions;
 
 void tilec_options_init(TilecOptions *o); /* emit C, target cpu, nothing else */
@@ -113,6 +117,10 @@ typedef struct TilecKernelInfo {
    * grid (tilec_result_grid: x * y * z tiles); launch it as a 1-D grid of
    * min(tiles, blocks the GPU holds at once) blocks. */
   int persistent;
+  /* Blocks per cluster (compiled in with __cluster_dims__): 2 when the
+   * persistent kernel pairs its tiles, 0 otherwise. The 1-D grid must then
+   * be a multiple of it; the tile loop runs over x * 2 ceil(y / 2) * z. */
+  int cluster;
 } TilecKernelInfo;
 
 typedef struct TilecResult TilecResult;

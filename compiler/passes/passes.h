@@ -11,6 +11,7 @@ typedef struct PassOptions {
   const TilecDefine *defines;
   int ndefines;
   bool no_tma; /* TilecOptions.no_tma: lower-tma leaves every copy on cp.async */
+  bool cluster_multicast; /* TilecOptions.cluster_multicast: pass persistent may pair tiles */
 } PassOptions;
 
 typedef bool (*PassFn)(IrModule *m, const PassOptions *opts, Diag *diag);

@@ -59,6 +59,9 @@ typedef struct Plan {
   IrBuffer *per_tile[MAX_PER_TILE]; /* TMA destinations loaded once per tile (pre) */
   int nper_tile, nlets;
   bool paired;                 /* the tile loop walks pairs of x tiles (plan_lengths) */
+  bool cluster;                /* 2-CTA clusters along y (plan_cluster) */
+  IrBuffer *multicast[MAX_PER_TILE]; /* the rings both blocks of a cluster read */
+  int nmulticast;
   IrStmt *consumer_loop;       /* the consumers' pipelined loop */
 } Plan;
 
@@ -265,9 +268,9 @@ static bool uses_var(IrStmt *s, const IrVar *v) {
   return u.used;
 }
 
-/* Whether the pipeline's length n names block index d, directly or
- * through the lets before the roles (causal attention's loop_range). */
-static bool length_depends_on(const IrKernel *k, const Plan *P, const IrExpr *n, int d) {
+/* Whether n names block index d, directly or through the lets before the
+ * roles (causal attention's loop_range). */
+static bool depends_on_block(const IrKernel *k, const Plan *P, const IrExpr *n, int d) {
   if (!k->block_vars[d]) return false;
   const IrVar *dep[MAX_LETS + 1];
   int ndep = 0;
@@ -296,8 +299,8 @@ static bool length_depends_on(const IrKernel *k, const Plan *P, const IrExpr *n,
 static bool plan_lengths(const IrKernel *k, Plan *P) {
   const IrExpr *n = P->consumer_loop->u.for_.extent;
   for (int d = 1; d < k->ngrid; d++)
-    if (length_depends_on(k, P, n, d)) return false;
-  P->paired = length_depends_on(k, P, n, 0);
+    if (depends_on_block(k, P, n, d)) return false;
+  P->paired = depends_on_block(k, P, n, 0);
   return !P->paired || !k->raster_panel;
 }
 
@@ -367,6 +370,90 @@ static bool make_plan(IrModule *m, IrKernel *k, Plan *P) {
   return P->consumer_loop && plan_lengths(k, P) && shifts_apply(m, k, prod) && shifts_apply(m, k, P->roles->u.roles.consumer);
 }
 
+/* ---- 2-CTA clusters ---------------------------------------------------------- */
+
+/* A GEMM's tiles at (x, y) and (x, y + 1) read the same B tiles: with the two
+ * blocks in one cluster, each loads half of every B stage with a multicast
+ * TMA copy into both blocks' shared memory, so L2 serves that operand once
+ * per pair (measured on an H100: the 4096^3 GEMM's consumers waited on
+ * their full barriers for a quarter of their time with narrower tiles
+ * slower in proportion to their L2 traffic, bench/results/
+ * 2026-11-24-nvidia-h100-cluster-notes.md; cuBLAS's kernel there runs 2-CTA
+ * clusters). The plan: tiles go in pairs along y (the persistent loop walks
+ * x * 2 ceil(y / 2) * z slots; slot t is pair t / 2, rank t % 2), a ring is
+ * multicast when its copy names neither y nor a let derived from it and its
+ * tile is an even number of TMA boxes (each rank takes half the boxes), and
+ * its empty barrier counts the consumer warps of both blocks. The second
+ * tile of the last pair lies past the grid when y is odd: it computes on
+ * TMA's zero fill and stores nothing, which holds only where every global
+ * access of the consumers is a tile copy (clipped at the tensor's edge). */
+
+typedef struct GlobalUse {
+  bool element; /* an element load, store or atomic of a global tensor */
+} GlobalUse;
+
+static void note_global_expr(const IrExpr *e, void *ctx) {
+  GlobalUse *u = ctx;
+  if (e->kind == IR_EXPR_LOAD && e->u.load.buf->scope == IR_SCOPE_GLOBAL) u->element = true;
+}
+
+static void note_global_stmt(IrStmt *s, void *ctx) {
+  GlobalUse *u = ctx;
+  if ((s->kind == IR_STMT_STORE && s->u.store.buf->scope == IR_SCOPE_GLOBAL) || s->kind == IR_STMT_ATOMIC_ADD)
+    u->element = true;
+  ir_stmt_visit_exprs(s, note_global_expr, ctx);
+}
+
+/* TMA boxes in the tile copy s moves (panels of box columns). */
+static int64_t copy_boxes(const IrKernel *k, const IrStmt *s) {
+  const IrRegion *g = &s->u.copy.src;
+  const int inner = g->buf->rank - 1;
+  const int box = k->tma_maps[s->u.copy.tma_map].box[inner];
+  int64_t cols;
+  if (box <= 0 || !ir_expr_is_int_const(g->extent[inner], &cols) || cols % box) return 0;
+  return cols / box;
+}
+
+typedef struct ClusterScan {
+  const IrKernel *k;
+  const Plan *P;
+  IrBuffer **shared_rings; /* out: rings the pair can share */
+  int n;
+  bool any_other;          /* some ring depends on y */
+} ClusterScan;
+
+static void note_cluster_copy(IrStmt *s, void *ctx) {
+  ClusterScan *c = ctx;
+  if (s->kind != IR_STMT_COPY || !s->u.copy.tma || !is_ring(s->u.copy.dst.buf)) return;
+  const IrRegion *g = &s->u.copy.src;
+  bool names_y = false;
+  for (int d = 0; d < g->rank; d++)
+    names_y |= depends_on_block(c->k, c->P, g->start[d], 1) || depends_on_block(c->k, c->P, g->extent[d], 1);
+  const int64_t boxes = copy_boxes(c->k, s);
+  if (names_y || boxes < 2 || boxes % 2) {
+    c->any_other = true;
+    return;
+  }
+  for (int i = 0; i < c->n; i++)
+    if (c->shared_rings[i] == s->u.copy.dst.buf) return;
+  if (c->n < MAX_PER_TILE) c->shared_rings[c->n++] = s->u.copy.dst.buf;
+}
+
+static void plan_cluster(const IrKernel *k, Plan *P) {
+  P->cluster = false;
+  P->nmulticast = 0;
+  if (P->paired || P->nper_tile || k->ngrid < 2 || !k->block_vars[1]) return;
+  GlobalUse u = {false};
+  pass_visit_stmts(P->roles->u.roles.consumer, note_global_stmt, &u);
+  pass_visit_stmts(P->post, note_global_stmt, &u);
+  if (u.element) return;
+  ClusterScan c = {k, P, P->multicast, 0, false};
+  pass_visit_stmts(P->roles->u.roles.producer, note_cluster_copy, &c);
+  if (!c.n || !c.any_other) return;
+  P->nmulticast = c.n;
+  P->cluster = true;
+}
+
 /* The epilogue's staging buffers that reuse a TMA destination get their own
  * storage (the producer refills those during the epilogue); false when the
  * kernel's shared memory would then pass the limit. */
@@ -409,23 +496,34 @@ static IrExpr *let_ref(IrModule *m, IrStmt *seq, const char *name, IrExpr *value
 
 /* Lets binding fresh block indices to the tile's, in seq; out[g] refers to
  * them. Without rasterization x runs fastest, as blockIdx does; with it, the
- * panels of the grid's rasterization (cuda/frame.c's emit_block_indices). */
-static void tile_indices(IrModule *m, const IrKernel *k, IrExpr *gx, IrVar *tile, IrStmt *seq,
+ * panels of the grid's rasterization (cuda/frame.c's emit_block_indices).
+ * cluster: tile is a slot of the pair grid (x, ceil(y / 2), z): slot / 2
+ * picks the pair as above, slot % 2 (the block's rank in its cluster, the
+ * loop stepping by an even gridDim.x) its y within the pair. */
+static void tile_indices(IrModule *m, const IrKernel *k, IrExpr *gx, IrVar *tile, bool cluster, IrStmt *seq,
                          IrVar *out[IR_MAX_GRID]) {
   SrcLoc loc = k->loc;
   IrExpr *g[IR_MAX_GRID];
   for (int d = 0; d < IR_MAX_GRID; d++) g[d] = d < k->ngrid && k->grid[d] ? k->grid[d] : ir_int(m, 1, loc);
   g[0] = gx;
   IrExpr *t = ir_var_ref(m, tile, loc);
+  IrExpr *rank = NULL;
+  int64_t panel_size = k->raster_panel;
+  if (cluster) {
+    g[1] = ir_call(m, IR_INTRINSIC_CEILDIV, CLONE(g[1]), ir_int(m, 2, loc), loc);
+    rank = BIN(MOD, CLONE(t), ir_int(m, 2, loc));
+    t = let_ref(m, seq, "tile_pair", BIN(DIV, CLONE(t), ir_int(m, 2, loc)), loc);
+    panel_size = (panel_size + 1) / 2; /* the same footprint in tiles */
+  }
   IrExpr *value[IR_MAX_GRID];
   IrExpr *plane = BIN(MUL, CLONE(g[0]), CLONE(g[1]));
   int64_t gz = 0;
   const bool flat = k->ngrid < 3 || (ir_expr_is_int_const(g[2], &gz) && gz == 1);
   value[2] = flat ? ir_int(m, 0, loc) : BIN(DIV, CLONE(t), CLONE(plane));
   IrExpr *lin = flat ? t : let_ref(m, seq, "tile_in_plane", BIN(MOD, CLONE(t), plane), loc);
-  if (k->raster_panel) {
+  if (panel_size) {
     const int major = k->raster_column_major ? 0 : 1, minor = 1 - major;
-    IrExpr *P = ir_int(m, k->raster_panel, loc);
+    IrExpr *P = ir_int(m, panel_size, loc);
     IrExpr *span = BIN(MUL, CLONE(P), CLONE(g[minor]));
     IrExpr *panel = let_ref(m, seq, "tile_panel", BIN(DIV, CLONE(lin), CLONE(span)), loc);
     IrExpr *in_panel = let_ref(m, seq, "tile_in_panel", BIN(MOD, CLONE(lin), span), loc);
@@ -438,6 +536,7 @@ static void tile_indices(IrModule *m, const IrKernel *k, IrExpr *gx, IrVar *tile
     value[0] = BIN(MOD, CLONE(lin), CLONE(g[0]));
     value[1] = BIN(DIV, CLONE(lin), CLONE(g[0]));
   }
+  if (cluster) value[1] = BIN(ADD, BIN(MUL, value[1], ir_int(m, 2, loc)), rank);
   for (int d = 0; d < k->ngrid; d++) {
     const IrVar *bv = k->block_vars[d];
     out[d] = ir_var_new(m, bv ? bv->name : "tile_index", IR_VAR_LET, DTYPE_I64, loc);
@@ -470,7 +569,8 @@ typedef struct Role {
  * steps keeps the blocks balanced. */
 /* count_tiles: the role also counts its tiles (tile_iter, tc_pipe[1]), which
  * only the per-tile buffers' barrier parities need. */
-static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, bool paired, bool count_tiles, Role *r) {
+static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const Plan *P, bool count_tiles, Role *r) {
+  const bool paired = P->paired;
   SrcLoc loc = k->loc;
   r->seq = ir_seq_new(m, loc);
   ir_seq_push(m, r->seq, pipe_set(m, pipe, 0, ir_int(m, 0, loc), loc));
@@ -479,9 +579,14 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, bool paired, bo
   r->tile_body = ir_seq_new(m, loc);
   IrExpr *gx = paired ? ir_call(m, IR_INTRINSIC_CEILDIV, CLONE(k->grid[0]), ir_int(m, 2, loc), loc) : CLONE(k->grid[0]);
   IrExpr *tiles = CLONE(gx);
-  for (int d = 1; d < k->ngrid; d++) tiles = BIN(MUL, tiles, CLONE(k->grid[d]));
+  for (int d = 1; d < k->ngrid; d++) {
+    IrExpr *g = CLONE(k->grid[d]);
+    if (d == 1 && P->cluster) /* 2 ceil(y / 2): whole pairs */
+      g = BIN(MUL, ir_call(m, IR_INTRINSIC_CEILDIV, g, ir_int(m, 2, loc), loc), ir_int(m, 2, loc));
+    tiles = BIN(MUL, tiles, g);
+  }
   ir_seq_push(m, r->seq, ir_for_new(m, IR_FOR_PERSISTENT, tile, ir_simplify(m, tiles), r->tile_body, loc));
-  tile_indices(m, k, gx, tile, r->tile_body, r->blocks);
+  tile_indices(m, k, gx, tile, P->cluster, r->tile_body, r->blocks);
   r->body = r->tile_body;
   if (paired) {
     /* for half in serial(p == gx - 1 - p ? 1 : 2): x = half == 0 ? gx - 1 - p : p */
@@ -574,7 +679,7 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
 
   /* Producer: the per-tile copies (after their release), then its loop. */
   Role pr;
-  role_begin(m, k, pipe, P->paired, P->nper_tile > 0, &pr);
+  role_begin(m, k, pipe, P, P->nper_tile > 0, &pr);
   IrVar *renamed[MAX_LETS][2];
   int nrenamed = 0;
   for (int i = 0; i < P->pre->u.seq.n; i++) {
@@ -602,7 +707,7 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
   /* Consumers: lets, waits for the per-tile buffers, fills; their role; the
    * per-tile buffers released; the epilogue. */
   Role co;
-  role_begin(m, k, pipe, P->paired, P->nper_tile > 0, &co);
+  role_begin(m, k, pipe, P, P->nper_tile > 0, &co);
   for (int i = 0; i < P->pre->u.seq.n; i++) {
     IrStmt *s = P->pre->u.seq.items[i];
     if (s->kind == IR_STMT_COPY) continue;
@@ -642,6 +747,14 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
   k->body = body;
   k->persistent = true;
   k->raster_panel = 0;
+  if (!P->cluster) return;
+  k->cluster = 2;
+  for (int i = 0; i < P->nmulticast; i++) {
+    IrBuffer *b = P->multicast[i];
+    b->multicast = true;
+    b->empty_bar->mbar_cluster = true;
+    b->empty_bar->mbar_count *= 2; /* both blocks' consumer warps release it */
+  }
 }
 
 bool pass_persistent(IrModule *m, const PassOptions *opts, Diag *diag) {
@@ -652,6 +765,7 @@ bool pass_persistent(IrModule *m, const PassOptions *opts, Diag *diag) {
     if (!k->producer_warp) continue;
     Plan P = {0};
     if (!make_plan(m, k, &P) || !unalias_staging(k, &P)) continue;
+    if (opts->cluster_multicast) plan_cluster(k, &P);
     make_persistent(m, k, &P);
   }
   return true;

@@ -140,10 +140,12 @@ class KernelInfo:
     name, entry, params (tuple of ParamInfo), dynamic_symbols (names, in the
     runtime's order), threads (per block), shared_bytes (static shared memory
     on CUDA, 0 for the C backend), persistent (sm_90a: the kernel loops over
-    its grid's tiles and is launched with one block per resident slot).
+    its grid's tiles and is launched with one block per resident slot),
+    cluster (blocks per cluster: 2 when the persistent kernel runs its tiles
+    in pairs that share multicast TMA loads, else 0).
     """
 
-    __slots__ = ("name", "entry", "params", "dynamic_symbols", "threads", "shared_bytes", "persistent")
+    __slots__ = ("name", "entry", "params", "dynamic_symbols", "threads", "shared_bytes", "persistent", "cluster")
 
     def __init__(self, raw):
         self.name = _s(raw.name)
@@ -171,6 +173,7 @@ class KernelInfo:
         self.threads = int(raw.threads)
         self.shared_bytes = int(raw.shared_bytes)
         self.persistent = bool(raw.persistent)
+        self.cluster = int(raw.cluster)
 
     @property
     def param_names(self):

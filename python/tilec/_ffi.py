@@ -96,6 +96,7 @@ class TilecKernelInfo(ctypes.Structure):
         ("ntensor_maps", ctypes.c_int),
         ("tensor_maps", ctypes.c_void_p),
         ("persistent", ctypes.c_int),
+        ("cluster", ctypes.c_int),
     ]
 
 

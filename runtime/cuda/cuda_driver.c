@@ -51,6 +51,14 @@ enum {
   RT_CU_TMAP_L2_PROMOTION_128B = 2,
   RT_CU_TMAP_OOB_FILL_NONE = 0, /* out-of-bounds elements read as zero */
 };
+/* CUlaunchConfig (cuda.h), for cuOccupancyMaxActiveClusters. */
+typedef struct RtCuLaunchConfig {
+  unsigned grid[3], block[3], smem;
+  RtCuStream stream;
+  void *attrs;
+  unsigned nattrs;
+} RtCuLaunchConfig;
+typedef CUresult (*RtCuOccupancyMaxActiveClustersFn)(int *n, RtCuFunction f, const RtCuLaunchConfig *config);
 typedef CUresult (*RtCuTensorMapEncodeTiledFn)(void *map, int data_type, unsigned rank, void *base,
                                                const uint64_t *dims, const uint64_t *strides,
                                                const uint32_t *box, const uint32_t *elem_strides,
@@ -111,6 +119,7 @@ struct RtCuda {
 #undef X
   /* Optional (CUDA 12+ drivers): NULL when the driver lacks it. */
   RtCuTensorMapEncodeTiledFn cuTensorMapEncodeTiled;
+  RtCuOccupancyMaxActiveClustersFn cuOccupancyMaxActiveClusters;
   bool has_device, ctx_retained;
   CUdevice dev;
   CUcontext ctx;
@@ -306,6 +315,7 @@ static bool rt_cuda_open_device(RtCuda *cu, int ordinal, char *why, size_t cap) 
 #undef X
   /* TMA only: an older driver still runs everything else. */
   *(void **)&cu->cuTensorMapEncodeTiled = dlsym(cu->libcuda, "cuTensorMapEncodeTiled");
+  *(void **)&cu->cuOccupancyMaxActiveClusters = dlsym(cu->libcuda, "cuOccupancyMaxActiveClusters");
   CUresult r = cu->cuInit(0);
   int count = 0;
   if (r == RT_CUDA_ERROR_NO_DEVICE || (r == RT_CUDA_SUCCESS && cu->cuDeviceGetCount(&count) == 0 &&
@@ -674,6 +684,21 @@ int rt_cuda_resident_blocks(RtCuda *cu, RtCuFunction fn, int threads, size_t sme
       !CU_CHECK(cu, cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem_bytes)))
     return 0;
   return per_sm * cu->sm_count;
+}
+
+int rt_cuda_resident_clusters(RtCuda *cu, RtCuFunction fn, int cluster, int threads, size_t smem_bytes) {
+  if (!rt_cuda_need_device(cu, "querying occupancy")) return 0;
+  if (!cu->cuOccupancyMaxActiveClusters) {
+    rt_cuda_seterr(cu, "the CUDA driver has no cuOccupancyMaxActiveClusters (clusters need a CUDA 12 driver)");
+    return 0;
+  }
+  /* The kernel's cluster shape is compiled in (__cluster_dims__); the
+   * query wants a grid that is a whole number of clusters. */
+  RtCuLaunchConfig config = {{(unsigned)(cluster * cu->sm_count), 1, 1}, {(unsigned)threads, 1, 1},
+                             (unsigned)smem_bytes, NULL, NULL, 0};
+  int n = 0;
+  if (!CU_CHECK(cu, cuOccupancyMaxActiveClusters(&n, fn, &config))) return 0;
+  return n;
 }
 
 bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], const unsigned block[3],

@@ -138,6 +138,10 @@ bool rt_cuda_set_max_dynamic_smem(RtCuda *cu, RtCuFunction fn, size_t bytes);
 /* How many blocks of fn (threads, dynamic smem_bytes) the whole GPU holds at
  * once: the occupancy calculator's blocks per SM times the SMs; 0 on error. */
 int rt_cuda_resident_blocks(RtCuda *cu, RtCuFunction fn, int threads, size_t smem_bytes);
+/* How many clusters of fn (compiled with __cluster_dims__(cluster, 1, 1))
+ * the GPU runs at once: fewer than resident_blocks / cluster when the SMs of
+ * a GPC do not pair up. 0 on error (rt_cuda_last_error). */
+int rt_cuda_resident_clusters(RtCuda *cu, RtCuFunction fn, int cluster, int threads, size_t smem_bytes);
 /* params: one pointer per kernel parameter, pointing at its value (CUDA's
  * kernelParams convention). Asynchronous; see rt_cuda_synchronize. */
 bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], const unsigned block[3],

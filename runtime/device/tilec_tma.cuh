@@ -116,6 +116,48 @@ TC_DEVICE void tc_mbar_wait(unsigned mbar, unsigned phase) {
   }
 }
 
+/* ---- 2-block clusters (__cluster_dims__(2, 1, 1); pass persistent) ----
+ * The two blocks of a cluster share multicast rings: each block's producer
+ * loads half of a stage into both blocks' shared memory (same offsets), so
+ * a stage may be refilled only once the consumers of BOTH blocks released
+ * it: they arrive on the empty barrier here and in the other block (which
+ * counts both blocks' arrivals). */
+
+/* This block's rank in its cluster (0 or 1). */
+TC_DEVICE unsigned tc_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+/* Every thread of both blocks: after it, barriers created before it are
+ * usable from the other block, and accesses before it are complete. Not the
+ * .aligned form: the producer warps arrive from divergent code. */
+TC_DEVICE void tc_cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release;\n\t"
+      "barrier.cluster.wait.acquire;" ::
+          : "memory");
+}
+
+/* One arrival on the barrier at .shared offset mbar in this block and one
+ * on the same barrier in the other block of the pair (mapa maps the offset
+ * into its shared memory window). Release at CTA scope, as for the local
+ * one: what it orders is this block's reads of the stage (complete once
+ * the wgmmas reading it are waited for) before the refill. A .cluster
+ * scope release fences all of the thread's memory traffic: measured on an
+ * H100 it halved the GEMM's speed (membar stalls on every arrival). */
+TC_DEVICE void tc_mbar_arrive_pair(unsigned mbar) {
+  asm volatile(
+      "{ .reg .b64 tc_state;\n\t"
+      "  .reg .b32 tc_peer;\n\t"
+      "  mbarrier.arrive.shared::cta.b64 tc_state, [%0];\n\t"
+      "  mapa.shared::cluster.u32 tc_peer, %0, %1;\n\t"
+      "  mbarrier.arrive.shared::cluster.b64 _, [tc_peer]; }" ::"r"(mbar),
+      "r"(tc_cluster_rank() ^ 1u)
+      : "memory");
+}
+
 /* Ends the barrier's life: its 8 bytes may then be ordinary shared memory. */
 TC_DEVICE void tc_mbar_inval(unsigned mbar) {
   asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(mbar) : "memory");
@@ -180,6 +222,31 @@ TC_DEVICE void tc_tma_load(unsigned smem_dst, const tc_tensor_map *map, const in
     asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(smem_dst), "l"(m), "r"(c[0]),
                  "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "r"(mbar)
+                 : "memory");
+}
+
+/* tc_tma_load into the same offset in both blocks of a 2-block cluster:
+ * the bytes complete on the barrier at mbar's offset in each block. */
+template <int RANK>
+TC_DEVICE void tc_tma_load_multicast(unsigned smem_dst, const tc_tensor_map *map, const int (&c)[RANK],
+                                     unsigned mbar) {
+  static_assert(RANK >= 2 && RANK <= 4, "multicast TMA loads: rank 2 to 4 here");
+  const unsigned long long m = reinterpret_cast<unsigned long long>(map);
+  const unsigned short both = 3;
+  if constexpr (RANK == 2)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_dst), "l"(m), "r"(c[0]), "r"(c[1]),
+                 "r"(mbar), "h"(both)
+                 : "memory");
+  else if constexpr (RANK == 3)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(smem_dst), "l"(m), "r"(c[0]), "r"(c[1]),
+                 "r"(c[2]), "r"(mbar), "h"(both)
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;" ::"r"(smem_dst), "l"(m), "r"(c[0]),
+                 "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(mbar), "h"(both)
                  : "memory");
 }
 

@@ -54,6 +54,7 @@ typedef struct TmaCase {
   int t_pitch;          /* elements per row in memory (>= t_cols) */
   int x, y;             /* first box's coordinates */
   int stages, iters;    /* > 0: the ring kernel (x, y unused) */
+  int pair;             /* 1: the ring shared by a 2-block cluster (panels = 2) */
 } TmaCase;
 
 static const TmaCase cases[] = {
@@ -72,6 +73,9 @@ static const TmaCase cases[] = {
     /* 3 stages, 9 iterations: every stage's barriers go through phases
      * 0, 1, 0. */
     {"tma_ring_3stages_9iters", 128, 64, 64, 1, 9 * 64, 64, 64, 0, 0, 3, 9},
+    /* The same shared by a cluster pair: stages of two 64-column panels,
+     * one loaded by each block into both. */
+    {"tma_pair_ring_3stages_7iters", 128, 32, 64, 2, 7 * 32, 128, 128, 0, 0, 3, 7, 1},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -140,8 +144,8 @@ static char *source(void) {
   for (int i = 0; i < NCASES; i++) {
     const TmaCase *c = &cases[i];
     if (c->stages)
-      snprintf(line, sizeof line, "TMA_RING(%s, %d, %d, %d, %d)\n", c->name, c->rows, c->box_c,
-               c->stages, c->iters);
+      snprintf(line, sizeof line, "%s(%s, %d, %d, %d, %d)\n", c->pair ? "TMA_PAIR_RING" : "TMA_RING", c->name,
+               c->rows, c->box_c, c->stages, c->iters);
     else
       snprintf(line, sizeof line, "TMA_COPY(%s, %d, %d, %d)\n", c->name, c->rows, c->box_c,
                c->panels);
@@ -155,11 +159,15 @@ static char *source(void) {
 static void expect(const TmaCase *c, const uint16_t *t, uint32_t *want) {
   const int box = c->rows * c->box_c;
   if (c->stages) {
-    memset(want, 0, sizeof *want * (size_t)box);
-    for (int i = 0; i < c->iters; i++)
-      for (int r = 0; r < c->rows; r++)
-        for (int col = 0; col < c->box_c; col++)
-          want[box_index(c, r, col)] += (uint32_t)(i + 1) * tensor_at(c, t, i * c->rows + r, col);
+    const int panels = c->pair ? 2 : 1, copies = c->pair ? 2 : 1; /* a pair: both blocks' sums */
+    memset(want, 0, sizeof *want * (size_t)box * panels * copies);
+    for (int b = 0; b < copies; b++)
+      for (int i = 0; i < c->iters; i++)
+        for (int p = 0; p < panels; p++)
+          for (int r = 0; r < c->rows; r++)
+            for (int col = 0; col < c->box_c; col++)
+              want[(b * panels + p) * box + box_index(c, r, col)] +=
+                  (uint32_t)(i + 1) * tensor_at(c, t, i * c->rows + r, p * c->box_c + col);
     return;
   }
   for (int p = 0; p < c->panels; p++)
@@ -169,9 +177,9 @@ static void expect(const TmaCase *c, const uint16_t *t, uint32_t *want) {
 }
 
 static void run_case(RtCuda *cu, RtCuModule mod, const TmaCase *c) {
-  const int box = c->rows * c->box_c, n = c->stages ? box : box * c->panels;
+  const int box = c->rows * c->box_c, n = c->stages ? box * c->panels * (c->pair ? 2 : 1) : box * c->panels;
   const size_t out_elem = c->stages ? 4 : 2, t_bytes = 2u * (size_t)c->t_rows * c->t_pitch;
-  const size_t tiles = c->stages ? (size_t)c->stages * box * 2 : (size_t)n * 2;
+  const size_t tiles = c->stages ? (size_t)c->stages * box * c->panels * 2 : (size_t)n * 2;
   const size_t smem = 1024 + tiles + 64; /* alignment slack, tiles, barriers */
   uint16_t *t = make_tensor(c);
   uint32_t *want = malloc(sizeof *want * (size_t)n);
@@ -180,7 +188,7 @@ static void run_case(RtCuda *cu, RtCuModule mod, const TmaCase *c) {
   RtCuDevPtr dt = 0, dout = 0, dback = 0;
   uint16_t *back = malloc(t_bytes);
   RtCuFunction fn = NULL;
-  unsigned grid[3] = {1, 1, 1}, block[3] = {THREADS, 1, 1};
+  unsigned grid[3] = {c->pair ? 2 : 1, 1, 1}, block[3] = {THREADS, 1, 1};
   bool ok = t && want && got && back;
   CHECK_MSG(ok, "%s: out of memory", c->name);
   ok = ok && rt_cuda_malloc(cu, t_bytes, &dt) && rt_cuda_malloc(cu, out_elem * n, &dout) &&
@@ -203,7 +211,7 @@ static void run_case(RtCuda *cu, RtCuModule mod, const TmaCase *c) {
   int bad = 0;
   if (ok) {
     expect(c, t, want);
-    for (int p = 0; p < (c->stages ? 1 : c->panels); p++)
+    for (int p = 0; p < (c->stages ? n / box : c->panels); p++)
       for (int r = 0; r < c->rows; r++)
         for (int col = 0; col < c->box_c; col++) {
           int j = p * box + box_index(c, r, col);

@@ -18,6 +18,12 @@
 //   shared position. "full" barriers carry the TMA bytes (phase (i / S) & 1),
 //   "empty" barriers collect every thread's arrival before thread 0 reloads a
 //   stage, so a wrong phase reads a stale or half-written stage and shows.
+// TMA_PAIR_RING(name, ROWS, BOX_C, STAGES, ITERS): the ring in a cluster of
+//   two blocks (grid 2) sharing it: a stage is two ROWS x BOX_C panels, block
+//   r loads panel r into both blocks (multicast), and a stage is refilled
+//   once all threads of BOTH blocks released it (tc_mbar_arrive_pair, empty
+//   barriers counting 2 x TMA_THREADS). Block r writes its sums at out + r *
+//   (2 ROWS BOX_C): both must see both panels.
 #include "tilec_tma.cuh"
 
 #define TMA_THREADS 128
@@ -128,6 +134,52 @@ __device__ void tma_ring_body(const tc_tensor_map *map, unsigned *out) {
     }
 }
 
+template <int ROWS, int BOX_C, int STAGES, int ITERS>
+__device__ void tma_pair_ring_body(const tc_tensor_map *map, unsigned *out) {
+  constexpr int PANEL = ROWS * BOX_C, ELEMS = 2 * PANEL, PER_THREAD = ELEMS / TMA_THREADS;
+  constexpr unsigned BYTES = 2u * ELEMS;
+  static_assert(BYTES % 2048 == 0 && ELEMS % TMA_THREADS == 0, "stage size");
+  unsigned short *tile;
+  const unsigned base = tma_base(&tile);
+  const unsigned full = base + STAGES * BYTES, empty = full + 8u * STAGES;
+  const int tid = threadIdx.x;
+  const unsigned rank = tc_cluster_rank();
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      tc_mbar_init(full + 8u * s, 1);
+      tc_mbar_init(empty + 8u * s, 2 * TMA_THREADS);
+    }
+    tc_mbar_fence_init();
+  }
+  tc_cluster_sync(); // the other block's barriers exist from here on
+  if (tid == 0)
+    for (int s = 0; s < STAGES && s < ITERS; ++s) {
+      tc_mbar_arrive_expect_tx(full + 8u * s, BYTES); // both panels land here
+      tc_tma_load_multicast(base + s * BYTES + rank * (BYTES / 2), map, {(int)rank * BOX_C, s * ROWS}, full + 8u * s);
+    }
+  unsigned acc[PER_THREAD];
+#pragma unroll
+  for (int k = 0; k < PER_THREAD; ++k) acc[k] = 0;
+  for (int i = 0; i < ITERS; ++i) {
+    const int s = i % STAGES;
+    const unsigned phase = (unsigned)(i / STAGES) & 1u;
+    tc_mbar_wait(full + 8u * s, phase);
+    const unsigned short *st = tile + s * ELEMS;
+#pragma unroll
+    for (int k = 0; k < PER_THREAD; ++k) acc[k] += (unsigned)(i + 1) * st[tid + k * TMA_THREADS];
+    tc_mbar_arrive_pair(empty + 8u * s); // done reading stage s, here and for the other block
+    if (tid == 0 && i + STAGES < ITERS) {
+      tc_mbar_wait(empty + 8u * s, phase); // both blocks are
+      tc_mbar_arrive_expect_tx(full + 8u * s, BYTES);
+      tc_tma_load_multicast(base + s * BYTES + rank * (BYTES / 2), map, {(int)rank * BOX_C, (i + STAGES) * ROWS},
+                               full + 8u * s);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < PER_THREAD; ++k) out[rank * ELEMS + tid + k * TMA_THREADS] = acc[k];
+  tc_cluster_sync(); // the other block may still arrive on this one's barriers until here
+}
+
 #define TMA_COPY(name, ROWS, BOX_C, PANELS)                                                          \
   extern "C" __global__ void __launch_bounds__(TMA_THREADS)                                          \
       name(const __grid_constant__ tc_tensor_map map, const __grid_constant__ tc_tensor_map back,     \
@@ -139,4 +191,10 @@ __device__ void tma_ring_body(const tc_tensor_map *map, unsigned *out) {
   extern "C" __global__ void __launch_bounds__(TMA_THREADS)                                          \
       name(const __grid_constant__ tc_tensor_map map, unsigned *out) {                               \
     tma_ring_body<ROWS, BOX_C, STAGES, ITERS>(&map, out);                                            \
+  }
+
+#define TMA_PAIR_RING(name, ROWS, BOX_C, STAGES, ITERS)                                              \
+  extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(TMA_THREADS)                \
+      name(const __grid_constant__ tc_tensor_map map, unsigned *out) {                               \
+    tma_pair_ring_body<ROWS, BOX_C, STAGES, ITERS>(&map, out);                                       \
   }

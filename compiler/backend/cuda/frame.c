@@ -326,7 +326,9 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
   if (k->producer_warp) {
     C->threads = k->producer_warp * 32;
     C->consumers_only = false;
-    sb_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d, 1) tilec_%s(", (int)threads, k->name);
+    /* Pairs of blocks sharing multicast TMA loads (pass persistent). */
+    const char *cluster = k->cluster > 1 ? "__cluster_dims__(2, 1, 1) " : "";
+    sb_printf(o, "extern \"C\" __global__ void %s__launch_bounds__(%d, 1) tilec_%s(", cluster, (int)threads, k->name);
   } else {
     sb_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) tilec_%s(", (int)threads, k->name);
   }

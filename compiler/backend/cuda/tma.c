@@ -10,7 +10,10 @@
  * issued by one thread after the barrier that follows the threads' writes
  * (each writer fenced them for the async proxy before it): one box per
  * panel, a bulk group, and a wait until the tile has been READ, so the
- * tile may be reused and the block may exit while the bytes go out. */
+ * tile may be reused and the block may exit while the bytes go out.
+ * In a 2-block cluster (pass persistent) a multicast ring's tile is loaded
+ * half by each block into both, and its empty barriers are released in
+ * both blocks (tc_mbar_arrive_pair). */
 #include "cuda_emit.h"
 
 void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth) {
@@ -28,7 +31,9 @@ void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth) {
   cuda_indent(C, depth);
   sb_puts(o, "}\n");
   cuda_indent(C, depth);
-  sb_puts(o, "__syncthreads();\n");
+  /* In a cluster the other block arrives on and copies into this one's
+   * barriers: both must have created theirs first. */
+  sb_puts(o, C->k->cluster > 1 ? "tc_cluster_sync();\n" : "__syncthreads();\n");
 }
 
 /* The stage's mbarrier of a TMA copy's destination, as a .shared address. */
@@ -65,15 +70,18 @@ static void tile_extent(const IrRegion *g, int64_t *rows, int64_t *cols) {
 
 /* One `fn(shared panel p, &map, box coordinates<tail>);` per panel of the
  * tile that TMA copy s moves between global region g and shared tile sh
- * (a load: tail ", tc_bar"; a store: none). */
+ * (a load: tail ", tc_bar"; a store: none); half >= 0: only that half of
+ * the panels (a multicast load's share of one block of a pair). */
 static void emit_boxes(Cuda *C, const IrStmt *s, const IrRegion *g, const IrRegion *sh, const char *fn,
-                       const char *tail, int depth) {
+                       const char *tail, int depth, int half) {
   const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
   const int64_t box_cols = map->box[g->buf->rank - 1];
   int64_t rows, cols;
   tile_extent(g, &rows, &cols);
   StrBuf *o = C->out;
-  for (int64_t p = 0; p < cols / box_cols; p++) {
+  const int64_t panels = cols / box_cols;
+  for (int64_t p = 0; p < panels; p++) {
+    if (half >= 0 && p * 2 / panels != half) continue;
     cuda_indent(C, depth);
     sb_printf(o, "%s(tc_smem_addr(", fn);
     cuda_tile_base(C, o, sh);
@@ -91,7 +99,7 @@ void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
   cuda_indent(C, depth);
   if (store) {
     sb_printf(o, "if (tc_tid == 0) {  // copy.tma %s -> %s (store)\n", sh->buf->name, g->buf->name);
-    emit_boxes(C, s, g, sh, "tc_tma_store", "", depth + 1);
+    emit_boxes(C, s, g, sh, "tc_tma_store", "", depth + 1, -1);
     cuda_indent(C, depth + 1);
     sb_puts(o, "tc_tma_store_commit();\n");
     cuda_indent(C, depth + 1);
@@ -107,7 +115,20 @@ void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
     tile_extent(g, &rows, &cols);
     cuda_indent(C, depth + 1);
     sb_printf(o, "tc_mbar_arrive_expect_tx(tc_bar, %lld);\n", (long long)(rows * cols * dtype_size(g->buf->dtype)));
-    emit_boxes(C, s, g, sh, "tc_tma_load", ", tc_bar", depth + 1);
+    if (sh->buf->multicast) {
+      /* Each block of the pair loads half the boxes into both blocks; every
+       * block's barrier expects the whole tile. */
+      cuda_indent(C, depth + 1);
+      sb_puts(o, "if (tc_cluster_rank() == 0) {\n");
+      emit_boxes(C, s, g, sh, "tc_tma_load_multicast", ", tc_bar", depth + 2, 0);
+      cuda_indent(C, depth + 1);
+      sb_puts(o, "} else {\n");
+      emit_boxes(C, s, g, sh, "tc_tma_load_multicast", ", tc_bar", depth + 2, 1);
+      cuda_indent(C, depth + 1);
+      sb_puts(o, "}\n");
+    } else {
+      emit_boxes(C, s, g, sh, "tc_tma_load", ", tc_bar", depth + 1, -1);
+    }
   }
   cuda_indent(C, depth);
   sb_puts(o, "}\n");
@@ -117,7 +138,10 @@ void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
 void cuda_emit_mbar_arrive(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
   cuda_indent(C, depth);
-  sb_printf(o, "__syncwarp(); if (tc_lane == 0) tc_mbar_arrive(tc_smem_addr(%s + (", s->u.mbar_wait.bar->name);
+  /* A ring shared by a cluster pair is refilled by both blocks' producers:
+   * release it in both blocks. */
+  const char *fn = s->u.mbar_wait.bar->mbar_cluster ? "tc_mbar_arrive_pair" : "tc_mbar_arrive";
+  sb_printf(o, "__syncwarp(); if (tc_lane == 0) %s(tc_smem_addr(%s + (", fn, s->u.mbar_wait.bar->name);
   cuda_emit_expr(C, o, s->u.mbar_wait.stage);
   sb_puts(o, ")));\n");
 }

@@ -8,6 +8,8 @@
  *     }
  *     tc_setmaxnreg_inc<R_c>();            // the consumers take them
  *     <consumer role>
+ * In a 2-block cluster both roles end with tc_cluster_sync() (the blocks
+ * use each other's barriers until then).
  * From there on a block barrier is a named barrier among the consumer
  * threads (the producer has left), and cooperative copies use the consumer
  * thread count (C->threads). */
@@ -27,6 +29,12 @@ void cuda_emit_warp_roles(Cuda *C, const IrStmt *s, int depth) {
   C->in_producer = false;
   cuda_indent(C, depth + 1);
   sb_puts(o, "}\n");
+  if (C->k->cluster > 1) {
+    /* A cluster's blocks leave together: the other block may still arrive
+     * on this one's barriers until its consumers are done. */
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "tc_cluster_sync();\n");
+  }
   cuda_indent(C, depth + 1);
   sb_puts(o, "return;\n");
   cuda_indent(C, depth);
@@ -35,6 +43,10 @@ void cuda_emit_warp_roles(Cuda *C, const IrStmt *s, int depth) {
   sb_printf(o, "tc_setmaxnreg_inc<%d>();  // consumer warpgroups\n", s->u.roles.consumer_regs);
   C->consumers_only = true;
   cuda_emit_seq(C, s->u.roles.consumer, depth);
+  if (C->k->cluster > 1) {
+    cuda_indent(C, depth);
+    sb_puts(o, "tc_cluster_sync();  // with the producer warps and the other block\n");
+  }
 }
 
 void cuda_emit_barrier(Cuda *C, int depth) {

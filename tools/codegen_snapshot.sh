@@ -38,6 +38,13 @@ for dim in 160 256; do emit "fa-f16-$dim" "$top/examples/flash_attention.tile" -
 emit gemm_bias_gelu "$top/examples/gemm_bias_gelu.tile"
 emit gemm_bias_gelu-mma "$top/examples/gemm_bias_gelu.tile" -D dtype=bf16 -D threads=128
 emit rmsnorm "$top/examples/rmsnorm.tile"
+# FP8 tiles and the FP8 wgmma (examples/gemm_fp8_nt.tile; sm_80 refuses them).
+fp8="-D a_tile=f8e4m3 -D b_tile=f8e4m3"
+emit gemm_fp8_nt-fp8 "$top/examples/gemm_fp8_nt.tile" $fp8 -D block_K=128 -D out_dtype=bf16
+emit gemm_fp8_nt-fp8-k4096 "$top/examples/gemm_fp8_nt.tile" $fp8 -D block_K=128 -D K=4096
+emit gemm_fp8_nt-fp8-m64 "$top/examples/gemm_fp8_nt.tile" $fp8 -D block_M=64 -D block_K=128 -D threads=128
+emit gemm_fp8_nt-fp8-k192 "$top/examples/gemm_fp8_nt.tile" $fp8 -D block_M=64 -D block_K=192 -D threads=128 -D num_stages=3
+emit gemm_fp8_nt-fp8-n256 "$top/examples/gemm_fp8_nt.tile" $fp8 -D block_N=256 -D block_K=128 -D num_stages=3
 emit rmsnorm-100 "$top/examples/rmsnorm.tile" -D N=100 -D dtype=f16
 emit softmax-100 "$top/examples/softmax.tile" -D N=100 -D block_M=4
 emit intrinsics-f64 "$top/tests/numerics/intrinsics.tile" -D T=f64

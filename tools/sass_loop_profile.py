@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """sass_loop_profile.py - static SASS instruction mix of a kernel's wgmma loop.
 
-Finds the innermost loop of a cubin's SASS that issues HGMMA (wgmma): the
+Finds the innermost loop of a cubin's SASS that issues HGMMA (wgmma; QGMMA
+for FP8 operands): the
 consumer warpgroups' main loop of the flagship on sm_90a (on targets without
 wgmma, --arch sm_80: the innermost loop with HMMA, mma.sync). Prints, per
 instruction class (the opcode's first word, IMAD.MOV kept apart from IMAD;
@@ -128,7 +129,7 @@ def parse(text, kernel=None):
                     return f
         sys.exit('sass_loop_profile: no kernel named like %s (%s)' % (kernel, ', '.join(names)))
     for f in funcs:
-        if any(i[2].startswith(('HGMMA', 'HMMA')) for i in f):
+        if any(i[2].startswith(('HGMMA', 'QGMMA', 'HMMA')) for i in f):
             return f
     return funcs[0] if funcs else []
 
@@ -229,7 +230,7 @@ def count(ins, idx):
     return c
 
 
-ORDER = ['TOTAL', 'HGMMA', 'HMMA', 'FFMA', 'FMUL', 'FADD', 'FMNMX', 'MUFU', 'FSEL', 'F2FP', 'SHFL',
+ORDER = ['TOTAL', 'HGMMA', 'QGMMA', 'HMMA', 'FFMA', 'FMUL', 'FADD', 'FMNMX', 'MUFU', 'FSEL', 'F2FP', 'SHFL',
          'IMAD', 'IMAD.MOV', 'IMAD.SHL', 'IMAD.IADD', 'IMAD.U32', 'IMAD.WIDE', 'IADD3', 'VIADD', 'MOV',
          'LEA', 'SHF', 'LOP3', 'ISETP', 'SEL', 'R2UR', 'U* (uniform)']
 
@@ -273,10 +274,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         text, ptxas = sass_of(args, tmp)
     ins = parse(text, args.kernel)
-    mma = 'HGMMA' if any(i[2].startswith('HGMMA') for i in ins) else 'HMMA'
+    mma = next((m for m in ('HGMMA', 'QGMMA') if any(i[2].startswith(m) for i in ins)), 'HMMA')
     loop = find_loop(ins, mma)
     if loop is None:
-        sys.exit('sass_loop_profile: no loop with HGMMA or HMMA in %s' % args.input)
+        sys.exit('sass_loop_profile: no loop with HGMMA, QGMMA or HMMA in %s' % args.input)
     s, e = loop
     p = paths(ins, s, e, mma)
     counts = {k: count(ins, v) for k, v in p.items()}

@@ -73,6 +73,12 @@ TC_DEVICE bool tc_opaque(bool b) {
   return v != 0;
 }
 
+/* v, with nvcc unable to see its value (a loop bound it must not fold). */
+TC_DEVICE long long tc_opaque_ll(long long v) {
+  asm volatile("" : "+l"(v));
+  return v;
+}
+
 /* Whether v[0..N) is 1.0f in every lane of the warp (all lanes must call
  * it): a row scale of ones can be skipped. */
 template <int N>

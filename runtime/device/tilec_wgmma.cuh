@@ -40,8 +40,12 @@
  *   tc_panel_cols<K, 1>() codes. Unlike the 16-bit forms it promotes: the
  *   wgmmas accumulate each chunk of TC_FP8_PROMOTE_K (128) codes into a
  *   temporary, which is added into acc in f32 once they complete (FP8
- *   wgmma keeps only ~14 bits in its own sums; see "Promotion" below), so
- *   it always returns with its wgmmas complete, whatever INFLIGHT says.
+ *   wgmma keeps only ~14 bits in its own sums; see "Promotion" below). This
+ *   form always returns with its wgmmas complete, whatever INFLIGHT says.
+ * tc_gemm_wgmma_fp8_ss<..., 1, PART>(As, Bs, acc, warp, pend)
+ *   The in-flight FP8 form: the last chunk stays running in pend (a
+ *   tc_fp8_pending) and is added by the next call or tc_wgmma_fp8_drain, so
+ *   the promotion adds overlap the tensor cores.
  *
  * How a descriptor walks a tile (docs/gpu-codegen.md, "wgmma"):
  *   K-major operand, swizzled rows of P elements (the whole row, or the
@@ -381,17 +385,45 @@ TC_DEVICE void tc_wgmma_fp8_m64k32(float *acc, unsigned long long da, unsigned l
  * grows with K. The FP8 gemm therefore never lets wgmma accumulate into
  * acc: each chunk of TC_FP8_PROMOTE_K codes (default 128, four k32 steps;
  * a tile with K below that is one chunk) goes into a fresh register array
- * part (scale-d 0 on its first step), the gemm waits for it, and adds part
- * into acc with ordinary f32 adds. Across chunks and k-tiles acc is then
- * a true f32 sum; only the chunk's own partial sum carries the reduced
- * precision, and its error no longer grows with K. -DTC_FP8_PROMOTE_K=32
- * promotes after every k32 step (most precise, slowest). It costs N / 2
- * more registers per thread and a wgmma wait per chunk: the FP8 gemm
- * always completes before it returns (INFLIGHT 1 and TC_WGMMA_ISSUE_ONLY
- * still compile, and their later drain / wait is then a no-op). */
+ * part (scale-d 0 on its first step) and, once complete, is added into acc
+ * with ordinary f32 adds. Across chunks and k-tiles acc is then a true f32
+ * sum; only the chunk's own partial sum carries the reduced precision, and
+ * its error no longer grows with K. -DTC_FP8_PROMOTE_K=32 promotes after
+ * every k32 step (most precise, slowest).
+ *
+ * Two forms. Without a tc_fp8_pending state (INFLIGHT 0, TC_WGMMA_ISSUE_ONLY,
+ * hand-written code) the gemm waits for each chunk (wait_group 0) and adds
+ * it: it always returns with its wgmmas complete, and the tensor cores idle
+ * while the warpgroup drains and adds. With one (the pipelined loop's
+ * INFLIGHT 1 gemm, tc_gemm_wgmma_fp8_ss(..., pend)), the promotion overlaps
+ * the next chunk, as DeepGEMM / CUTLASS do: chunk c runs into
+ * pend.part[c % 2], then wait_group 1 completes chunk c - 1, whose part is
+ * added while chunk c runs; the last chunk stays in flight across the
+ * return (and the loop's back edge) and tc_wgmma_fp8_drain adds it after
+ * the loop. The sums are the same, in the same order, as the waiting form.
+ * Costs: N / 2 floats per part per thread (one part waiting, two
+ * overlapped). */
 #ifndef TC_FP8_PROMOTE_K
 #define TC_FP8_PROMOTE_K 128
 #endif
+
+/* The promotion state an in-flight FP8 gemm carries from one call to the
+ * next (the compiler declares one per accumulator, beside it). part[next]
+ * receives the next chunk; part[next ^ 1] holds the chunk still in flight
+ * or complete but not yet added, or zeros (so the first call of a loop adds
+ * zeros, exactly, instead of testing whether a chunk is pending). next only
+ * changes when a call runs an odd number of chunks (K = 128: every call);
+ * a register array cannot be indexed by a run-time value, so each call
+ * site is told its part (PART below). */
+template <int N>
+struct tc_fp8_pending {
+  float part[2][N / 2];
+  int next;
+  __device__ __forceinline__ tc_fp8_pending() : next(0) {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) part[1][i] = 0.0f;
+  }
+};
 
 /* An FP8 tile of K codes per row is, byte for byte, a 16-bit tile of K / 2
  * elements per row: the same 16-byte chunks, the same swizzle, the same
@@ -400,8 +432,8 @@ TC_DEVICE void tc_wgmma_fp8_m64k32(float *acc, unsigned long long da, unsigned l
  * the 32 bytes of a k16 step of 16-bit elements. So the FP8 gemm takes its
  * descriptors and their k-slice steps from the 16-bit K-major helpers at
  * K / 2 (tc_wgmma_a_desc / b_desc with B_NK, tc_wgmma_a_step / b_step). */
-template <typename TA, typename TB, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, int INFLIGHT = 0>
-TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char *Bs, float *acc, int warp) {
+template <typename TA, typename TB, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, int INFLIGHT>
+TC_DEVICE void tc_fp8_check() {
   static_assert(tc_fp8_traits<TA>::valid && tc_fp8_traits<TB>::valid,
                 "tc_gemm_wgmma_fp8_ss: TA and TB must be tc_e4m3_t or tc_e5m2_t");
   static_assert(INFLIGHT == 0 || INFLIGHT == 1 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
@@ -412,29 +444,129 @@ TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char
   static_assert((A_SWZ == 2 || K == 32 || K == 64 || K == 128) && (B_SWZ == 2 || K == 32 || K == 64 || K == 128),
                 "tc_gemm_wgmma_fp8_ss: rows must be 32, 64 or 128 bytes, or panels (SWZ 2)");
   static_assert(TC_FP8_PROMOTE_K % 32 == 0 && TC_FP8_PROMOTE_K >= 32, "TC_FP8_PROMOTE_K must be a multiple of 32");
+}
+
+/* k32 steps per chunk, and chunks per call, of a tile of K codes. */
+template <int K>
+TC_DEVICE constexpr int tc_fp8_chunk_steps() {
+  return TC_FP8_PROMOTE_K / 32 < K / 32 ? TC_FP8_PROMOTE_K / 32 : K / 32;
+}
+template <int K>
+TC_DEVICE constexpr int tc_fp8_chunks() {
+  return (K / 32 + tc_fp8_chunk_steps<K>() - 1) / tc_fp8_chunk_steps<K>();
+}
+
+/* Issues chunk c (k32 steps [c * CHUNK, ...)) of the tile into part and
+ * commits it as one wgmma group. */
+template <typename TA, typename TB, int M, int N, int K, int A_SWZ, int B_SWZ>
+TC_DEVICE void tc_fp8_issue_chunk(float *part, unsigned long long da0, unsigned long long db0, int c) {
+  constexpr int KH = K / 2, STEPS = K / 32, CHUNK = tc_fp8_chunk_steps<K>();
+  tc_wgmma_fence();
+#pragma unroll
+  for (int kk = c * CHUNK; kk < (c + 1) * CHUNK && kk < STEPS; ++kk)
+    tc_wgmma_fp8_m64k32<TA, TB, N>(part, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, KH, A_SWZ, false>(kk)),
+                                   tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, B_SWZ, true>(kk)), kk != c * CHUNK);
+  tc_wgmma_commit();
+}
+
+/* acc += part, once part's wgmmas are complete (the caller waited). */
+template <int N>
+TC_DEVICE void tc_fp8_promote(float *acc, float *part) {
+  tc_wgmma_fence_acc<N>(part);
+  tc_wgmma_fence_acc<N>(acc);
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) acc[i] += part[i];
+}
+
+template <typename TA, typename TB, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, int INFLIGHT = 0>
+TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char *Bs, float *acc, int warp) {
+  tc_fp8_check<TA, TB, M, N, K, WARPS, A_SWZ, B_SWZ, INFLIGHT>();
   constexpr int KH = K / 2; /* the rows as 16-bit elements */
-  constexpr int STEPS = K / 32;
-  constexpr int CHUNK = TC_FP8_PROMOTE_K / 32 < STEPS ? TC_FP8_PROMOTE_K / 32 : STEPS; /* k32 steps per promotion */
   const unsigned long long da0 = tc_wgmma_a_desc<M, KH, A_SWZ>(tc_smem_addr(As), tc_warp_uniform(warp / 4), 0);
   const unsigned long long db0 = tc_wgmma_b_desc<N, KH, B_SWZ, true>(tc_smem_addr(Bs), 0);
   /* Any of this warpgroup's wgmmas still writing acc (an earlier gemm's)
-   * complete before acc is added to; none is in flight after an FP8 gemm. */
+   * complete before acc is added to; none is in flight after this form. */
   tc_wgmma_fence_acc<N>(acc);
   float part[N / 2];
 #pragma unroll
-  for (int k0 = 0; k0 < STEPS; k0 += CHUNK) {
-    tc_wgmma_fence();
-#pragma unroll
-    for (int kk = k0; kk < k0 + CHUNK && kk < STEPS; ++kk)
-      tc_wgmma_fp8_m64k32<TA, TB, N>(part, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, KH, A_SWZ, false>(kk)),
-                                     tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, B_SWZ, true>(kk)), kk != k0);
-    tc_wgmma_commit();
+  for (int c = 0; c < tc_fp8_chunks<K>(); ++c) {
+    tc_fp8_issue_chunk<TA, TB, M, N, K, A_SWZ, B_SWZ>(part, da0, db0, c);
     tc_wgmma_wait<0>();
-    tc_wgmma_fence_acc<N>(part);
-    tc_wgmma_fence_acc<N>(acc);
-#pragma unroll
-    for (int i = 0; i < N / 2; ++i) acc[i] += part[i];
+    tc_fp8_promote<N>(acc, part);
   }
+}
+
+/* The overlapped chunks of one call, the first into part[FIRST]: each
+ * chunk's issue is followed by wait_group 1, which completes the chunk
+ * before it (this call's, or the one the last call left in flight) and
+ * adds that. Returns with the last chunk in flight. */
+template <typename TA, typename TB, int M, int N, int K, int A_SWZ, int B_SWZ, int FIRST>
+TC_DEVICE void tc_fp8_overlapped(float *acc, tc_fp8_pending<N> &pend, unsigned long long da0,
+                                 unsigned long long db0) {
+#pragma unroll
+  for (int c = 0; c < tc_fp8_chunks<K>(); ++c) {
+    tc_fp8_issue_chunk<TA, TB, M, N, K, A_SWZ, B_SWZ>(pend.part[(FIRST + c) & 1], da0, db0, c);
+    tc_wgmma_wait<1>();
+    tc_fp8_promote<N>(acc, pend.part[(FIRST + c + 1) & 1]);
+  }
+}
+
+/* The in-flight form (INFLIGHT 1, see "Promotion"): acc += A @ B^T, except
+ * that the last chunk is left running in pend; acc and pend must not be
+ * touched, nor these tiles overwritten, until the next call has returned
+ * (which completes it; for the tiles: then released / barrier) or
+ * tc_wgmma_fp8_drain(acc, pend) has run. Every other group of this
+ * warpgroup issued before the call is complete when it returns.
+ * PART: the part the first chunk goes into. A tile of an even number of
+ * chunks always starts in part 0 (PART is ignored). With an odd number the
+ * part alternates from call to call: PART 0 / 1 is the caller's promise
+ * that pend.next says the same (the compiler emits the loop body twice,
+ * parts 0 and 1, so every call site has its own part: frame.c,
+ * emit_fp8_pair_loop); PART -1 reads pend.next at run time. That form is
+ * correct but slow: ptxas (CUDA 13.0) does not follow wgmma registers
+ * through the branch and serializes the wgmmas (C7514). It did the same
+ * with two chunks per call (K = 256), so the compiler uses this form only
+ * at one chunk per call (gemm.c, fp8_in_flight). */
+template <typename TA, typename TB, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, int INFLIGHT, int PART = -1>
+TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char *Bs, float *acc, int warp,
+                                    tc_fp8_pending<N> &pend) {
+  tc_fp8_check<TA, TB, M, N, K, WARPS, A_SWZ, B_SWZ, INFLIGHT>();
+  static_assert(INFLIGHT == 1, "tc_gemm_wgmma_fp8_ss: the pending-state form is the in-flight one (INFLIGHT 1)");
+  constexpr int NCH = tc_fp8_chunks<K>();
+  static_assert(PART >= -1 && PART <= 1, "tc_gemm_wgmma_fp8_ss: PART is -1, 0 or 1");
+  constexpr int KH = K / 2;
+  const unsigned long long da0 = tc_wgmma_a_desc<M, KH, A_SWZ>(tc_smem_addr(As), tc_warp_uniform(warp / 4), 0);
+  const unsigned long long db0 = tc_wgmma_b_desc<N, KH, B_SWZ, true>(tc_smem_addr(Bs), 0);
+  tc_wgmma_fence_acc<N>(acc);
+  if constexpr (NCH % 2 == 0) {
+    tc_fp8_overlapped<TA, TB, M, N, K, A_SWZ, B_SWZ, 0>(acc, pend, da0, db0); /* next stays 0 */
+  } else if constexpr (PART >= 0) {
+    tc_fp8_overlapped<TA, TB, M, N, K, A_SWZ, B_SWZ, PART>(acc, pend, da0, db0);
+    pend.next = PART ^ 1;
+  } else {
+    if (pend.next)
+      tc_fp8_overlapped<TA, TB, M, N, K, A_SWZ, B_SWZ, 1>(acc, pend, da0, db0);
+    else
+      tc_fp8_overlapped<TA, TB, M, N, K, A_SWZ, B_SWZ, 0>(acc, pend, da0, db0);
+    pend.next ^= 1;
+  }
+}
+
+/* Ends a loop of in-flight FP8 gemms: waits for the last chunk and adds it
+ * to acc (part[next ^ 1]; a branch, but after wait_group 0 ptxas needs no
+ * wgmma bookkeeping), then resets pend to its fresh state (next 0, part 1
+ * zero: the chunk there, if any, has been added), for the next loop on it,
+ * e.g. a persistent kernel's next tile. */
+template <int N>
+TC_DEVICE void tc_wgmma_fp8_drain(float *acc, tc_fp8_pending<N> &pend) {
+  tc_wgmma_wait<0>();
+  if (pend.next)
+    tc_fp8_promote<N>(acc, pend.part[0]);
+  else
+    tc_fp8_promote<N>(acc, pend.part[1]);
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) pend.part[1][i] = 0.0f;
+  pend.next = 0;
 }
 
 /* Waits for every wgmma of this warpgroup; acc (N / 2 floats) may then be

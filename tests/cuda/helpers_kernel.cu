@@ -65,9 +65,9 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
   // The raw shared tile, for checking the swizzle and the zero fill.
   tc_st_global_16(smem_dump + 8 * lane, tc_ld_shared_16(a_s + 16 * lane));
   // 16-byte global loads/stores: copy B.
-  // (tc_opaque: the branch must still select lanes 0-15; lanes 16-31 writing
+  // (tc_opaque, tc_opaque_ll: the branch must still select lanes 0-15; lanes 16-31 writing
   // would run past Bcopy's 128 elements, which memcheck reports.)
-  if (tc_opaque(lane < 16)) tc_st_global_16(Bcopy + 8 * lane, tc_ld_global_16(B + 8 * lane));
+  if (tc_opaque(lane < tc_opaque_ll(16))) tc_st_global_16(Bcopy + 8 * lane, tc_ld_global_16(B + 8 * lane));
 
   // A fragment: lane supplies row (lane%8) of matrix lane/8.
   unsigned m = lane / 8, r = lane % 8;

@@ -45,6 +45,8 @@ typedef struct Cuda {
   bool consumers_only; /* after the warp roles split: barriers are named, among consumers */
   int tmp;
   unsigned wgmma_ns; /* bit N/16 - 1 for each wgmma N the kernels use (cuda_note_wgmma_n) */
+  const IrStmt *fp8_gemm; /* the in-flight FP8 gemm of the doubled loop body being emitted, or NULL */
+  int fp8_part;           /* the part it starts in there (0 / 1) */
 } Cuda;
 
 /* ---- frame.c: diagnostics, types, statements ---- */
@@ -95,6 +97,13 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth);
 /* b is a 16-bit fragment that an issue-only wgmma reads: it is stored and
  * read as 32-bit pairs (tc_f32x2_to_*_at, tc_load_pair). */
 bool cuda_frag_pairs(const Cuda *C, const IrBuffer *b);
+/* acc is the accumulator of an in-flight FP8 gemm: it has a promotion
+ * state, tc_pend_<acc> (tc_fp8_pending, tilec_wgmma.cuh). */
+bool cuda_fp8_pending(const Cuda *C, const IrBuffer *acc);
+/* The in-flight FP8 gemm among body's statements (a SEQ) whose tile is an
+ * odd number of promotion chunks, or NULL: its part alternates between
+ * iterations, so the loop is written with two bodies per trip. */
+const IrStmt *cuda_fp8_alternating(const IrStmt *body);
 
 /* tma.c */
 void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth); /* after its ALLOC */

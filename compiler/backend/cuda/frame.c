@@ -98,8 +98,29 @@ static int elems_of(const IrBuffer *b) {
 
 /* ---- statements --------------------------------------------------------------- */
 
+static void emit_fp8_pair_loop(Cuda *C, const IrStmt *s, const IrStmt *wait, int depth);
+
+/* The drain (WGMMA_WAIT) of the in-flight FP8 gemm g right after loop s,
+ * or NULL: emit_fp8_pair_loop then writes the loop. */
+static const IrStmt *fp8_pair_drain(const IrStmt *s, const IrStmt *next) {
+  if (s->kind != IR_STMT_FOR || (s->u.for_.kind != IR_FOR_SERIAL && s->u.for_.kind != IR_FOR_PIPELINED) || !next ||
+      next->kind != IR_STMT_WGMMA_WAIT || next->u.wgmma_wait.pending || next->u.wgmma_wait.npinned)
+    return NULL;
+  const IrStmt *g = cuda_fp8_alternating(s->u.for_.body);
+  return g && g->u.gemm.c.buf == next->u.wgmma_wait.acc ? next : NULL;
+}
+
 void cuda_emit_seq(Cuda *C, const IrStmt *seq, int depth) {
-  for (int i = 0; i < seq->u.seq.n && !C->failed; i++) cuda_emit_stmt(C, seq->u.seq.items[i], depth);
+  for (int i = 0; i < seq->u.seq.n && !C->failed; i++) {
+    const IrStmt *s = seq->u.seq.items[i];
+    const IrStmt *drain = fp8_pair_drain(s, i + 1 < seq->u.seq.n ? seq->u.seq.items[i + 1] : NULL);
+    if (drain) {
+      emit_fp8_pair_loop(C, s, drain, depth);
+      i++;
+    } else {
+      cuda_emit_stmt(C, s, depth);
+    }
+  }
 }
 
 static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
@@ -135,6 +156,10 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
     cuda_indent(C, depth);
     sb_printf(C->out, "%s %s[%d];  // %s\n", t, b->name, l->rows_local * l->cols_local,
               ir_layout_str(C->m->arena, l));
+    if (cuda_fp8_pending(C, b)) {
+      cuda_indent(C, depth);
+      sb_printf(C->out, "tc_fp8_pending<%d> tc_pend_%s;  // FP8 promotion: the chunk in flight\n", l->cols, b->name);
+    }
     return;
   }
   default:
@@ -144,6 +169,66 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
   }
 }
 
+
+/* A loop whose in-flight FP8 gemm alternates its promotion part
+ * (cuda_fp8_alternating), followed by its drain (wait): the gemm can only
+ * name a register array it knows at compile time, and a run-time branch on
+ * the part made ptxas serialize the wgmmas (C7514). So each trip runs two
+ * iterations, the gemm in part 0 then in part 1; an odd last iteration
+ * (part 0) follows, and the drain is written on both paths out of it:
+ * ptxas also serialized every form tried in which two paths with different
+ * wgmma registers in flight merge (a `break` between the two bodies, the
+ * drain after the odd iteration's branch, a first iteration peeled before
+ * the loop). */
+static void emit_fp8_pair_loop(Cuda *C, const IrStmt *s, const IrStmt *wait, int depth) {
+  StrBuf *o = C->out;
+  const char *v = s->u.for_.var->name, *acc = wait->u.wgmma_wait.acc->name;
+  const IrStmt *outer = C->fp8_gemm;
+  const int outer_part = C->fp8_part;
+  C->fp8_gemm = cuda_fp8_alternating(s->u.for_.body);
+  const int n = wait->u.wgmma_wait.acc->layout.cols;
+  cuda_note_wgmma_n(C, n);
+  cuda_indent(C, depth);
+  sb_printf(o, "{  // FP8 promotion parts alternate: two iterations per trip, then the drain\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "long long %s = 0;\n", v);
+  /* A trip count nvcc can see (K bound with -D) also made ptxas serialize:
+   * it is hidden (tc_opaque_ll). */
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "const long long tc_fp8_trips = tc_opaque_ll(");
+  cuda_emit_expr(C, o, s->u.for_.extent);
+  sb_puts(o, ");\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "for (; %s + 1 < tc_fp8_trips; ++%s) {", v, v);
+  if (s->u.for_.kind == IR_FOR_PIPELINED) sb_printf(o, "  // pipelined, %d stages", s->u.for_.num_stages);
+  sb_puts(o, "\n");
+  for (int part = 0; part < 2; part++) {
+    if (part) {
+      cuda_indent(C, depth + 2);
+      sb_printf(o, "++%s;\n", v);
+    }
+    C->fp8_part = part;
+    cuda_emit_stmt(C, s->u.for_.body, depth + 2);
+  }
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "}\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "if (%s < tc_fp8_trips) {\n", v);
+  C->fp8_part = 0;
+  cuda_emit_seq(C, s->u.for_.body, depth + 2);
+  C->fp8_gemm = outer;
+  C->fp8_part = outer_part;
+  cuda_indent(C, depth + 2);
+  sb_printf(o, "tc_wgmma_fp8_drain<%d>(%s, tc_pend_%s);\n", n, acc, acc);
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "} else {\n");
+  cuda_indent(C, depth + 2);
+  sb_printf(o, "tc_wgmma_fp8_drain<%d>(%s, tc_pend_%s);\n", n, acc, acc);
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "}\n");
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+}
 
 void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
@@ -268,7 +353,16 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
       cuda_indent(C, depth);
     }
     cuda_note_wgmma_n(C, s->u.wgmma_wait.acc->layout.cols);
-    if (s->u.wgmma_wait.pending == 0)
+    if (cuda_fp8_pending(C, s->u.wgmma_wait.acc)) {
+      /* The FP8 gemm's last chunk is in its part, not yet in acc. */
+      if (s->u.wgmma_wait.pending) {
+        cuda_fail(C, s->loc, "an in-flight FP8 gemm on '%s' can only be waited for completely",
+                  s->u.wgmma_wait.acc->name);
+        return;
+      }
+      sb_printf(o, "tc_wgmma_fp8_drain<%d>(%s, tc_pend_%s);\n", s->u.wgmma_wait.acc->layout.cols,
+                s->u.wgmma_wait.acc->name, s->u.wgmma_wait.acc->name);
+    } else if (s->u.wgmma_wait.pending == 0)
       sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_wait.acc->layout.cols, s->u.wgmma_wait.acc->name);
     else
       sb_printf(o, "tc_wgmma_wait_acc<%d, %d>(%s);\n", s->u.wgmma_wait.pending, s->u.wgmma_wait.acc->layout.cols,

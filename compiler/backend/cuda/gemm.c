@@ -16,7 +16,13 @@
  * FP8 tiles (sm_90a, wgmma only; infer-layout refuses the rest):
  * tc_gemm_wgmma_fp8_ss with one tag per operand (tc_e4m3_t / tc_e5m2_t),
  * A always [M, K] and B always [N, K] (transpose_B; FP8 wgmma has no
- * transpose bits). */
+ * transpose bits). An in-flight FP8 gemm (the pipelined loop's) promotes
+ * under the next chunk's wgmmas: its accumulator gets a tc_fp8_pending
+ * state beside it (tc_pend_<acc>: two chunk parts), the gemm passes it, and
+ * the WGMMA_WAIT after the loop becomes tc_wgmma_fp8_drain. Where a tile is
+ * an odd number of chunks the part alternates between iterations: frame.c
+ * then writes the loop body twice (cuda_fp8_alternating), and each copy
+ * names its part (Cuda.fp8_gemm, fp8_part). */
 #include "cuda_emit.h"
 
 /* Whether s (recursively) holds an issue-only wgmma gemm with fragment A b:
@@ -46,6 +52,61 @@ bool cuda_frag_pairs(const Cuda *C, const IrBuffer *b) {
   return b->scope == IR_SCOPE_FRAGMENT && cuda_is_16bit(b->dtype) && read_in_flight(C->k->body, b);
 }
 
+static int64_t fp8_gemm_k(const IrStmt *g) {
+  int ad[IR_MAX_RANK];
+  cuda_tile_dims(&g->u.gemm.a, ad);
+  return cuda_const(g->u.gemm.a.extent[ad[1]]);
+}
+
+/* An FP8 gemm that stays in flight (INFLIGHT 1) carries promotion state,
+ * where its overlap pays and ptxas keeps it: a k-tile of one promotion
+ * chunk (K <= 128, the header's default TC_FP8_PROMOTE_K), whose part then
+ * alternates between iterations (frame.c doubles the loop), and N <= 128
+ * (acc and two parts: 3 * N / 2 registers per thread; at N = 256 ptxas
+ * spilled kilobytes, C7512). With two chunks per k-tile (K = 192, 256) the
+ * template's overlap within the call made ptxas serialize the wgmmas
+ * (C7514, CUDA 13.0), so those keep the waiting form. */
+static bool fp8_in_flight(const IrStmt *s) {
+  return s->kind == IR_STMT_GEMM && s->u.gemm.wgmma && s->u.gemm.wgmma_async && !s->u.gemm.wgmma_issue_only &&
+         (dtype_is_fp8(s->u.gemm.a.buf->dtype) || dtype_is_fp8(s->u.gemm.b.buf->dtype)) &&
+         fp8_gemm_k(s) <= 128 && s->u.gemm.c.buf->layout.cols <= 128;
+}
+
+/* Whether s (recursively) holds an in-flight FP8 gemm into acc. */
+static bool has_fp8_in_flight(const IrStmt *s, const IrBuffer *acc) {
+  if (!s) return false;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++)
+      if (has_fp8_in_flight(s->u.seq.items[i], acc)) return true;
+    return false;
+  case IR_STMT_FOR:
+    return has_fp8_in_flight(s->u.for_.body, acc);
+  case IR_STMT_IF:
+    return has_fp8_in_flight(s->u.if_.then_, acc) || has_fp8_in_flight(s->u.if_.else_, acc);
+  case IR_STMT_WARP_ROLES:
+    return has_fp8_in_flight(s->u.roles.producer, acc) || has_fp8_in_flight(s->u.roles.consumer, acc);
+  case IR_STMT_GEMM:
+    return fp8_in_flight(s) && s->u.gemm.c.buf == acc;
+  default:
+    return false;
+  }
+}
+
+bool cuda_fp8_pending(const Cuda *C, const IrBuffer *acc) {
+  return acc->scope == IR_SCOPE_FRAGMENT && has_fp8_in_flight(C->k->body, acc);
+}
+
+/* Every in-flight FP8 gemm is one chunk per k-tile (fp8_in_flight), so
+ * its part alternates. With another TC_FP8_PROMOTE_K the emitted parts are
+ * still correct: the template ignores them where a k-tile is an even number
+ * of chunks and otherwise the state's part matches them. */
+const IrStmt *cuda_fp8_alternating(const IrStmt *body) {
+  for (int i = 0; i < body->u.seq.n; i++)
+    if (fp8_in_flight(body->u.seq.items[i])) return body->u.seq.items[i];
+  return NULL;
+}
+
 static const char *fp8_tag(DType t) { return t == DTYPE_F8E5M2 ? "tc_e5m2_t" : "tc_e4m3_t"; }
 
 /* acc += A @ B^T of FP8 codes: m64nNk32 wgmma per warpgroup. */
@@ -67,12 +128,15 @@ static void emit_gemm_fp8(Cuda *C, const IrStmt *s, int depth) {
   sb_printf(o, "tc_gemm_wgmma_fp8_ss<%s, %s, %d, %d, %lld, %d, %s, %s, ", fp8_tag(a->buf->dtype),
             fp8_tag(b->buf->dtype), lc->rows, lc->cols, (long long)K, lc->warps_m, cuda_swizzle_arg(a->buf),
             cuda_swizzle_arg(b->buf));
+  const bool pend = fp8_in_flight(s);
   if (s->u.gemm.wgmma_issue_only) sb_puts(o, "TC_WGMMA_ISSUE_ONLY>(");
+  else if (pend && C->fp8_gemm == s) sb_printf(o, "1, %d>(", C->fp8_part);
   else sb_printf(o, "%d>(", s->u.gemm.wgmma_async ? 1 : 0);
   cuda_tile_base(C, o, a);
   sb_puts(o, ", ");
   cuda_tile_base(C, o, b);
-  sb_printf(o, ", %s, tc_warp);\n", c->buf->name);
+  if (pend) sb_printf(o, ", %s, tc_warp, tc_pend_%s);\n", c->buf->name, c->buf->name);
+  else sb_printf(o, ", %s, tc_warp);\n", c->buf->name);
 }
 
 void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {

@@ -8,8 +8,8 @@ fresh process, the kernel renamed with a random suffix first (no cache of any
 kind can answer), with NVRTC's own phase timer on (TILEC_NVRTC_FLAGS=--time).
 Builds run round robin within each repetition, so a shared machine's load
 hits them alike. Prints medians: process CPU (user+sys of the whole tilec
-process: dlopen of libnvrtc and the compile), wall, and NVRTC's front end /
-NVVM / ptxas split (wall, from --time). No GPU needed.
+process: dlopen of libnvrtc and the compile), wall (and its min-max), and
+NVRTC's front end / NVVM / ptxas split (wall, from --time). No GPU needed.
 """
 import argparse, os, random, re, resource, statistics, subprocess, sys, tempfile, time
 
@@ -51,11 +51,12 @@ def main():
                     ph[p[1]] = ph.get(p[1], 0) + float(p[2])
                 res.setdefault((cname, label), []).append(
                     (cpu, wall, ph.get("CUDA C++ Frontend", 0), ph.get("NVVM Optimizer", 0), ph.get("PTX Translation", 0)))
-    print("| kernel (sm_90a) | build | process CPU ms | wall ms | front end | NVVM | ptxas |")
-    print("|---|---|---|---|---|---|---|")
+    print("| kernel (sm_90a) | build | process CPU ms | wall ms | wall min-max | front end | NVVM | ptxas |")
+    print("|---|---|---|---|---|---|---|---|")
     for (cname, label), v in res.items():
-        med = [statistics.median(x[i] for x in v) for i in range(5)]
-        print("| %s | %s | %s |" % (cname, label, " | ".join("%.0f" % m for m in med)))
+        med = ["%.0f" % statistics.median(x[i] for x in v) for i in range(5)]
+        med.insert(2, "%.0f-%.0f" % (min(x[1] for x in v), max(x[1] for x in v)))
+        print("| %s | %s | %s |" % (cname, label, " | ".join(med)))
 
 
 if __name__ == "__main__":

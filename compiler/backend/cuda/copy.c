@@ -188,6 +188,70 @@ static bool first_holder(const IrLayout *l, StrBuf *sb) {
   return false;
 }
 
+/* An f32 MMA_C fragment stored whole (no guard) into a 16-bit shared tile:
+ * a thread's columns come in pairs (c, c + 1) with c even
+ * (docs/gpu-codegen.md), and with an even first column the two elements are
+ * adjacent in shared memory under every layout taken here (one 16-byte chunk
+ * of a swizzled row or panel; a plain row of even length), so each pair is
+ * converted and stored as one 32-bit value (tc_f32x2_to_*_at). Inside the
+ * nest tc_lane is rebound as an unsigned remainder of tc_tid: NVVM then knows
+ * it lies in [0, 32) and folds the swizzle's XOR once per pair, where the
+ * kernel's signed tc_tid % 32 (of tc_opaque_tid in a persistent loop: no
+ * known sign) left it a per-element computation. Issue 12: element by
+ * element, this epilogue store was about half of gemm.tile's NVRTC time
+ * and 14 % of the flagship's, and 1000 / 350 of their SASS instructions. */
+static bool pair_store_ok(const IrRegion *frag, const IrRegion *other, const int *od, int n) {
+  const IrLayout *l = &frag->buf->layout;
+  const IrBuffer *b = other->buf;
+  int last = other->rank - 1;
+  int64_t c0 = 0;
+  if (frag->buf->dtype != DTYPE_F32 || !cuda_is_16bit(b->dtype) || b->scope != IR_SCOPE_SHARED || b->strides)
+    return false;
+  if (l->kind != IR_LAYOUT_FRAGMENT || l->frag != IR_FRAG_MMA_C || !l->cols || ir_layout_is_col_vector(l) ||
+      l->cols_local % 2 != 0 || ir_layout_cols_padded(l))
+    return false;
+  if (n != 2 || od[1] != last || !ir_expr_is_int_const(other->start[last], &c0) || c0 % 2 != 0) return false;
+  for (int d = 0; d < other->rank; d++)
+    if (other->guard[d]) return false;
+  return b->layout.kind == IR_LAYOUT_SWIZZLED || cuda_const(b->shape[last]) % 2 == 0;
+}
+
+static void emit_pair_store(Cuda *C, const IrStmt *s, const IrRegion *frag, const IrRegion *other, IrExpr *const *idx,
+                            int depth) {
+  const IrLayout *l = &frag->buf->layout;
+  StrBuf *o = C->out;
+  const char *src = frag->buf->name;
+  cuda_indent(C, depth);
+  sb_printf(o, "{  // %s -> %s, 32-bit pairs\n", src, other->buf->name);
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "const int tc_lane = (int)((unsigned)tc_tid % 32u);  // known non-negative: the swizzle folds\n");
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "#pragma unroll\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {\n", l->rows_local);
+  cuda_indent(C, depth + 2);
+  sb_puts(o, "[[maybe_unused]] const long long tc_r = ");
+  cuda_row_of(C, o, l, "tc_rs");
+  sb_puts(o, ";\n");
+  cuda_indent(C, depth + 2);
+  sb_puts(o, "#pragma unroll\n");
+  cuda_indent(C, depth + 2);
+  sb_printf(o, "for (int tc_cs = 0; tc_cs < %d; tc_cs += 2) {\n", l->cols_local);
+  cuda_indent(C, depth + 3);
+  sb_puts(o, "[[maybe_unused]] const long long tc_c = ");
+  cuda_col_of(C, o, l, "tc_cs");
+  sb_puts(o, ";\n");
+  cuda_indent(C, depth + 3);
+  sb_printf(o, "tc_f32x2_to_%s_at(%s[tc_rs * %d + tc_cs], %s[tc_rs * %d + tc_cs + 1], &",
+            other->buf->dtype == DTYPE_F16 ? "f16x2" : "bf16x2", src, l->cols_local, src, l->cols_local);
+  cuda_emit_element(C, o, other->buf, idx, other->rank, s->loc);
+  sb_puts(o, ");\n");
+  for (int d = depth + 2; d >= depth; d--) {
+    cuda_indent(C, d);
+    sb_puts(o, "}\n");
+  }
+}
+
 /* Copies where one side is a fragment: every thread moves its own elements
  * (atomic: atomic_add, the fragment is the source; a 1-D fragment's
  * replicated elements are added by their first holder only). */
@@ -237,8 +301,6 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
     cuda_fail(C, s->loc, "copy between fragment '%s' and '%s': tile ranks differ", frag->buf->name, other->buf->name);
     return;
   }
-  /* A column vector's one dimension is its column: bound to tc_r too. */
-  int inner = cuda_open_slots(C, l, "tc_r", l->cols && !colvec ? "tc_c" : NULL, depth);
   IrModule *m = (IrModule *)C->m;
   IrVar rv = {.name = "tc_r", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
   IrVar cv = {.name = "tc_c", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
@@ -256,6 +318,12 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
       cond = cond ? ir_binary(m, IR_OP_AND, cond, c, s->loc) : c;
     }
   }
+  if (frag == src && !atomic && !cond && pair_store_ok(frag, other, od, n)) {
+    emit_pair_store(C, s, frag, other, idx, depth);
+    return;
+  }
+  /* A column vector's one dimension is its column: bound to tc_r too. */
+  int inner = cuda_open_slots(C, l, "tc_r", l->cols && !colvec ? "tc_c" : NULL, depth);
   const char *slot = l->cols ? "[tc_rs * %d + tc_cs]" : "[tc_rs]";
   char slot_text[64];
   snprintf(slot_text, sizeof slot_text, slot, l->cols_local);

@@ -77,6 +77,7 @@ const char *cuda_swizzle_arg(const IrBuffer *b);
 /* ---- fragment.c: fragments, parallel loops, reductions ---- */
 bool cuda_fragment_slot(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *idx, int nidx, SrcLoc loc);
 void cuda_row_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *rs);
+void cuda_col_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *cs);
 bool cuda_rows_padded(const Cuda *C, const IrLayout *l);
 int cuda_open_slots(Cuda *C, const IrLayout *l, const char *row_name, const char *col_name, int depth);
 void cuda_close_slots(Cuda *C, const IrLayout *l, int depth);

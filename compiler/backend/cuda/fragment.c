@@ -40,7 +40,7 @@ void cuda_row_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *rs) {
   else rowgroup_row(sb, l, C->threads, rs);
 }
 
-static void col_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *cs) {
+void cuda_col_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *cs) {
   if (l->frag == IR_FRAG_MMA_C) {
     int nw = l->cols / l->warps_n;
     sb_printf(sb, "((tc_warp %% %d) * %d + (%s / 2) * 8 + (tc_lane %% 4) * 2 + %s %% 2)", l->warps_n, nw, cs, cs);
@@ -103,7 +103,7 @@ int cuda_open_slots(Cuda *C, const IrLayout *l, const char *row_name, const char
     sb_printf(C->out, "for (int tc_cs = 0; tc_cs < %d; ++tc_cs) {\n", l->cols_local);
     cuda_indent(C, depth + 2);
     sb_printf(C->out, "[[maybe_unused]] const long long %s = ", name ? name : "tc_col");
-    col_of(C, C->out, l, "tc_cs");
+    cuda_col_of(C, C->out, l, "tc_cs");
     sb_puts(C->out, ";\n");
     if (ir_layout_cols_padded(l)) {
       cuda_indent(C, depth + 2);
@@ -135,7 +135,7 @@ int cuda_open_slots(Cuda *C, const IrLayout *l, const char *row_name, const char
     const char *name = col_name ? col_name : "tc_col";
     cuda_indent(C, depth + 2);
     sb_printf(C->out, "[[maybe_unused]] const long long %s = ", name);
-    col_of(C, C->out, l, "tc_cs");
+    cuda_col_of(C, C->out, l, "tc_cs");
     sb_puts(C->out, ";\n");
     if (ir_layout_cols_padded(l)) {
       cuda_indent(C, depth + 2);
@@ -314,7 +314,7 @@ void cuda_emit_reduce(Cuda *C, const IrStmt *s, int depth) {
     cuda_indent(C, depth + 1);
     sb_puts(o, "for (int tc_cs = 0; tc_cs < ");
     sb_printf(o, "%d; ++tc_cs) if (", l->cols_local);
-    col_of(C, o, l, "tc_cs");
+    cuda_col_of(C, o, l, "tc_cs");
     sb_printf(o, " < %d) { const float tc_x = %s%s[tc_rs * %d + tc_cs]; tc_r = %s; }\n", l->cols, val, src->name,
               l->cols_local, op2);
   } else {

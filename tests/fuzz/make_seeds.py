@@ -44,6 +44,9 @@ VARIANTS = [
     (0, {"dim": 0, "block_M": 1, "threads": 1, "dtype": 2}),
     (1, {"seq_len": 13, "M": 13, "batch": 2, "heads": 2, "dtype": 4}),
     (4, {"num_stages": 1, "panel_size": 0, "dtype": 3}),
+    # 2 + 5, 4 + 5: sm_90a CUDA / IR with cluster_multicast (b / 5 odd).
+    (7, {"dtype": 1}),
+    (9, {"M": 3, "N": 5, "K": 3}),
 ]
 
 

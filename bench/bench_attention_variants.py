@@ -120,15 +120,16 @@ def row_id(r):
                                                  r["batch"], r["seq_q"], r["seq_kv"])
 
 
-def num_split_for(r, sms, splits="auto", block_N=64, block_M=64):
-    """--splits N, or auto: enough blocks for ~4 per SM, at least 2 key
-    blocks per split."""
+def num_split_for(r, sms, splits="auto", kern=None, block_N=64, block_M=64):
+    """--splits N, or auto: tilec.splitk.choose_kv_splits for the kernel's
+    blocks per SM (whole waves of splits; at least 2 key blocks each)."""
     if splits != "auto":
         return int(splits)
+    import tilec
     base = r["batch"] * r["heads"] * math.ceil(r["seq_q"] / block_M)
     n_blocks = math.ceil(r["seq_kv"] / block_N)
-    want = max(1, math.ceil(4 * sms / base))
-    return max(1, min(want, n_blocks // 2 if n_blocks >= 2 else 1, 256))
+    per_sm = tilec.splitk.blocks_per_sm_of(kern.info) if kern is not None else 1
+    return tilec.splitk.choose_kv_splits(base, n_blocks, sms, per_sm)
 
 
 def varlen_offsets(torch, r):
@@ -250,7 +251,7 @@ def part_tilec(rows, args, torch, timer, emit):
                 ks = kernel("flash_decoding.tile", "flash_decoding_split", defs)
                 kc = kernel("flash_decoding.tile", "flash_decoding_combine", defs)
                 b, h, sq, d = r["batch"], r["heads"], r["seq_q"], r["dim"]
-                for impl, ns in (("tilec-split", num_split_for(r, sms, args.splits)), ("tilec-nosplit", 1)):
+                for impl, ns in (("tilec-split", num_split_for(r, sms, args.splits, ks)), ("tilec-nosplit", 1)):
                     op = torch.full((b, h, ns, sq, d), float("nan"), device="cuda")
                     lp = torch.full((b, h, ns, sq), float("nan"), device="cuda")
                     out = torch.full_like(q, float("nan"))
@@ -268,7 +269,7 @@ def part_tilec(rows, args, torch, timer, emit):
                 if sq == 1 and r["heads_kv"] < h:
                     kgq = kernel("flash_decoding.tile", "flash_decoding_gqa_split", defs)
                     base = dict(r, heads=r["heads_kv"])   # blocks per split: one per KV head
-                    ns = num_split_for(base, sms, args.splits)
+                    ns = num_split_for(base, sms, args.splits, kgq)
                     op = torch.full((b, h, ns, 1, d), float("nan"), device="cuda")
                     lp = torch.full((b, h, ns, 1), float("nan"), device="cuda")
                     out = torch.full_like(q, float("nan"))
@@ -303,7 +304,7 @@ def part_tilec(rows, args, torch, timer, emit):
                     vcache[perm.long()] = vpad.view(b * mp, P, hkv, d)
                     del kpad, vpad
                 lens = torch.full((b,), skv, device="cuda", dtype=torch.int32)
-                ns = num_split_for(r, sms, args.splits)
+                ns = num_split_for(r, sms, args.splits, ks)   # the contiguous rows' count
                 op = torch.full((b, h, ns, sq, d), float("nan"), device="cuda")
                 lp = torch.full((b, h, ns, sq), float("nan"), device="cuda")
                 out = torch.full_like(q, float("nan"))

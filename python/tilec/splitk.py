@@ -115,6 +115,41 @@ def choose_splits(m, n, k, num_sms, block_M=64, block_N=128, block_K=64, blocks_
     return cands[-1]
 
 
+def choose_kv_splits(base_blocks, kv_blocks, num_sms, blocks_per_sm=1, max_splits=256, min_kv_blocks=2):
+    """The number of splits of the key axis for a split-KV decoding kernel
+    (examples/flash_decoding.tile) whose grid without splitting has
+    base_blocks blocks (batch x heads x query blocks) walking kv_blocks key
+    blocks each, on num_sms SMs holding blocks_per_sm of its blocks at once
+    (shared memory and threads decide: blocks_per_sm_of). Every block of a
+    wave runs its whole split, so the time goes as waves x (split length +
+    a split's fixed cost, about one key block: its Q load, its partial
+    output and log-sum-exp, its share of the combine):
+    ceil(base * s / slots) * (ceil(kv_blocks / s) + 1); the smallest s that
+    minimizes it, each split keeping >= min_kv_blocks key blocks. Measured on
+    an H100 (bench/results/2026-11-24-nvidia-h100-cluster-notes.md): the
+    old rule (4 blocks per SM, while only 2 of these 80 KB blocks fit) put
+    batch 1 x 32 heads at 17 splits, 2.06 waves of 264 slots."""
+    if min(base_blocks, kv_blocks, num_sms, blocks_per_sm) < 1:
+        raise ValueError("choose_kv_splits: sizes, num_sms and blocks_per_sm must be positive")
+    slots = num_sms * blocks_per_sm
+    best_time, best = None, 1
+    for s in range(1, max_splits + 1):
+        if s > 1 and kv_blocks // s < min_kv_blocks:
+            break
+        time = _cdiv(base_blocks * s, slots) * (_cdiv(kv_blocks, s) + 1)
+        if best_time is None or time < best_time:
+            best_time, best = time, s
+    return best
+
+
+def blocks_per_sm_of(info, smem_per_sm=228 * 1024, max_threads=2048):
+    """How many blocks of a CUDA kernel (its KernelInfo) one SM holds at
+    once by shared memory (each block also takes 1 KB of the SM's) and
+    threads; registers are not counted."""
+    by_smem = smem_per_sm // (info.shared_bytes + 1024) if info.shared_bytes else 32
+    return max(1, min(by_smem, max_threads // max(1, info.threads), 32))
+
+
 def _dtype_name(x):
     t = str(getattr(x, "dtype", ""))
     if "bfloat16" in t:

@@ -65,6 +65,45 @@ def test_choose_splits():
         raise AssertionError("choose_splits accepted M = 0")
 
 
+def test_choose_kv_splits():
+    # batch 1 x 32 heads, one token, 8192 keys in 64-token blocks, 2 blocks
+    # per SM of 132: 8 splits fill one wave of 264 slots (16 x 8 = one wave
+    # too, no shorter: the smaller count wins).
+    assert splitk.choose_kv_splits(32, 128, 132, 2) == 8
+    # batch 8 x 32 heads: 256 blocks already fill the GPU once (64 splits
+    # of 2 blocks in 63 waves would be shorter without the fixed cost).
+    assert splitk.choose_kv_splits(256, 128, 132, 2) == 1
+    # GQA packed, 8 KV heads: 264 // 8 = 33 splits of 4 blocks, one wave.
+    assert splitk.choose_kv_splits(8, 128, 132, 2) == 32
+    # A short cache keeps >= 2 key blocks per split.
+    assert splitk.choose_kv_splits(1, 5, 132, 2) == 2
+    assert splitk.choose_kv_splits(1, 1, 132, 2) == 1
+    # The time it minimizes, checked by brute force on a grid of shapes.
+    for base in (1, 3, 8, 32, 100, 264, 1000):
+        for kv in (1, 2, 7, 64, 128, 2048):
+            s = splitk.choose_kv_splits(base, kv, 132, 2)
+            t = lambda x: -(-base * x // 264) * (-(-kv // x) + 1)
+            ok = [x for x in range(1, 257) if x == 1 or kv // x >= 2]
+            assert s in ok and t(s) == min(t(x) for x in ok), (base, kv, s)
+            assert all(t(x) > t(s) for x in ok if x < s), (base, kv, s)
+    for bad in ((0, 1, 1, 1), (1, 0, 1, 1), (1, 1, 0, 1), (1, 1, 1, 0)):
+        try:
+            splitk.choose_kv_splits(*bad)
+        except ValueError:
+            continue
+        raise AssertionError("choose_kv_splits accepted %r" % (bad,))
+
+
+def test_blocks_per_sm_of():
+    class Info:
+        def __init__(self, smem, threads):
+            self.shared_bytes, self.threads = smem, threads
+    assert splitk.blocks_per_sm_of(Info(80 * 1024, 128)) == 2
+    assert splitk.blocks_per_sm_of(Info(227 * 1024, 384)) == 1
+    assert splitk.blocks_per_sm_of(Info(0, 1024)) == 2
+    assert splitk.blocks_per_sm_of(Info(8 * 1024, 128)) == 16
+
+
 def test_plan():
     with harness.cpu_context() as ctx:
         g = splitk.Gemm(ctx, "f16")

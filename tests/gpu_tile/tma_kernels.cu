@@ -83,29 +83,39 @@ __device__ void tma_copy_body(const tc_tensor_map *map, const tc_tensor_map *bac
   }
 }
 
-template <int ROWS, int BOX_C, int STAGES, int ITERS>
+// PAIR: the ring of TMA_PAIR_RING (two panels per stage, one loaded by each
+// block of the cluster into both, released in both).
+template <int ROWS, int BOX_C, int STAGES, int ITERS, bool PAIR>
 __device__ void tma_ring_body(const tc_tensor_map *map, unsigned *out) {
-  constexpr int ELEMS = ROWS * BOX_C, PER_THREAD = ELEMS / TMA_THREADS;
+  constexpr int PANELS = PAIR ? 2 : 1, ELEMS = PANELS * ROWS * BOX_C, PER_THREAD = ELEMS / TMA_THREADS;
   constexpr unsigned BYTES = 2u * ELEMS;
-  static_assert(BYTES % 1024 == 0 && ELEMS % TMA_THREADS == 0, "stage size");
+  static_assert(BYTES % (1024 * PANELS) == 0 && ELEMS % TMA_THREADS == 0, "stage size");
   unsigned short *tile;
   const unsigned base = tma_base(&tile);
   const unsigned full = base + STAGES * BYTES, empty = full + 8u * STAGES;
   const int tid = threadIdx.x;
+  const unsigned rank = PAIR ? tc_cluster_rank() : 0u;
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       tc_mbar_init(full + 8u * s, 1);
-      tc_mbar_init(empty + 8u * s, TMA_THREADS);
+      tc_mbar_init(empty + 8u * s, PANELS * TMA_THREADS); // a pair: both blocks' threads
     }
     tc_mbar_fence_init();
   }
-  __syncthreads();
+  if constexpr (PAIR)
+    tc_cluster_sync(); // the other block's barriers exist from here on
+  else
+    __syncthreads();
+  auto load = [&](int s, int i) { // stage s <- rows of iteration i (a pair: this block's panel, into both)
+    tc_mbar_arrive_expect_tx(full + 8u * s, BYTES);
+    if constexpr (PAIR)
+      tc_tma_load_multicast(base + s * BYTES + rank * (BYTES / 2), map, {(int)rank * BOX_C, i * ROWS}, full + 8u * s);
+    else
+      tc_tma_load_2d(base + s * BYTES, map, 0, i * ROWS, full + 8u * s);
+  };
   if (tid == 0) {
     tc_tma_prefetch_desc(map);
-    for (int s = 0; s < STAGES && s < ITERS; ++s) {
-      tc_mbar_arrive_expect_tx(full + 8u * s, BYTES);
-      tc_tma_load_2d(base + s * BYTES, map, 0, s * ROWS, full + 8u * s);
-    }
+    for (int s = 0; s < STAGES && s < ITERS; ++s) load(s, s);
   }
   unsigned acc[PER_THREAD];
 #pragma unroll
@@ -117,67 +127,27 @@ __device__ void tma_ring_body(const tc_tensor_map *map, unsigned *out) {
     const unsigned short *st = tile + s * ELEMS;
 #pragma unroll
     for (int k = 0; k < PER_THREAD; ++k) acc[k] += (unsigned)(i + 1) * st[tid + k * TMA_THREADS];
-    tc_mbar_arrive(empty + 8u * s); // this thread is done reading stage s
+    if constexpr (PAIR)
+      tc_mbar_arrive_pair(empty + 8u * s); // done reading stage s, here and for the other block
+    else
+      tc_mbar_arrive(empty + 8u * s); // this thread is done reading stage s
     if (tid == 0 && i + STAGES < ITERS) {
       tc_mbar_wait(empty + 8u * s, phase); // ... and so is everyone else
-      tc_mbar_arrive_expect_tx(full + 8u * s, BYTES);
-      tc_tma_load_2d(base + s * BYTES, map, 0, (i + STAGES) * ROWS, full + 8u * s);
+      load(s, i + STAGES);
     }
   }
 #pragma unroll
-  for (int k = 0; k < PER_THREAD; ++k) out[tid + k * TMA_THREADS] = acc[k];
+  for (int k = 0; k < PER_THREAD; ++k) out[rank * ELEMS + tid + k * TMA_THREADS] = acc[k];
+  if constexpr (PAIR) {
+    tc_cluster_sync(); // the other block may still arrive on this one's barriers until here
+    return;
+  }
   __syncthreads();
   if (tid == 0)
     for (int s = 0; s < STAGES; ++s) {
       tc_mbar_inval(full + 8u * s);
       tc_mbar_inval(empty + 8u * s);
     }
-}
-
-template <int ROWS, int BOX_C, int STAGES, int ITERS>
-__device__ void tma_pair_ring_body(const tc_tensor_map *map, unsigned *out) {
-  constexpr int PANEL = ROWS * BOX_C, ELEMS = 2 * PANEL, PER_THREAD = ELEMS / TMA_THREADS;
-  constexpr unsigned BYTES = 2u * ELEMS;
-  static_assert(BYTES % 2048 == 0 && ELEMS % TMA_THREADS == 0, "stage size");
-  unsigned short *tile;
-  const unsigned base = tma_base(&tile);
-  const unsigned full = base + STAGES * BYTES, empty = full + 8u * STAGES;
-  const int tid = threadIdx.x;
-  const unsigned rank = tc_cluster_rank();
-  if (tid == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      tc_mbar_init(full + 8u * s, 1);
-      tc_mbar_init(empty + 8u * s, 2 * TMA_THREADS);
-    }
-    tc_mbar_fence_init();
-  }
-  tc_cluster_sync(); // the other block's barriers exist from here on
-  if (tid == 0)
-    for (int s = 0; s < STAGES && s < ITERS; ++s) {
-      tc_mbar_arrive_expect_tx(full + 8u * s, BYTES); // both panels land here
-      tc_tma_load_multicast(base + s * BYTES + rank * (BYTES / 2), map, {(int)rank * BOX_C, s * ROWS}, full + 8u * s);
-    }
-  unsigned acc[PER_THREAD];
-#pragma unroll
-  for (int k = 0; k < PER_THREAD; ++k) acc[k] = 0;
-  for (int i = 0; i < ITERS; ++i) {
-    const int s = i % STAGES;
-    const unsigned phase = (unsigned)(i / STAGES) & 1u;
-    tc_mbar_wait(full + 8u * s, phase);
-    const unsigned short *st = tile + s * ELEMS;
-#pragma unroll
-    for (int k = 0; k < PER_THREAD; ++k) acc[k] += (unsigned)(i + 1) * st[tid + k * TMA_THREADS];
-    tc_mbar_arrive_pair(empty + 8u * s); // done reading stage s, here and for the other block
-    if (tid == 0 && i + STAGES < ITERS) {
-      tc_mbar_wait(empty + 8u * s, phase); // both blocks are
-      tc_mbar_arrive_expect_tx(full + 8u * s, BYTES);
-      tc_tma_load_multicast(base + s * BYTES + rank * (BYTES / 2), map, {(int)rank * BOX_C, (i + STAGES) * ROWS},
-                               full + 8u * s);
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < PER_THREAD; ++k) out[rank * ELEMS + tid + k * TMA_THREADS] = acc[k];
-  tc_cluster_sync(); // the other block may still arrive on this one's barriers until here
 }
 
 #define TMA_COPY(name, ROWS, BOX_C, PANELS)                                                          \
@@ -190,11 +160,11 @@ __device__ void tma_pair_ring_body(const tc_tensor_map *map, unsigned *out) {
 #define TMA_RING(name, ROWS, BOX_C, STAGES, ITERS)                                                   \
   extern "C" __global__ void __launch_bounds__(TMA_THREADS)                                          \
       name(const __grid_constant__ tc_tensor_map map, unsigned *out) {                               \
-    tma_ring_body<ROWS, BOX_C, STAGES, ITERS>(&map, out);                                            \
+    tma_ring_body<ROWS, BOX_C, STAGES, ITERS, false>(&map, out);                                            \
   }
 
 #define TMA_PAIR_RING(name, ROWS, BOX_C, STAGES, ITERS)                                              \
   extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(TMA_THREADS)                \
       name(const __grid_constant__ tc_tensor_map map, unsigned *out) {                               \
-    tma_pair_ring_body<ROWS, BOX_C, STAGES, ITERS>(&map, out);                                       \
+    tma_ring_body<ROWS, BOX_C, STAGES, ITERS, true>(&map, out);                                       \
   }

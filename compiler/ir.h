@@ -341,6 +341,13 @@ struct IrStmt {
                             completing on dst.buf->tma_bar; a TMA_WAIT makes it
                             visible. Also `async`: no thread waits in place. */
       int tma_map;
+      IrBuffer *via;     /* a TMA store of a fragment (pass persistent): the tile
+                            leaves in rounds of via's columns through via's
+                            slots (via: [slots, rows, w] shared, laid out as TMA
+                            reads a box), each round written by every thread,
+                            fenced, a barrier, then stored by one thread; the
+                            statement orders its own reuse of via (docs/
+                            gpu-codegen.md, "Epilogue in rounds") */
     } copy;
     struct {             /* MBAR_WAIT: the threads wait until the phase of mbarrier
                             bar[stage] with this parity has completed: for a full

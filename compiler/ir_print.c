@@ -349,8 +349,10 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     print_region(p, sb, &s->u.copy.src);
     sb_puts(sb, " -> ");
     print_region(p, sb, &s->u.copy.dst);
-    if (s->u.copy.tma && s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL)
+    if (s->u.copy.tma && s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL) {
       sb_printf(sb, " map(%d)", s->u.copy.tma_map);
+      if (s->u.copy.via) sb_printf(sb, " via(%s)", buf_name(p, s->u.copy.via));
+    }
     else if (s->u.copy.tma)
       sb_printf(sb, " map(%d) mbarrier(%s)", s->u.copy.tma_map, buf_name(p, s->u.copy.dst.buf->tma_bar));
     break;

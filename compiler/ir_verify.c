@@ -339,8 +339,12 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     check_region(v, &s->u.copy.dst, "copy destination");
     if (v->failed || !s->u.copy.tma) return;
     if (s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL) { /* a TMA store */
-      if (s->u.copy.src.buf->scope != IR_SCOPE_SHARED || s->u.copy.tma_map < 0)
-        fail(v, s->loc, "TMA store into '%s' needs a shared source and a tensor map", s->u.copy.dst.buf->name);
+      const IrBuffer *via = s->u.copy.via;
+      const bool staged = s->u.copy.src.buf->scope == IR_SCOPE_FRAGMENT && via && via->scope == IR_SCOPE_SHARED &&
+                          via->rank == 3 && via->dtype == s->u.copy.dst.buf->dtype;
+      if ((s->u.copy.src.buf->scope != IR_SCOPE_SHARED && !staged) || s->u.copy.tma_map < 0)
+        fail(v, s->loc, "TMA store into '%s' needs a shared source (or a fragment and a [slots, rows, cols] "
+             "staging buffer of its dtype) and a tensor map", s->u.copy.dst.buf->name);
     } else if (!s->u.copy.dst.buf->tma_bar || s->u.copy.tma_map < 0) {
       fail(v, s->loc, "TMA copy into '%s' without an mbarrier or a tensor map", s->u.copy.dst.buf->name);
     }

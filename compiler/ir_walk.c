@@ -64,7 +64,9 @@ int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b) {
   switch (s->kind) {
   case IR_STMT_STORE: rc.count += s->u.store.buf == b; break;
   case IR_STMT_COPY:
-  case IR_STMT_ATOMIC_ADD: rc.count += (s->u.copy.src.buf == b) + (s->u.copy.dst.buf == b); break;
+  case IR_STMT_ATOMIC_ADD:
+    rc.count += (s->u.copy.src.buf == b) + (s->u.copy.dst.buf == b) + (s->u.copy.via && s->u.copy.via == b);
+    break;
   case IR_STMT_FILL: rc.count += s->u.fill.dst.buf == b; break;
   case IR_STMT_GEMM:
     rc.count += (s->u.gemm.a.buf == b) + (s->u.gemm.b.buf == b) + (s->u.gemm.c.buf == b);

@@ -454,21 +454,114 @@ static void plan_cluster(const IrKernel *k, Plan *P) {
   P->cluster = true;
 }
 
+/* Is the kernel's TMA map `index` used by any statement but `except`? */
+typedef struct MapUse {
+  int index;
+  const IrStmt *except;
+  bool used;
+} MapUse;
+
+static void note_map_use(IrStmt *s, void *ctx) {
+  MapUse *u = ctx;
+  if (s != u->except && s->kind == IR_STMT_COPY && s->u.copy.tma && s->u.copy.tma_map == u->index) u->used = true;
+}
+
+/* The epilogue's staged TMA store `copy F -> S; copy.tma S -> G` (stage-stores,
+ * S reusing a TMA destination) as one statement that sends the tile out in
+ * rounds of w columns through two slots of S (`copy.tma F -> G via(S)`, S
+ * now [2, rows, w]), w the widest of 128/64/32-byte rows for which the
+ * kernel's shared memory (`others` bytes besides S) fits. S shrinks from the
+ * whole tile (64 KB for gemm.tile's 128 x 256 bf16 C) to two panels (16 KB
+ * at w = 32), which is what lets a 4-stage GEMM ring stay persistent:
+ * 4 x 48 KB + 4 KB of mbarriers + 16 KB = 212 KB, where the whole tile
+ * would need 260 KB. Why rounds rather than the alternatives: packing the
+ * mbarriers (1 KB apart in wgmma kernels) would need the frame to lay out
+ * buffers of mixed alignment, and stores straight from registers would
+ * write 4-byte pieces of 512-byte rows where TMA writes whole boxes and
+ * clips the tile's edges itself. Two slots let the threads write one panel
+ * while TMA reads the other, with one barrier per round (cuda/tma.c's
+ * emit_staged_store orders the slots' reuse: the issuing thread waits for
+ * its earlier stores to have read their slot before that barrier). The
+ * fragment's columns must split into rounds by column slot: an f32 MMA_C
+ * accumulator whose warps split only the rows (every wgmma accumulator),
+ * stored into a 16-bit tile. Returns false (nothing changed) where any of
+ * that does not hold. */
+static bool stage_in_rounds(IrModule *m, IrKernel *k, const Plan *P, int64_t others) {
+  IrStmt *post = P->post;
+  for (int i = 0; i + 1 < post->u.seq.n; i++) {
+    IrStmt *to_tile = post->u.seq.items[i], *store = post->u.seq.items[i + 1];
+    if (to_tile->kind != IR_STMT_COPY || store->kind != IR_STMT_COPY || !store->u.copy.tma) continue;
+    IrBuffer *S = to_tile->u.copy.dst.buf;
+    const IrRegion *F = &to_tile->u.copy.src, *G = &store->u.copy.dst;
+    if (!k->wgmma || S->scope != IR_SCOPE_SHARED || !S->alias_of || !S->alias_of->tma_bar || S->rank != 2 ||
+        store->u.copy.src.buf != S || G->buf->scope != IR_SCOPE_GLOBAL || G->buf->dtype != S->dtype)
+      continue;
+    const IrLayout *l = &F->buf->layout;
+    int64_t rows = 0, cols = 0;
+    if (F->buf->scope != IR_SCOPE_FRAGMENT || F->buf->dtype != DTYPE_F32 || dtype_size(S->dtype) != 2 ||
+        l->kind != IR_LAYOUT_FRAGMENT || l->frag != IR_FRAG_MMA_C || l->warps_n != 1 ||
+        !ir_expr_is_int_const(S->shape[0], &rows) || !ir_expr_is_int_const(S->shape[1], &cols) ||
+        l->rows != rows || l->cols != cols || (int64_t)l->cols_local * 4 != cols || rows % 8 != 0 || rows > 256)
+      return false;
+    /* Slots start 1 KB aligned, as TMA's swizzle wants (every offset is, in a wgmma kernel). */
+    const int64_t align = 1024;
+    for (int64_t w = 64; w >= 16; w /= 2) {
+      const int64_t slots_bytes = (2 * rows * w * 2 + align - 1) / align * align;
+      if (cols % w != 0 || others + slots_bytes > SMEM_LIMIT_SM90) continue;
+      /* The box of one round: G's rows, w columns (TMA clips it at the edges). */
+      IrRegion gw = *G;
+      gw.extent[G->rank - 1] = ir_int(m, w, store->loc);
+      IrExpr *shape[3] = {ir_int(m, 2, S->loc), ir_int(m, rows, S->loc), ir_int(m, w, S->loc)};
+      IrBuffer slot = *S;
+      slot.rank = 3;
+      for (int d = 0; d < 3; d++) slot.shape[d] = shape[d];
+      slot.alias_of = NULL;
+      slot.layout.swizzle_bytes = (int)(w * 2);
+      slot.layout.panel_cols = 0;
+      slot.smem_align = (int)align;
+      IrRegion sr = ir_region_whole(m, &slot, store->loc);
+      sr.is_index[0] = true;
+      IrTensorMap map;
+      if (!pass_tma_box(k, &gw, &sr, &map)) return false;
+      map.store = true;
+      MapUse u = {store->u.copy.tma_map, store, false};
+      pass_visit_stmts(k->body, note_map_use, &u);
+      int index = store->u.copy.tma_map;
+      if (u.used) index = pass_tensor_map_index(k, &map);
+      else k->tma_maps[index] = map; /* the whole tile's map has no other user */
+      if (index < 0) return false;
+      *S = slot;
+      store->u.copy.src = *F;
+      store->u.copy.via = S;
+      store->u.copy.tma_map = index;
+      for (int j = i + 1; j < post->u.seq.n; j++) post->u.seq.items[j - 1] = post->u.seq.items[j];
+      post->u.seq.n--;
+      return true;
+    }
+    return false;
+  }
+  return false;
+}
+
 /* The epilogue's staging buffers that reuse a TMA destination get their own
- * storage (the producer refills those during the epilogue); false when the
- * kernel's shared memory would then pass the limit. */
-static bool unalias_staging(const IrKernel *k, const Plan *P) {
+ * storage (the producer refills those during the epilogue); where the whole
+ * tile does not fit beside the ring, it goes out in rounds through two
+ * panels (stage_in_rounds); false when the kernel's shared memory would
+ * pass the limit either way. */
+static bool unalias_staging(IrModule *m, IrKernel *k, const Plan *P) {
   /* The per-tile buffers' empty barriers come on top (8 bytes, aligned). */
-  int64_t bytes = (int64_t)P->nper_tile * (k->wgmma ? 1024 : 128);
+  int64_t bytes = (int64_t)P->nper_tile * (k->wgmma ? 1024 : 128), staging = 0;
+  int nstaged = 0;
   for (int i = 0; i < P->allocs->u.seq.n; i++) {
     IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;
     if (b->scope != IR_SCOPE_SHARED) continue;
     IrBuffer *home = b->alias_of;
     if (home && home->tma_bar) b->alias_of = NULL; /* its size once it has storage of its own */
     bytes += ir_buffer_bytes_aligned(b);
+    if (home && home->tma_bar) staging += ir_buffer_bytes_aligned(b), nstaged++;
     b->alias_of = home;
   }
-  if (bytes > SMEM_LIMIT_SM90) return false;
+  if (bytes > SMEM_LIMIT_SM90 && !(nstaged == 1 && stage_in_rounds(m, k, P, bytes - staging))) return false;
   for (int i = 0; i < P->allocs->u.seq.n; i++) {
     IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;
     if (b->alias_of && b->alias_of->tma_bar) b->alias_of = NULL;
@@ -764,7 +857,7 @@ bool pass_persistent(IrModule *m, const PassOptions *opts, Diag *diag) {
     IrKernel *k = m->kernels[i];
     if (!k->producer_warp) continue;
     Plan P = {0};
-    if (!make_plan(m, k, &P) || !unalias_staging(k, &P)) continue;
+    if (!make_plan(m, k, &P) || !unalias_staging(m, k, &P)) continue;
     if (opts->cluster_multicast) plan_cluster(k, &P);
     make_persistent(m, k, &P);
   }

@@ -109,6 +109,7 @@ const IrStmt *cuda_fp8_alternating(const IrStmt *body);
 /* tma.c */
 void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth); /* after its ALLOC */
 void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth);          /* a copy.tma */
+bool cuda_has_staged_store(const IrStmt *s); /* a copy.tma ... via(S) in s (tma.c) */
 void cuda_emit_mbar_wait(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_mbar_arrive(Cuda *C, const IrStmt *s, int depth);
 

@@ -11,6 +11,8 @@
  * (each writer fenced them for the async proxy before it): one box per
  * panel, a bulk group, and a wait until the tile has been READ, so the
  * tile may be reused and the block may exit while the bytes go out.
+ * A fragment's store in rounds (IrStmt copy.via, pass persistent) writes
+ * one panel at a time into two slots and stores each (emit_staged_store).
  * In a 2-block cluster (pass persistent) a multicast ring's tile is loaded
  * half by each block into both, and its empty barriers are released in
  * both blocks (tc_mbar_arrive_pair). */
@@ -92,8 +94,117 @@ static void emit_boxes(Cuda *C, const IrStmt *s, const IrRegion *g, const IrRegi
   }
 }
 
+/* A fragment's TMA store in rounds (`copy.tma F -> G map(i) via(S)`, pass
+ * persistent): S is [2, rows, w], round p writes F's columns
+ * [p w, (p + 1) w) into slot p % 2 as 32-bit pairs (copy.c's pair store,
+ * restricted to the column slots of that panel: an MMA_C fragment whose
+ * warps split only the rows holds column c in slot (c / 8) * 2 + c % 2),
+ * fences them for the async proxy, and after a barrier among the writers
+ * thread 0 stores the panel (one box, tensor map i) and commits it. The
+ * slots' reuse: round p + 1 rewrites the slot that round p - 1's store
+ * reads, and the only barrier between them is round p's, so thread 0 waits
+ * for its earlier stores to have READ their slots (wait_group.read 0: only
+ * round p - 1's can still be reading) just before that barrier, after its
+ * own writes of round p. The next tile's first rounds are covered the same
+ * way; the consumers' role ends with one more wait (the block must not exit
+ * while TMA still reads its shared memory). */
+static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *frag = &s->u.copy.src, *g = &s->u.copy.dst;
+  const IrBuffer *via = s->u.copy.via;
+  const IrLayout *l = &frag->buf->layout;
+  StrBuf *o = C->out;
+  const int64_t slots = cuda_const(via->shape[0]), rows = cuda_const(via->shape[1]), w = cuda_const(via->shape[2]);
+  const int64_t cols = cuda_const(g->extent[g->buf->rank - 1]);
+  const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
+  if (frag->buf->dtype != DTYPE_F32 || !cuda_is_16bit(via->dtype) || l->kind != IR_LAYOUT_FRAGMENT ||
+      l->frag != IR_FRAG_MMA_C || l->warps_n != 1 || slots != 2 || w % 8 != 0 || cols % w != 0 ||
+      (int64_t)l->cols_local * 4 != cols || l->rows != rows || map->box[g->buf->rank - 1] != w) {
+    cuda_fail(C, s->loc, "TMA store of fragment '%s' in rounds through '%s': unsupported layout", frag->buf->name,
+              via->name);
+    return;
+  }
+  IrModule *m = (IrModule *)C->m;
+  IrVar rv = {.name = "tc_r", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
+  IrVar cv = {.name = "tc_c", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
+  const char *src = frag->buf->name;
+  const int64_t per_round = w / 4; /* column slots of a thread per panel */
+  cuda_indent(C, depth);
+  sb_printf(o, "{  // copy.tma %s -> %s (store) in %lld rounds of %lld columns through %s's 2 slots\n", src,
+            g->buf->name, (long long)(cols / w), (long long)w, via->name);
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "const int tc_lane = (int)((unsigned)tc_tid % 32u);  // known non-negative: the swizzle folds\n");
+  for (int64_t p = 0; p < cols / w; p++) {
+    IrExpr *idx[3] = {ir_int(m, p % slots, s->loc), ir_var_ref(m, &rv, s->loc), ir_var_ref(m, &cv, s->loc)};
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "#pragma unroll\n");
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {  // round %lld: columns %lld..%lld -> slot %lld\n",
+              l->rows_local, (long long)p, (long long)(p * w), (long long)(p * w + w - 1), (long long)(p % slots));
+    cuda_indent(C, depth + 2);
+    sb_puts(o, "[[maybe_unused]] const long long tc_r = ");
+    cuda_row_of(C, o, l, "tc_rs");
+    sb_puts(o, ";\n");
+    cuda_indent(C, depth + 2);
+    sb_puts(o, "#pragma unroll\n");
+    cuda_indent(C, depth + 2);
+    sb_printf(o, "for (int tc_cs = %lld; tc_cs < %lld; tc_cs += 2) {\n", (long long)(p * per_round),
+              (long long)((p + 1) * per_round));
+    cuda_indent(C, depth + 3);
+    sb_puts(o, "[[maybe_unused]] const long long tc_c = ");
+    cuda_col_of(C, o, l, "tc_cs");
+    sb_printf(o, " - %lld;\n", (long long)(p * w));
+    cuda_indent(C, depth + 3);
+    sb_printf(o, "tc_f32x2_to_%s_at(%s[tc_rs * %d + tc_cs], %s[tc_rs * %d + tc_cs + 1], &",
+              via->dtype == DTYPE_F16 ? "f16x2" : "bf16x2", src, l->cols_local, src, l->cols_local);
+    cuda_emit_element(C, o, via, idx, 3, s->loc);
+    sb_puts(o, ");\n");
+    cuda_indent(C, depth + 2);
+    sb_puts(o, "}\n");
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "}\n");
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "tc_fence_proxy_async();\n");
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "if (tc_tid == 0) tc_tma_store_wait_read();  // the other slot has been read\n");
+    cuda_indent(C, depth + 1);
+    if (C->consumers_only) sb_printf(o, "tc_consumer_sync<%d>();\n", C->threads);
+    else sb_puts(o, "__syncthreads();\n");
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "if (tc_tid == 0) {\n");
+    cuda_indent(C, depth + 2);
+    sb_printf(o, "tc_tma_store(tc_smem_addr(%s + %lld), &tc_tmap_%d, ", via->name,
+              (long long)(p % slots * rows * w), s->u.copy.tma_map);
+    box_coords(C, o, g, w, p);
+    sb_puts(o, ");\n");
+    cuda_indent(C, depth + 2);
+    sb_puts(o, "tc_tma_store_commit();\n");
+    cuda_indent(C, depth + 1);
+    sb_puts(o, "}\n");
+  }
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+}
+
+bool cuda_has_staged_store(const IrStmt *s) {
+  if (!s) return false;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++)
+      if (cuda_has_staged_store(s->u.seq.items[i])) return true;
+    return false;
+  case IR_STMT_FOR: return cuda_has_staged_store(s->u.for_.body);
+  case IR_STMT_IF: return cuda_has_staged_store(s->u.if_.then_) || cuda_has_staged_store(s->u.if_.else_);
+  case IR_STMT_COPY: return s->u.copy.tma && s->u.copy.via;
+  default: return false;
+  }
+}
+
 void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
   const bool store = s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL;
+  if (store && s->u.copy.via) {
+    emit_staged_store(C, s, depth);
+    return;
+  }
   const IrRegion *g = store ? &s->u.copy.dst : &s->u.copy.src, *sh = store ? &s->u.copy.src : &s->u.copy.dst;
   StrBuf *o = C->out;
   cuda_indent(C, depth);

@@ -43,6 +43,11 @@ void cuda_emit_warp_roles(Cuda *C, const IrStmt *s, int depth) {
   sb_printf(o, "tc_setmaxnreg_inc<%d>();  // consumer warpgroups\n", s->u.roles.consumer_regs);
   C->consumers_only = true;
   cuda_emit_seq(C, s->u.roles.consumer, depth);
+  if (cuda_has_staged_store(s->u.roles.consumer)) {
+    /* The last TMA stores in rounds still read their slots: not past the block's end. */
+    cuda_indent(C, depth);
+    sb_puts(o, "if (tc_tid == 0) tc_tma_store_wait_read();  // the epilogue's last stores have read their slots\n");
+  }
   if (C->k->cluster > 1) {
     cuda_indent(C, depth);
     sb_puts(o, "tc_cluster_sync();  // with the producer warps and the other block\n");

@@ -73,12 +73,20 @@ TilertStatus rt_error(TilertContext *ctx, TilertStatus s, const char *fmt, ...)
 
 /* ---- the compile step (rt_compile.c) ---- */
 
-/* tilec_compile with the given emit/target (no_tma: TilecOptions.no_tma);
- * a failure becomes COMPILE_ERROR (the diagnostics) or INVALID_ARGUMENT
- * (bad -D names). */
+/* Which build of a module (the GPU path keeps the source and makes the
+ * others at the first launch that wants them, rt_gpu.c). */
+typedef enum RtBuild {
+  RT_BUILD_DEFAULT,
+  RT_BUILD_NO_TMA,  /* TilecOptions.no_tma: for tensors TMA cannot take */
+  RT_BUILD_CLUSTER  /* TilecOptions.cluster_multicast: for GEMMs whose rows split L2 lines */
+} RtBuild;
+
+/* tilec_compile with the given emit/target and build; a failure becomes
+ * COMPILE_ERROR (the diagnostics) or INVALID_ARGUMENT (bad -D names).
+ * $TILEC_CLUSTER_MULTICAST=1 makes every build a cluster build. */
 TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *text, size_t len,
                              const TilecDefine *defines, int ndefines, TilecEmit emit,
-                             TilecTarget target, bool no_tma, TilecResult **out);
+                             TilecTarget target, RtBuild build, TilecResult **out);
 
 /* ---- a module's shell (rt_module.c) ---- */
 

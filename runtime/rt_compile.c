@@ -8,7 +8,7 @@
 
 TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *text, size_t len,
                              const TilecDefine *defines, int ndefines, TilecEmit emit,
-                             TilecTarget target, bool no_tma, TilecResult **out) {
+                             TilecTarget target, RtBuild build, TilecResult **out) {
   *out = NULL;
   TilecOptions opt;
   tilec_options_init(&opt);
@@ -16,11 +16,11 @@ TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *t
   opt.target = target;
   opt.defines = defines;
   opt.ndefines = ndefines;
-  opt.no_tma = no_tma;
-  /* Experimental 2-block clusters (TilecOptions.cluster_multicast); the
-   * generated source differs, so the cache keeps both builds apart. */
+  opt.no_tma = build == RT_BUILD_NO_TMA;
+  /* 2-block clusters (TilecOptions.cluster_multicast); the generated source
+   * differs, so the cache keeps the builds apart. */
   const char *cluster = getenv("TILEC_CLUSTER_MULTICAST");
-  opt.cluster_multicast = cluster && strcmp(cluster, "1") == 0;
+  opt.cluster_multicast = build == RT_BUILD_CLUSTER || (cluster && strcmp(cluster, "1") == 0);
   TilecResult *res = NULL;
   int rc = tilec_compile(name, text, len, &opt, &res);
   if (!res) return rt_error(ctx, TILERT_OUT_OF_MEMORY, "%s: the compiler returned no result", name);

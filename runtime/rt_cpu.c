@@ -246,7 +246,7 @@ TilertStatus rt_cpu_load(TilertContext *ctx, const char *name, const char *text,
   *out = NULL;
   TilecResult *res = NULL;
   TilertStatus cst = rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_C,
-                                     TILEC_TARGET_CPU, false, &res);
+                                     TILEC_TARGET_CPU, RT_BUILD_DEFAULT, &res);
   if (cst != TILERT_OK) return cst;
 
   int n = tilec_result_num_kernels(res);

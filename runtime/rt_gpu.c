@@ -21,7 +21,12 @@
  *         defines: a launch whose tensors TMA cannot take (a row pitch not a
  *         multiple of 16 bytes, a misaligned base; rt_tma.c) runs the same
  *         kernel from the module's cp.async variant (TilecOptions.no_tma),
- *         built (or read from the cache) at the first such launch.
+ *         built (or read from the cache) at the first such launch. A
+ *         persistent kernel whose TMA loads read rows that do not start on
+ *         128-byte L2 lines (rt_tma_rows_split_lines) runs from the
+ *         module's cluster build (TilecOptions.cluster_multicast) where
+ *         that build has a cluster form of it: such launches are bound by
+ *         L2 reads, which the pair's multicast halves for one operand.
  * Launch: rt_validate against kDLCUDA:0, the grid from the kernel's grid
  *         expressions (tilec_result_grid), parameters in the generated
  *         kernel's order (tilec.h / backend.h): each tensor's device pointer
@@ -187,21 +192,25 @@ static TilertStatus load_cubin(TilertContext *ctx, TilertModule *mod, const char
   return TILERT_OK;
 }
 
-/* The cp.async variant of a module with TMA copies (rt_gpu_launch). */
+/* The other builds of a module with TMA copies (rt_gpu_launch), each made
+ * at the first launch that needs it. */
 typedef struct RtGpuRebuild {
   char *name, *text;
   size_t len;
   TilecDefine *defines;
   int ndefines;
-  TilertModule *cp_async; /* built at the first launch that needs it */
+  TilertModule *cp_async; /* RT_BUILD_NO_TMA */
+  TilertModule *cluster;  /* RT_BUILD_CLUSTER */
 } RtGpuRebuild;
 
 static void rebuild_free(RtGpuRebuild *r) {
   if (!r) return;
-  if (r->cp_async) {
-    rt_gpu_module_unload(r->cp_async);
-    rt_module_free(r->cp_async);
-  }
+  TilertModule *builds[2] = {r->cp_async, r->cluster};
+  for (int i = 0; i < 2; i++)
+    if (builds[i]) {
+      rt_gpu_module_unload(builds[i]);
+      rt_module_free(builds[i]);
+    }
   for (int i = 0; i < r->ndefines; i++) {
     free((char *)r->defines[i].name);
     free((char *)r->defines[i].value);
@@ -256,7 +265,7 @@ void rt_gpu_module_unload(TilertModule *mod) {
 }
 
 static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
-                             const TilecDefine *defines, int ndefines, bool no_tma, TilertModule **out) {
+                             const TilecDefine *defines, int ndefines, RtBuild build, TilertModule **out) {
   *out = NULL;
   RtCuda *cu = ctx->cu;
   if (!cu || !rt_cuda_has_device(cu)) return rt_error(ctx, TILERT_NO_GPU, "%s", ctx->device_note);
@@ -268,7 +277,7 @@ static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *t
 
   TilecResult *res = NULL;
   TilertStatus st =
-      rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_CUDA, target, no_tma, &res);
+      rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_CUDA, target, build, &res);
   if (st != TILERT_OK) return st;
 
   int n = tilec_result_num_kernels(res);
@@ -325,7 +334,8 @@ static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *t
     rt_module_free(mod);
     return st;
   }
-  if (has_tma && !keep_rebuild(mod, name, text, len, defines, ndefines)) {
+  /* Only the default build makes the others. */
+  if (has_tma && build == RT_BUILD_DEFAULT && !keep_rebuild(mod, name, text, len, defines, ndefines)) {
     rt_gpu_module_unload(mod);
     rt_module_free(mod);
     return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
@@ -337,19 +347,22 @@ static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *t
 
 TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
                          const TilecDefine *defines, int ndefines, TilertModule **out) {
-  return gpu_load(ctx, name, text, len, defines, ndefines, false, out);
+  return gpu_load(ctx, name, text, len, defines, ndefines, RT_BUILD_DEFAULT, out);
 }
 
-/* Kernel k of its module's cp.async variant, built on first need. */
-static TilertStatus cp_async_kernel(TilertKernel *k, TilertKernel **out) {
+/* Kernel k of its module's build `build` (cp.async or cluster), made on
+ * first need. */
+static TilertStatus other_build_kernel(TilertKernel *k, RtBuild build, TilertKernel **out) {
   RtGpuRebuild *r = k->mod->rebuild;
-  if (!r->cp_async) {
-    TilertStatus st = gpu_load(k->mod->ctx, r->name, r->text, r->len, r->defines, r->ndefines, true, &r->cp_async);
+  TilertModule **m = build == RT_BUILD_NO_TMA ? &r->cp_async : &r->cluster;
+  if (!*m) {
+    TilertStatus st = gpu_load(k->mod->ctx, r->name, r->text, r->len, r->defines, r->ndefines, build, m);
     if (st != TILERT_OK) return st;
   }
-  if (r->cp_async->nkernels != k->mod->nkernels || strcmp(r->cp_async->kernels[k->index].info->name, k->info->name))
-    return rt_error(k->mod->ctx, TILERT_LOAD_FAILED, "%s: its cp.async build has other kernels", k->info->name);
-  *out = &r->cp_async->kernels[k->index];
+  if ((*m)->nkernels != k->mod->nkernels || strcmp((*m)->kernels[k->index].info->name, k->info->name))
+    return rt_error(k->mod->ctx, TILERT_LOAD_FAILED, "%s: its %s build has other kernels", k->info->name,
+                    build == RT_BUILD_NO_TMA ? "cp.async" : "cluster");
+  *out = &(*m)->kernels[k->index];
   return TILERT_OK;
 }
 
@@ -436,13 +449,25 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   if (tma == RT_TMA_UNFIT && mod->rebuild) {
     /* Tensors TMA cannot take: the same kernel, built with cp.async copies. */
     TilertKernel *alt = NULL;
-    st = cp_async_kernel(k, &alt);
+    st = other_build_kernel(k, RT_BUILD_NO_TMA, &alt);
     if (st == TILERT_OK) st = rt_gpu_launch(alt, args, nargs, stream);
     goto done;
   }
   if (tma != RT_TMA_OK) {
     st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
     goto done;
+  }
+  if (mod->rebuild && info->persistent && info->cluster <= 1 && rt_tma_rows_split_lines(info, args)) {
+    /* Measured on an H100 (bench/results/2026-11-24-nvidia-h100-cluster-notes.md,
+     * call 18): 3000 x 5000 x 2000 bf16 +14-25 %, aligned squares 0-3 %
+     * slower with clusters; a kernel the cluster build leaves alone runs here. */
+    TilertKernel *alt = NULL;
+    st = other_build_kernel(k, RT_BUILD_CLUSTER, &alt);
+    if (st != TILERT_OK) goto done;
+    if (alt->info->cluster > 1) {
+      st = rt_gpu_launch(alt, args, nargs, stream);
+      goto done;
+    }
   }
 
   unsigned g3[3] = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};

@@ -115,4 +115,19 @@ RtTmaStatus rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertA
   return RT_TMA_OK;
 }
 
+bool rt_tma_rows_split_lines(const TilecKernelInfo *info, const TilertArg *args) {
+  for (int i = 0; i < info->ntensor_maps; i++) {
+    const TilecTensorMapInfo *m = &info->tensor_maps[i];
+    const DLTensor *t = args[m->param].tensor;
+    if (m->store || t->ndim < 2) continue;
+    int64_t strides[TILEC_MAX_RANK];
+    tensor_strides(t, strides);
+    const int elem = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+    const uint64_t pitch = (uint64_t)strides[t->ndim - 2] * (uint64_t)elem;
+    const RtCuDevPtr base = (RtCuDevPtr)(uintptr_t)t->data + t->byte_offset;
+    if (t->shape[t->ndim - 2] > 1 && (pitch % 128 != 0 || base % 128 != 0)) return true;
+  }
+  return false;
+}
+
 void rt_tma_free(RtTmaSlot *slots) { free(slots); }

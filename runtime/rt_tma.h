@@ -41,6 +41,11 @@ typedef enum RtTmaStatus {
 RtTmaStatus rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, RtTmaSlot **slots,
                    void **params, char *msg, size_t cap);
 
+/* Whether a tensor that one of info's TMA loads reads has rows that do not
+ * start on 128-byte lines (a row pitch or base address not a multiple of
+ * 128 bytes): each box row then spans two L2 lines. args: as above. */
+bool rt_tma_rows_split_lines(const TilecKernelInfo *info, const TilertArg *args);
+
 void rt_tma_free(RtTmaSlot *slots); /* accepts NULL */
 
 #endif

@@ -215,9 +215,48 @@ static void test_tma_strides(void) {
   rt_tma_free(slots);
 }
 
+/* Which launches the runtime sends to a GEMM's cluster build: rows that do
+ * not start on 128-byte lines (rt_tma_rows_split_lines). */
+static void test_tma_rows_split_lines(void) {
+  TilecParamInfo p = {0};
+  p.name = "A";
+  p.is_tensor = true;
+  p.dtype = TILEC_DTYPE_BF16;
+  p.rank = 2;
+  TilecTensorMapInfo m = {0};
+  m.box[0] = 128, m.box[1] = 64;
+  TilecKernelInfo info = {0};
+  info.name = "gemm";
+  info.nparams = 1;
+  info.params = &p;
+  info.ntensor_maps = 1;
+  info.tensor_maps = &m;
+  int64_t shape[2] = {3000, 2000};
+  DLTensor t = {0};
+  t.data = (void *)(uintptr_t)0x100000;
+  t.device.device_type = kDLCUDA;
+  t.ndim = 2;
+  t.dtype = (DLDataType){kDLBfloat, 16, 1};
+  t.shape = shape;
+  TilertArg arg = tilert_arg_tensor(&t);
+  CHECK(rt_tma_rows_split_lines(&info, &arg), "rows of 4000 bytes were not found to split L2 lines");
+  shape[1] = 4096;
+  CHECK(!rt_tma_rows_split_lines(&info, &arg), "rows of 8192 bytes were found to split L2 lines");
+  t.byte_offset = 64;
+  CHECK(rt_tma_rows_split_lines(&info, &arg), "a base 64 bytes off a line was not found to split lines");
+  t.byte_offset = 0;
+  shape[0] = 1; /* one row: no second row to misplace */
+  shape[1] = 2000;
+  CHECK(!rt_tma_rows_split_lines(&info, &arg), "a single row was found to split lines");
+  shape[0] = 3000;
+  m.store = true; /* the store's rows are not what the loads read */
+  CHECK(!rt_tma_rows_split_lines(&info, &arg), "a TMA store's tensor was counted");
+}
+
 int main(void) {
   rt_test_init();
   test_tma_strides();
+  test_tma_rows_split_lines();
   test_sha256();
   test_half();
   test_split();

@@ -48,6 +48,8 @@
  * wgmma_wait (release_last_stage): with one tile per block nothing refilled
  * it. tile_iter and its counter exist only where a per-tile buffer needs
  * them. */
+#include <stdlib.h>
+
 #include "passes.h"
 #include "../simplify.h"
 
@@ -115,6 +117,12 @@ static IrExpr *shift_stage(Shift *sh, IrExpr *e, int64_t S) {
   if (S == 1) {
     if (!ir_expr_is_int_const(e, &zero) || zero != 0) sh->ok = false;
     return e;
+  }
+  int64_t c;
+  if (ir_expr_is_int_const(e, &c) && c >= 0 && c < S) {
+    /* A stage folded to a constant, e.g. the last stage's release (n - 1)
+     * % S with n bound by -D: (pipe_base + n - 1) % S is (pipe_base + c) % S. */
+    return sh->apply ? ir_simplify(sh->m, ir_binary(sh->m, IR_OP_MOD, plus_base(sh, e), ir_int(sh->m, S, e->loc), e->loc)) : e;
   }
   if (!is_binary(e, IR_OP_MOD, S)) {
     sh->ok = false;
@@ -721,6 +729,10 @@ static void role_end(IrModule *m, IrKernel *k, IrBuffer *pipe, Role *r, IrExpr *
     if (k->block_vars[d]) pass_subst_var(m, r->work, k->block_vars[d], ir_var_ref(m, r->blocks[d], loc));
   Shift sh = {m, k, r->base, true, true};
   shift_stmt(&sh, r->work);
+  if (!sh.ok) { /* make_plan checked every access's shape: a bug here */
+    fprintf(stderr, "tilec: internal error: pass persistent met a ring access it cannot shift in '%s'\n", k->name);
+    abort();
+  }
   for (int i = 0; i < r->work->u.seq.n; i++) ir_seq_push(m, r->body, r->work->u.seq.items[i]);
   for (int d = 0; d < k->ngrid; d++)
     if (k->block_vars[d]) n = ir_expr_subst(m, n, k->block_vars[d], ir_var_ref(m, r->blocks[d], loc));
@@ -746,6 +758,11 @@ static void release_last_stage(IrModule *m, const Plan *P) {
     for (int j = 0; j < lagged->u.if_.then_->u.seq.n; j++) {
       const IrStmt *a = lagged->u.if_.then_->u.seq.items[j];
       if (a->kind != IR_STMT_MBAR_ARRIVE) return;
+      /* (k - 1) % S at k = n; with n bound by -D it folds to a constant,
+       * which the ring-position shift turns into (pipe_base + c) % S (a
+       * constant left as it was released the wrong stage whenever n % S
+       * != 0 and a block ran several tiles: a hang, seen with FP8 and 5
+       * stages). */
       IrExpr *stage = ir_simplify(m, ir_expr_subst(m, a->u.mbar_wait.stage, loop->u.for_.var, loop->u.for_.extent));
       ir_seq_push(m, g->u.if_.then_, pass_mbar_stmt(m, IR_STMT_MBAR_ARRIVE, a->u.mbar_wait.bar, stage, NULL, a->loc));
     }

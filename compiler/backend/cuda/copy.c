@@ -216,40 +216,49 @@ static bool pair_store_ok(const IrRegion *frag, const IrRegion *other, const int
   return b->layout.kind == IR_LAYOUT_SWIZZLED || cuda_const(b->shape[last]) % 2 == 0;
 }
 
-static void emit_pair_store(Cuda *C, const IrStmt *s, const IrRegion *frag, const IrRegion *other, IrExpr *const *idx,
-                            int depth) {
-  const IrLayout *l = &frag->buf->layout;
+void cuda_emit_pair_nest(Cuda *C, const IrBuffer *frag, const IrBuffer *dst, IrExpr *const *idx, int cs_begin,
+                         int cs_end, long long col_offset, const char *comment, SrcLoc loc, int depth) {
+  const IrLayout *l = &frag->layout;
   StrBuf *o = C->out;
-  const char *src = frag->buf->name;
   cuda_indent(C, depth);
-  sb_printf(o, "{  // %s -> %s, 32-bit pairs\n", src, other->buf->name);
-  cuda_indent(C, depth + 1);
-  sb_puts(o, "const int tc_lane = (int)((unsigned)tc_tid % 32u);  // known non-negative: the swizzle folds\n");
-  cuda_indent(C, depth + 1);
   sb_puts(o, "#pragma unroll\n");
+  cuda_indent(C, depth);
+  sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {%s%s\n", l->rows_local, comment ? "  // " : "",
+            comment ? comment : "");
   cuda_indent(C, depth + 1);
-  sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {\n", l->rows_local);
-  cuda_indent(C, depth + 2);
   sb_puts(o, "[[maybe_unused]] const long long tc_r = ");
   cuda_row_of(C, o, l, "tc_rs");
   sb_puts(o, ";\n");
-  cuda_indent(C, depth + 2);
+  cuda_indent(C, depth + 1);
   sb_puts(o, "#pragma unroll\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "for (int tc_cs = %d; tc_cs < %d; tc_cs += 2) {\n", cs_begin, cs_end);
   cuda_indent(C, depth + 2);
-  sb_printf(o, "for (int tc_cs = 0; tc_cs < %d; tc_cs += 2) {\n", l->cols_local);
-  cuda_indent(C, depth + 3);
   sb_puts(o, "[[maybe_unused]] const long long tc_c = ");
   cuda_col_of(C, o, l, "tc_cs");
+  if (col_offset) sb_printf(o, " - %lld", col_offset);
   sb_puts(o, ";\n");
-  cuda_indent(C, depth + 3);
+  cuda_indent(C, depth + 2);
   sb_printf(o, "tc_f32x2_to_%s_at(%s[tc_rs * %d + tc_cs], %s[tc_rs * %d + tc_cs + 1], &",
-            other->buf->dtype == DTYPE_F16 ? "f16x2" : "bf16x2", src, l->cols_local, src, l->cols_local);
-  cuda_emit_element(C, o, other->buf, idx, other->rank, s->loc);
+            dst->dtype == DTYPE_F16 ? "f16x2" : "bf16x2", frag->name, l->cols_local, frag->name, l->cols_local);
+  cuda_emit_element(C, o, dst, idx, dst->rank, loc);
   sb_puts(o, ");\n");
-  for (int d = depth + 2; d >= depth; d--) {
+  for (int d = depth + 1; d >= depth; d--) {
     cuda_indent(C, d);
     sb_puts(o, "}\n");
   }
+}
+
+static void emit_pair_store(Cuda *C, const IrStmt *s, const IrRegion *frag, const IrRegion *other, IrExpr *const *idx,
+                            int depth) {
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_printf(o, "{  // %s -> %s, 32-bit pairs\n", frag->buf->name, other->buf->name);
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "const int tc_lane = (int)((unsigned)tc_tid % 32u);  // known non-negative: the swizzle folds\n");
+  cuda_emit_pair_nest(C, frag->buf, other->buf, idx, 0, frag->buf->layout.cols_local, 0, NULL, s->loc, depth + 1);
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
 }
 
 /* Copies where one side is a fragment: every thread moves its own elements

@@ -71,6 +71,12 @@ void cuda_emit_expr(Cuda *C, StrBuf *sb, const IrExpr *e);
 void cuda_emit_stored_value(Cuda *C, StrBuf *sb, DType t, const IrExpr *v);
 /* The lvalue buf[idx...] (a register slot for fragments). */
 void cuda_emit_element(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *idx, int nidx, SrcLoc loc);
+/* copy.c: an f32 MMA_C fragment stored as 32-bit pairs of 16-bit values
+ * into dst at idx (expressions over tc_r, tc_c): every row slot, column
+ * slots [cs_begin, cs_end) two at a time, tc_c less col_offset; the loop
+ * over rows carries `comment` (or none). The caller binds tc_lane. */
+void cuda_emit_pair_nest(Cuda *C, const IrBuffer *frag, const IrBuffer *dst, IrExpr *const *idx, int cs_begin,
+                         int cs_end, long long col_offset, const char *comment, SrcLoc loc, int depth);
 void cuda_linear_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *idx);
 const char *cuda_swizzle_arg(const IrBuffer *b);
 

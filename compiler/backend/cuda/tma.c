@@ -135,33 +135,11 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(o, "const int tc_lane = (int)((unsigned)tc_tid % 32u);  // known non-negative: the swizzle folds\n");
   for (int64_t p = 0; p < cols / w; p++) {
     IrExpr *idx[3] = {ir_int(m, p % slots, s->loc), ir_var_ref(m, &rv, s->loc), ir_var_ref(m, &cv, s->loc)};
-    cuda_indent(C, depth + 1);
-    sb_puts(o, "#pragma unroll\n");
-    cuda_indent(C, depth + 1);
-    sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {  // round %lld: columns %lld..%lld -> slot %lld\n",
-              l->rows_local, (long long)p, (long long)(p * w), (long long)(p * w + w - 1), (long long)(p % slots));
-    cuda_indent(C, depth + 2);
-    sb_puts(o, "[[maybe_unused]] const long long tc_r = ");
-    cuda_row_of(C, o, l, "tc_rs");
-    sb_puts(o, ";\n");
-    cuda_indent(C, depth + 2);
-    sb_puts(o, "#pragma unroll\n");
-    cuda_indent(C, depth + 2);
-    sb_printf(o, "for (int tc_cs = %lld; tc_cs < %lld; tc_cs += 2) {\n", (long long)(p * per_round),
-              (long long)((p + 1) * per_round));
-    cuda_indent(C, depth + 3);
-    sb_puts(o, "[[maybe_unused]] const long long tc_c = ");
-    cuda_col_of(C, o, l, "tc_cs");
-    sb_printf(o, " - %lld;\n", (long long)(p * w));
-    cuda_indent(C, depth + 3);
-    sb_printf(o, "tc_f32x2_to_%s_at(%s[tc_rs * %d + tc_cs], %s[tc_rs * %d + tc_cs + 1], &",
-              via->dtype == DTYPE_F16 ? "f16x2" : "bf16x2", src, l->cols_local, src, l->cols_local);
-    cuda_emit_element(C, o, via, idx, 3, s->loc);
-    sb_puts(o, ");\n");
-    cuda_indent(C, depth + 2);
-    sb_puts(o, "}\n");
-    cuda_indent(C, depth + 1);
-    sb_puts(o, "}\n");
+    char round[96];
+    snprintf(round, sizeof round, "round %lld: columns %lld..%lld -> slot %lld", (long long)p, (long long)(p * w),
+             (long long)(p * w + w - 1), (long long)(p % slots));
+    cuda_emit_pair_nest(C, frag->buf, via, idx, (int)(p * per_round), (int)((p + 1) * per_round),
+                        (long long)(p * w), round, s->loc, depth + 1);
     cuda_indent(C, depth + 1);
     sb_printf(o, "tc_fence_proxy_async();\n");
     cuda_indent(C, depth + 1);

@@ -157,23 +157,30 @@ static void test_mkdir(void) {
   free(base);
 }
 
+/* A kernel "gemm" of one 2-D tensor parameter A read through one TMA map. */
+static void one_map_kernel(TilecKernelInfo *info, TilecParamInfo *p, TilecTensorMapInfo *m, TilecDType dtype) {
+  *p = (TilecParamInfo){0};
+  p->name = "A";
+  p->is_tensor = true;
+  p->dtype = dtype;
+  p->rank = 2;
+  *m = (TilecTensorMapInfo){0};
+  m->box[0] = 64, m->box[1] = 64;
+  m->swizzle_bytes = 128;
+  *info = (TilecKernelInfo){0};
+  info->name = "gemm";
+  info->nparams = 1;
+  info->params = p;
+  info->ntensor_maps = 1;
+  info->tensor_maps = m;
+}
+
 static void test_tma_strides(void) {
-  TilecParamInfo p = {0};
-  p.name = "A";
-  p.is_tensor = true;
-  p.dtype = TILEC_DTYPE_F16;
-  p.rank = 2;
+  TilecParamInfo p;
+  TilecTensorMapInfo m;
+  TilecKernelInfo info;
+  one_map_kernel(&info, &p, &m, TILEC_DTYPE_F16);
   p.has_strides = true;
-  TilecTensorMapInfo m = {0};
-  m.param = 0;
-  m.box[0] = 64, m.box[1] = 64;
-  m.swizzle_bytes = 128;
-  TilecKernelInfo info = {0};
-  info.name = "gemm";
-  info.nparams = 1;
-  info.params = &p;
-  info.ntensor_maps = 1;
-  info.tensor_maps = &m;
   int64_t shape[2] = {300, 200}, strides[2] = {201, 1};
   DLTensor t = {0};
   t.data = (void *)(uintptr_t)0x10000;
@@ -218,19 +225,10 @@ static void test_tma_strides(void) {
 /* Which launches the runtime sends to a GEMM's cluster build: rows that do
  * not start on 128-byte lines (rt_tma_rows_split_lines). */
 static void test_tma_rows_split_lines(void) {
-  TilecParamInfo p = {0};
-  p.name = "A";
-  p.is_tensor = true;
-  p.dtype = TILEC_DTYPE_BF16;
-  p.rank = 2;
-  TilecTensorMapInfo m = {0};
-  m.box[0] = 128, m.box[1] = 64;
-  TilecKernelInfo info = {0};
-  info.name = "gemm";
-  info.nparams = 1;
-  info.params = &p;
-  info.ntensor_maps = 1;
-  info.tensor_maps = &m;
+  TilecParamInfo p;
+  TilecTensorMapInfo m;
+  TilecKernelInfo info;
+  one_map_kernel(&info, &p, &m, TILEC_DTYPE_BF16);
   int64_t shape[2] = {3000, 2000};
   DLTensor t = {0};
   t.data = (void *)(uintptr_t)0x100000;

@@ -21,7 +21,9 @@ What it measures, for every shape M x N x K of the grid and each dtype
   torch       torch.matmul (cuBLAS).
 The table gives, per row, every tilec variant's TFLOP/s, the best one and
 its ratio to torch, and the plan's ratio to torch. --fp8 adds rows of
-examples/gemm_fp8.tile (defaults: f8e4m3 x f8e4m3 -> f16) against
+examples/gemm_fp8.tile (defaults: f8e4m3 x f8e4m3 -> f16; its f16 tiles
+are not pipelined) and examples/gemm_fp8_nt.tile (FP8 tiles, the native
+kernel) against
 torch._scaled_mm (per-tensor scales) at 4096^3 and 8192^3 and the small-M
 shapes.
 
@@ -199,20 +201,36 @@ def fp8_inputs(torch, m, n, k):
 
 
 def tilec_fp8(torch, tilec, ctx, timer, row, stream):
+    """gemm_fp8: examples/gemm_fp8.tile's defaults (FP8 codes widened to f16
+    tiles, any target); gemm_fp8_nt: examples/gemm_fp8_nt.tile with FP8
+    tiles (B given as [N, K], native FP8 wgmma on sm_90a, block_K 128), the
+    kernel bench_fp8.py measures. The row's best is the faster."""
     m, n, k = row["m"], row["n"], row["k"]
     a, b, sa, sb, ref = fp8_inputs(torch, m, n, k)
-    kern = ctx.load(os.path.join(ROOT, "examples", "gemm_fp8.tile")).kernel("gemm_fp8")
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
     au, bu = a.view(torch.uint8), b.view(torch.uint8)  # the FP8 codes (docs/language.md, FP8)
-    kern(au, bu, c, sa, sb, stream=stream)
-    torch.cuda.synchronize()
-    err = ba.rel_error(torch, c, ref)
-    if not err <= BOUND["f16"]:
-        return {"variants": {"gemm_fp8": {"error": "wrong result: error %.3g" % err, "err": err}},
-                "best": None, "plan": "gemm_fp8"}
-    ms, runs = timer(kern.bind(au, bu, c, sa, sb, stream=stream))
-    v = {"ms": ms, "runs": runs, "tflops": tflops(m, n, k, ms), "err": err}
-    return {"variants": {"gemm_fp8": v}, "best": "gemm_fp8", "plan": "gemm_fp8"}
+    btu = b.t().contiguous().view(torch.uint8)         # [N, K] for gemm_fp8_nt
+    nt_defs = {"a_tile": "f8e4m3", "b_tile": "f8e4m3", "block_K": "128", "out_dtype": "f16"}
+    variants = {}
+    for label, file, name, defs, bt in (("gemm_fp8", "gemm_fp8.tile", "gemm_fp8", {}, bu),
+                                        ("gemm_fp8_nt", "gemm_fp8_nt.tile", "gemm_fp8_nt", nt_defs, btu)):
+        try:
+            kern = ctx.load(os.path.join(ROOT, "examples", file), defines=defs).kernel(name)
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+            kern(au, bt, c, sa, sb, stream=stream)
+            torch.cuda.synchronize()
+            err = ba.rel_error(torch, c, ref)
+            if not err <= BOUND["f16"]:
+                variants[label] = {"error": "wrong result: error %.3g" % err, "err": err}
+                continue
+            ms, runs = timer(kern.bind(au, bt, c, sa, sb, stream=stream))
+            variants[label] = {"ms": ms, "runs": runs, "tflops": tflops(m, n, k, ms), "err": err}
+        except Exception as e:
+            variants[label] = {"error": ba.short(e)}
+            if "CUDA_ERROR" in str(e) or "CUDA error" in str(e):
+                raise
+    ok = {l: v for l, v in variants.items() if "ms" in v}
+    best = min(ok, key=lambda l: ok[l]["ms"]) if ok else None
+    return {"variants": variants, "best": best, "plan": "gemm_fp8"}
 
 
 def run_tilec_rows(rows, args):

@@ -61,14 +61,15 @@ bool pass_tma_box(const IrKernel *k, const IrRegion *src, const IrRegion *dst, I
    * runtime checks it when it encodes the map, and launches the kernel's
    * cp.async build (TilecOptions.no_tma) when it is not a multiple of 16
    * bytes. */
-  if (ir_expr_is_int_const(g->shape[inner], &inner_size) && inner_size * es % 16 != 0) return false;
+  /* (n % 16) * es: n * es can overflow for a -D as large as INT64_MAX. */
+  if (ir_expr_is_int_const(g->shape[inner], &inner_size) && inner_size % 16 * es % 16 != 0) return false;
   /* Declared strides: a constant one that is not a multiple of 16 bytes
    * keeps the copy on cp.async; a dynamic one is checked at launch
    * (runtime/rt_tma.c finds such a tensor unfit, and the runtime launches
    * the kernel's cp.async build). */
   for (int d = 0; g->strides && d < inner; d++) {
     int64_t st = 0;
-    if (ir_expr_is_int_const(g->strides[d], &st) && st * es % 16 != 0) return false;
+    if (ir_expr_is_int_const(g->strides[d], &st) && st % 16 * es % 16 != 0) return false;
   }
   memset(map, 0, sizeof *map);
   map->param = g->param_index;

@@ -201,6 +201,8 @@ typedef struct RtGpuRebuild {
   int ndefines;
   TilertModule *cp_async; /* RT_BUILD_NO_TMA */
   TilertModule *cluster;  /* RT_BUILD_CLUSTER */
+  bool cluster_failed;    /* its build failed once: an optimization, so the
+                             default build runs instead, without retrying */
 } RtGpuRebuild;
 
 static void rebuild_free(RtGpuRebuild *r) {
@@ -457,14 +459,17 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
     st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
     goto done;
   }
-  if (mod->rebuild && info->persistent && info->cluster <= 1 && rt_tma_rows_split_lines(info, args)) {
+  if (mod->rebuild && !mod->rebuild->cluster_failed && info->persistent && info->cluster <= 1 &&
+      rt_tma_rows_split_lines(info, args)) {
     /* Measured on an H100 (bench/results/2026-11-24-nvidia-h100-cluster-notes.md,
      * call 18): 3000 x 5000 x 2000 bf16 +14-25 %, aligned squares 0-3 %
      * slower with clusters; a kernel the cluster build leaves alone runs here. */
     TilertKernel *alt = NULL;
     st = other_build_kernel(k, RT_BUILD_CLUSTER, &alt);
-    if (st != TILERT_OK) goto done;
-    if (alt->info->cluster > 1) {
+    if (st != TILERT_OK) {
+      mod->rebuild->cluster_failed = true; /* last_error keeps why */
+      st = TILERT_OK;
+    } else if (alt->info->cluster > 1) {
       st = rt_gpu_launch(alt, args, nargs, stream);
       goto done;
     }

@@ -25,31 +25,38 @@
  * names its part (Cuda.fp8_gemm, fp8_part). */
 #include "cuda_emit.h"
 
-/* Whether s (recursively) holds an issue-only wgmma gemm with fragment A b:
- * overlap-wgmma's P, converted in one iteration and read by a wgmma issued
- * in the next. */
-static bool read_in_flight(const IrStmt *s, const IrBuffer *b) {
+typedef bool (*GemmMatch)(const IrStmt *g, const IrBuffer *b);
+
+/* Whether s (recursively, both roles included) holds a gemm g with
+ * match(g, b). */
+static bool holds_gemm(const IrStmt *s, GemmMatch match, const IrBuffer *b) {
   if (!s) return false;
   switch (s->kind) {
   case IR_STMT_SEQ:
     for (int i = 0; i < s->u.seq.n; i++)
-      if (read_in_flight(s->u.seq.items[i], b)) return true;
+      if (holds_gemm(s->u.seq.items[i], match, b)) return true;
     return false;
   case IR_STMT_FOR:
-    return read_in_flight(s->u.for_.body, b);
+    return holds_gemm(s->u.for_.body, match, b);
   case IR_STMT_IF:
-    return read_in_flight(s->u.if_.then_, b) || read_in_flight(s->u.if_.else_, b);
+    return holds_gemm(s->u.if_.then_, match, b) || holds_gemm(s->u.if_.else_, match, b);
   case IR_STMT_WARP_ROLES:
-    return read_in_flight(s->u.roles.producer, b) || read_in_flight(s->u.roles.consumer, b);
+    return holds_gemm(s->u.roles.producer, match, b) || holds_gemm(s->u.roles.consumer, match, b);
   case IR_STMT_GEMM:
-    return s->u.gemm.wgmma && s->u.gemm.wgmma_issue_only && s->u.gemm.a.buf == b;
+    return match(s, b);
   default:
     return false;
   }
 }
 
+/* An issue-only wgmma gemm with fragment A b: overlap-wgmma's P, converted
+ * in one iteration and read by a wgmma issued in the next. */
+static bool reads_in_flight(const IrStmt *g, const IrBuffer *b) {
+  return g->u.gemm.wgmma && g->u.gemm.wgmma_issue_only && g->u.gemm.a.buf == b;
+}
+
 bool cuda_frag_pairs(const Cuda *C, const IrBuffer *b) {
-  return b->scope == IR_SCOPE_FRAGMENT && cuda_is_16bit(b->dtype) && read_in_flight(C->k->body, b);
+  return b->scope == IR_SCOPE_FRAGMENT && cuda_is_16bit(b->dtype) && holds_gemm(C->k->body, reads_in_flight, b);
 }
 
 static int64_t fp8_gemm_k(const IrStmt *g) {
@@ -72,29 +79,13 @@ static bool fp8_in_flight(const IrStmt *s) {
          fp8_gemm_k(s) <= 128 && s->u.gemm.c.buf->layout.cols <= 128;
 }
 
-/* Whether s (recursively) holds an in-flight FP8 gemm into acc. */
-static bool has_fp8_in_flight(const IrStmt *s, const IrBuffer *acc) {
-  if (!s) return false;
-  switch (s->kind) {
-  case IR_STMT_SEQ:
-    for (int i = 0; i < s->u.seq.n; i++)
-      if (has_fp8_in_flight(s->u.seq.items[i], acc)) return true;
-    return false;
-  case IR_STMT_FOR:
-    return has_fp8_in_flight(s->u.for_.body, acc);
-  case IR_STMT_IF:
-    return has_fp8_in_flight(s->u.if_.then_, acc) || has_fp8_in_flight(s->u.if_.else_, acc);
-  case IR_STMT_WARP_ROLES:
-    return has_fp8_in_flight(s->u.roles.producer, acc) || has_fp8_in_flight(s->u.roles.consumer, acc);
-  case IR_STMT_GEMM:
-    return fp8_in_flight(s) && s->u.gemm.c.buf == acc;
-  default:
-    return false;
-  }
+/* An in-flight FP8 gemm into acc. */
+static bool fp8_in_flight_into(const IrStmt *g, const IrBuffer *acc) {
+  return fp8_in_flight(g) && g->u.gemm.c.buf == acc;
 }
 
 bool cuda_fp8_pending(const Cuda *C, const IrBuffer *acc) {
-  return acc->scope == IR_SCOPE_FRAGMENT && has_fp8_in_flight(C->k->body, acc);
+  return acc->scope == IR_SCOPE_FRAGMENT && holds_gemm(C->k->body, fp8_in_flight_into, acc);
 }
 
 /* Every in-flight FP8 gemm is one chunk per k-tile (fp8_in_flight), so

@@ -224,6 +224,26 @@ bool tilec_result_grid_of(const TilecResult *r, int kernel, const int64_t *dyn, 
   return ok;
 }
 
+bool tilec_result_shape_class_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
+                                 unsigned *holds, unsigned *owned) {
+  const IrKernel *k = r->module->kernels[kernel];
+  DynEnv env = {k, dyn, params};
+  *holds = *owned = 0;
+  for (int i = 0; i < k->nshape_choices; i++) {
+    int64_t v = 0;
+    if (!ir_eval_int(k->shape_choice[i], dyn_value, &env, &v)) return false;
+    *owned |= 1u << k->shape_choice_bit[i];
+    if (v) *holds |= 1u << k->shape_choice_bit[i];
+  }
+  return true;
+}
+
+int tilec_result_num_shape_choices(const TilecResult *r, int kernel) {
+  return r && r->module && kernel >= 0 && kernel < r->module->nkernels ? r->module->kernels[kernel]->nshape_choices : 0;
+}
+
+unsigned tilec_result_shape_class(const TilecResult *r) { return r && r->module ? r->module->shape_class : 0; }
+
 void tilec_result_grid(const TilecResult *r, int kernel, const int64_t *dyn, int64_t grid[3]) {
   tilec_result_grid_of(r, kernel, dyn, NULL, grid);
 }
@@ -297,7 +317,8 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
                  options->defines[i].name, options->defines[i].name);
       return 2;
     }
-  r->module = sema_build(r->arena, r->diag, ast, options->defines, options->ndefines, target);
+  r->module = sema_build(r->arena, r->diag, ast, options->defines, options->ndefines, target,
+                         options->shape_class);
   if (!r->module) return 1;
 
   DumpCtx ctx = {options, r, r->diag, false};

@@ -441,7 +441,7 @@ typedef struct IrTensorMap {
   bool store; /* used by a TMA store (stage-stores): see TilecTensorMapInfo.store */
 } IrTensorMap;
 
-enum { IR_MAX_TENSOR_MAPS = 8 };
+enum { IR_MAX_TENSOR_MAPS = 8, IR_MAX_SHAPE_CHOICES = 8 };
 
 typedef struct IrKernel {
   const char *name;
@@ -470,6 +470,15 @@ typedef struct IrKernel {
   int cluster;          /* pass persistent: blocks per cluster (2: pairs of tiles
                            along grid y sharing their multicast rings); 0 = none */
   int ntma_maps;
+  /* Shape choices (sema): conditions on dynamic shape symbols that const
+   * defaults test, e.g. seq_len >= 8192 in block_M's default. This build
+   * took condition i as bit shape_choice_bit[i] of IrModule.shape_class;
+   * the runtime evaluates the conditions at launch and runs the build whose
+   * bits match (docs/language.md, "Shape choices"). */
+  IrExpr *shape_choice[IR_MAX_SHAPE_CHOICES];
+  int shape_choice_bit[IR_MAX_SHAPE_CHOICES];
+  int nshape_choices;
+  unsigned shape_class; /* = IrModule.shape_class, for the printers */
 } IrKernel;
 
 typedef struct IrModule {
@@ -478,6 +487,8 @@ typedef struct IrModule {
   IrKernel **kernels;
   int nkernels;
   int next_id;          /* for IrVar.id and IrBuffer.id */
+  unsigned shape_class; /* the shape-choice bits this build took (TilecOptions.shape_class) */
+  int nshape_choices;   /* bits in use, over all kernels */
 } IrModule;
 
 /* ---- Construction (ir.c) ------------------------------------------------ */

@@ -451,6 +451,17 @@ static void print_symbol(Printer *p, StrBuf *sb, const IrVar *v) {
   if (v->dynamic_index >= 0) sb_printf(sb, " dyn(%d)", v->dynamic_index);
 }
 
+/* "#0: seq_len >= 8192 -> false, ...": each shape choice and the way this
+ * build takes it. */
+static void print_shape_choices(Printer *p, StrBuf *sb, const IrKernel *k) {
+  for (int i = 0; i < k->nshape_choices; i++) {
+    int bit = k->shape_choice_bit[i];
+    sb_printf(sb, "%s#%d: ", i ? ", " : "", bit);
+    print_expr(p, sb, k->shape_choice[i]);
+    sb_puts(sb, (k->shape_class >> bit) & 1u ? " -> true" : " -> false");
+  }
+}
+
 static void print_kernel(StrBuf *sb, const IrKernel *k) {
   Printer pr = {0};
   Printer *p = &pr;
@@ -507,6 +518,11 @@ static void print_kernel(StrBuf *sb, const IrKernel *k) {
       if (i) sb_puts(sb, ", ");
       print_symbol(p, sb, k->symbols[i]);
     }
+    sb_puts(sb, ")\n");
+  }
+  if (k->nshape_choices > 0) {
+    sb_puts(sb, "  shape_choices(");
+    print_shape_choices(p, sb, k);
     sb_puts(sb, ")\n");
   }
 
@@ -583,6 +599,12 @@ char *ir_expr_to_string(Arena *arena, const IrExpr *e) {
 }
 
 void ir_print_kernel_config(StrBuf *sb, const char *comment, const IrKernel *k) {
+  if (k->nshape_choices > 0) {
+    sb_printf(sb, "%s %s: shape choices (the runtime runs the build whose choices hold at launch): ",
+              comment, k->name);
+    print_shape_choices(NULL, sb, k);
+    sb_puts(sb, "\n");
+  }
   if (!k->target_sm) return;
   sb_printf(sb, "%s %s: configuration for target_sm = ", comment, k->name);
   print_expr(NULL, sb, k->target_sm->bound ? k->target_sm->value : k->target_sm->default_value);

@@ -39,6 +39,8 @@ static const char usage[] =
     "                         the runtime launches when TMA cannot take a tensor)\n"
     "  --cluster-multicast    sm_90a, experimental: persistent GEMMs pair tiles in 2-block\n"
     "                         clusters that share B through multicast TMA (slower today)\n"
+    "  --shape-class=N        the build for shape choices N (bit i set: the module's\n"
+    "                         condition #i on a launch-time shape holds; default 0)\n"
     "  --dump-ir=DIR          write DIR/NN-<pass>.tir after every pass\n"
     "  --print-ir-after=PASS|all   the same text, to stderr\n"
     "  --list-passes          the pipeline, in order\n"
@@ -201,6 +203,13 @@ int main(int argc, char **argv) {
       o.no_tma = true;
     } else if (strcmp(a, "--cluster-multicast") == 0) {
       o.cluster_multicast = true;
+    } else if (strncmp(a, "--shape-class=", 14) == 0) {
+      char *end;
+      errno = 0;
+      unsigned long v = strtoul(a + 14, &end, 0);
+      if (!a[14] || *end || errno || v > 0xffu || a[14] == '-')
+        return bad_usage("%s: expected a number of shape-choice bits, 0 to 255", a);
+      o.shape_class = (unsigned)v;
     } else if (strncmp(a, "--dump-ir=", 10) == 0) {
       o.dump_dir = a + 10;
       if (!*o.dump_dir) return bad_usage("%s: empty directory", a);
@@ -228,6 +237,8 @@ int main(int argc, char **argv) {
   if (!input) return bad_usage("%s", "no input file");
   if (!target_given) o.target = o.emit == TILEC_EMIT_CUDA ? TILEC_TARGET_SM80 : TILEC_TARGET_CPU;
   if (o.no_tma && aot) return bad_usage("%s", "--no-tma goes with --emit=cuda|ir (the runtime builds that variant itself)");
+  if (o.shape_class && aot)
+    return bad_usage("%s", "--shape-class goes with --emit=cuda|c|ir (ahead-of-time builds are of shape class 0)");
   if (cache_dir && aot != 1) return bad_usage("%s", "--cache-dir goes with --emit=cubin");
   if (aot && o.target == TILEC_TARGET_CPU)
     return bad_usage("%s", "--emit=cubin and --emit=ptx need a GPU --target (sm_80 or sm_90a)");

@@ -49,6 +49,12 @@ typedef struct Sema {
   NameTable names;
   int capsymbols; /* of k->symbols, grown by doubling */
   int depth; /* expression nesting, bounded so later recursive walks are too */
+  unsigned shape_class; /* TilecOptions.shape_class: which way each shape choice goes */
+  /* Shape symbols declared before the consts (so const defaults can test
+   * them) but listed in k->symbols only where a parameter first names them,
+   * which keeps the dynamic symbols' order. */
+  IrVar *unlisted[64];
+  int nunlisted;
 } Sema;
 
 /* Deeper expressions are rejected: the parser's stack limit does not catch a
@@ -999,6 +1005,96 @@ static void add_symbol(Sema *s, IrVar *v) {
   k->symbols[k->nsymbols++] = v;
 }
 
+/* ---- shape choices ----------------------------------------------------------- */
+
+/* The children of e, for the walks below (NULL where there are fewer). */
+static int expr_children(IrExpr *e, IrExpr ***kids) {
+  switch (e->kind) {
+  case IR_EXPR_UNARY:
+    kids[0] = &e->u.op.a;
+    return 1;
+  case IR_EXPR_BINARY:
+    kids[0] = &e->u.op.a, kids[1] = &e->u.op.b;
+    return 2;
+  case IR_EXPR_SELECT:
+    kids[0] = &e->u.select.cond, kids[1] = &e->u.select.then_, kids[2] = &e->u.select.else_;
+    return 3;
+  case IR_EXPR_CALL:
+    for (int i = 0; i < e->u.call.nargs; i++) kids[i] = &e->u.call.args[i];
+    return e->u.call.nargs;
+  case IR_EXPR_CAST:
+    kids[0] = &e->u.cast_src;
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* A shape symbol e names that no -D binds (its value comes at launch), or NULL. */
+static const IrVar *launch_shape_symbol(Sema *s, IrExpr *e) {
+  if (!e) return NULL;
+  if (e->kind == IR_EXPR_VAR) {
+    const IrVar *v = e->u.var;
+    bool shape = v->kind == IR_VAR_SYMBOL && !v->is_const_decl && !v->default_value;
+    return shape && !find_define(s, v->name) ? v : NULL;
+  }
+  IrExpr **kids[IR_MAX_CALL_ARGS];
+  int n = expr_children(e, kids);
+  for (int i = 0; i < n; i++) {
+    const IrVar *v = launch_shape_symbol(s, *kids[i]);
+    if (v) return v;
+  }
+  return NULL;
+}
+
+/* Replaces each largest condition in a const default that tests a shape
+ * symbol known only at launch (seq_len >= 8192) by the way this build takes
+ * it: bit i of shape_class for the kernel's i-th distinct condition. The
+ * kernel keeps the conditions; the runtime evaluates them at launch and
+ * picks (or compiles) the build whose bits agree, so each build's consts
+ * stay compile-time constants. */
+static bool sema_const_value(Sema *s, const IrExpr *e, int64_t *out);
+
+/* e with every part that does not need a launch-time shape replaced by its
+ * value where sema knows it (-D values, then the consts' defaults), then
+ * simplified: branches dead for this build's consts go, so a condition
+ * under them is no choice (dim = 128 never tests seq_len in the flagship). */
+static IrExpr *fold_known(Sema *s, IrExpr *e) {
+  int64_t c;
+  if (!launch_shape_symbol(s, e)) {
+    if (e->dtype == DTYPE_BOOL && sema_const_value(s, e, &c)) return ir_bool(s->m, c != 0, e->loc);
+    if (e->dtype == DTYPE_I64 && sema_const_value(s, e, &c)) return ir_int(s->m, c, e->loc);
+    return e;
+  }
+  IrExpr **kids[IR_MAX_CALL_ARGS];
+  int n = expr_children(e, kids);
+  for (int i = 0; i < n; i++) *kids[i] = fold_known(s, *kids[i]);
+  return e;
+}
+
+static IrExpr *take_shape_choices(Sema *s, IrExpr *e) {
+  if (!launch_shape_symbol(s, e)) return e;
+  if (e->dtype != DTYPE_BOOL) {
+    IrExpr **kids[IR_MAX_CALL_ARGS];
+    int n = expr_children(e, kids);
+    for (int i = 0; i < n; i++) *kids[i] = take_shape_choices(s, *kids[i]);
+    return e;
+  }
+  IrKernel *k = s->k;
+  int i = 0;
+  while (i < k->nshape_choices && !ir_expr_equal(k->shape_choice[i], e)) i++;
+  if (i == k->nshape_choices) {
+    if (i == IR_MAX_SHAPE_CHOICES || s->m->nshape_choices == IR_MAX_SHAPE_CHOICES) {
+      diag_error(s->diag, e->loc, "more than %d shape choices in one module", IR_MAX_SHAPE_CHOICES);
+      return ir_bool(s->m, false, e->loc);
+    }
+    k->shape_choice[i] = e;
+    k->shape_choice_bit[i] = s->m->nshape_choices++;
+    k->nshape_choices++;
+  }
+  return ir_bool(s->m, (s->shape_class >> k->shape_choice_bit[i]) & 1u, e->loc);
+}
+
 static void const_decl(Sema *s, const AstConst *c) {
   const TilecDefine *def = find_define(s, c->name);
   DType t;
@@ -1018,6 +1114,13 @@ static void const_decl(Sema *s, const AstConst *c) {
     return;
   }
   IrExpr *v = expr(s, c->value);
+  if (launch_shape_symbol(s, v)) v = take_shape_choices(s, ir_simplify(s->m, fold_known(s, v)));
+  const IrVar *dyn = launch_shape_symbol(s, v);
+  if (dyn)
+    diag_error(s->diag, c->loc,
+               "const '%s' depends on the shape symbol '%s', known only at launch: a default may "
+               "test it in a condition (if_then_else(%s >= 8192, ...)), or bind it with -D",
+               c->name, dyn->name, dyn->name);
   if (v->dtype != DTYPE_BOOL && !dtype_is_float(v->dtype)) v = convert(s, v, DTYPE_I64);
   IrVar *var = ir_var_new(s->m, c->name, IR_VAR_SYMBOL, v->dtype, c->loc);
   var->default_value = v;
@@ -1025,6 +1128,42 @@ static void const_decl(Sema *s, const AstConst *c) {
   var->dynamic_index = -1;
   declare(s, c->name, ENTITY_VAR, c->loc)->var = var;
   add_symbol(s, var);
+}
+
+static IrVar *shape_symbol_new(Sema *s, const char *name, SrcLoc loc) {
+  IrVar *v = ir_var_new(s->m, name, IR_VAR_SYMBOL, DTYPE_I64, loc);
+  v->dynamic_index = -1;
+  return v;
+}
+
+/* A shape symbol declared early (declare_shape_symbols) joins k->symbols at
+ * its first mention in a parameter, where it would have been declared. */
+static void list_early_symbol(Sema *s, IrVar *v) {
+  for (int i = 0; i < s->nunlisted; i++)
+    if (s->unlisted[i] == v) {
+      add_symbol(s, v);
+      s->unlisted[i] = s->unlisted[--s->nunlisted];
+      return;
+    }
+}
+
+/* Declares the shape and stride symbols the parameters name (those that are
+ * not consts) before the consts, so a const default can test them (a shape
+ * choice: block_M = if_then_else(seq_len >= 8192, 192, 64)). Names a shape
+ * symbol may not take are left to dim_or_stride, which reports them. */
+static void declare_shape_symbols(Sema *s, const AstKernel *ak) {
+  for (const AstParam *p = ak->params; p; p = p->next)
+    for (int list = 0; list < 2; list++)
+      for (const AstArg *d = list ? p->strides : p->dims; d; d = d->next) {
+        const char *name = d->value->kind == AST_EXPR_NAME ? d->value->u.name : NULL;
+        if (!name || lookup(s, name) || is_reserved(name) || is_builtin_name(name)) continue;
+        bool is_const = false;
+        for (const AstConst *c = ak->consts; c && !is_const; c = c->next) is_const = strcmp(c->name, name) == 0;
+        if (is_const || s->nunlisted == (int)(sizeof s->unlisted / sizeof *s->unlisted)) continue;
+        Entity *ent = declare(s, name, ENTITY_VAR, d->loc);
+        ent->var = shape_symbol_new(s, name, d->loc);
+        s->unlisted[s->nunlisted++] = ent->var;
+      }
 }
 
 /* One entry of a tensor's shape or strides: a positive integer or a symbol
@@ -1041,13 +1180,13 @@ static IrExpr *dim_or_stride(Sema *s, const AstExpr *d, const char *what, const 
   Entity *ent = lookup(s, d->u.name);
   if (!ent) {
     /* First mention of a shape or stride symbol: dynamic unless -D binds it. */
-    IrVar *v = ir_var_new(s->m, d->u.name, IR_VAR_SYMBOL, DTYPE_I64, d->loc);
-    v->dynamic_index = -1;
     if (is_reserved(d->u.name) || is_builtin_name(d->u.name))
       diag_error(s->diag, d->loc, "'%s' cannot name a %s symbol", d->u.name, strcmp(what, "stride") == 0 ? "stride" : "shape");
     ent = declare(s, d->u.name, ENTITY_VAR, d->loc);
-    ent->var = v;
-    add_symbol(s, v);
+    ent->var = shape_symbol_new(s, d->u.name, d->loc);
+    add_symbol(s, ent->var);
+  } else if (ent->kind == ENTITY_VAR) {
+    list_early_symbol(s, ent->var);
   }
   if (ent->kind != ENTITY_VAR || ent->var->kind != IR_VAR_SYMBOL || ent->var->dtype != DTYPE_I64) {
     diag_error(s->diag, d->loc, "'%s' cannot be used as a %s", d->u.name, what);
@@ -1109,7 +1248,10 @@ static IrKernel *kernel(Sema *s, const AstKernel *ak) {
   scope_pop(s, 0);
   k->name = ak->name;
   k->loc = ak->loc;
+  k->shape_class = s->shape_class;
   if (is_reserved(ak->name)) diag_error(s->diag, ak->loc, "'%s' is a reserved name", ak->name);
+  s->nunlisted = 0;
+  declare_shape_symbols(s, ak);
   for (const AstConst *c = ak->consts; c; c = c->next) const_decl(s, c);
   k->nparams = ak->nparams;
   k->params = ARENA_NEW_ARRAY(s->arena, IrParam, ak->nparams ? ak->nparams : 1);
@@ -1140,11 +1282,12 @@ static IrKernel *kernel(Sema *s, const AstKernel *ak) {
 }
 
 IrModule *sema_build(Arena *arena, Diag *diag, const AstModule *ast, const TilecDefine *defines,
-                     int ndefines, TilecTarget target) {
-  Sema s = {.arena = arena, .diag = diag, .defines = defines, .ndefines = ndefines,
+                     int ndefines, TilecTarget target, unsigned shape_class) {
+  Sema s = {.arena = arena, .diag = diag, .defines = defines, .ndefines = ndefines, .shape_class = shape_class,
             .target_sm = target == TILEC_TARGET_SM90A ? 90 : target == TILEC_TARGET_SM80 ? 80 : 0};
   name_table_init(&s.names, arena, NAME_KEY_STRING);
   s.m = ir_module_new(arena, ast->file);
+  s.m->shape_class = shape_class;
   int errors = diag_error_count(diag);
   s.m->kernels = ARENA_NEW_ARRAY(arena, IrKernel *, ast->nkernels ? ast->nkernels : 1);
   NameTable kernel_names;

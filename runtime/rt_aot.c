@@ -69,7 +69,7 @@ TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char
   TilecTarget target = cc >= 90 ? TILEC_TARGET_SM90A : TILEC_TARGET_SM80;
   TilecResult *res = NULL;
   TilertStatus st = rt_compile_tile(ctx, name, text ? text : "", len, defines, ndefines,
-                                    TILEC_EMIT_CUDA, target, RT_BUILD_DEFAULT, &res);
+                                    TILEC_EMIT_CUDA, target, RT_BUILD_DEFAULT, 0, &res);
   if (st == TILERT_OK && kind == TILERT_BINARY_CUBIN) {
     st = rt_gpu_cubin(ctx, name, tilec_result_output(res), tilec_result_output_size(res),
                       tilec_result_specialized_ir(res), arch, false, binary, size, from_cache);

@@ -63,6 +63,10 @@ struct TilertModule {
   TilertKernel *kernels;
   struct RtGpuRebuild *rebuild; /* CUDA, a module with TMA copies: how to build its
                                    cp.async variant, and that variant (rt_gpu.c) */
+  unsigned shape_class;         /* the shape choices this build took (TilecOptions.shape_class) */
+  struct RtShapeBuilds *shape_builds; /* a module with shape choices: its source and the
+                                         builds for other classes, made at the first
+                                         launch that wants each (tilert.c) */
 };
 
 /* ---- errors (rt_error.c) ---- */
@@ -86,7 +90,8 @@ typedef enum RtBuild {
  * $TILEC_CLUSTER_MULTICAST=1 makes every build a cluster build. */
 TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *text, size_t len,
                              const TilecDefine *defines, int ndefines, TilecEmit emit,
-                             TilecTarget target, RtBuild build, TilecResult **out);
+                             TilecTarget target, RtBuild build, unsigned shape_class,
+                             TilecResult **out);
 
 /* ---- a module's shell (rt_module.c) ---- */
 
@@ -97,6 +102,21 @@ TilertModule *rt_module_new(TilertContext *ctx, TilecResult *result, int nkernel
 /* Frees the shell and the result, once the path has released its binary
  * (rt_cpu_module_unload / rt_gpu_module_unload). Accepts NULL. */
 void rt_module_free(TilertModule *mod);
+
+/* What a module was loaded from, kept to build its other variants later
+ * (the GPU path's cp.async and cluster builds, the shape classes). */
+typedef struct RtSource {
+  char *name, *text; /* text need not end in a NUL: len bytes */
+  size_t len;
+  TilecDefine *defines;
+  int ndefines;
+  unsigned shape_class;
+} RtSource;
+
+/* A copy of the arguments, or NULL when out of memory. */
+RtSource *rt_source_keep(const char *name, const char *text, size_t len, const TilecDefine *defines,
+                         int ndefines, unsigned shape_class);
+void rt_source_free(RtSource *src); /* accepts NULL */
 
 /* ---- SHA-256, FIPS 180-4 (rt_sha256.c) ---- */
 

@@ -8,7 +8,8 @@
 
 TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *text, size_t len,
                              const TilecDefine *defines, int ndefines, TilecEmit emit,
-                             TilecTarget target, RtBuild build, TilecResult **out) {
+                             TilecTarget target, RtBuild build, unsigned shape_class,
+                             TilecResult **out) {
   *out = NULL;
   TilecOptions opt;
   tilec_options_init(&opt);
@@ -17,6 +18,7 @@ TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *t
   opt.defines = defines;
   opt.ndefines = ndefines;
   opt.no_tma = build == RT_BUILD_NO_TMA;
+  opt.shape_class = shape_class;
   /* 2-block clusters (TilecOptions.cluster_multicast); the generated source
    * differs, so the cache keeps the builds apart. */
   const char *cluster = getenv("TILEC_CLUSTER_MULTICAST");

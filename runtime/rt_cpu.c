@@ -242,11 +242,12 @@ TilertStatus rt_cpu_module_from_c(TilertContext *ctx, const char *name, const ch
 }
 
 TilertStatus rt_cpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
-                         const TilecDefine *defines, int ndefines, TilertModule **out) {
+                         const TilecDefine *defines, int ndefines, unsigned shape_class,
+                         TilertModule **out) {
   *out = NULL;
   TilecResult *res = NULL;
   TilertStatus cst = rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_C,
-                                     TILEC_TARGET_CPU, RT_BUILD_DEFAULT, &res);
+                                     TILEC_TARGET_CPU, RT_BUILD_DEFAULT, shape_class, &res);
   if (cst != TILERT_OK) return cst;
 
   int n = tilec_result_num_kernels(res);
@@ -260,6 +261,7 @@ TilertStatus rt_cpu_load(TilertContext *ctx, const char *name, const char *text,
   TilertStatus st = rt_cpu_module_from_c(ctx, name, tilec_result_output(res),
                                          tilec_result_output_size(res),
                                          tilec_result_specialized_ir(res), kernels, n, res, out);
+  if (st == TILERT_OK) (*out)->shape_class = shape_class;
   free(kernels);
   return st;
 }

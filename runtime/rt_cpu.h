@@ -16,7 +16,8 @@
 
 /* tilec_compile (emit C, target CPU), then rt_cpu_module_from_c. */
 TilertStatus rt_cpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
-                         const TilecDefine *defines, int ndefines, TilertModule **out);
+                         const TilecDefine *defines, int ndefines, unsigned shape_class,
+                         TilertModule **out);
 /* Builds (or fetches from the cache) the shared object for `c_src`, dlopens
  * it and resolves every kernel's entry. `ir` is the specialized IR text for
  * the key. Takes ownership of `result` (may be NULL), even on failure. */

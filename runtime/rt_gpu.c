@@ -195,10 +195,7 @@ static TilertStatus load_cubin(TilertContext *ctx, TilertModule *mod, const char
 /* The other builds of a module with TMA copies (rt_gpu_launch), each made
  * at the first launch that needs it. */
 typedef struct RtGpuRebuild {
-  char *name, *text;
-  size_t len;
-  TilecDefine *defines;
-  int ndefines;
+  RtSource *src;
   TilertModule *cp_async; /* RT_BUILD_NO_TMA */
   TilertModule *cluster;  /* RT_BUILD_CLUSTER */
   bool cluster_failed;    /* its build failed once: an optimization, so the
@@ -213,46 +210,8 @@ static void rebuild_free(RtGpuRebuild *r) {
       rt_gpu_module_unload(builds[i]);
       rt_module_free(builds[i]);
     }
-  for (int i = 0; i < r->ndefines; i++) {
-    free((char *)r->defines[i].name);
-    free((char *)r->defines[i].value);
-  }
-  free(r->defines);
-  free(r->name);
-  free(r->text);
+  rt_source_free(r->src);
   free(r);
-}
-
-/* The source text, which need not end in a NUL. */
-static char *dup_text(const char *s, size_t n) {
-  char *d = malloc(n + 1);
-  if (d) {
-    memcpy(d, s, n);
-    d[n] = '\0';
-  }
-  return d;
-}
-
-/* Keeps what building mod's cp.async variant needs; false: out of memory. */
-static bool keep_rebuild(TilertModule *mod, const char *name, const char *text, size_t len,
-                         const TilecDefine *defines, int ndefines) {
-  RtGpuRebuild *r = calloc(1, sizeof *r);
-  if (!r) return false;
-  mod->rebuild = r;
-  r->name = strdup(name);
-  r->text = dup_text(text, len);
-  r->len = len;
-  r->defines = calloc(ndefines > 0 ? (size_t)ndefines : 1, sizeof *r->defines);
-  if (!r->name || !r->text || !r->defines) return false;
-  for (int i = 0; i < ndefines; i++, r->ndefines++) {
-    r->defines[i].name = strdup(defines[i].name);
-    r->defines[i].value = strdup(defines[i].value);
-    if (!r->defines[i].name || !r->defines[i].value) {
-      r->ndefines++;
-      return false;
-    }
-  }
-  return true;
 }
 
 void rt_gpu_module_unload(TilertModule *mod) {
@@ -267,7 +226,8 @@ void rt_gpu_module_unload(TilertModule *mod) {
 }
 
 static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
-                             const TilecDefine *defines, int ndefines, RtBuild build, TilertModule **out) {
+                             const TilecDefine *defines, int ndefines, RtBuild build, unsigned shape_class,
+                             TilertModule **out) {
   *out = NULL;
   RtCuda *cu = ctx->cu;
   if (!cu || !rt_cuda_has_device(cu)) return rt_error(ctx, TILERT_NO_GPU, "%s", ctx->device_note);
@@ -279,7 +239,7 @@ static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *t
 
   TilecResult *res = NULL;
   TilertStatus st =
-      rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_CUDA, target, build, &res);
+      rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_CUDA, target, build, shape_class, &res);
   if (st != TILERT_OK) return st;
 
   int n = tilec_result_num_kernels(res);
@@ -337,19 +297,25 @@ static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *t
     return st;
   }
   /* Only the default build makes the others. */
-  if (has_tma && build == RT_BUILD_DEFAULT && !keep_rebuild(mod, name, text, len, defines, ndefines)) {
-    rt_gpu_module_unload(mod);
-    rt_module_free(mod);
-    return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+  if (has_tma && build == RT_BUILD_DEFAULT) {
+    mod->rebuild = calloc(1, sizeof *mod->rebuild);
+    if (mod->rebuild) mod->rebuild->src = rt_source_keep(name, text, len, defines, ndefines, shape_class);
+    if (!mod->rebuild || !mod->rebuild->src) {
+      rt_gpu_module_unload(mod);
+      rt_module_free(mod);
+      return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+    }
   }
   mod->from_cache = hit;
+  mod->shape_class = shape_class;
   *out = mod;
   return TILERT_OK;
 }
 
 TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
-                         const TilecDefine *defines, int ndefines, TilertModule **out) {
-  return gpu_load(ctx, name, text, len, defines, ndefines, RT_BUILD_DEFAULT, out);
+                         const TilecDefine *defines, int ndefines, unsigned shape_class,
+                         TilertModule **out) {
+  return gpu_load(ctx, name, text, len, defines, ndefines, RT_BUILD_DEFAULT, shape_class, out);
 }
 
 /* Kernel k of its module's build `build` (cp.async or cluster), made on
@@ -358,7 +324,9 @@ static TilertStatus other_build_kernel(TilertKernel *k, RtBuild build, TilertKer
   RtGpuRebuild *r = k->mod->rebuild;
   TilertModule **m = build == RT_BUILD_NO_TMA ? &r->cp_async : &r->cluster;
   if (!*m) {
-    TilertStatus st = gpu_load(k->mod->ctx, r->name, r->text, r->len, r->defines, r->ndefines, build, m);
+    const RtSource *src = r->src;
+    TilertStatus st =
+        gpu_load(k->mod->ctx, src->name, src->text, src->len, src->defines, src->ndefines, build, src->shape_class, m);
     if (st != TILERT_OK) return st;
   }
   if ((*m)->nkernels != k->mod->nkernels || strcmp((*m)->kernels[k->index].info->name, k->info->name))

@@ -28,7 +28,8 @@ void rt_gpu_close(TilertContext *ctx);
 /* tilec_compile (emit CUDA for the device's arch), cubin from the cache or
  * NVRTC, load, resolve every kernel. */
 TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
-                         const TilecDefine *defines, int ndefines, TilertModule **out);
+                         const TilecDefine *defines, int ndefines, unsigned shape_class,
+                         TilertModule **out);
 /* The cubin for CUDA text `src` (NUL-terminated, len = strlen): <key>.cubin from the cache when it is
  * there and verified (*from_cache = true, NVRTC does not run), else NVRTC
  * (ctx->cu may be an NVRTC-only handle) and, with a usable cache, the entry

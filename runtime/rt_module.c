@@ -6,6 +6,7 @@
  * failure releases that binary itself before rt_module_free. So freeing a
  * half-built module never needs the public tilert_module_destroy above. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "rt_base.h"
 
@@ -29,4 +30,43 @@ void rt_module_free(TilertModule *mod) {
   tilec_result_destroy(mod->result);
   free(mod->kernels);
   free(mod);
+}
+
+RtSource *rt_source_keep(const char *name, const char *text, size_t len, const TilecDefine *defines,
+                         int ndefines, unsigned shape_class) {
+  RtSource *src = calloc(1, sizeof *src);
+  if (!src) return NULL;
+  src->shape_class = shape_class;
+  src->len = len;
+  src->name = strdup(name);
+  src->text = malloc(len + 1);
+  src->defines = calloc(ndefines > 0 ? (size_t)ndefines : 1, sizeof *src->defines);
+  bool ok = src->name && src->text && src->defines;
+  if (src->text) {
+    memcpy(src->text, text, len);
+    src->text[len] = '\0';
+  }
+  for (int i = 0; ok && i < ndefines; i++, src->ndefines++) {
+    src->defines[i].name = strdup(defines[i].name);
+    src->defines[i].value = strdup(defines[i].value);
+    ok = src->defines[i].name && src->defines[i].value;
+  }
+  if (!ok) {
+    if (src->ndefines < ndefines) src->ndefines++; /* the pair that failed half-way */
+    rt_source_free(src);
+    return NULL;
+  }
+  return src;
+}
+
+void rt_source_free(RtSource *src) {
+  if (!src) return;
+  for (int i = 0; i < src->ndefines; i++) {
+    free((char *)src->defines[i].name);
+    free((char *)src->defines[i].value);
+  }
+  free(src->defines);
+  free(src->name);
+  free(src->text);
+  free(src);
 }

@@ -134,6 +134,38 @@ const char *tilert_context_device_note(const TilertContext *ctx) {
 
 /* ---- modules ---- */
 
+/* A module whose kernels have shape choices (docs/language.md) keeps its
+ * source and, per shape class a launch has asked for, the build for it.
+ * The loaded module is class 0 (every condition false), so a load reports
+ * compile errors at once; other classes compile at their first launch. */
+enum { RT_MAX_SHAPE_BUILDS = 16 };
+typedef struct RtShapeBuilds {
+  RtSource *src;
+  int n;
+  TilertModule *builds[RT_MAX_SHAPE_BUILDS];
+} RtShapeBuilds;
+
+static TilertStatus load_build(TilertContext *ctx, const char *name, const char *text, size_t len,
+                               const TilecDefine *defines, int ndefines, unsigned shape_class,
+                               TilertModule **out) {
+  if (ctx->device == TILERT_DEVICE_CUDA)
+    return rt_gpu_load(ctx, name, text, len, defines, ndefines, shape_class, out);
+  return rt_cpu_load(ctx, name, text, len, defines, ndefines, shape_class, out);
+}
+
+static bool has_shape_choices(const TilertModule *mod) {
+  for (int i = 0; i < mod->nkernels; i++)
+    if (tilec_result_num_shape_choices(mod->result, i) > 0) return true;
+  return false;
+}
+
+static void shape_builds_free(RtShapeBuilds *b) {
+  if (!b) return;
+  for (int i = 0; i < b->n; i++) tilert_module_destroy(b->builds[i]);
+  rt_source_free(b->src);
+  free(b);
+}
+
 TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name, const char *text,
                                        size_t len, const TilecDefine *defines, int ndefines,
                                        TilertModule **out) {
@@ -145,9 +177,19 @@ TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name, con
     return rt_error(ctx, TILERT_INVALID_ARGUMENT, "tilert_module_load_string: bad defines");
   if (!name) name = "<string>";
   if (!ctx->device_ok) return rt_error(ctx, TILERT_NO_GPU, "%s", ctx->device_note);
-  if (ctx->device == TILERT_DEVICE_CUDA)
-    return rt_gpu_load(ctx, name, text ? text : "", len, defines, ndefines, out);
-  return rt_cpu_load(ctx, name, text ? text : "", len, defines, ndefines, out);
+  if (!text) text = "";
+  TilertStatus st = load_build(ctx, name, text, len, defines, ndefines, 0, out);
+  if (st != TILERT_OK || !has_shape_choices(*out)) return st;
+  RtShapeBuilds *b = calloc(1, sizeof *b);
+  if (b) b->src = rt_source_keep(name, text, len, defines, ndefines, 0);
+  if (!b || !b->src) {
+    free(b);
+    tilert_module_destroy(*out);
+    *out = NULL;
+    return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+  }
+  (*out)->shape_builds = b;
+  return TILERT_OK;
 }
 
 TilertStatus tilert_module_load_file(TilertContext *ctx, const char *path,
@@ -183,6 +225,8 @@ TilertStatus tilert_module_load_file(TilertContext *ctx, const char *path,
 
 void tilert_module_destroy(TilertModule *mod) {
   if (!mod) return;
+  shape_builds_free(mod->shape_builds);
+  mod->shape_builds = NULL;
   rt_cpu_module_unload(mod);
   rt_gpu_module_unload(mod);
   rt_module_free(mod);
@@ -214,8 +258,61 @@ const TilecKernelInfo *tilert_kernel_info(const TilertKernel *k) { return k ? k-
 
 /* ---- launch ---- */
 
+enum { RT_SHAPE_STACK = 32 };
+
+/* k's counterpart in the build of its module whose shape choices hold for
+ * this launch's shapes (k itself when its own build's do), compiled on first
+ * need. Arguments that do not fit the kernel leave k: its launch reports why. */
+static TilertStatus shape_class_kernel(TilertKernel *k, const TilertArg *args, int nargs, TilertKernel **out) {
+  *out = k;
+  TilertModule *mod = k->mod;
+  RtShapeBuilds *b = mod->shape_builds;
+  if (!b || tilec_result_num_shape_choices(mod->result, k->index) == 0) return TILERT_OK;
+  TilertContext *ctx = mod->ctx;
+  const TilecKernelInfo *info = k->info;
+  int nd = info->ndynamic, np = info->nparams;
+  int64_t dyn_stack[RT_SHAPE_STACK], scalar_stack[RT_SHAPE_STACK];
+  int64_t *dyn = nd <= RT_SHAPE_STACK ? dyn_stack : malloc((size_t)nd * sizeof *dyn);
+  int64_t *scalars = np <= RT_SHAPE_STACK ? scalar_stack : malloc((size_t)np * sizeof *scalars);
+  TilertStatus st = TILERT_OK;
+  char msg[256];
+  unsigned holds = 0, owned = 0;
+  bool cuda = ctx->device == TILERT_DEVICE_CUDA;
+  if (!dyn || !scalars) {
+    st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+  } else if (rt_validate(info, args, nargs, cuda ? kDLCUDA : kDLCPU, cuda ? 0 : -1, dyn, msg, sizeof msg)) {
+    for (int i = 0; i < np; i++)
+      scalars[i] = args[i].kind == TILERT_ARG_INT ? args[i].i : args[i].kind == TILERT_ARG_FLOAT ? (int64_t)args[i].f : 0;
+    if (!tilec_result_shape_class_of(mod->result, k->index, dyn, scalars, &holds, &owned))
+      st = rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: its shape choices could not be evaluated from the launch's arguments",
+                    info->name);
+  }
+  if (dyn != dyn_stack) free(dyn);
+  if (scalars != scalar_stack) free(scalars);
+  unsigned want = (mod->shape_class & ~owned) | holds;
+  if (st != TILERT_OK || want == mod->shape_class) return st;
+  TilertModule *build = NULL;
+  for (int i = 0; i < b->n && !build; i++)
+    if (b->builds[i]->shape_class == want) build = b->builds[i];
+  if (!build) {
+    if (b->n == RT_MAX_SHAPE_BUILDS)
+      return rt_error(ctx, TILERT_LOAD_FAILED, "%s: more than %d shape classes launched", info->name,
+                      RT_MAX_SHAPE_BUILDS);
+    const RtSource *src = b->src;
+    st = load_build(ctx, src->name, src->text, src->len, src->defines, src->ndefines, want, &build);
+    if (st != TILERT_OK) return st;
+    b->builds[b->n++] = build;
+  }
+  if (build->nkernels != mod->nkernels || strcmp(build->kernels[k->index].info->name, info->name) != 0)
+    return rt_error(ctx, TILERT_LOAD_FAILED, "%s: its build for shape class %u has other kernels", info->name, want);
+  *out = &build->kernels[k->index];
+  return TILERT_OK;
+}
+
 TilertStatus tilert_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream) {
   if (!k) return TILERT_INVALID_ARGUMENT;
+  TilertStatus st = shape_class_kernel(k, args, nargs, &k);
+  if (st != TILERT_OK) return st;
   if (k->mod->ctx->device == TILERT_DEVICE_CUDA) return rt_gpu_launch(k, args, nargs, stream);
   return rt_cpu_launch(k, args, nargs);
 }

@@ -61,6 +61,9 @@ typedef struct TilecOptions {
                                2-block clusters sharing B by multicast TMA (pass
                                persistent; measured slower on an H100, so off by default;
                                the runtime sets it from $TILEC_CLUSTER_MULTICAST=1) */
+  unsigned shape_class;     /* which way each shape choice goes in this build: bit i
+                               set = condition i holds (docs/language.md, "Shape
+                               choices"); 0, every condition false, by default */
 } TilecOptions;
 
 void tilec_options_init(TilecOptions *o); /* emit C, target cpu, nothing else */
@@ -149,6 +152,18 @@ void tilec_result_grid(const TilecResult *r, int kernel, const int64_t *dyn, int
  * False when some dimension names a value it was not given. */
 bool tilec_result_grid_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
                           int64_t grid[3]);
+/* Shape choices (docs/language.md): the conditions on launch-time shapes
+ * that kernel `kernel`'s const defaults test. *owned gets the bits of the
+ * module's shape class its conditions own, *holds those whose condition
+ * holds for these dynamic symbols (and scalar parameters, as for the grid).
+ * A build whose tilec_result_shape_class agrees with *holds on *owned is the
+ * one to launch. False when a condition names a value it was not given. */
+bool tilec_result_shape_class_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
+                                 unsigned *holds, unsigned *owned);
+/* How many shape choices kernel `kernel` has (0: one build serves every shape). */
+int tilec_result_num_shape_choices(const TilecResult *r, int kernel);
+/* The shape class this result was compiled for (TilecOptions.shape_class). */
+unsigned tilec_result_shape_class(const TilecResult *r);
 void tilec_result_destroy(TilecResult *r); /* accepts NULL */
 
 /* Pass pipeline introspection (for --list-passes and docs). */

@@ -1,6 +1,10 @@
 /* specialize.c - pass "specialize": binds compile-time values.
  *
- * Needs: the IR from sema (symbols with optional const defaults).
+ * Needs: the IR from sema (symbols with optional const defaults; a default
+ * that tested a launch-time shape already has that condition replaced by
+ * this build's shape class, so every default is a compile-time value once
+ * the -D values are in: those are bound first, the defaults after, in
+ * declaration order).
  * Guarantees: every symbol bound by a -D or a const default is marked bound,
  * holds its value, and no expression refers to it any more (the value is
  * substituted everywhere). Every other symbol is dynamic: it gets a slot in
@@ -105,30 +109,26 @@ bool pass_specialize(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int ki = 0; ki < m->nkernels; ki++) {
     IrKernel *k = m->kernels[ki];
     int ndynamic = 0;
+    /* -D values first: a default may test a shape symbol declared after it
+     * (block_M = if_then_else(seq_len >= 8192, ...) with -D seq_len=...). */
     for (int i = 0; i < k->nsymbols; i++) {
       IrVar *sym = k->symbols[i];
       const TilecDefine *def = NULL;
       for (int d = 0; d < opts->ndefines; d++)
         if (strcmp(opts->defines[d].name, sym->name) == 0) def = &opts->defines[d];
-      IrExpr *value = NULL;
-      if (def) {
-        value = parse_define(m, sym, def->value, diag);
-        if (!value) {
-          ok = false;
-          continue;
-        }
-      } else if (sym->default_value) {
-        /* Defaults may mention earlier symbols (block_N = block_M). */
-        value = ir_simplify(m, subst_bound(m, sym->default_value));
-      }
-      if (value) {
+      sym->bound = false;
+      sym->value = def ? parse_define(m, sym, def->value, diag) : NULL;
+      if (def && !sym->value) ok = false;
+      sym->bound = sym->value != NULL;
+    }
+    for (int i = 0; i < k->nsymbols; i++) {
+      IrVar *sym = k->symbols[i];
+      /* Defaults may mention earlier symbols (block_N = block_M). */
+      if (!sym->bound && sym->default_value) {
+        sym->value = ir_simplify(m, subst_bound(m, sym->default_value));
         sym->bound = true;
-        sym->value = value;
-        sym->dynamic_index = -1;
-      } else {
-        sym->bound = false;
-        sym->dynamic_index = ndynamic++;
       }
+      sym->dynamic_index = sym->bound ? -1 : ndynamic++;
     }
     pass_rewrite_kernel(m, k, substitute_bound, NULL);
   }

@@ -3,7 +3,8 @@
  * compiler, cached, and launched. The same scenarios as test_rt_hand.c
  * (cache miss/hit, corrupt entry, unusable dir, disabled cache, validation),
  * plus compile errors and -D bindings, and parameters declared with
- * strides (...): views accepted, bad layouts refused. */
+ * strides (...): views accepted, bad layouts refused; shape choices: each
+ * launch runs the build its shapes choose. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -249,9 +250,97 @@ static void test_strides(void) {
   tilert_context_destroy(ctx);
 }
 
+/* ---- shape choices ----------------------------------------------------------- */
+
+/* factor and block follow n, known only at launch: each launch must run the
+ * build whose conditions hold for its n (the factor shows which one ran). */
+static const char choice_src[] =
+    "kernel pick(A: f32[n], C: f32[n])\n"
+    "  const (factor = if_then_else(n >= 100, 3, 2), block = if_then_else(n >= 1000 && n < 5000, 128, 32))\n"
+    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
+    "{\n"
+    "    a = alloc_fragment([block], f32);\n"
+    "    copy(A[bx*block : (bx+1)*block], a);\n"
+    "    for i in parallel(block) a[i] = a[i] * factor;\n"
+    "    copy(a, C[bx*block : (bx+1)*block]);\n"
+    "}\n";
+
+/* Launches pick on n elements; true when C = A * want_factor everywhere. */
+static bool run_pick(TilertContext *ctx, TilertKernel *k, int64_t n, float want_factor) {
+  float *A = malloc((size_t)n * sizeof *A), *C = malloc((size_t)n * sizeof *C);
+  for (int64_t i = 0; i < n; i++) A[i] = (float)(i % 97) - 40.0f, C[i] = NAN;
+  DLTensor t[2];
+  float *bufs[2] = {A, C};
+  for (int i = 0; i < 2; i++) {
+    memset(&t[i], 0, sizeof t[i]);
+    t[i].data = bufs[i];
+    t[i].device.device_type = kDLCPU;
+    t[i].ndim = 1;
+    t[i].dtype.code = kDLFloat, t[i].dtype.bits = 32, t[i].dtype.lanes = 1;
+    t[i].shape = &n;
+  }
+  TilertArg args[] = {tilert_arg_tensor(&t[0]), tilert_arg_tensor(&t[1])};
+  TilertStatus st = tilert_launch(k, args, 2, NULL);
+  CHECK_STATUS(st, TILERT_OK, ctx);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (!(C[i] == A[i] * want_factor)) {
+      if (bad++ < 2) CHECK(false, "n = %lld: C[%lld] = %g, expected %g", (long long)n, (long long)i, C[i], A[i] * want_factor);
+    }
+  free(A), free(C);
+  return st == TILERT_OK && bad == 0;
+}
+
+static void test_shape_choices(void) {
+  TilertContext *ctx = NULL;
+  TilertConfig cfg = {TILERT_DEVICE_CPU, NULL, true, NULL};
+  CHECK(tilert_context_create(&cfg, &ctx) == TILERT_OK, "context");
+  TilertModule *mod = NULL;
+  TilertStatus st = tilert_module_load_string(ctx, "pick.tile", choice_src, strlen(choice_src), NULL, 0, &mod);
+  CHECK_STATUS(st, TILERT_OK, ctx);
+  TilertKernel *k = NULL;
+  if (mod) CHECK_STATUS(tilert_module_get_kernel(mod, "pick", &k), TILERT_OK, ctx);
+  if (k) {
+    /* Both ways of each condition, in an order that goes back to builds
+     * made before; n = 1000..4999 also takes the 128-element blocks. */
+    const int64_t ns[] = {1, 99, 100, 1000, 4999, 5000, 37, 2049, 100};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+      CHECK(run_pick(ctx, k, ns[i], ns[i] >= 100 ? 3.0f : 2.0f), "shape choice at n = %lld", (long long)ns[i]);
+  }
+  tilert_module_destroy(mod);
+  mod = NULL;
+
+  /* n bound by -D: the conditions fold, one build, no choice left. */
+  TilecDefine defs[] = {{"n", "150"}};
+  st = tilert_module_load_string(ctx, "pick.tile", choice_src, strlen(choice_src), defs, 1, &mod);
+  CHECK_STATUS(st, TILERT_OK, ctx);
+  if (mod) CHECK_STATUS(tilert_module_get_kernel(mod, "pick", &k), TILERT_OK, ctx);
+  if (mod && k) CHECK(run_pick(ctx, k, 150, 3.0f), "n bound by -D");
+  tilert_module_destroy(mod);
+  mod = NULL;
+
+  /* A const that uses a launch-time shape outside a condition: an error at
+   * the const, saying what is allowed. */
+  static const char bad[] =
+      "kernel half(A: f32[n], C: f32[n])\n"
+      "  const (block = n / 2)\n"
+      "  grid (1) threads (32) as (bx)\n"
+      "{\n"
+      "    a = alloc_fragment([32], f32);\n"
+      "    copy(A[0 : 32], a);\n"
+      "    copy(a, C[0 : 32]);\n"
+      "}\n";
+  st = tilert_module_load_string(ctx, "half.tile", bad, strlen(bad), NULL, 0, &mod);
+  CHECK_STATUS(st, TILERT_COMPILE_ERROR, ctx);
+  CHECK(has_location_error(tilert_last_error(ctx), "half.tile"), "no location in:\n%s", tilert_last_error(ctx));
+  CHECK_CONTAINS(tilert_last_error(ctx), "const 'block' depends on the shape symbol 'n'");
+  tilert_context_destroy(ctx);
+}
+
 int main(void) {
   rt_test_init();
   test_compile_error();
+  test_shape_choices();
   test_strides();
   rt_scenario_cache_hit(rt_test_load_tile);
   rt_scenario_corrupt_entry(rt_test_load_tile);

@@ -461,7 +461,7 @@ static void test_tile_through_nvrtc(void) {
       TilecResult *res = NULL;
       TilertStatus st =
           rt_compile_tile(ctx, s ? "mixed.tile" : "gpu.tile", srcs[s], strlen(srcs[s]), NULL, 0,
-                          TILEC_EMIT_CUDA, targets[t].target, false, &res);
+                          TILEC_EMIT_CUDA, targets[t].target, RT_BUILD_DEFAULT, 0, &res);
       CHECK_STATUS(st, TILERT_OK, ctx);
       if (!res) continue;
       void *bin = NULL;

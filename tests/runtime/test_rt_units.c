@@ -194,7 +194,7 @@ static void test_tma_strides(void) {
   void *params[1] = {NULL};
   char msg[512];
   /* No RtCuda: the stride check comes first and needs none. */
-  RtTmaStatus st = rt_tma_params(NULL, &info, &arg, &slots, params, msg, sizeof msg);
+  RtTmaStatus st = rt_tma_params(NULL, &info, &arg, NULL, &slots, params, msg, sizeof msg);
   CHECK(st == RT_TMA_UNFIT, "an A of pitch 201 (402 bytes) was not found unfit for TMA (status %d)", (int)st);
   CHECK_CONTAINS(msg, "gemm: tensor 'A' cannot be loaded by TMA: dim 0 has stride 201 elements (402 bytes), "
                       "and TMA needs strides that are multiples of 16 bytes (pass a tensor whose row pitch is "
@@ -203,7 +203,7 @@ static void test_tma_strides(void) {
   /* A compact A (pitch 200 elements, 400 bytes) at an address 8 bytes off. */
   t.strides = NULL;
   t.byte_offset = 8;
-  st = rt_tma_params(NULL, &info, &arg, &slots, params, msg, sizeof msg);
+  st = rt_tma_params(NULL, &info, &arg, NULL, &slots, params, msg, sizeof msg);
   CHECK(st == RT_TMA_UNFIT, "an A at a misaligned address was not found unfit for TMA (status %d)", (int)st);
   CHECK_CONTAINS(msg, "gemm: tensor 'A' cannot be loaded by TMA: its address 0x10008 is not a multiple of 16 bytes");
   CHECK(params[0] == NULL, "a refused map was handed out");
@@ -215,7 +215,7 @@ static void test_tma_strides(void) {
   m.store = true;
   rt_tma_free(slots);
   slots = NULL;
-  st = rt_tma_params(NULL, &info, &arg, &slots, params, msg, sizeof msg);
+  st = rt_tma_params(NULL, &info, &arg, NULL, &slots, params, msg, sizeof msg);
   CHECK(st == RT_TMA_UNFIT, "a TMA store into rows of 140 bytes was not found unfit (status %d)", (int)st);
   CHECK_CONTAINS(msg, "its rows of 70 elements (140 bytes) are not a multiple of 16 bytes, and a TMA store "
                       "writes whole 16-byte chunks");

@@ -467,22 +467,31 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   }
   /* TMA descriptors last (by value: params point at the cached maps). */
   RtTmaStatus tma = rt_tma_params(ctx->cu, info, args, NULL, &k->tma_slots, params + np + nd, msg, sizeof msg);
-  if (tma == RT_TMA_UNFIT && rt_repack_enabled()) {
+  const RtRepackMode staging = tma == RT_TMA_UNFIT ? rt_repack_mode() : RT_REPACK_OFF;
+  if (staging != RT_REPACK_OFF) {
     /* Tensors TMA cannot take as they are, touched by the kernel only
      * through its maps: the maps describe aligned scratch copies of them
      * (rt_repack.c). A tensor that cannot be staged, or no memory for the
      * scratch: the cp.async build below, as without staging. */
-    char why[512];
-    if (rt_repack_plan(info, args, nargs, &plan, why, sizeof why) && plan &&
-        rt_repack_alloc(ctx->cu, &k->repack, stream, plan)) {
-      kargs = plan->args;
-      for (int i = 0; i < plan->n; i++) vals[plan->t[i].param].ptr = plan->t[i].scratch;
-      tma = rt_tma_params(ctx->cu, info, kargs, plan->staged, &k->tma_slots, params + np + nd, msg, sizeof msg);
+    char why[512] = "";
+    if (rt_repack_plan(info, args, nargs, &plan, why, sizeof why) && plan) {
+      if (rt_repack_alloc(ctx->cu, &k->repack, stream, plan)) {
+        kargs = plan->args;
+        for (int i = 0; i < plan->n; i++) vals[plan->t[i].param].ptr = plan->t[i].scratch;
+        tma = rt_tma_params(ctx->cu, info, kargs, plan->staged, &k->tma_slots, params + np + nd, msg, sizeof msg);
+      } else {
+        snprintf(why, sizeof why, "%s: no scratch memory: %s", info->name, rt_cuda_last_error(ctx->cu));
+      }
     }
     if (tma == RT_TMA_UNFIT) {
       rt_repack_plan_free(plan);
       plan = NULL;
       kargs = args;
+      if (staging == RT_REPACK_REQUIRE) {
+        st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s (TILEC_TMA_STAGING=require: not staged%s%s)", msg,
+                      why[0] ? ": " : "", why);
+        goto done;
+      }
     }
   }
   if (tma == RT_TMA_UNFIT && mod->rebuild) {
@@ -544,7 +553,7 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   if (plan && !rt_repack_copy_in(ctx->cu, plan, stream)) {
     /* A copy the driver refused (nothing ran yet; copies already queued
      * only wrote scratch): the cp.async build, as without staging. */
-    st = mod->rebuild ? launch_cp_async(k, args, nargs, stream)
+    st = mod->rebuild && staging != RT_REPACK_REQUIRE ? launch_cp_async(k, args, nargs, stream)
                       : rt_error(ctx, TILERT_CUDA_ERROR, "%s: staging a tensor for TMA: %s", info->name,
                                  rt_cuda_last_error(ctx->cu));
     goto done;

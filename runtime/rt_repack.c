@@ -40,7 +40,8 @@
  * retired bytes below the live ones. The pointer is stable while its size
  * suffices, so the kernel's tensor-map cache (RtTmaSlot) keeps hitting.
  * $TILEC_TMA_STAGING=0 turns staging off (the cp.async build runs every
- * unfit launch, as before). */
+ * unfit launch, as before); =require makes a launch that cannot be staged
+ * an error (the tests' way to know the TMA build ran). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +51,11 @@
 
 /* ---- the plan (pure host work) ---- */
 
-bool rt_repack_enabled(void) {
+RtRepackMode rt_repack_mode(void) {
   const char *v = getenv("TILEC_TMA_STAGING");
-  return !(v && strcmp(v, "0") == 0);
+  if (v && strcmp(v, "0") == 0) return RT_REPACK_OFF;
+  if (v && strcmp(v, "require") == 0) return RT_REPACK_REQUIRE;
+  return RT_REPACK_ON;
 }
 
 size_t rt_repack_pitch(size_t row_bytes) {

@@ -48,9 +48,12 @@ typedef struct RtRepackPlan {
  * launches (rt_repack.c). */
 typedef struct RtRepack RtRepack;
 
-/* False when $TILEC_TMA_STAGING is "0": every unfit launch then runs the
- * cp.async build, as before staging existed. */
-bool rt_repack_enabled(void);
+/* $TILEC_TMA_STAGING: "0" turns staging off (every unfit launch runs the
+ * cp.async build, as before staging existed); "require" makes a launch
+ * that cannot be staged an error instead of a cp.async launch (tests use it
+ * to know the TMA build ran); anything else, or unset: on. */
+typedef enum RtRepackMode { RT_REPACK_OFF, RT_REPACK_ON, RT_REPACK_REQUIRE } RtRepackMode;
+RtRepackMode rt_repack_mode(void);
 
 /* A scratch row pitch for rows of row_bytes bytes: rounded up to a
  * multiple of RT_REPACK_PITCH_ALIGN (rows start on 128-byte L2 lines; TMA

@@ -147,6 +147,31 @@ static void dim_info(const IrExpr *e, const char *name, TilecDim *dim) {
   }
 }
 
+typedef struct TmaUses {
+  const IrBuffer *buf;
+  int tma, other; /* TMA copies of buf; every other reference to it */
+} TmaUses;
+
+static void count_tma_use(IrStmt *s, void *ctx) {
+  TmaUses *u = ctx;
+  int refs = ir_stmt_buffer_refs(s, u->buf);
+  if (s->kind == IR_STMT_COPY && s->u.copy.tma && (s->u.copy.src.buf == u->buf || s->u.copy.dst.buf == u->buf)) {
+    u->tma++;
+    refs--; /* the copy's global operand; a load of buf in its index expressions still counts */
+  }
+  u->other += refs;
+}
+
+/* TilecParamInfo.tma_only: global buffer b is named by TMA copies and by
+ * nothing else in k's final body (pass_visit_stmts reaches every statement:
+ * sequences, loops, branches, both warp roles). */
+static bool tma_only(const IrKernel *k, const IrBuffer *b) {
+  if (k->ntma_maps == 0) return false;
+  TmaUses u = {b, 0, 0};
+  pass_visit_stmts(k->body, count_tma_use, &u);
+  return u.tma > 0 && u.other == 0;
+}
+
 static void build_infos(TilecResult *r) {
   IrModule *m = r->module;
   r->nkernels = m->nkernels;
@@ -169,6 +194,7 @@ static void build_infos(TilecResult *r) {
         if (p->buffer->strides) dim_info(p->buffer->strides[d], p->stride_names[d], &params[i].strides[d]);
       }
       params[i].has_strides = p->buffer->strides != NULL;
+      params[i].tma_only = tma_only(k, p->buffer);
     }
     info->params = params;
     info->nparams = k->nparams;

@@ -49,6 +49,7 @@ struct TilertKernel {
   RtEntry fn;  /* CPU */
   void *cufn;  /* CUDA: RtCuFunction */
   struct RtTmaSlot *tma_slots; /* CUDA: the TMA descriptors of its last launch (rt_tma.h) */
+  struct RtRepack *repack;     /* CUDA: scratch copies of tensors TMA cannot take (rt_repack.h) */
   int resident_blocks; /* CUDA, persistent kernels: blocks the GPU holds at once (0: not asked yet) */
 };
 

@@ -19,8 +19,11 @@
  *         A cached cubin that the driver refuses is rebuilt once.
  *         A module whose kernels take TMA descriptors keeps its source and
  *         defines: a launch whose tensors TMA cannot take (a row pitch not a
- *         multiple of 16 bytes, a misaligned base; rt_tma.c) runs the same
- *         kernel from the module's cp.async variant (TilecOptions.no_tma),
+ *         multiple of 16 bytes, a misaligned base; rt_tma.c) stages them
+ *         through aligned scratch copies where the kernel touches them only
+ *         through its tensor maps (rt_repack.c: copies in, the TMA kernel,
+ *         copies out, all on the launch's stream), and otherwise runs the
+ *         same kernel from the module's cp.async variant (TilecOptions.no_tma),
  *         built (or read from the cache) at the first such launch. A
  *         persistent kernel whose TMA loads read rows that do not start on
  *         128-byte L2 lines (rt_tma_rows_split_lines) runs from the
@@ -45,6 +48,7 @@
 
 #include "cuda_driver.h"
 #include "rt_gpu.h"
+#include "rt_repack.h"
 #include "rt_tma.h"
 
 /* -lineinfo: profilers and compute-sanitizer map SASS back to the generated
@@ -217,9 +221,15 @@ static void rebuild_free(RtGpuRebuild *r) {
 void rt_gpu_module_unload(TilertModule *mod) {
   rebuild_free(mod->rebuild);
   mod->rebuild = NULL;
+  bool staged = false;
+  for (int i = 0; i < mod->nkernels; i++) staged |= mod->kernels[i].repack != NULL;
+  /* Copies or kernels still in flight may use the scratch buffers. */
+  if (staged && mod->ctx->cu) (void)rt_cuda_synchronize(mod->ctx->cu);
   for (int i = 0; i < mod->nkernels; i++) {
     rt_tma_free(mod->kernels[i].tma_slots);
     mod->kernels[i].tma_slots = NULL;
+    rt_repack_free(mod->ctx->cu, mod->kernels[i].repack);
+    mod->kernels[i].repack = NULL;
   }
   if (mod->cumod && mod->ctx->cu) rt_cuda_module_unload(mod->ctx->cu, mod->cumod);
   mod->cumod = NULL;
@@ -348,10 +358,19 @@ typedef union RtGpuParam {
 
 enum { RT_GPU_STACK_PARAMS = 32 };
 
+/* The launch on k's module's cp.async build (TilecOptions.no_tma). */
+static TilertStatus launch_cp_async(TilertKernel *k, const TilertArg *args, int nargs, void *stream) {
+  TilertKernel *alt = NULL;
+  TilertStatus st = other_build_kernel(k, RT_BUILD_NO_TMA, &alt);
+  return st == TILERT_OK ? rt_gpu_launch(alt, args, nargs, stream) : st;
+}
+
 TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream) {
   TilertModule *mod = k->mod;
   TilertContext *ctx = mod->ctx;
   const TilecKernelInfo *info = k->info;
+  RtRepackPlan *plan = NULL;     /* the tensors staged through scratch copies (rt_repack.c) */
+  const TilertArg *kargs = args; /* the tensors the TMA maps describe: args, staged ones replaced */
   if (!ctx->cu || !mod->cumod || !k->cufn)
     return rt_error(ctx, TILERT_NO_GPU, "%s: the kernel is not loaded on a GPU", info->name);
   if (!mod->result)
@@ -415,12 +434,37 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
     params[np + j] = &vals[np + j];
   }
   /* TMA descriptors last (by value: params point at the cached maps). */
-  RtTmaStatus tma = rt_tma_params(ctx->cu, info, args, &k->tma_slots, params + np + nd, msg, sizeof msg);
+  RtTmaStatus tma = rt_tma_params(ctx->cu, info, args, NULL, &k->tma_slots, params + np + nd, msg, sizeof msg);
+  const RtRepackMode staging = tma == RT_TMA_UNFIT ? rt_repack_mode() : RT_REPACK_OFF;
+  if (staging != RT_REPACK_OFF) {
+    /* Tensors TMA cannot take as they are, touched by the kernel only
+     * through its maps: the maps describe aligned scratch copies of them
+     * (rt_repack.c). A tensor that cannot be staged, or no memory for the
+     * scratch: the cp.async build below, as without staging. */
+    char why[512] = "";
+    if (rt_repack_plan(info, args, nargs, &plan, why, sizeof why) && plan) {
+      if (rt_repack_alloc(ctx->cu, &k->repack, stream, plan)) {
+        kargs = plan->args;
+        for (int i = 0; i < plan->n; i++) vals[plan->t[i].param].ptr = plan->t[i].scratch;
+        tma = rt_tma_params(ctx->cu, info, kargs, plan->staged, &k->tma_slots, params + np + nd, msg, sizeof msg);
+      } else {
+        snprintf(why, sizeof why, "%s: no scratch memory: %s", info->name, rt_cuda_last_error(ctx->cu));
+      }
+    }
+    if (tma == RT_TMA_UNFIT) {
+      rt_repack_plan_free(plan);
+      plan = NULL;
+      kargs = args;
+      if (staging == RT_REPACK_REQUIRE) {
+        st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s (TILEC_TMA_STAGING=require: not staged%s%s)", msg,
+                      why[0] ? ": " : "", why);
+        goto done;
+      }
+    }
+  }
   if (tma == RT_TMA_UNFIT && mod->rebuild) {
     /* Tensors TMA cannot take: the same kernel, built with cp.async copies. */
-    TilertKernel *alt = NULL;
-    st = other_build_kernel(k, RT_BUILD_NO_TMA, &alt);
-    if (st == TILERT_OK) st = rt_gpu_launch(alt, args, nargs, stream);
+    st = launch_cp_async(k, args, nargs, stream);
     goto done;
   }
   if (tma != RT_TMA_OK) {
@@ -428,10 +472,13 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
     goto done;
   }
   if (mod->rebuild && !mod->rebuild->cluster_failed && info->persistent && info->cluster <= 1 &&
-      rt_tma_rows_split_lines(info, args)) {
+      rt_tma_rows_split_lines(info, kargs)) {
     /* Measured on an H100 (bench/results/2026-11-24-nvidia-h100-cluster-notes.md,
      * call 18): 3000 x 5000 x 2000 bf16 +14-25 %, aligned squares 0-3 %
-     * slower with clusters; a kernel the cluster build leaves alone runs here. */
+     * slower with clusters; a kernel the cluster build leaves alone runs here.
+     * Staged tensors start their rows on lines (kargs): only another
+     * tensor's rows send a staged launch here, and the cluster kernel then
+     * stages the same tensors itself (from args). */
     TilertKernel *alt = NULL;
     st = other_build_kernel(k, RT_BUILD_CLUSTER, &alt);
     if (st != TILERT_OK) {
@@ -471,6 +518,14 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
     g3[0] = (unsigned)(tiles < slots ? tiles : slots);
     g3[1] = g3[2] = 1;
   }
+  if (plan && !rt_repack_copy_in(ctx->cu, plan, stream)) {
+    /* A copy the driver refused (nothing ran yet; copies already queued
+     * only wrote scratch): the cp.async build, as without staging. */
+    st = mod->rebuild && staging != RT_REPACK_REQUIRE ? launch_cp_async(k, args, nargs, stream)
+                      : rt_error(ctx, TILERT_CUDA_ERROR, "%s: staging a tensor for TMA: %s", info->name,
+                                 rt_cuda_last_error(ctx->cu));
+    goto done;
+  }
   if (!rt_cuda_launch_kernel(ctx->cu, k->cufn, g3, b3, (size_t)info->shared_bytes, stream,
                              params)) {
     st = rt_error(ctx, TILERT_CUDA_ERROR,
@@ -480,11 +535,17 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
                   rt_cuda_last_error(ctx->cu));
     goto done;
   }
+  if (plan && !rt_repack_copy_out(ctx->cu, plan, stream)) {
+    st = rt_error(ctx, TILERT_CUDA_ERROR, "%s: copying a staged tensor back: %s", info->name,
+                  rt_cuda_last_error(ctx->cu));
+    goto done;
+  }
   if (!stream && !rt_cuda_synchronize(ctx->cu))
     st = rt_error(ctx, TILERT_CUDA_ERROR, "kernel '%s' failed on the GPU: %s", info->name,
                   rt_cuda_last_error(ctx->cu));
 
 done:
+  rt_repack_plan_free(plan);
   if (dyn != dyn_stack) free(dyn);
   if (vals != val_stack) free(vals);
   if (params != ptr_stack) free(params);

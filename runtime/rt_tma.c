@@ -8,7 +8,8 @@
  * meaning compact; a parameter declared with `strides (...)` may be a view),
  * converted to bytes; TMA wants each a multiple of 16 bytes and the base
  * address 16-byte aligned. A tensor that is not is UNFIT: rt_gpu.c then
- * launches the kernel's cp.async build instead (compiled on first need).
+ * stages it through an aligned scratch copy where it can (rt_repack.c) and
+ * otherwise launches the kernel's cp.async build (compiled on first need).
  * Encoding is pure host work but not free (a driver call per map), so each
  * kernel keeps the last descriptor per map and reuses it while the tensor's
  * data pointer, shape and strides stay the same (the common case: the same buffers
@@ -35,32 +36,27 @@ static bool slot_matches(const RtTmaSlot *s, RtCuDevPtr base, const DLTensor *t,
   return true;
 }
 
-/* Encodes slot s for tensor t (element strides `st`, innermost 1) with map
- * m's box. TMA takes the global strides of all but the innermost dim in
- * bytes, each a multiple of 16, and a 16-byte aligned base: checked here so
- * the message can say which dim (the driver's own error would not). */
-static RtTmaStatus encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTensor *t, const int64_t *st,
-                          RtCuDevPtr base, RtTmaSlot *s, char *why, size_t cap) {
+/* Whether TMA can take tensor t (element strides `st`, innermost 1) for
+ * map m: TMA takes the global strides of all but the innermost dim in
+ * bytes, each a multiple of 16, and a 16-byte aligned base; a store's rows
+ * must be whole 16-byte chunks unless the tensor is `staged` (a scratch
+ * whose row pitch holds them). Checked here so the message can say which
+ * dim (the driver's own error would not). */
+static bool fits(const TilecTensorMapInfo *m, const DLTensor *t, const int64_t *st, RtCuDevPtr base, bool staged,
+                 char *why, size_t cap) {
   const int rank = t->ndim, elem = (t->dtype.bits * t->dtype.lanes + 7) / 8;
-  uint64_t dims[TILEC_MAX_RANK], strides[TILEC_MAX_RANK];
-  uint32_t box[TILEC_MAX_RANK];
-  s->valid = false;
-  if (m->store && (uint64_t)t->shape[rank - 1] * (uint64_t)elem % 16 != 0) {
+  if (m->store && !staged && (uint64_t)t->shape[rank - 1] * (uint64_t)elem % 16 != 0) {
     /* TMA stores whole 16-byte chunks: it would write past the last column. */
     snprintf(why, cap, "its rows of %lld elements (%llu bytes) are not a multiple of 16 bytes, and a TMA store "
              "writes whole 16-byte chunks", (long long)t->shape[rank - 1],
              (unsigned long long)t->shape[rank - 1] * (unsigned long long)elem);
-    return RT_TMA_UNFIT;
+    return false;
   }
   if (base % 16 != 0) {
     snprintf(why, cap, "its address 0x%llx is not a multiple of 16 bytes", (unsigned long long)base);
-    return RT_TMA_UNFIT;
+    return false;
   }
-  for (int i = 0; i < rank; i++) { /* innermost first */
-    const int d = rank - 1 - i;
-    dims[i] = (uint64_t)t->shape[d];
-    box[i] = (uint32_t)m->box[d];
-    if (i == 0) continue;
+  for (int d = rank - 2; d >= 0; d--) { /* innermost first */
     const uint64_t bytes = (uint64_t)st[d] * (uint64_t)elem;
     if (bytes % 16 != 0 && t->shape[d] > 1) {
       snprintf(why, cap,
@@ -68,8 +64,27 @@ static RtTmaStatus encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTenso
                "multiples of 16 bytes (pass a tensor whose row pitch is a multiple of %d elements, "
                "or compile for sm_80, whose cp.async copies take any stride)",
                d, (long long)st[d], (unsigned long long)bytes, 16 / elem);
-      return RT_TMA_UNFIT;
+      return false;
     }
+  }
+  return true;
+}
+
+/* Encodes slot s for tensor t (element strides `st`, innermost 1) with map
+ * m's box, once fits() said yes. */
+static RtTmaStatus encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTensor *t, const int64_t *st,
+                          RtCuDevPtr base, bool staged, RtTmaSlot *s, char *why, size_t cap) {
+  const int rank = t->ndim, elem = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+  uint64_t dims[TILEC_MAX_RANK], strides[TILEC_MAX_RANK];
+  uint32_t box[TILEC_MAX_RANK];
+  s->valid = false;
+  if (!fits(m, t, st, base, staged, why, cap)) return RT_TMA_UNFIT;
+  for (int i = 0; i < rank; i++) { /* innermost first */
+    const int d = rank - 1 - i;
+    dims[i] = (uint64_t)t->shape[d];
+    box[i] = (uint32_t)m->box[d];
+    if (i == 0) continue;
+    const uint64_t bytes = (uint64_t)st[d] * (uint64_t)elem;
     /* A size-1 dim's stride is never stepped: give TMA a valid one. */
     strides[i - 1] = bytes % 16 == 0 ? bytes : (uint64_t)16;
   }
@@ -83,8 +98,8 @@ static RtTmaStatus encode(RtCuda *cu, const TilecTensorMapInfo *m, const DLTenso
   return s->valid ? RT_TMA_OK : RT_TMA_FAILED;
 }
 
-RtTmaStatus rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, RtTmaSlot **slots,
-                          void **params, char *msg, size_t cap) {
+RtTmaStatus rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, const bool *staged,
+                          RtTmaSlot **slots, void **params, char *msg, size_t cap) {
   const int n = info->ntensor_maps;
   if (n == 0) return RT_TMA_OK;
   if (!*slots) {
@@ -103,8 +118,10 @@ RtTmaStatus rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertA
     int64_t strides[TILEC_MAX_RANK];
     char why[384];
     tensor_strides(t, strides);
-    RtTmaStatus st =
-        slot_matches(s, base, t, strides) ? RT_TMA_OK : encode(cu, m, t, strides, base, s, why, sizeof why);
+    const bool padded = staged && staged[m->param];
+    RtTmaStatus st = slot_matches(s, base, t, strides)
+                         ? RT_TMA_OK
+                         : encode(cu, m, t, strides, base, padded, s, why, sizeof why);
     if (st != RT_TMA_OK) {
       snprintf(msg, cap, "%s: tensor '%s' cannot be loaded by TMA: %s", info->name,
                info->params[m->param].name, why);
@@ -113,6 +130,13 @@ RtTmaStatus rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertA
     params[i] = &s->map;
   }
   return RT_TMA_OK;
+}
+
+bool rt_tma_fits(const TilecTensorMapInfo *m, const DLTensor *t) {
+  int64_t strides[TILEC_MAX_RANK];
+  char why[384];
+  tensor_strides(t, strides);
+  return fits(m, t, strides, (RtCuDevPtr)(uintptr_t)t->data + t->byte_offset, false, why, sizeof why);
 }
 
 bool rt_tma_rows_split_lines(const TilecKernelInfo *info, const TilertArg *args) {

@@ -35,11 +35,19 @@ typedef enum RtTmaStatus {
  * descriptor's global strides are the tensor's real ones, in bytes. *slots
  * is the kernel's cache (allocated on first use, one per map; free with
  * rt_tma_free): a descriptor is encoded again only when its tensor's data
- * pointer, shape or strides changed since the kernel's last launch. Not
+ * pointer, shape or strides changed since the kernel's last launch.
+ * staged: NULL, or one flag per parameter: that tensor is a scratch copy
+ * (rt_repack.h) whose row pitch holds its rows rounded up to 16 bytes, so
+ * a TMA store may write whole chunks past its last column. Not
  * RT_TMA_OK: msg names the tensor and says why (UNFIT is decided here,
  * before the driver is asked). */
-RtTmaStatus rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, RtTmaSlot **slots,
-                   void **params, char *msg, size_t cap);
+RtTmaStatus rt_tma_params(RtCuda *cu, const TilecKernelInfo *info, const TilertArg *args, const bool *staged,
+                          RtTmaSlot **slots, void **params, char *msg, size_t cap);
+
+/* Whether map m can be encoded over tensor t as it is (its strides, base
+ * and, for a store, its row length): rt_tma_params's UNFIT test for one
+ * map, with no driver call. */
+bool rt_tma_fits(const TilecTensorMapInfo *m, const DLTensor *t);
 
 /* Whether a tensor that one of info's TMA loads reads has rows that do not
  * start on 128-byte lines (a row pitch or base address not a multiple of

@@ -91,6 +91,13 @@ typedef struct TilecParamInfo {
    * compact row-major. */
   bool has_strides;
   TilecDim strides[TILEC_MAX_RANK];
+  /* CUDA sm_90a: the kernel reaches this tensor only through its TMA
+   * tensor maps (every access a TMA load or store; no element load or
+   * store, no cp.async or cooperative copy left after lower-tma and
+   * stage-stores). The runtime may then hand the maps a copy of the tensor
+   * with another row pitch (runtime/rt_repack.c). False otherwise, and for
+   * scalars. */
+  bool tma_only;
 } TilecParamInfo;
 
 /* A TMA tensor map the CUDA kernel takes (sm_90a, pass lower-tma): the

@@ -80,6 +80,7 @@ class TilecParamInfo(ctypes.Structure):
         ("dims", TilecDim * TILEC_MAX_RANK),
         ("has_strides", ctypes.c_bool),
         ("strides", TilecDim * TILEC_MAX_RANK),
+        ("tma_only", ctypes.c_bool),
     ]
 
 

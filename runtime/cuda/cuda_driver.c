@@ -65,6 +65,26 @@ typedef CUresult (*RtCuTensorMapEncodeTiledFn)(void *map, int data_type, unsigne
                                                int interleave, int swizzle, int l2_promotion,
                                                int oob_fill);
 
+/* CUDA_MEMCPY2D (cuda.h, CUDA_MEMCPY2D_v2 since CUDA 3.2: size_t extents and
+ * pitches), for cuMemcpy2DAsync_v2. Field for field as cuda.h declares it;
+ * CUmemorytype is an enum (int), CUarray a pointer, CUdeviceptr 64 bits. */
+typedef struct RtCuMemcpy2D {
+  size_t srcXInBytes, srcY;
+  int srcMemoryType; /* CUmemorytype */
+  const void *srcHost;
+  RtCuDevPtr srcDevice;
+  void *srcArray; /* CUarray */
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void *dstHost;
+  RtCuDevPtr dstDevice;
+  void *dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+} RtCuMemcpy2D;
+enum { RT_CU_MEMORYTYPE_DEVICE = 2 }; /* CU_MEMORYTYPE_DEVICE */
+
 /* X(return type, name as called here, symbol in the library, parameters) */
 #define RT_CUDA_DRIVER_FNS(X)                                                                    \
   X(CUresult, cuInit, "cuInit", (unsigned flags))                                                \
@@ -93,7 +113,8 @@ typedef CUresult (*RtCuTensorMapEncodeTiledFn)(void *map, int data_type, unsigne
   X(CUresult, cuMemFree, "cuMemFree_v2", (RtCuDevPtr p))                                         \
   X(CUresult, cuMemcpyHtoD, "cuMemcpyHtoD_v2", (RtCuDevPtr dst, const void *src, size_t n))      \
   X(CUresult, cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, RtCuDevPtr src, size_t n))            \
-  X(CUresult, cuMemsetD8, "cuMemsetD8_v2", (RtCuDevPtr dst, unsigned char v, size_t n))
+  X(CUresult, cuMemsetD8, "cuMemsetD8_v2", (RtCuDevPtr dst, unsigned char v, size_t n))          \
+  X(CUresult, cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", (const RtCuMemcpy2D *p, RtCuStream s))
 
 #define RT_NVRTC_FNS(X)                                                                          \
   X(nvrtcResult, nvrtcVersion, "nvrtcVersion", (int *major, int *minor))                         \
@@ -742,6 +763,22 @@ bool rt_cuda_memcpy_dtoh(RtCuda *cu, void *dst, RtCuDevPtr src, size_t bytes) {
 bool rt_cuda_memset(RtCuda *cu, RtCuDevPtr dst, unsigned char byte, size_t bytes) {
   if (!rt_cuda_need_device(cu, "memset on the device")) return false;
   return CU_CHECK(cu, cuMemsetD8(dst, byte, bytes));
+}
+
+bool rt_cuda_memcpy_2d_async(RtCuda *cu, RtCuDevPtr dst, size_t dst_pitch, RtCuDevPtr src, size_t src_pitch,
+                             size_t width, size_t rows, RtCuStream stream) {
+  if (!rt_cuda_need_device(cu, "a 2-D copy on the device")) return false;
+  RtCuMemcpy2D p;
+  memset(&p, 0, sizeof p);
+  p.srcMemoryType = RT_CU_MEMORYTYPE_DEVICE;
+  p.srcDevice = src;
+  p.srcPitch = src_pitch;
+  p.dstMemoryType = RT_CU_MEMORYTYPE_DEVICE;
+  p.dstDevice = dst;
+  p.dstPitch = dst_pitch;
+  p.WidthInBytes = width;
+  p.Height = rows;
+  return CU_CHECK(cu, cuMemcpy2DAsync(&p, stream));
 }
 
 /* ------------------------------------------------------------------- TMA */

@@ -153,6 +153,12 @@ void rt_cuda_free(RtCuda *cu, RtCuDevPtr p); /* accepts 0 */
 bool rt_cuda_memcpy_htod(RtCuda *cu, RtCuDevPtr dst, const void *src, size_t bytes);
 bool rt_cuda_memcpy_dtoh(RtCuda *cu, void *dst, RtCuDevPtr src, size_t bytes);
 bool rt_cuda_memset(RtCuda *cu, RtCuDevPtr dst, unsigned char byte, size_t bytes);
+/* Enqueues on `stream` (NULL: the default stream) a copy of `rows` rows of
+ * `width` bytes from device memory src (row r at src + r * src_pitch) to
+ * device memory dst (row r at dst + r * dst_pitch): cuMemcpy2DAsync. Any
+ * alignment; the pitches at least `width` when rows > 1. */
+bool rt_cuda_memcpy_2d_async(RtCuda *cu, RtCuDevPtr dst, size_t dst_pitch, RtCuDevPtr src, size_t src_pitch,
+                             size_t width, size_t rows, RtCuStream stream);
 
 /* A TMA descriptor (the driver's CUtensorMap): 128 opaque bytes, 64-byte
  * aligned, filled by rt_cuda_tensor_map_2d and passed BY VALUE to a kernel

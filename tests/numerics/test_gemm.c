@@ -14,7 +14,9 @@
  * [M + 2, N + 8] matrix; every element of C's storage outside the view must
  * still be NaN afterwards. Where the kernel loads by TMA (sm_90a), each shape
  * runs again with A's pitch K + 1, which TMA cannot take: the runtime
- * launches the kernel's cp.async build, and the result must be as good. */
+ * stages A through a scratch copy (runtime/rt_repack.c; with
+ * TILEC_TMA_STAGING=0 it launches the kernel's cp.async build), and the
+ * result must be as good. */
 #include "numerics.h"
 
 #include <math.h>
@@ -56,7 +58,8 @@ static void run_shape(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s
 
 /* run_shape on views (--strided); A's rows padded by pad_a elements. With
  * pad_a = 1 the row pitch of A is not a multiple of 16 bytes (K even): a
- * kernel that loads A by TMA (sm_90a) must run its cp.async build. */
+ * kernel that loads A by TMA (sm_90a) must stage A or run its cp.async
+ * build. */
 static void run_shape_strided(NumEnv *env, TilertKernel *kern, DLDataType dtype, Shape s, int64_t pad_a) {
   HostTensor sa, sb, sc, a, b, c;
   const int64_t pa = s.k + pad_a, pb = s.n + 24, pc = s.n + 8;

@@ -23,7 +23,7 @@ LAYERS='
 4 tests  rt_internal.h
 3 api    tilert.c rt_aot.c
 2 cpu    rt_cpu.h rt_cpu.c rt_cc.c
-2 gpu    rt_gpu.h rt_gpu.c rt_gpu_nvrtc.c rt_tma.h rt_tma.c cuda_driver.h cuda_driver.c rt_cuda_headers.c rt_cuda_hdr_*.c
+2 gpu    rt_gpu.h rt_gpu.c rt_gpu_nvrtc.c rt_tma.h rt_tma.c rt_repack.h rt_repack.c cuda_driver.h cuda_driver.c rt_cuda_headers.c rt_cuda_hdr_*.c
 1 base   rt_base.h rt_error.c rt_compile.c rt_module.c rt_cache.c rt_validate.c rt_sha256.c rt_half.c
 '
 # rt_internal.h is the white-box tests' umbrella: no runtime file includes it.

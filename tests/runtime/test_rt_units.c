@@ -3,12 +3,15 @@
  * f16/bf16 conversions (rounding, overflow, subnormals, NaN, exhaustive
  * round trips), splitting the C compiler command, mkdir -p, and the TMA
  * stride check of rt_tma.c (a view whose row pitch is not a multiple of 16
- * bytes is refused before the driver is asked, so no GPU is needed). */
+ * bytes is refused before the driver is asked, so no GPU is needed), and
+ * the staging plan of rt_repack.c (which tensors are staged through scratch
+ * copies, their pitches, views and 2-D copies; pure host work). */
 #include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include "rt_internal.h"
+#include "rt_repack.h"
 #include "rt_tma.h"
 #include "rt_test.h"
 
@@ -194,7 +197,7 @@ static void test_tma_strides(void) {
   void *params[1] = {NULL};
   char msg[512];
   /* No RtCuda: the stride check comes first and needs none. */
-  RtTmaStatus st = rt_tma_params(NULL, &info, &arg, &slots, params, msg, sizeof msg);
+  RtTmaStatus st = rt_tma_params(NULL, &info, &arg, NULL, &slots, params, msg, sizeof msg);
   CHECK(st == RT_TMA_UNFIT, "an A of pitch 201 (402 bytes) was not found unfit for TMA (status %d)", (int)st);
   CHECK_CONTAINS(msg, "gemm: tensor 'A' cannot be loaded by TMA: dim 0 has stride 201 elements (402 bytes), "
                       "and TMA needs strides that are multiples of 16 bytes (pass a tensor whose row pitch is "
@@ -203,7 +206,7 @@ static void test_tma_strides(void) {
   /* A compact A (pitch 200 elements, 400 bytes) at an address 8 bytes off. */
   t.strides = NULL;
   t.byte_offset = 8;
-  st = rt_tma_params(NULL, &info, &arg, &slots, params, msg, sizeof msg);
+  st = rt_tma_params(NULL, &info, &arg, NULL, &slots, params, msg, sizeof msg);
   CHECK(st == RT_TMA_UNFIT, "an A at a misaligned address was not found unfit for TMA (status %d)", (int)st);
   CHECK_CONTAINS(msg, "gemm: tensor 'A' cannot be loaded by TMA: its address 0x10008 is not a multiple of 16 bytes");
   CHECK(params[0] == NULL, "a refused map was handed out");
@@ -215,7 +218,7 @@ static void test_tma_strides(void) {
   m.store = true;
   rt_tma_free(slots);
   slots = NULL;
-  st = rt_tma_params(NULL, &info, &arg, &slots, params, msg, sizeof msg);
+  st = rt_tma_params(NULL, &info, &arg, NULL, &slots, params, msg, sizeof msg);
   CHECK(st == RT_TMA_UNFIT, "a TMA store into rows of 140 bytes was not found unfit (status %d)", (int)st);
   CHECK_CONTAINS(msg, "its rows of 70 elements (140 bytes) are not a multiple of 16 bytes, and a TMA store "
                       "writes whole 16-byte chunks");
@@ -251,8 +254,174 @@ static void test_tma_rows_split_lines(void) {
   CHECK(!rt_tma_rows_split_lines(&info, &arg), "a TMA store's tensor was counted");
 }
 
+/* gemm(A[M, K], B[K, N], C[M, N]) as the compiler describes it on sm_90a:
+ * A and B loaded by TMA, C stored by TMA, all three tma_only. */
+typedef struct GemmInfo {
+  TilecParamInfo p[3];
+  TilecTensorMapInfo m[3];
+  TilecKernelInfo info;
+  int64_t shape[3][2];
+  DLTensor t[3];
+  TilertArg args[3];
+} GemmInfo;
+
+static void gemm_info(GemmInfo *g, int64_t M, int64_t N, int64_t K) {
+  memset(g, 0, sizeof *g);
+  static const char *names[3] = {"A", "B", "C"};
+  const int64_t shapes[3][2] = {{M, K}, {K, N}, {M, N}};
+  for (int i = 0; i < 3; i++) {
+    g->p[i].name = names[i];
+    g->p[i].is_tensor = true;
+    g->p[i].dtype = TILEC_DTYPE_BF16;
+    g->p[i].rank = 2;
+    g->p[i].tma_only = true;
+    g->m[i].param = i;
+    g->m[i].box[0] = 64, g->m[i].box[1] = 64;
+    g->m[i].swizzle_bytes = 128;
+    g->m[i].store = i == 2;
+    g->shape[i][0] = shapes[i][0], g->shape[i][1] = shapes[i][1];
+    g->t[i].data = (void *)(uintptr_t)(0x1000000 * (i + 1));
+    g->t[i].device.device_type = kDLCUDA;
+    g->t[i].ndim = 2;
+    g->t[i].dtype = (DLDataType){kDLBfloat, 16, 1};
+    g->t[i].shape = g->shape[i];
+    g->args[i] = tilert_arg_tensor(&g->t[i]);
+  }
+  g->info.name = "gemm";
+  g->info.nparams = 3;
+  g->info.params = g->p;
+  g->info.ntensor_maps = 3;
+  g->info.tensor_maps = g->m;
+}
+
+static void test_repack_plan(void) {
+  /* Pitches: rows rounded up to 128 bytes, at least 128. */
+  CHECK(rt_repack_pitch(1) == 128 && rt_repack_pitch(128) == 128 && rt_repack_pitch(129) == 256 &&
+            rt_repack_pitch(9998) == 10112,
+        "rt_repack_pitch: %zu %zu %zu %zu", rt_repack_pitch(1), rt_repack_pitch(128), rt_repack_pitch(129),
+        rt_repack_pitch(9998));
+  GemmInfo g;
+  RtRepackPlan *p = NULL;
+  char why[512];
+  /* 4001 x 3001 x 4999 bf16: A's rows 9998 bytes, B's 6002, C's 6002 (a
+   * TMA store's rows must be whole chunks): all three staged. */
+  gemm_info(&g, 4001, 3001, 4999);
+  for (int i = 0; i < 3; i++) CHECK(!rt_tma_fits(&g.m[i], &g.t[i]), "tensor %d of 4001x3001x4999 fits TMA", i);
+  CHECK(rt_repack_plan(&g.info, g.args, 3, &p, why, sizeof why) && p, "no plan: %s", why);
+  if (p) {
+    CHECK(p->n == 3, "%d tensors staged, expected 3", p->n);
+    const size_t want_pitch[3] = {10112, 6016, 6016}, want_rows[3] = {4001, 4999, 4001};
+    for (int i = 0; i < p->n && i < 3; i++) {
+      const RtRepackTensor *r = &p->t[i];
+      CHECK(r->param == i && p->staged[i], "staged tensor %d is parameter %d", i, r->param);
+      CHECK(r->pitch == want_pitch[i] && r->width == (size_t)g.shape[i][1] * 2 && r->user_pitch == r->width,
+            "tensor %d: pitch %zu width %zu user pitch %zu", i, r->pitch, r->width, r->user_pitch);
+      CHECK(r->ncopies == 1 && r->rows == want_rows[i] && r->bytes == want_rows[i] * want_pitch[i],
+            "tensor %d: %d copies of %zu rows, %zu bytes", i, r->ncopies, r->rows, r->bytes);
+      CHECK(r->in, "tensor %d is not copied in (a write-only one must be too)", i);
+      CHECK(r->out == (i == 2), "tensor %d copied out: %d", i, r->out);
+      CHECK(r->user == (RtCuDevPtr)(0x1000000 * (i + 1)), "tensor %d: user pointer", i);
+      CHECK(p->args[i].tensor == &r->view && r->view.shape == g.shape[i] && r->view.strides[0] == (int64_t)want_pitch[i] / 2 &&
+                r->view.strides[1] == 1 && r->view.ndim == 2,
+            "tensor %d: the view is not the scratch's layout", i);
+      /* The view, once it has its scratch (256-byte aligned), fits TMA: a
+       * store's map too, as the staged flag lets it write into the pitch. */
+      RtRepackTensor v = *r;
+      v.view.data = (void *)(uintptr_t)0x7000000;
+      CHECK(g.m[i].store || rt_tma_fits(&g.m[i], &v.view), "tensor %d's staged view does not fit TMA", i);
+    }
+    rt_repack_plan_free(p);
+    p = NULL;
+  }
+  /* 4096^3: nothing to stage. */
+  gemm_info(&g, 4096, 4096, 4096);
+  CHECK(rt_repack_plan(&g.info, g.args, 3, &p, why, sizeof why) && !p, "a plan for aligned tensors");
+  /* Only A unfit (K = 4999, N = 4096): only A staged; B untouched. */
+  gemm_info(&g, 301, 4096, 4999);
+  g.shape[2][1] = 4096;
+  CHECK(rt_repack_plan(&g.info, g.args, 3, &p, why, sizeof why) && p && p->n == 1 && p->t[0].param == 0 &&
+            !p->staged[1] && p->args[1].tensor == &g.t[1],
+        "A alone should be staged: %s", why);
+  rt_repack_plan_free(p);
+  p = NULL;
+  /* An A the kernel also reads element by element: not staged (cp.async build). */
+  gemm_info(&g, 301, 203, 499);
+  g.p[0].tma_only = false;
+  CHECK(!rt_repack_plan(&g.info, g.args, 3, &p, why, sizeof why) && !p, "a non-tma_only tensor was staged");
+  CHECK_CONTAINS(why, "gemm: tensor 'A' is also accessed other than through its tensor maps");
+  /* ... unless it fits as it is: then only the unfit ones matter. */
+  gemm_info(&g, 301, 203, 512);
+  g.p[0].tma_only = false;
+  CHECK(rt_repack_plan(&g.info, g.args, 3, &p, why, sizeof why) && p && p->n == 2 && p->t[0].param == 1 &&
+            p->t[1].param == 2,
+        "B and C should be staged: %s", why);
+  rt_repack_plan_free(p);
+  p = NULL;
+  /* A misaligned base alone (compact, aligned pitch): staged too. */
+  gemm_info(&g, 256, 256, 256);
+  g.t[1].byte_offset = 2;
+  CHECK(rt_repack_plan(&g.info, g.args, 3, &p, why, sizeof why) && p && p->n == 1 && p->t[0].param == 1 &&
+            p->t[0].pitch == 512 && p->t[0].user == 0x2000002,
+        "B at an odd address should be staged: %s", why);
+  rt_repack_plan_free(p);
+  p = NULL;
+  /* Rank 3, a strided view [4, 5, 99] whose outer dims do not collapse
+   * (dim 0 steps 1000 rows of 100, not 5): one 2-D copy per outer index. */
+  {
+    TilecParamInfo pi = {0};
+    TilecTensorMapInfo m = {0};
+    TilecKernelInfo info = {0};
+    pi.name = "X", pi.is_tensor = true, pi.dtype = TILEC_DTYPE_F16, pi.rank = 3, pi.has_strides = true;
+    pi.tma_only = true;
+    m.box[0] = 1, m.box[1] = 64, m.box[2] = 64;
+    info.name = "k", info.nparams = 1, info.params = &pi, info.ntensor_maps = 1, info.tensor_maps = &m;
+    int64_t shape[3] = {4, 5, 99}, strides[3] = {100000, 100, 1};
+    DLTensor t = {0};
+    t.data = (void *)(uintptr_t)0x100000;
+    t.ndim = 3;
+    t.dtype = (DLDataType){kDLFloat, 16, 1};
+    t.shape = shape;
+    t.strides = strides;
+    TilertArg a = tilert_arg_tensor(&t);
+    CHECK(rt_repack_plan(&info, &a, 1, &p, why, sizeof why) && p && p->n == 1, "no rank-3 plan: %s", why);
+    if (p) {
+      const RtRepackTensor *r = &p->t[0];
+      CHECK(r->ncopies == 4 && r->rows == 5 && r->user_pitch == 200 && r->pitch == 256 && r->bytes == 20 * 256,
+            "rank 3: %d copies of %zu rows, pitches %zu/%zu, %zu bytes", r->ncopies, r->rows, r->user_pitch, r->pitch,
+            r->bytes);
+      CHECK(r->user_offset[0] == 0 && r->user_offset[3] == 600000, "rank 3: copy offsets %zu, %zu", r->user_offset[0],
+            r->user_offset[3]);
+      CHECK(r->strides[0] == 5 * 128 && r->strides[1] == 128 && r->strides[2] == 1, "rank 3: view strides");
+      rt_repack_plan_free(p);
+      p = NULL;
+    }
+    /* Collapsible outer dims ([4, 5] rows of one pitch): one copy of 20 rows. */
+    strides[0] = 500;
+    CHECK(rt_repack_plan(&info, &a, 1, &p, why, sizeof why) && p && p->t[0].ncopies == 1 && p->t[0].rows == 20,
+          "rank 3 collapsible: %s", why);
+    rt_repack_plan_free(p);
+    p = NULL;
+    /* 65 outer indices that do not collapse: not staged. */
+    shape[0] = 65;
+    strides[0] = 100000;
+    CHECK(!rt_repack_plan(&info, &a, 1, &p, why, sizeof why) && !p, "65 copies were planned");
+    CHECK_CONTAINS(why, "it would take 65 2-D copies (at most 64)");
+  }
+  /* TILEC_TMA_STAGING=0 turns it off, =require makes it mandatory;
+   * anything else leaves it on. */
+  setenv("TILEC_TMA_STAGING", "0", 1);
+  CHECK(rt_repack_mode() == RT_REPACK_OFF, "TILEC_TMA_STAGING=0 left staging on");
+  setenv("TILEC_TMA_STAGING", "require", 1);
+  CHECK(rt_repack_mode() == RT_REPACK_REQUIRE, "TILEC_TMA_STAGING=require not seen");
+  setenv("TILEC_TMA_STAGING", "1", 1);
+  CHECK(rt_repack_mode() == RT_REPACK_ON, "TILEC_TMA_STAGING=1 turned staging off");
+  unsetenv("TILEC_TMA_STAGING");
+  CHECK(rt_repack_mode() == RT_REPACK_ON, "staging is off by default");
+}
+
 int main(void) {
   rt_test_init();
+  test_repack_plan();
   test_tma_strides();
   test_tma_rows_split_lines();
   test_sha256();

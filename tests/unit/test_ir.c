@@ -948,6 +948,65 @@ static void test_persistent_info(void) {
   }
 }
 
+/* TilecParamInfo.tma_only: on sm_90a gemm.tile reaches A, B (TMA loads)
+ * and C (TMA store) through tensor maps only; a kernel that also reads A
+ * element by element does not (B still does); nothing on sm_80 or the CPU. */
+static bool compile_tma_only(const char *name, const char *src, size_t len, TilecTarget target, bool want[3]) {
+  TilecOptions o;
+  tilec_options_init(&o);
+  o.emit = target == TILEC_TARGET_CPU ? TILEC_EMIT_C : TILEC_EMIT_CUDA;
+  o.target = target;
+  TilecResult *r = NULL;
+  const int rc = tilec_compile(name, src, len, &o, &r);
+  bool ok = rc == 0 && tilec_result_kernel(r, 0)->nparams == 3;
+  if (!ok) fprintf(stderr, "%s: %s", name, tilec_result_diagnostics(r));
+  for (int i = 0; ok && i < 3; i++) {
+    const TilecParamInfo *p = &tilec_result_kernel(r, 0)->params[i];
+    if (p->tma_only != want[i]) {
+      fprintf(stderr, "%s (target %d): %s.tma_only is %d, expected %d\n", name, (int)target, p->name, p->tma_only,
+              want[i]);
+      ok = false;
+    }
+  }
+  tilec_result_destroy(r);
+  return ok;
+}
+
+static void test_tma_only_info(void) {
+  static const char loop[] =
+      "kernel g(A: f16[M, K], B: f16[K, N], C: f16[M, N])\n"
+      "  grid (ceildiv(N, 256), ceildiv(M, 128), 1) threads (256) as (bx, by, bz)\n"
+      "{\n"
+      "    A_s = alloc_shared([128, 64], f16);\n"
+      "    B_s = alloc_shared([64, 256], f16);\n"
+      "    C_l = alloc_fragment([128, 256], f32);\n"
+      "    clear(C_l);\n"
+      "    for k in pipelined(ceildiv(K, 64), num_stages = 3) {\n"
+      "        copy(A[by * 128 : (by + 1) * 128, k * 64 : (k + 1) * 64], A_s);\n"
+      "        copy(B[k * 64 : (k + 1) * 64, bx * 256 : (bx + 1) * 256], B_s);\n"
+      "        gemm(A_s, B_s, C_l);\n"
+      "    }\n";
+  static const char store[] = "    copy(C_l, C[by * 128 : (by + 1) * 128, bx * 256 : (bx + 1) * 256]);\n}\n";
+  static const char element[] = "    for i, j in parallel(128, 256) C_l[i, j] = C_l[i, j] + A[by * 128 + i, 0];\n";
+  char src[4096];
+  bool all[3] = {true, true, true}, none[3] = {false, false, false}, not_a[3] = {false, true, true};
+  int n = snprintf(src, sizeof src, "%s%s", loop, store);
+  CHECK(compile_tma_only("tma_only.tile", src, (size_t)n, TILEC_TARGET_SM90A, all));
+  CHECK(compile_tma_only("tma_only.tile", src, (size_t)n, TILEC_TARGET_SM80, none));
+  CHECK(compile_tma_only("tma_only.tile", src, (size_t)n, TILEC_TARGET_CPU, none));
+  n = snprintf(src, sizeof src, "%s%s%s", loop, element, store);
+  CHECK(compile_tma_only("tma_only_element.tile", src, (size_t)n, TILEC_TARGET_SM90A, not_a));
+  /* examples/gemm.tile itself (its defaults on sm_90a: persistent, C in rounds). */
+  FILE *f = fopen(TILEC_EXAMPLES_DIR "/gemm.tile", "rb");
+  CHECK(f != NULL);
+  if (f) {
+    static char text[16384];
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    CHECK(compile_tma_only("gemm.tile", text, len, TILEC_TARGET_SM90A, all));
+  }
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(scratch, sizeof scratch, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -965,6 +1024,7 @@ int main(void) {
   test_grid_of_scalar();
   test_target_sm();
   test_persistent_info();
+  test_tma_only_info();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -50,8 +50,12 @@ __all__ = ["Gemm", "gemm", "choose_splits", "example_source", "SPLITK_DEFAULTS",
 SPLITK_DEFAULTS = {"block_M": 64, "block_N": 128, "block_K": 64, "num_stages": 4, "threads": 128}
 
 # The split-K tiles the plan picks from (defines over SPLITK_DEFAULTS).
-SPLITK_TILES = {"splitk": {}, "splitk-m128": {"block_M": 128, "threads": 256},
-                "splitk-n64": {"block_M": 128, "block_N": 64, "threads": 256}}
+# 6 stages (128 x 128) and 128-deep K tiles (128 x 64) measured best on an
+# H100 (bench/results/2026-11-24-nvidia-h100-session3-notes.md, call 10):
+# 512 x 512 x 65536 0.80 -> 0.87x torch, 8192 x 64 x 8192 0.87 -> 0.91x,
+# 128 x 8192 x 8192 unchanged.
+SPLITK_TILES = {"splitk": {}, "splitk-m128": {"block_M": 128, "threads": 256, "num_stages": 6},
+                "splitk-n64": {"block_M": 128, "block_N": 64, "block_K": 128, "threads": 256}}
 
 
 def splitk_tile_for(m, n):

@@ -107,7 +107,7 @@ static bool write_atomically(const char *path, const char *data, size_t len) {
  * -o (stdout for PTX; a cubin needs -o). Exit 1 on any failure, with the
  * runtime's full message (diagnostics, or NVRTC's log). */
 static int emit_aot(const char *input, const char *text, size_t len, const TilecDefine *defines,
-                    int ndefines, const char *arch, bool ptx, const char *cache_dir,
+                    int ndefines, unsigned shape_class, const char *arch, bool ptx, const char *cache_dir,
                     const char *output) {
   if (!ptx && !output) {
     fprintf(stderr, "tilec: --emit=cubin writes a binary: give -o PATH\n");
@@ -123,8 +123,8 @@ static int emit_aot(const char *input, const char *text, size_t len, const Tilec
   void *bin = NULL;
   size_t n = 0;
   bool hit = false;
-  TilertStatus st = tilert_compile_aot(ctx, input, text, len, defines, ndefines, arch,
-                                       ptx ? TILERT_BINARY_PTX : TILERT_BINARY_CUBIN, &bin, &n, &hit);
+  TilertStatus st = tilert_compile_aot_class(ctx, input, text, len, defines, ndefines, shape_class, arch,
+                                             ptx ? TILERT_BINARY_PTX : TILERT_BINARY_CUBIN, &bin, &n, &hit);
   int rc = 0;
   if (st != TILERT_OK) {
     const char *msg = tilert_last_error(ctx);
@@ -237,8 +237,6 @@ int main(int argc, char **argv) {
   if (!input) return bad_usage("%s", "no input file");
   if (!target_given) o.target = o.emit == TILEC_EMIT_CUDA ? TILEC_TARGET_SM80 : TILEC_TARGET_CPU;
   if (o.no_tma && aot) return bad_usage("%s", "--no-tma goes with --emit=cuda|ir (the runtime builds that variant itself)");
-  if (o.shape_class && aot)
-    return bad_usage("%s", "--shape-class goes with --emit=cuda|c|ir (ahead-of-time builds are of shape class 0)");
   if (cache_dir && aot != 1) return bad_usage("%s", "--cache-dir goes with --emit=cubin");
   if (aot && o.target == TILEC_TARGET_CPU)
     return bad_usage("%s", "--emit=cubin and --emit=ptx need a GPU --target (sm_80 or sm_90a)");
@@ -260,7 +258,7 @@ int main(int argc, char **argv) {
   o.print_stream = stderr;
 #ifdef TILEC_CLI_AOT
   if (aot) {
-    int rc = emit_aot(input, text, len, defines, ndefines, gpu_arch, aot == 2, cache_dir, output);
+    int rc = emit_aot(input, text, len, defines, ndefines, o.shape_class, gpu_arch, aot == 2, cache_dir, output);
     for (int i = 0; i < ndefines; i++) free((char *)defines[i].name);
     free(defines);
     free(text);

@@ -36,6 +36,14 @@ TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char
                                 const TilecDefine *defines, int ndefines, const char *arch,
                                 TilertBinaryKind kind, void **binary, size_t *size,
                                 bool *from_cache) {
+  return tilert_compile_aot_class(ctx, name, text, len, defines, ndefines, 0, arch, kind, binary, size,
+                                  from_cache);
+}
+
+TilertStatus tilert_compile_aot_class(TilertContext *ctx, const char *name, const char *text, size_t len,
+                                      const TilecDefine *defines, int ndefines, unsigned shape_class,
+                                      const char *arch, TilertBinaryKind kind, void **binary, size_t *size,
+                                      bool *from_cache) {
   if (!ctx) return TILERT_INVALID_ARGUMENT;
   if (binary) *binary = NULL;
   if (size) *size = 0;
@@ -69,7 +77,7 @@ TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char
   TilecTarget target = cc >= 90 ? TILEC_TARGET_SM90A : TILEC_TARGET_SM80;
   TilecResult *res = NULL;
   TilertStatus st = rt_compile_tile(ctx, name, text ? text : "", len, defines, ndefines,
-                                    TILEC_EMIT_CUDA, target, RT_BUILD_DEFAULT, 0, &res);
+                                    TILEC_EMIT_CUDA, target, RT_BUILD_DEFAULT, shape_class, &res);
   if (st == TILERT_OK && kind == TILERT_BINARY_CUBIN) {
     st = rt_gpu_cubin(ctx, name, tilec_result_output(res), tilec_result_output_size(res),
                       tilec_result_specialized_ir(res), arch, false, binary, size, from_cache);

@@ -177,6 +177,14 @@ TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char
                                 const TilecDefine *defines, int ndefines, const char *arch,
                                 TilertBinaryKind kind, void **binary, size_t *size,
                                 bool *from_cache);
+/* The same for the build of shape class `shape_class` (bit i: the module's
+ * shape choice #i holds; docs/language.md "Shape choices"): the cubin a
+ * launch whose shapes choose that class would build at run time, under the
+ * same key. tilert_compile_aot is this with class 0, the build a load makes. */
+TilertStatus tilert_compile_aot_class(TilertContext *ctx, const char *name, const char *text, size_t len,
+                                      const TilecDefine *defines, int ndefines, unsigned shape_class,
+                                      const char *arch, TilertBinaryKind kind, void **binary, size_t *size,
+                                      bool *from_cache);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,16 @@ case "$err" in *"from the cache"*) ;; *) fail "second run was not a cache hit: $
 cmp -s "$out/fa_sm90a.cubin" "$out/fa_sm90a_again.cubin" || fail "the cached cubin differs"
 echo "ok: second run was a cache hit with the same bytes"
 
+# The flagship's shape class 1 (dim 128 from seq_len 8192: 176 keys per
+# block) into the same cache, for aot_gpu_load's long launch; its cubin
+# differs from class 0's.
+err=$(TILEC_AOT_VERBOSE=1 "$tilec" "$tile" --emit=cubin --target=sm_90a -D dtype=bf16 --shape-class=1 \
+        --cache-dir="$cache" -o "$out/fa_sm90a_class1.cubin" 2>&1) || fail "--shape-class=1: $err"
+case "$err" in *"stored in the cache"*) ;; *) fail "shape class 1 was not stored: $err" ;; esac
+check_cubin "$out/fa_sm90a_class1.cubin" 90
+cmp -s "$out/fa_sm90a.cubin" "$out/fa_sm90a_class1.cubin" && fail "shape class 1's cubin is class 0's"
+echo "ok: shape class 1 stored beside class 0"
+
 # libnvrtc is opened by a compile only: the dynamic loader's own trace
 # (glibc LD_DEBUG=files) shows it for a miss (another arch) and not for a
 # hit. Where the loader prints no trace (not glibc) this check says so.

@@ -9,8 +9,12 @@
  * launch (batch 1, seq_len 200, 2 heads, dim 128) is checked against a
  * double-precision reference. libnvrtc must not be mapped into this
  * process at any point (/proc/self/maps): context creation leaves it to the
- * first compile, and a cache hit needs none. Exits 77 without a GPU, or when
- * the GPU is not sm_90 (aot_cli built for sm_90a). */
+ * first compile, and a cache hit needs none. Then a launch at seq_len 8192,
+ * where the flagship's shape choice (dim 128 reads 176 keys per block from
+ * 8192) takes the build of shape class 1, which aot_cli also stored
+ * (--shape-class=1): it must come from the cache too (still no libnvrtc),
+ * and three of its rows are checked against the reference. Exits 77 without
+ * a GPU, or when the GPU is not sm_90 (aot_cli built for sm_90a). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,87 @@ static int nvrtc_mapped(void) {
   while (!found && fgets(line, sizeof line, f)) found = strstr(line, "libnvrtc") != NULL;
   fclose(f);
   return found;
+}
+
+/* One head of seq_len SL = 8192 (shape class 1): the launch must not
+ * compile (libnvrtc stays unmapped), and rows 0, SL/2 and SL-1 must match a
+ * double-precision reference. Returns the number of failures. */
+static int check_class_build(TilertContext *ctx, TilertKernel *k, double scale) {
+  enum { SL = 8192 };
+  size_t n = (size_t)SL * D;
+  uint16_t *h[4];
+  void *d[4] = {0};
+  int fails = 0;
+  unsigned seed = 777;
+  for (int i = 0; i < 4; i++) h[i] = calloc(n, sizeof **h);
+  for (int i = 0; i < 3; i++)
+    for (size_t e = 0; e < n; e++) {
+      seed = seed * 1103515245u + 12345u;
+      h[i][e] = tilert_f32_to_bf16(((float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f) * 2.0f);
+    }
+  int64_t shape[4] = {1, SL, 1, D};
+  DLTensor t[4];
+  for (int i = 0; i < 4; i++) {
+    if (tilert_device_alloc(ctx, n * 2, &d[i]) != TILERT_OK ||
+        (i < 3 && tilert_copy_to_device(ctx, d[i], h[i], n * 2) != TILERT_OK)) {
+      printf("FAIL: device memory: %s\n", tilert_last_error(ctx));
+      return 1;
+    }
+    memset(&t[i], 0, sizeof t[i]);
+    t[i].data = d[i];
+    t[i].device.device_type = kDLCUDA;
+    t[i].ndim = 4;
+    t[i].shape = shape;
+    t[i].dtype.code = kDLBfloat;
+    t[i].dtype.bits = 16;
+    t[i].dtype.lanes = 1;
+  }
+  TilertArg args[] = {tilert_arg_tensor(&t[0]), tilert_arg_tensor(&t[1]), tilert_arg_tensor(&t[2]),
+                      tilert_arg_tensor(&t[3]), tilert_arg_f32(scale)};
+  if (tilert_launch(k, args, 5, NULL) != TILERT_OK || tilert_copy_to_host(ctx, h[3], d[3], n * 2) != TILERT_OK) {
+    printf("FAIL: launch at seq_len %d: %s\n", SL, tilert_last_error(ctx));
+    fails++;
+  } else if (nvrtc_mapped()) {
+    printf("FAIL: the seq_len %d launch compiled its shape class (libnvrtc mapped): not found in the cache\n", SL);
+    fails++;
+  } else {
+    double max_err = 0, max_ref = 0;
+    double *p = malloc(sizeof *p * SL);
+    const int rows[3] = {0, SL / 2, SL - 1};
+    for (int r = 0; r < 3; r++) {
+      int i = rows[r];
+      double m = -INFINITY, sum = 0;
+      for (int j = 0; j < SL; j++) {
+        double s = 0;
+        for (int c = 0; c < D; c++)
+          s += (double)tilert_bf16_to_f32(h[0][(size_t)i * D + c]) * tilert_bf16_to_f32(h[1][(size_t)j * D + c]);
+        p[j] = s * scale;
+        if (p[j] > m) m = p[j];
+      }
+      for (int j = 0; j < SL; j++) sum += (p[j] = exp2(p[j] - m));
+      for (int c = 0; c < D; c++) {
+        double o = 0;
+        for (int j = 0; j < SL; j++) o += p[j] * tilert_bf16_to_f32(h[2][(size_t)j * D + c]);
+        o /= sum;
+        double got = tilert_bf16_to_f32(h[3][(size_t)i * D + c]);
+        if (!(fabs(got - o) <= max_err)) max_err = isnan(got) ? INFINITY : fabs(got - o);
+        if (fabs(o) > max_ref) max_ref = fabs(o);
+      }
+    }
+    free(p);
+    if (!(max_err <= 2e-2 * max_ref)) {
+      printf("FAIL: seq_len %d: max |out - ref| = %g, max |ref| = %g\n", SL, max_err, max_ref);
+      fails++;
+    } else {
+      printf("ok: seq_len %d ran shape class 1 from the cache (no libnvrtc), rows within %.2g of max|ref|\n", SL,
+             max_err / max_ref);
+    }
+  }
+  for (int i = 0; i < 4; i++) {
+    tilert_device_free(ctx, d[i]);
+    free(h[i]);
+  }
+  return fails;
 }
 
 int main(int argc, char **argv) {
@@ -158,6 +243,7 @@ int main(int argc, char **argv) {
     free(h[i]);
   }
   for (int i = 0; i < 3; i++) free(f[i]);
+  fails += check_class_build(ctx, k, scale);
   tilert_module_destroy(mod);
   tilert_context_destroy(ctx);
   printf("%s\n", fails ? "FAILED" : "aot_gpu_load: all checks passed");

@@ -264,6 +264,15 @@ bool tilec_result_shape_class_of(const TilecResult *r, int kernel, const int64_t
   return true;
 }
 
+unsigned tilec_result_shape_class_bits(const TilecResult *r) {
+  unsigned bits = 0;
+  for (int ki = 0; r && r->module && ki < r->module->nkernels; ki++) {
+    const IrKernel *k = r->module->kernels[ki];
+    for (int i = 0; i < k->nshape_choices; i++) bits |= 1u << k->shape_choice_bit[i];
+  }
+  return bits;
+}
+
 int tilec_result_num_shape_choices(const TilecResult *r, int kernel) {
   return r && r->module && kernel >= 0 && kernel < r->module->nkernels ? r->module->kernels[kernel]->nshape_choices : 0;
 }

@@ -47,7 +47,9 @@ TilertStatus tilert_compile_aot_class(TilertContext *ctx, const char *name, cons
   if (!ctx) return TILERT_INVALID_ARGUMENT;
   if (binary) *binary = NULL;
   if (size) *size = 0;
-  if (from_cache) *from_cache = false;
+  bool hit_unused;
+  if (!from_cache) from_cache = &hit_unused; /* documented as optional; rt_gpu_cubin writes it */
+  *from_cache = false;
   if (!binary || !size || (!text && len))
     return rt_error(ctx, TILERT_INVALID_ARGUMENT, "tilert_compile_aot: NULL argument");
   if (ndefines < 0 || (ndefines > 0 && !defines))

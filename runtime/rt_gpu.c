@@ -235,9 +235,15 @@ void rt_gpu_module_unload(TilertModule *mod) {
   mod->cumod = NULL;
 }
 
+bool rt_gpu_arch_name(const TilertContext *ctx, char arch[16]) {
+  if (!ctx->cu || !rt_cuda_has_device(ctx->cu)) return false;
+  rt_cuda_target(rt_cuda_arch(ctx->cu), arch);
+  return true;
+}
+
 static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
                              const TilecDefine *defines, int ndefines, RtBuild build, unsigned shape_class,
-                             TilertModule **out) {
+                             RtFrontEndHook front_end_done, void *hook_arg, TilertModule **out) {
   *out = NULL;
   RtCuda *cu = ctx->cu;
   if (!cu || !rt_cuda_has_device(cu)) return rt_error(ctx, TILERT_NO_GPU, "%s", ctx->device_note);
@@ -251,6 +257,7 @@ static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *t
   TilertStatus st =
       rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_CUDA, target, build, shape_class, &res);
   if (st != TILERT_OK) return st;
+  if (front_end_done) front_end_done(hook_arg, res);
 
   int n = tilec_result_num_kernels(res);
   TilertModule *mod = rt_module_new(ctx, res, n);
@@ -324,8 +331,9 @@ static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *t
 
 TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
                          const TilecDefine *defines, int ndefines, unsigned shape_class,
-                         TilertModule **out) {
-  return gpu_load(ctx, name, text, len, defines, ndefines, RT_BUILD_DEFAULT, shape_class, out);
+                         RtFrontEndHook front_end_done, void *hook_arg, TilertModule **out) {
+  return gpu_load(ctx, name, text, len, defines, ndefines, RT_BUILD_DEFAULT, shape_class, front_end_done, hook_arg,
+                  out);
 }
 
 /* Kernel k of its module's build `build` (cp.async or cluster), made on
@@ -336,7 +344,8 @@ static TilertStatus other_build_kernel(TilertKernel *k, RtBuild build, TilertKer
   if (!*m) {
     const RtSource *src = r->src;
     TilertStatus st =
-        gpu_load(k->mod->ctx, src->name, src->text, src->len, src->defines, src->ndefines, build, src->shape_class, m);
+        gpu_load(k->mod->ctx, src->name, src->text, src->len, src->defines, src->ndefines, build, src->shape_class,
+                 NULL, NULL, m);
     if (st != TILERT_OK) return st;
   }
   if ((*m)->nkernels != k->mod->nkernels || strcmp((*m)->kernels[k->index].info->name, k->info->name))

@@ -23,13 +23,20 @@ extern const int rt_gpu_nvrtc_nopts;
  * success ctx->note describes the device ("CUDA device 0: <name> (sm_90);
  * kernels built for sm_90a by NVRTC"); on failure writes why (one sentence). */
 bool rt_gpu_open(TilertContext *ctx, char *why, size_t why_cap);
+/* The arch NVRTC builds for on ctx's device ("sm_90a"), into arch[16];
+ * false without a usable device. */
+bool rt_gpu_arch_name(const TilertContext *ctx, char arch[16]);
 /* Releases ctx->cu (the context's modules are gone by then). */
 void rt_gpu_close(TilertContext *ctx);
 /* tilec_compile (emit CUDA for the device's arch), cubin from the cache or
  * NVRTC, load, resolve every kernel. */
+/* `front_end_done` (may be NULL) is called once the front end has run,
+ * before NVRTC: the caller may start work that should overlap the compile
+ * (tilert.c's prebuild of other shape classes). */
+typedef void (*RtFrontEndHook)(void *arg, const TilecResult *res);
 TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
                          const TilecDefine *defines, int ndefines, unsigned shape_class,
-                         TilertModule **out);
+                         RtFrontEndHook front_end_done, void *hook_arg, TilertModule **out);
 /* The cubin for CUDA text `src` (NUL-terminated, len = strlen): <key>.cubin from the cache when it is
  * there and verified (*from_cache = true, NVRTC does not run), else NVRTC
  * (ctx->cu may be an NVRTC-only handle) and, with a usable cache, the entry

@@ -12,6 +12,7 @@
  * the reason as the device note, CUDA asked for by name gives NO_GPU. Loads
  * and launches then go to rt_cpu_* or rt_gpu_* by the context's device. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,33 +138,106 @@ const char *tilert_context_device_note(const TilertContext *ctx) {
 /* A module whose kernels have shape choices (docs/language.md) keeps its
  * source and, per shape class a launch has asked for, the build for it.
  * The loaded module is class 0 (every condition false), so a load reports
- * compile errors at once; other classes compile at their first launch. */
-enum { RT_MAX_SHAPE_BUILDS = 16 };
+ * compile errors at once; other classes load at their first launch. On the
+ * GPU with a disk cache, the load also starts a thread, as soon as the front
+ * end has found the choices and before its own NVRTC compile, that compiles
+ * the other classes' cubins into the cache (tilert_compile_aot_class on a
+ * context of its own: nothing of the caller's is shared). Both compiles
+ * then run at once; a launch that needs another class waits for that
+ * thread and finds the cubin in the cache. At most RT_PREBUILD_CLASSES
+ * other classes are prebuilt (one or two choices); $TILEC_SHAPE_PREBUILD=0
+ * turns it off. */
+enum { RT_MAX_SHAPE_BUILDS = 16, RT_PREBUILD_CLASSES = 3 };
 typedef struct RtShapeBuilds {
   RtSource *src;
   int n;
   TilertModule *builds[RT_MAX_SHAPE_BUILDS];
+  bool prebuilding;  /* prebuild thread started and not yet joined */
+  pthread_t prebuild;
+  unsigned nclasses; /* classes the module has: 2^(bits its choices use) */
+  char arch[16], *cache_dir;
 } RtShapeBuilds;
 
-static TilertStatus load_build(TilertContext *ctx, const char *name, const char *text, size_t len,
-                               const TilecDefine *defines, int ndefines, unsigned shape_class,
-                               TilertModule **out) {
-  if (ctx->device == TILERT_DEVICE_CUDA)
-    return rt_gpu_load(ctx, name, text, len, defines, ndefines, shape_class, out);
-  return rt_cpu_load(ctx, name, text, len, defines, ndefines, shape_class, out);
+static void *prebuild_classes(void *arg) {
+  RtShapeBuilds *b = arg;
+  TilertConfig cfg = {TILERT_DEVICE_CPU, b->cache_dir, false, NULL};
+  TilertContext *ctx = NULL;
+  if (tilert_context_create(&cfg, &ctx) == TILERT_OK) {
+    const RtSource *src = b->src;
+    for (unsigned c = 1; c < b->nclasses; c++) {
+      void *bin = NULL;
+      size_t size = 0;
+      bool hit = false;
+      /* A failure here is the launch's to report, when it compiles itself. */
+      tilert_compile_aot_class(ctx, src->name, src->text, src->len, src->defines, src->ndefines, c, b->arch,
+                               TILERT_BINARY_CUBIN, &bin, &size, &hit);
+      free(bin);
+    }
+  }
+  tilert_context_destroy(ctx);
+  return NULL;
 }
 
-static bool has_shape_choices(const TilertModule *mod) {
-  for (int i = 0; i < mod->nkernels; i++)
-    if (tilec_result_num_shape_choices(mod->result, i) > 0) return true;
-  return false;
+static void join_prebuild(RtShapeBuilds *b) {
+  if (b->prebuilding) pthread_join(b->prebuild, NULL);
+  b->prebuilding = false;
 }
 
 static void shape_builds_free(RtShapeBuilds *b) {
   if (!b) return;
+  join_prebuild(b);
+  free(b->cache_dir);
   for (int i = 0; i < b->n; i++) tilert_module_destroy(b->builds[i]);
   rt_source_free(b->src);
   free(b);
+}
+
+/* What a load keeps for its shape builds, made by the GPU path's front-end
+ * hook (or after a CPU load): the source, and the prebuild thread. */
+typedef struct RtLoadState {
+  TilertContext *ctx;
+  const char *name, *text;
+  size_t len;
+  const TilecDefine *defines;
+  int ndefines;
+  RtShapeBuilds *builds; /* NULL: no choices, or out of memory (oom set) */
+  bool oom;
+} RtLoadState;
+
+static void keep_shape_builds(RtLoadState *ls, const TilecResult *res) {
+  unsigned bits = tilec_result_shape_class_bits(res);
+  if (!bits || ls->builds) return;
+  RtShapeBuilds *b = calloc(1, sizeof *b);
+  if (b) b->src = rt_source_keep(ls->name, ls->text, ls->len, ls->defines, ls->ndefines, 0);
+  if (!b || !b->src) {
+    free(b);
+    ls->oom = true;
+    return;
+  }
+  ls->builds = b;
+  /* The prebuild, where it pays: a GPU context with a cache directory. */
+  TilertContext *ctx = ls->ctx;
+  const char *env = getenv("TILEC_SHAPE_PREBUILD");
+  if ((env && strcmp(env, "0") == 0) || ctx->device != TILERT_DEVICE_CUDA || ctx->cache_disabled ||
+      !ctx->cache_dir || !rt_gpu_arch_name(ctx, b->arch))
+    return;
+  int nbits = 0;
+  for (; bits; bits >>= 1) nbits++;
+  b->nclasses = 1u << nbits;
+  if (b->nclasses - 1 > RT_PREBUILD_CLASSES || !(b->cache_dir = strdup(ctx->cache_dir))) return;
+  b->prebuilding = pthread_create(&b->prebuild, NULL, prebuild_classes, b) == 0;
+}
+
+static void front_end_done(void *arg, const TilecResult *res) { keep_shape_builds(arg, res); }
+
+static TilertStatus load_build(TilertContext *ctx, const char *name, const char *text, size_t len,
+                               const TilecDefine *defines, int ndefines, unsigned shape_class,
+                               RtLoadState *ls, TilertModule **out) {
+  if (ctx->device == TILERT_DEVICE_CUDA)
+    return rt_gpu_load(ctx, name, text, len, defines, ndefines, shape_class, ls ? front_end_done : NULL, ls, out);
+  TilertStatus st = rt_cpu_load(ctx, name, text, len, defines, ndefines, shape_class, out);
+  if (st == TILERT_OK && ls) keep_shape_builds(ls, (*out)->result);
+  return st;
 }
 
 TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name, const char *text,
@@ -178,17 +252,18 @@ TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name, con
   if (!name) name = "<string>";
   if (!ctx->device_ok) return rt_error(ctx, TILERT_NO_GPU, "%s", ctx->device_note);
   if (!text) text = "";
-  TilertStatus st = load_build(ctx, name, text, len, defines, ndefines, 0, out);
-  if (st != TILERT_OK || !has_shape_choices(*out)) return st;
-  RtShapeBuilds *b = calloc(1, sizeof *b);
-  if (b) b->src = rt_source_keep(name, text, len, defines, ndefines, 0);
-  if (!b || !b->src) {
-    free(b);
+  RtLoadState ls = {ctx, name, text, len, defines, ndefines, NULL, false};
+  TilertStatus st = load_build(ctx, name, text, len, defines, ndefines, 0, &ls, out);
+  if (st == TILERT_OK && ls.oom) {
     tilert_module_destroy(*out);
     *out = NULL;
-    return rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
+    st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
   }
-  (*out)->shape_builds = b;
+  if (st != TILERT_OK) {
+    shape_builds_free(ls.builds);
+    return st;
+  }
+  (*out)->shape_builds = ls.builds;
   return TILERT_OK;
 }
 
@@ -298,8 +373,9 @@ static TilertStatus shape_class_kernel(TilertKernel *k, const TilertArg *args, i
     if (b->n == RT_MAX_SHAPE_BUILDS)
       return rt_error(ctx, TILERT_LOAD_FAILED, "%s: more than %d shape classes launched", info->name,
                       RT_MAX_SHAPE_BUILDS);
+    join_prebuild(b); /* its cubins are in the cache once it is done */
     const RtSource *src = b->src;
-    st = load_build(ctx, src->name, src->text, src->len, src->defines, src->ndefines, want, &build);
+    st = load_build(ctx, src->name, src->text, src->len, src->defines, src->ndefines, want, NULL, &build);
     if (st != TILERT_OK) return st;
     b->builds[b->n++] = build;
   }

@@ -167,6 +167,8 @@ bool tilec_result_grid_of(const TilecResult *r, int kernel, const int64_t *dyn, 
  * one to launch. False when a condition names a value it was not given. */
 bool tilec_result_shape_class_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
                                  unsigned *holds, unsigned *owned);
+/* The shape-class bits the module's choices use, over all its kernels. */
+unsigned tilec_result_shape_class_bits(const TilecResult *r);
 /* How many shape choices kernel `kernel` has (0: one build serves every shape). */
 int tilec_result_num_shape_choices(const TilecResult *r, int kernel);
 /* The shape class this result was compiled for (TilecOptions.shape_class). */

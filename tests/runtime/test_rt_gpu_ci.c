@@ -484,6 +484,15 @@ static void test_tile_through_nvrtc(void) {
       free(bin);
       tilec_result_destroy(res);
     }
+  /* tilert_compile_aot's from_cache is optional (it once wrote through
+   * NULL: the shape-class prebuild thread passes none). A hit here. */
+  void *bin = NULL;
+  size_t size = 0;
+  TilertStatus st = tilert_compile_aot(ctx, "gpu.tile", rt_gpu_tile_src, strlen(rt_gpu_tile_src), NULL, 0,
+                                       "sm_80", TILERT_BINARY_CUBIN, &bin, &size, NULL);
+  CHECK_STATUS(st, TILERT_OK, ctx);
+  CHECK(bin && size > 0, "tilert_compile_aot without from_cache: %zu bytes", size);
+  free(bin);
   tilert_context_destroy(ctx);
   free(dir);
 }

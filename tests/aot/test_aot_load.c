@@ -42,6 +42,29 @@ static int nvrtc_mapped(void) {
   return found;
 }
 
+/* Q, K, V (h[0..2], copied) and the output (h[3]'s size) as bf16 device
+ * tensors of `shape`, n elements each. False (reported) when the device
+ * memory cannot be had. */
+static bool device_tensors(TilertContext *ctx, uint16_t *const h[4], size_t n, int64_t *shape, void *d[4],
+                           DLTensor t[4]) {
+  for (int i = 0; i < 4; i++) {
+    if (tilert_device_alloc(ctx, n * 2, &d[i]) != TILERT_OK ||
+        (i < 3 && tilert_copy_to_device(ctx, d[i], h[i], n * 2) != TILERT_OK)) {
+      printf("FAIL: device memory: %s\n", tilert_last_error(ctx));
+      return false;
+    }
+    memset(&t[i], 0, sizeof t[i]);
+    t[i].data = d[i];
+    t[i].device.device_type = kDLCUDA;
+    t[i].ndim = 4;
+    t[i].shape = shape;
+    t[i].dtype.code = kDLBfloat;
+    t[i].dtype.bits = 16;
+    t[i].dtype.lanes = 1;
+  }
+  return true;
+}
+
 /* One head of seq_len SL = 8192 (shape class 1): the launch must not
  * compile (libnvrtc stays unmapped), and rows 0, SL/2 and SL-1 must match a
  * double-precision reference. Returns the number of failures. */
@@ -60,21 +83,7 @@ static int check_class_build(TilertContext *ctx, TilertKernel *k, double scale) 
     }
   int64_t shape[4] = {1, SL, 1, D};
   DLTensor t[4];
-  for (int i = 0; i < 4; i++) {
-    if (tilert_device_alloc(ctx, n * 2, &d[i]) != TILERT_OK ||
-        (i < 3 && tilert_copy_to_device(ctx, d[i], h[i], n * 2) != TILERT_OK)) {
-      printf("FAIL: device memory: %s\n", tilert_last_error(ctx));
-      return 1;
-    }
-    memset(&t[i], 0, sizeof t[i]);
-    t[i].data = d[i];
-    t[i].device.device_type = kDLCUDA;
-    t[i].ndim = 4;
-    t[i].shape = shape;
-    t[i].dtype.code = kDLBfloat;
-    t[i].dtype.bits = 16;
-    t[i].dtype.lanes = 1;
-  }
+  if (!device_tensors(ctx, h, n, shape, d, t)) return 1;
   TilertArg args[] = {tilert_arg_tensor(&t[0]), tilert_arg_tensor(&t[1]), tilert_arg_tensor(&t[2]),
                       tilert_arg_tensor(&t[3]), tilert_arg_f32(scale)};
   if (tilert_launch(k, args, 5, NULL) != TILERT_OK || tilert_copy_to_host(ctx, h[3], d[3], n * 2) != TILERT_OK) {
@@ -185,21 +194,7 @@ int main(int argc, char **argv) {
     }
   int64_t shape[4] = {B, S, H, D};
   DLTensor t[4];
-  for (int i = 0; i < 4; i++) {
-    if (tilert_device_alloc(ctx, n * 2, &d[i]) != TILERT_OK ||
-        (i < 3 && tilert_copy_to_device(ctx, d[i], h[i], n * 2) != TILERT_OK)) {
-      printf("FAIL: device memory: %s\n", tilert_last_error(ctx));
-      return 1;
-    }
-    memset(&t[i], 0, sizeof t[i]);
-    t[i].data = d[i];
-    t[i].device.device_type = kDLCUDA;
-    t[i].ndim = 4;
-    t[i].shape = shape;
-    t[i].dtype.code = kDLBfloat;
-    t[i].dtype.bits = 16;
-    t[i].dtype.lanes = 1;
-  }
+  if (!device_tensors(ctx, h, n, shape, d, t)) return 1;
   double scale = 1.0 / sqrt((double)D) * 1.4426950408889634;
   TilertArg args[] = {tilert_arg_tensor(&t[0]), tilert_arg_tensor(&t[1]), tilert_arg_tensor(&t[2]),
                       tilert_arg_tensor(&t[3]), tilert_arg_f32(scale)};

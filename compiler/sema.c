@@ -284,8 +284,8 @@ static IrExpr *call_expr(Sema *s, const AstExpr *e) {
                                          "alloc_local", "parallel", "pipelined", "serial"};
   if (strcmp(fn, "atomic_add") == 0) {
     diag_error(s->diag, e->loc,
-               "atomic_add returns the old value only as a whole assignment to a new scalar: "
-               "`old = atomic_add(G[i], v);`");
+               "'atomic_add' is not a value and cannot be used in an expression (the old value of one "
+               "element comes only as a whole assignment to a new scalar: `old = atomic_add(G[i], v);`)");
     return poison(s, e->loc);
   }
   for (size_t t = 0; t < sizeof tile_ops / sizeof *tile_ops; t++)

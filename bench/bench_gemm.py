@@ -12,7 +12,11 @@ What it measures, for every shape M x N x K of the grid and each dtype
               count tilec.splitk.choose_splits gives, half and twice that
               (at least 2 K tiles per split); only where split-K applies
               (gemm.tile's tiles do not fill the SMs, or the heuristic
-              splits);
+              splits); split-K runs fused (gemm_splitk_fused, one
+              launch: the last block of each tile adds the partials), and
+              the same tile and split count as the two kernels
+              (gemm_splitk + splitk_reduce) under the label's /2k form
+              (splitk-m128/3/2k), both pre-bound, so one run compares them;
   plan        what tilec.gemm() runs for the shape (Gemm.plan: one of the
               above), the figure a user gets without choosing;
   --bound     adds gemm-bound and splitk-bound/S: M, N, K bound with -D
@@ -143,10 +147,10 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
     c = torch.empty((m, n), device="cuda", dtype=tdt)
     variants = {}
 
-    def measure(label, g, splits):
+    def measure(label, g, splits, fused=True):
         c.fill_(float("nan"))
         try:
-            g(a, b, c, splits=splits, stream=stream)
+            g(a, b, c, splits=splits, stream=stream, fused=fused)
             torch.cuda.synchronize()
             err = ba.rel_error(torch, c, ref)
             if not err <= BOUND[dt]:
@@ -154,6 +158,10 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
                 return
             if splits == 1:
                 fn = g.gemm_kernel().bind(a, b, c, stream=stream)
+            elif fused:
+                ws = g._workspace[:splits * m * n]
+                counters = g.counter_buffer(a, g.counter_tiles(m, n))
+                fn = g.fused_kernel().bind(a, b, ws.view(splits, m, n), c, counters, stream=stream)
             else:
                 part, reduce = g.splitk_kernels()
                 ws = g._workspace[:splits * m * n]
@@ -174,6 +182,7 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
     for label, cands in split_candidates(tilec, m, n, k, sms, smem).items():
         for s in cands:
             measure("%s/%d" % (label, s), gemm_obj(dt, label), s)
+            measure("%s/%d/2k" % (label, s), gemm_obj(dt, label), s, fused=False)
     if row.get("bound"):
         # M, N, K bound with -D: on sm_90a the copies become TMA boxes where
         # the row strides are 16-byte aligned (one compile per shape).
@@ -182,6 +191,7 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
         measure("gemm-bound", gb, 1)
         for s in split_candidates(tilec, m, n, k, sms, smem).get("splitk", []):
             measure("splitk-bound/%d" % s, gb, s)
+            measure("splitk-bound/%d/2k" % s, gb, s, fused=False)
     kind, s = gemm_obj(dt, "splitk").plan(m, n, k, sms, smem)
     plan = "gemm" if kind == "gemm" else "%s/%d" % (kind, s)
     if plan not in variants:

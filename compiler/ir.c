@@ -521,9 +521,11 @@ void ir_stmt_rewrite_exprs(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx)
     rewrite_slot(m, &s->u.let.value, fn, ctx);
     break;
   case IR_STMT_STORE:
+  case IR_STMT_ATOMIC_FETCH_ADD:
     for (int i = 0; i < s->u.store.nidx && i < IR_MAX_RANK; i++)
       rewrite_slot(m, &s->u.store.idx[i], fn, ctx);
     rewrite_slot(m, &s->u.store.value, fn, ctx);
+    rewrite_slot(m, &s->u.store.guard, fn, ctx);
     break;
   case IR_STMT_FOR:
     rewrite_slot(m, &s->u.for_.extent, fn, ctx);

@@ -308,12 +308,28 @@ struct IrStmt {
     struct {             /* STORE: buf[idx...] = value; atomic (the element
                             form of atomic_add): buf[idx...] += value, one
                             atomic addition, buf a global f32 tensor and value
-                            f32 */
+                            f32.
+                            ATOMIC_FETCH_ADD (`result = atomic_add(buf[idx], value)`):
+                            result (a LET variable of buf's dtype, in scope
+                            after the statement) = the element's old value;
+                            buf[idx] += value, atomically, once per block (it
+                            is never inside a parallel loop); buf a global i32
+                            or f32 tensor, value of buf's dtype. On the GPU
+                            thread 0 does it between a block barrier and
+                            device-scope fences (acquire-release) and hands the
+                            old value to the block through `slot` (a shared
+                            1-element buffer of buf's dtype) and a second
+                            barrier. guard (guard-elements; NULL: none): when
+                            false the index is outside buf: nothing is added,
+                            result is 0. */
       IrBuffer *buf;
       IrExpr *idx[IR_MAX_RANK];
       int nidx;
       IrExpr *value;
       bool atomic;
+      IrVar *result;
+      IrBuffer *slot;
+      IrExpr *guard;
     } store;
     struct {             /* FOR var in [0, extent) */
       IrForKind kind;

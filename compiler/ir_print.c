@@ -300,6 +300,31 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_puts(sb, s->u.store.atomic ? "], " : "] = ");
     print_expr(p, sb, s->u.store.value);
     break;
+  case IR_STMT_ATOMIC_FETCH_ADD: {
+    /* let old: i32 = atomic_fetch_add(G[i], 1) acq_rel slot(S) [guard(c)]:
+     * the operands are printed before the result's name is bound. */
+    StrBuf rhs;
+    sb_init(&rhs);
+    sb_printf(&rhs, "atomic_fetch_add(%s[", buf_name(p, s->u.store.buf));
+    for (int i = 0; i < s->u.store.nidx && i < IR_MAX_RANK; i++) {
+      if (i) sb_puts(&rhs, ", ");
+      print_expr(p, &rhs, s->u.store.idx[i]);
+    }
+    sb_puts(&rhs, "], ");
+    print_expr(p, &rhs, s->u.store.value);
+    sb_puts(&rhs, ") acq_rel");
+    if (s->u.store.slot) sb_printf(&rhs, " slot(%s)", buf_name(p, s->u.store.slot));
+    if (s->u.store.guard) {
+      sb_puts(&rhs, " guard(");
+      print_expr(p, &rhs, s->u.store.guard);
+      sb_puts(&rhs, ")");
+    }
+    const IrVar *v = s->u.store.result;
+    if (v) bind(p, v, v->name, false);
+    sb_printf(sb, "let %s: %s = %s", var_name(p, v), v ? dtype_name(v->dtype) : "?", rhs.data);
+    sb_free(&rhs);
+    break;
+  }
   case IR_STMT_FOR: {
     int saved = p->visible.n;
     StrBuf extent;

@@ -23,6 +23,7 @@ typedef struct Verifier {
   bool failed;
   SrcLoc stmt_loc;       /* fallback location for nodes without one */
   NameTable scope;       /* visible IrVar* and IrBuffer*, a stack (hashed) */
+  int parallel;          /* parallel loops around the statement being checked */
 } Verifier;
 
 static void fail(Verifier *v, SrcLoc loc, const char *fmt, ...)
@@ -292,6 +293,38 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
       fail(v, s->loc, "atomic_add into an element of '%s': needs a global f32 tensor and an f32 value", b->name);
     return;
   }
+  case IR_STMT_ATOMIC_FETCH_ADD: {
+    /* result = atomic_add(buf[idx], value): once per block, so never in a
+     * parallel loop; buf a global i32/f32 tensor; result and value (and the
+     * GPU's broadcast slot) of its dtype. */
+    const IrBuffer *b = s->u.store.buf, *slot = s->u.store.slot;
+    const IrVar *r = s->u.store.result;
+    check_buffer_ref(v, b, s->loc, "atomic_fetch_add");
+    if (v->failed) return;
+    if (s->u.store.nidx != b->rank) {
+      fail(v, s->loc, "atomic_fetch_add on '%s' with %d indices, but the buffer has rank %d", b->name,
+           s->u.store.nidx, b->rank);
+      return;
+    }
+    for (int i = 0; i < s->u.store.nidx; i++) check_int_expr(v, s->u.store.idx[i], "atomic_fetch_add index");
+    check_expr(v, s->u.store.value, "atomic_fetch_add value");
+    if (s->u.store.guard) check_expr(v, s->u.store.guard, "atomic_fetch_add guard");
+    if (v->failed) return;
+    if (b->scope != IR_SCOPE_GLOBAL || (b->dtype != DTYPE_I32 && b->dtype != DTYPE_F32) ||
+        s->u.store.value->dtype != b->dtype)
+      fail(v, s->loc, "atomic_fetch_add on '%s': needs a global i32 or f32 tensor and a value of its dtype", b->name);
+    else if (!r || r->kind != IR_VAR_LET || r->dtype != b->dtype)
+      fail(v, s->loc, "atomic_fetch_add on '%s' without a LET result of dtype %s", b->name, dtype_name(b->dtype));
+    else if (slot && (slot->scope != IR_SCOPE_SHARED || slot->dtype != b->dtype || !in_scope(v, slot)))
+      fail(v, s->loc, "atomic_fetch_add on '%s': its slot '%s' is not a live shared %s buffer", b->name,
+           slot->name, dtype_name(b->dtype));
+    else if (s->u.store.guard && s->u.store.guard->dtype != DTYPE_BOOL)
+      fail(v, s->loc, "atomic_fetch_add on '%s': the guard is not a bool", b->name);
+    else if (v->parallel > 0)
+      fail(v, s->loc, "atomic_fetch_add on '%s' inside a parallel loop", b->name);
+    if (!v->failed) push(v, r); /* visible after the statement */
+    return;
+  }
   case IR_STMT_FOR: {
     if (!s->u.for_.var || s->u.for_.var->kind != IR_VAR_LOOP) {
       fail(v, s->loc, "for without a LOOP variable");
@@ -306,7 +339,9 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
       fail(v, s->loc, "pipelined loop with num_stages = %d", s->u.for_.num_stages);
     int saved = v->scope.n;
     push(v, s->u.for_.var);
+    v->parallel += s->u.for_.kind == IR_FOR_PARALLEL;
     check_block(v, s->u.for_.body, "for body");
+    v->parallel -= s->u.for_.kind == IR_FOR_PARALLEL;
     name_table_truncate(&v->scope, saved);
     return;
   }

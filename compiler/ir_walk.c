@@ -63,6 +63,7 @@ int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b) {
   RefCount rc = {b, 0};
   switch (s->kind) {
   case IR_STMT_STORE: rc.count += s->u.store.buf == b; break;
+  case IR_STMT_ATOMIC_FETCH_ADD: rc.count += (s->u.store.buf == b) + (s->u.store.slot && s->u.store.slot == b); break;
   case IR_STMT_COPY:
   case IR_STMT_ATOMIC_ADD:
     rc.count += (s->u.copy.src.buf == b) + (s->u.copy.dst.buf == b) + (s->u.copy.via && s->u.copy.via == b);

@@ -55,6 +55,7 @@ typedef struct Sema {
    * which keeps the dynamic symbols' order. */
   IrVar *unlisted[64];
   int nunlisted;
+  int parallel; /* parallel loops around the statement being built */
 } Sema;
 
 /* Deeper expressions are rejected: the parser's stack limit does not catch a
@@ -281,6 +282,12 @@ static IrExpr *call_expr(Sema *s, const AstExpr *e) {
                                          "reduce_sum", "reduce_min", "annotate_layout",
                                          "use_swizzle", "alloc_shared", "alloc_fragment",
                                          "alloc_local", "parallel", "pipelined", "serial"};
+  if (strcmp(fn, "atomic_add") == 0) {
+    diag_error(s->diag, e->loc,
+               "'atomic_add' is not a value and cannot be used in an expression (the old value of one "
+               "element comes only as a whole assignment to a new scalar: `old = atomic_add(G[i], v);`)");
+    return poison(s, e->loc);
+  }
   for (size_t t = 0; t < sizeof tile_ops / sizeof *tile_ops; t++)
     if (strcmp(fn, tile_ops[t]) == 0) {
       diag_error(s->diag, e->loc, "'%s' is not a value and cannot be used in an expression", fn);
@@ -601,6 +608,64 @@ static IrStmt *atomic_add_element(Sema *s, const AstExpr *target, const AstExpr 
   return st;
 }
 
+/* NAME = atomic_add(G[i, j], value);  the returning form: NAME is G[i, j]'s
+ * value before the addition (Triton's tl.atomic_add with sem="acq_rel").
+ * Once per block: never in a parallel loop (the GPU runs it on thread 0 and
+ * hands the value to every thread through a shared slot, allocated here).
+ * G a global i32 or f32 tensor; value converted to its dtype. */
+static void atomic_fetch_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
+  const AstExpr *target = st->u.assign.target, *call = st->u.assign.value;
+  CallArgs a;
+  if (!split_args(s, call, NULL, 2, &a) || !require_args(s, call, &a, 2)) return;
+  const AstExpr *elem = a.pos[0]->value, *value = a.pos[1]->value;
+  if (s->parallel > 0) {
+    diag_error(s->diag, call->loc,
+               "atomic_add: the form that returns the old value runs once per block and cannot be inside a "
+               "parallel loop (add there with the statement form `atomic_add(G[i], v);`)");
+    return;
+  }
+  if (!is_element(elem)) {
+    diag_error(s->diag, elem->loc,
+               "atomic_add: the form that returns the old value takes one element of a global tensor "
+               "(`old = atomic_add(Counters[i], 1);`), not a slice or a whole buffer");
+    return;
+  }
+  IrExpr *lhs = index_expr(s, elem);
+  if (lhs->kind != IR_EXPR_LOAD) return; /* error already reported */
+  IrBuffer *buf = lhs->u.load.buf;
+  if (buf->scope != IR_SCOPE_GLOBAL || (buf->dtype != DTYPE_I32 && buf->dtype != DTYPE_F32)) {
+    diag_error(s->diag, elem->loc,
+               "atomic_add: the target '%s' must be an element of a global i32 or f32 tensor (it is %s %s)",
+               buf->name, ir_scope_name(buf->scope), dtype_name(buf->dtype));
+    return;
+  }
+  IrExpr *v = expr(s, value);
+  if (v->dtype == DTYPE_BOOL || (buf->dtype == DTYPE_I32 && dtype_is_float(v->dtype))) {
+    diag_error(s->diag, value->loc, "atomic_add: the value added to %s '%s' must be %s, not %s",
+               dtype_name(buf->dtype), buf->name, buf->dtype == DTYPE_I32 ? "an integer" : "a number",
+               dtype_name(v->dtype));
+    return;
+  }
+  /* The shared slot that carries the old value from thread 0 to the block. */
+  char name[160];
+  snprintf(name, sizeof name, "tc_fetch_%s", target->u.name);
+  IrExpr *one = ir_int(s->m, 1, call->loc);
+  IrBuffer *slot = ir_buffer_new(s->m, arena_strdup(s->arena, name), buf->dtype, IR_SCOPE_SHARED, 1, &one, call->loc);
+  IrStmt *al = ir_stmt_new(s->m, IR_STMT_ALLOC, call->loc);
+  al->u.alloc = slot;
+  ir_seq_push(s->m, seq, al);
+  IrVar *var = ir_var_new(s->m, target->u.name, IR_VAR_LET, buf->dtype, target->loc);
+  declare(s, target->u.name, ENTITY_VAR, target->loc)->var = var;
+  IrStmt *f = ir_stmt_new(s->m, IR_STMT_ATOMIC_FETCH_ADD, st->loc);
+  f->u.store.buf = buf;
+  f->u.store.nidx = buf->rank;
+  for (int i = 0; i < buf->rank; i++) f->u.store.idx[i] = lhs->u.load.idx[i];
+  f->u.store.value = convert(s, v, buf->dtype);
+  f->u.store.result = var;
+  f->u.store.slot = slot;
+  ir_seq_push(s->m, seq, f);
+}
+
 static IrStmt *tile_op(Sema *s, const AstExpr *call) {
   const char *op = call->u.call.callee;
   SrcLoc loc = call->loc;
@@ -858,6 +923,10 @@ static void assign_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
       diag_error(s->diag, target->loc, "unknown name '%s'", target->u.name);
       return;
     }
+    if (value->kind == AST_EXPR_CALL && strcmp(value->u.call.callee, "atomic_add") == 0) {
+      atomic_fetch_stmt(s, st, seq);
+      return;
+    }
     IrExpr *v = expr(s, value);
     IrVar *var = ir_var_new(s->m, target->u.name, IR_VAR_LET, v->dtype, target->loc);
     declare(s, target->u.name, ENTITY_VAR, target->loc)->var = var;
@@ -874,6 +943,12 @@ static void assign_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
   IrExpr *lhs = index_expr(s, target);
   if (lhs->kind != IR_EXPR_LOAD) return; /* error already reported */
   IrBuffer *buf = lhs->u.load.buf;
+  if (value->kind == AST_EXPR_CALL && strcmp(value->u.call.callee, "atomic_add") == 0) {
+    diag_error(s->diag, value->loc,
+               "atomic_add's old value can only be assigned to a new scalar (`old = atomic_add(G[i], v);`), "
+               "not stored into '%s'", buf->name);
+    return;
+  }
   IrExpr *v = expr(s, value);
   if (st->u.assign.op != AST_OP_COUNT) v = binary(s, ast_to_ir_op(st->u.assign.op), lhs, v, st->loc);
   if (dtype_is_float(v->dtype) && !dtype_is_float(buf->dtype)) {
@@ -950,7 +1025,9 @@ static void for_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
     vars[i] = ir_var_new(s->m, v->name, IR_VAR_LOOP, DTYPE_I64, v->loc);
     declare(s, v->name, ENTITY_VAR, v->loc)->var = vars[i];
   }
+  s->parallel += kind == IR_FOR_PARALLEL;
   IrStmt *body = block_of(s, st->u.for_.body);
+  s->parallel -= kind == IR_FOR_PARALLEL;
   scope_pop(s, mark);
   /* for i, j in parallel(M, N) is a nest of single-variable parallel loops. */
   for (int d = nvars - 1; d >= 0; d--) {

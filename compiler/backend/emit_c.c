@@ -631,6 +631,40 @@ static void emit_stmt(Emitter *E, const IrStmt *s, int depth) {
     sb_puts(o, ";\n");
     return;
   }
+  case IR_STMT_ATOMIC_FETCH_ADD: {
+    /* old = atomic_add(G[i], v): blocks run one at a time, in grid order,
+     * so a plain read-modify-write (i32 wraps as the GPU's atomicAdd does);
+     * outside the tensor (guard false) nothing is added and old is 0. */
+    const IrBuffer *b = s->u.store.buf;
+    const IrVar *v = s->u.store.result;
+    if (!v) {
+      fail(E, s->loc, "atomic_fetch_add without a result");
+      return;
+    }
+    const char *ty = value_type(b->dtype), *old = temp(E, "old");
+    StrBuf elem, add, guard;
+    sb_init(&elem), sb_init(&add), sb_init(&guard);
+    emit_element(E, &elem, b, s->u.store.idx, s->u.store.nidx, s->loc);
+    emit_convert(E, &add, b->dtype, s->u.store.value);
+    if (s->u.store.guard) emit_top(E, &guard, s->u.store.guard);
+    if (E->failed) return;
+    line(E, depth);
+    sb_printf(o, "%s %s = 0;\n", ty, old);
+    line(E, depth);
+    if (s->u.store.guard) sb_printf(o, "if (%s) ", guard.data);
+    if (b->dtype == DTYPE_I32)
+      sb_printf(o, "{ %s = %s; %s = (int32_t)((uint32_t)%s + (uint32_t)(%s)); }\n", old, elem.data, elem.data, old,
+                add.data);
+    else
+      sb_printf(o, "{ %s = %s; %s = %s + (%s); }\n", old, elem.data, elem.data, old, add.data);
+    sb_free(&elem), sb_free(&add), sb_free(&guard);
+    const char *name = bind(E, v, v->name, v->id);
+    line(E, depth);
+    sb_printf(o, "const %s %s = %s;\n", value_type(v->dtype), name, old);
+    line(E, depth);
+    sb_printf(o, "(void)%s;\n", name);
+    return;
+  }
   case IR_STMT_FOR: {
     const IrVar *v = s->u.for_.var;
     if (!v) {

@@ -73,7 +73,9 @@ static void subst_own_exprs(IrModule *m, IrStmt *s, LetMap *lm) {
 
 static bool declares_names(const IrStmt *seq) {
   for (int i = 0; i < seq->u.seq.n; i++)
-    if (seq->u.seq.items[i]->kind == IR_STMT_LET || seq->u.seq.items[i]->kind == IR_STMT_ALLOC) return true;
+    if (seq->u.seq.items[i]->kind == IR_STMT_LET || seq->u.seq.items[i]->kind == IR_STMT_ALLOC ||
+        seq->u.seq.items[i]->kind == IR_STMT_ATOMIC_FETCH_ADD)
+      return true;
   return false;
 }
 

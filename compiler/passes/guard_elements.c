@@ -226,6 +226,12 @@ static IrStmt *walk(Facts *f, IrStmt *s) {
     ir_seq_push(f->m, body, s);
     return ir_if_new(f->m, cond, body, NULL, s->loc);
   }
+  case IR_STMT_ATOMIC_FETCH_ADD:
+    /* Its result is in scope after it, so no `if` around it: the check
+     * becomes its guard (outside the tensor: nothing added, result 0). */
+    ir_stmt_rewrite_exprs(f->m, s, guard_loads, f);
+    if (!s->u.store.guard) s->u.store.guard = check(f, s->u.store.buf, s->u.store.idx, s->u.store.nidx, s->loc);
+    return s;
   default:
     /* Tile operations: loads inside their slice starts (`X[cu[b] : ...]`). */
     ir_stmt_rewrite_exprs(f->m, s, guard_loads, f);

@@ -135,7 +135,9 @@ static void place(IrModule *m, IrStmt *seq, State *st) {
   seq->u.seq.n = seq->u.seq.cap = 0;
   for (int i = 0; i < n; i++) {
     IrStmt *s = items[i];
-    if (s->kind == IR_STMT_BARRIER) {
+    /* A returning atomic_add is two block barriers around thread 0's
+     * atomic and its broadcast slot (the CUDA backend's): a barrier here. */
+    if (s->kind == IR_STMT_BARRIER || s->kind == IR_STMT_ATOMIC_FETCH_ADD) {
       st->read.n = st->written.n = 0;
       ir_seq_push(m, seq, s);
       continue;

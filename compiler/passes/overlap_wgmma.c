@@ -93,6 +93,7 @@ static void effects_of_one(IrStmt *s, void *ctx) {
   case IR_STMT_LET:
   case IR_STMT_ALLOC:
   case IR_STMT_BARRIER:
+  case IR_STMT_ATOMIC_FETCH_ADD: /* defines a name, holds barriers */
     e->overflow = true; /* scopes and barriers are not moved */
     break;
   default: break;

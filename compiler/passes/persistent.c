@@ -407,7 +407,8 @@ static void note_global_expr(const IrExpr *e, void *ctx) {
 
 static void note_global_stmt(IrStmt *s, void *ctx) {
   GlobalUse *u = ctx;
-  if ((s->kind == IR_STMT_STORE && s->u.store.buf->scope == IR_SCOPE_GLOBAL) || s->kind == IR_STMT_ATOMIC_ADD)
+  if ((s->kind == IR_STMT_STORE && s->u.store.buf->scope == IR_SCOPE_GLOBAL) || s->kind == IR_STMT_ATOMIC_ADD ||
+      s->kind == IR_STMT_ATOMIC_FETCH_ADD)
     u->element = true;
   ir_stmt_visit_exprs(s, note_global_expr, ctx);
 }

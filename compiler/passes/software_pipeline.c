@@ -58,6 +58,7 @@ static void collect_defs(IrStmt *s, void *ctx) {
   Defs *d = ctx;
   if (d->nvars == 64) return;
   if (s->kind == IR_STMT_LET) d->vars[d->nvars++] = s->u.let.var;
+  if (s->kind == IR_STMT_ATOMIC_FETCH_ADD) d->vars[d->nvars++] = s->u.store.result;
   if (s->kind == IR_STMT_FOR) d->vars[d->nvars++] = s->u.for_.var;
 }
 

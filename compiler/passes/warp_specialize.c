@@ -253,6 +253,7 @@ static void note_thread_smem_write(IrStmt *s, void *ctx) {
   if (s->kind == IR_STMT_COPY && !s->u.copy.tma && s->u.copy.dst.buf->scope == IR_SCOPE_SHARED) *found = true;
   if (s->kind == IR_STMT_FILL && s->u.fill.dst.buf->scope == IR_SCOPE_SHARED) *found = true;
   if (s->kind == IR_STMT_STORE && s->u.store.buf->scope == IR_SCOPE_SHARED) *found = true;
+  if (s->kind == IR_STMT_ATOMIC_FETCH_ADD) *found = true; /* its broadcast slot, and block barriers */
   if (s->kind == IR_STMT_REDUCE && s->u.reduce.scratch) *found = true;
 }
 

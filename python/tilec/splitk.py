@@ -1,5 +1,5 @@
 """tilec.splitk - C = A @ B that picks between examples/gemm.tile and the
-split-K pair of examples/gemm_splitk.tile from the shape.
+split-K kernels of examples/gemm_splitk.tile from the shape.
 
     import tilec
     ctx = tilec.Context()
@@ -7,6 +7,7 @@ split-K pair of examples/gemm_splitk.tile from the shape.
     tilec.gemm(ctx, a, b, c, splits=4)    # force 4 K ranges (1: the plain gemm)
     g = tilec.splitk.Gemm(ctx, "bf16")    # keep the loaded kernels and the workspace
     g.plan(1, 8192, 8192)                 # -> ("splitk", 4): what g(a, b, c) would run
+    g(a, b, c, splits=4, fused=False)     # the two-kernel path (partials, then the reduce)
     tilec.splitk.choose_splits(16, 8192, 8192, num_sms=132)
 
 Why: gemm.tile runs one block per block_M x block_N tile of C. With M = 1..128
@@ -15,6 +16,17 @@ H100 has 132 SMs: most sit idle while each block walks all of K. Split-K
 gives each of `splits` blocks per tile a range of K (gemm_splitk writes f32
 partial sums P[splits, M, N]) and splitk_reduce adds them in split order
 (deterministic: no atomics; the same bits on every run).
+
+Split-K runs fused by default: gemm_splitk_fused is one launch in which the
+last block to finish each C tile (counted in an int32 counter per tile)
+adds the partials, in split order, and writes C -- the same additions in
+the same order as splitk_reduce, so the same bits, without the second
+launch and with the partials mostly still in L2. The counters start at zero
+and every launch leaves them at zero; Gemm keeps them (counter_buffer: one
+zeroed int32 buffer, grown as needed, on A's device) and replaces them
+after a launch that raised, since a launch stopped half-way leaves some
+non-zero. fused=False (Gemm(..., fused=False) or per call) runs the two
+kernels, for comparison (bench/bench_gemm.py times both).
 
 The plan (Gemm.plan): the plain gemm when its tiles fill the SMs (tiles >=
 num_sms), else split-K with choose_splits() (enough splits to fill the GPU
@@ -191,6 +203,14 @@ def _alloc_f32(like, numel):
     return np.empty(numel, np.float32)
 
 
+def _alloc_i32_zeros(like, numel):
+    if _is_torch(like):
+        import torch
+        return torch.zeros(numel, dtype=torch.int32, device=like.device)
+    import numpy as np
+    return np.zeros(numel, np.int32)
+
+
 def _device_sms(ctx, like):
     """(num_sms, shared memory per SM in bytes) of the device the call runs
     on; torch tells when A is a CUDA tensor, else an H100-like guess (the
@@ -212,14 +232,16 @@ class Gemm:
     else the plan picks one of SPLITK_TILES by the shape.
     """
 
-    def __init__(self, ctx, dtype="f16", defines=None, splitk_defines=None):
+    def __init__(self, ctx, dtype="f16", defines=None, splitk_defines=None, fused=True):
         self.ctx = ctx
         self.dtype = dtype
         self.defines = dict(defines or {})
         self.splitk_defines = dict(splitk_defines or {})
+        self.fused = bool(fused)
         self._gemm = None
-        self._splitk = {}  # label -> (partial kernel, reduce kernel)
+        self._splitk = {}  # label -> (partial kernel, reduce kernel, fused kernel)
         self._workspace = None
+        self._counters = None  # int32, zero between launches (gemm_splitk_fused)
 
     def _tile_defines(self, label):
         if self.splitk_defines or label == "splitk":
@@ -240,13 +262,43 @@ class Gemm:
             self._gemm = self.ctx.load(example_source("gemm.tile"), defines=d).kernel("gemm")
         return self._gemm
 
-    def splitk_kernels(self, label="splitk"):
+    def _splitk_module(self, label):
         if label not in self._splitk:
             d = {"dtype": self.dtype}
             d.update(self._tile_defines(label))
             mod = self.ctx.load(example_source("gemm_splitk.tile"), defines=d)
-            self._splitk[label] = (mod.kernel("gemm_splitk"), mod.kernel("splitk_reduce"))
+            self._splitk[label] = (mod.kernel("gemm_splitk"), mod.kernel("splitk_reduce"),
+                                   mod.kernel("gemm_splitk_fused"))
         return self._splitk[label]
+
+    def splitk_kernels(self, label="splitk"):
+        """(gemm_splitk, splitk_reduce): the two-kernel path of a tile label."""
+        return self._splitk_module(label)[:2]
+
+    def fused_kernel(self, label="splitk"):
+        """gemm_splitk_fused of a tile label."""
+        return self._splitk_module(label)[2]
+
+    def counter_tiles(self, m, n, label="splitk"):
+        """How many counters gemm_splitk_fused needs for an m x n output
+        with the tile of `label`: one per C tile."""
+        t = self.tile(label)
+        return _cdiv(m, t["block_M"]) * _cdiv(n, t["block_N"])
+
+    def counter_buffer(self, like, tiles):
+        """The first `tiles` elements of the kept int32 counters (all zero
+        between launches), allocated with like's array library on its
+        device; grown (a fresh zeroed buffer) when too small."""
+        c = self._counters
+        if c is None or c.shape[0] < tiles or _is_torch(like) != _is_torch(c) or \
+                (_is_torch(like) and c.device != like.device):
+            self._counters = c = _alloc_i32_zeros(like, max(tiles, 1))
+        return c[:tiles]
+
+    def reset_counters(self):
+        """Drops the counters: the next fused launch starts from a fresh
+        zeroed buffer (after a launch that failed part-way)."""
+        self._counters = None
 
     def plan(self, m, n, k, num_sms=132, smem_per_sm=227 * 1024, plain_tile=None):
         """("gemm", 1) or (split-K label, splits) for an m x n x k product
@@ -267,11 +319,14 @@ class Gemm:
         s = choose_splits(m, n, k, num_sms, t["block_M"], t["block_N"], t["block_K"], per_sm)
         return (label, s) if s > 1 else ("gemm", 1)
 
-    def __call__(self, a, b, c, splits=None, stream=None, workspace=None, num_sms=None, variant=None):
+    def __call__(self, a, b, c, splits=None, stream=None, workspace=None, num_sms=None, variant=None,
+                 fused=None):
         """C = A @ B. splits: None (plan from the shape), 1 (gemm.tile) or
         the number of K ranges; variant: the split-K tile's label (default:
-        the plan's, "splitk" when splits are given). Returns (variant,
-        splits) as run."""
+        the plan's, "splitk" when splits are given); fused: split-K in one
+        launch (gemm_splitk_fused) or two (gemm_splitk, splitk_reduce);
+        default: the constructor's (True). Returns (variant, splits) as
+        run."""
         if len(getattr(a, "shape", ())) != 2 or len(getattr(b, "shape", ())) != 2:
             raise ValueError("tilec.gemm: A and B must be 2-D")
         m, k = a.shape
@@ -293,6 +348,7 @@ class Gemm:
         variant = variant if variant and variant != "gemm" else "splitk"
         if variant not in SPLITK_TILES:
             raise ValueError("tilec.gemm: variant must be one of %s, not %r" % (sorted(SPLITK_TILES), variant))
+        fused = self.fused if fused is None else bool(fused)
         part, reduce = self.splitk_kernels(variant)
         need = splits * m * n
         if workspace is None:
@@ -302,6 +358,16 @@ class Gemm:
             workspace = self._workspace
         flat = _flat_view(workspace, (-1,), "workspace")[:need]
         p3 = _flat_view(flat, (splits, m, n), "workspace")
+        if fused:
+            counters = self.counter_buffer(a, self.counter_tiles(m, n, variant))
+            try:
+                self.fused_kernel(variant)(a, b, p3, c, counters, stream=stream)
+            except Exception:
+                # A launch refused before it ran leaves the counters as they
+                # were; one that faulted may leave some non-zero: start over.
+                self.reset_counters()
+                raise
+            return variant, splits
         p2 = _flat_view(flat, (splits, m * n), "workspace")
         part(a, b, p3, stream=stream)
         reduce(p2, cflat, stream=stream)
@@ -311,11 +377,11 @@ class Gemm:
 _cache = {}
 
 
-def gemm(ctx, a, b, c, splits=None, stream=None, workspace=None):
+def gemm(ctx, a, b, c, splits=None, stream=None, workspace=None, fused=None):
     """C = A @ B with the plan of Gemm (one Gemm per context and dtype, kept).
-    Returns (variant, splits) as run."""
+    fused=False: split-K as two kernels. Returns (variant, splits) as run."""
     key = (id(ctx), _dtype_name(a))
     g = _cache.get(key)
     if g is None or g.ctx is not ctx:
         g = _cache[key] = Gemm(ctx, key[1])
-    return g(a, b, c, splits=splits, stream=stream, workspace=workspace)
+    return g(a, b, c, splits=splits, stream=stream, workspace=workspace, fused=fused)

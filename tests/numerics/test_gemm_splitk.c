@@ -13,7 +13,14 @@
  * reference. A split count larger than K's tiles leaves splits without a K
  * range: they must write zeros (a skipped write would leave NaN in the sum).
  * Each case runs twice, and the two results must be equal bit for bit (the
- * reduce sums in a fixed order, no atomics). */
+ * reduce sums in a fixed order, no atomics).
+ *
+ * --fused: gemm_splitk_fused instead (one launch; the last block of each
+ * tile to count itself in Counters sums the partials). Counters (i32, one
+ * per C tile, exactly as many as the tiles) start at zero and must be zero
+ * again after every launch; the second run reuses them as they are. Its C
+ * must equal, bit for bit, the first run's and that of the two-kernel path
+ * on the same inputs (both add P[0], P[1], ... in that order from 0). */
 #include "numerics.h"
 
 #include <math.h>
@@ -80,6 +87,75 @@ static void run_case(NumEnv *env, TilertKernel *part, TilertKernel *reduce, DLDa
   host_tensor_free(&a), host_tensor_free(&b), host_tensor_free(&p), host_tensor_free(&c);
 }
 
+/* gemm_splitk_fused on (A, B, P, C, Counters), then C and Counters downloaded. */
+static bool launch_fused(NumEnv *env, TilertKernel *fused, HostTensor *a, HostTensor *b, HostTensor *p,
+                         HostTensor *c, HostTensor *counters) {
+  TilertArg args[] = {tilert_arg_tensor(&a->dl), tilert_arg_tensor(&b->dl), tilert_arg_tensor(&p->dl),
+                      tilert_arg_tensor(&c->dl), tilert_arg_tensor(&counters->dl)};
+  TilertStatus st = tilert_launch(fused, args, 5, NULL);
+  NUM_CHECK(st == TILERT_OK, "launch gemm_splitk_fused: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
+  return st == TILERT_OK && host_tensor_download(c) && host_tensor_download(counters);
+}
+
+static bool counters_zero(const HostTensor *counters, const char *label, const char *when) {
+  const int32_t *v = counters->host;
+  for (size_t i = 0; i < counters->numel; i++)
+    if (v[i] != 0) {
+      NUM_CHECK(false, "%s: Counters[%zu] = %d %s (every counter must be back at 0)", label, i, (int)v[i], when);
+      return false;
+    }
+  return true;
+}
+
+static void run_case_fused(NumEnv *env, TilertKernel *fused, TilertKernel *part, TilertKernel *reduce,
+                           DLDataType dtype, Shape s, long splits, long block_M, long block_N) {
+  HostTensor a, b, p, c, counters;
+  memset(&p, 0, sizeof p), memset(&counters, 0, sizeof counters);
+  const int64_t tiles = ((s.m + block_M - 1) / block_M) * ((s.n + block_N - 1) / block_N);
+  bool ok = host_tensor_init(&a, dtype, 2, (int64_t[]){s.m, s.k}, env->ctx) &&
+            host_tensor_init(&b, dtype, 2, (int64_t[]){s.k, s.n}, env->ctx) &&
+            host_tensor_init(&p, (DLDataType){kDLFloat, 32, 1}, 3, (int64_t[]){splits, s.m, s.n}, env->ctx) &&
+            host_tensor_init(&c, dtype, 2, (int64_t[]){s.m, s.n}, env->ctx) &&
+            host_tensor_init(&counters, (DLDataType){kDLInt, 32, 1}, 1, (int64_t[]){tiles}, env->ctx);
+  NUM_CHECK(ok, "allocating %ldx%ldx%ld, %ld splits", s.m, s.n, s.k, splits);
+  if (!ok) exit(1);
+  host_tensor_fill_uniform(&a, &env->rng, -1, 1);
+  host_tensor_fill_uniform(&b, &env->rng, -1, 1);
+  host_tensor_poison(&p);
+  host_tensor_poison(&c);
+  NUM_CHECK(host_tensor_upload(&a) && host_tensor_upload(&b) && host_tensor_upload(&p) && host_tensor_upload(&c) &&
+                host_tensor_upload(&counters),
+            "upload failed");
+  char label[96];
+  snprintf(label, sizeof label, "fused %ldx%ldx%ld, %ld splits", s.m, s.n, s.k, splits);
+  double t0 = host_now_ms();
+  bool ran = launch_fused(env, fused, &a, &b, &p, &c, &counters);
+  double ms = host_now_ms() - t0;
+  if (ran) {
+    num_check_gemm(label, &a, &b, &c, bound_for(dtype), ms);
+    counters_zero(&counters, label, "after the first launch");
+    void *first = malloc(c.nbytes);
+    memcpy(first, c.host, c.nbytes);
+    /* Again, on the counters as the first launch left them. */
+    host_tensor_poison(&p);
+    host_tensor_poison(&c);
+    NUM_CHECK(host_tensor_upload(&p) && host_tensor_upload(&c), "upload failed");
+    if (launch_fused(env, fused, &a, &b, &p, &c, &counters)) {
+      NUM_CHECK(memcmp(first, c.host, c.nbytes) == 0, "%s: a second run gave other bits", label);
+      counters_zero(&counters, label, "after the second launch");
+    }
+    /* The two-kernel path on the same inputs: the same sums in the same order. */
+    host_tensor_poison(&p);
+    host_tensor_poison(&c);
+    NUM_CHECK(host_tensor_upload(&p) && host_tensor_upload(&c), "upload failed");
+    if (launch_pair(env, part, reduce, &a, &b, &p, &c))
+      NUM_CHECK(memcmp(first, c.host, c.nbytes) == 0, "%s: gemm_splitk + splitk_reduce gave other bits", label);
+    free(first);
+  }
+  host_tensor_free(&a), host_tensor_free(&b), host_tensor_free(&p), host_tensor_free(&c);
+  host_tensor_free(&counters);
+}
+
 int main(int argc, char **argv) {
   DLDataType dtype = {kDLFloat, 16, 1};
   const char *dtype_name = "f16";
@@ -89,13 +165,15 @@ int main(int argc, char **argv) {
   int nshapes = 0;
   long splits[16];
   int nsplits = 0;
-  bool bind = false;
+  bool bind = false, fused = false;
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
     if (num_arg_common(argc, argv, &i, &dtype, &dtype_name, &extra, &device)) continue;
     if (strcmp(argv[i], "--bind") == 0) {
       bind = true;
+    } else if (strcmp(argv[i], "--fused") == 0) {
+      fused = true;
     } else if (host_opt(argc, argv, &i, "--blocks", &v)) {
       if (!num_arg_blocks(v, blocks)) return 2;
     } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
@@ -128,7 +206,9 @@ int main(int argc, char **argv) {
   if (rc != 0) return rc;
   printf("gemm_splitk: %s, blocks ", dtype_name);
   num_print_blocks(blocks);
-  printf(", shapes %s\n", bind ? "bound with -D" : "dynamic");
+  printf(", shapes %s%s\n", bind ? "bound with -D" : "dynamic", fused ? ", fused (gemm_splitk_fused)" : "");
+  /* The C tile, for the counter count (the kernel's defaults unless --blocks). */
+  const long block_M = blocks[0][0] ? atol(blocks[0]) : 64, block_N = blocks[1][0] ? atol(blocks[1]) : 128;
 
   TilecDefine defs[1 + 3 + NUM_MAX_DEFINES];
   int ndefs = 0;
@@ -137,7 +217,7 @@ int main(int argc, char **argv) {
   num_add_defines(&extra, defs, &ndefs);
 
   TilertModule *mod = NULL;
-  TilertKernel *part = NULL, *reduce = NULL;
+  TilertKernel *part = NULL, *reduce = NULL, *fk = NULL;
   for (int sh = 0; sh < nshapes; sh++) {
     if (bind || !mod) {
       char dims[3][32];
@@ -146,12 +226,22 @@ int main(int argc, char **argv) {
       int nall = ndefs;
       if (bind) num_add_dims(shapes[sh], dims, all, &nall);
       tilert_module_destroy(mod);
-      part = reduce = NULL;
+      part = reduce = fk = NULL;
       mod = num_load(&env, "gemm_splitk.tile", all, nall);
       if (!mod || tilert_module_get_kernel(mod, "gemm_splitk", &part) != TILERT_OK ||
           tilert_module_get_kernel(mod, "splitk_reduce", &reduce) != TILERT_OK) {
         NUM_CHECK(false, "no kernels gemm_splitk / splitk_reduce: %s", tilert_last_error(env.ctx));
         break;
+      }
+      if (fused && tilert_module_get_kernel(mod, "gemm_splitk_fused", &fk) != TILERT_OK) {
+        NUM_CHECK(false, "no kernel gemm_splitk_fused: %s", tilert_last_error(env.ctx));
+        break;
+      }
+      if (fused) {
+        const TilecKernelInfo *fi = tilert_kernel_info(fk);
+        int fwant = bind ? 2 : 5;
+        NUM_CHECK(fi && fi->ndynamic == fwant, "gemm_splitk_fused: expected %d dynamic symbols (%s), got %d", fwant,
+                  bind ? "splits, tiles" : "M, K, N, splits, tiles", fi ? fi->ndynamic : -1);
       }
       const TilecKernelInfo *pi = tilert_kernel_info(part), *ri = tilert_kernel_info(reduce);
       int want = bind ? 1 : 4;
@@ -160,7 +250,12 @@ int main(int argc, char **argv) {
       NUM_CHECK(ri && ri->ndynamic == 2, "splitk_reduce: expected 2 dynamic symbols (splits, MN), got %d",
                 ri ? ri->ndynamic : -1);
     }
-    for (int j = 0; j < nsplits; j++) run_case(&env, part, reduce, dtype, shapes[sh], splits[j]);
+    for (int j = 0; j < nsplits; j++) {
+      if (fused)
+        run_case_fused(&env, fk, part, reduce, dtype, shapes[sh], splits[j], block_M, block_N);
+      else
+        run_case(&env, part, reduce, dtype, shapes[sh], splits[j]);
+    }
   }
   tilert_module_destroy(mod);
   num_close(&env);

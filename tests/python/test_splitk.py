@@ -1,13 +1,18 @@
 """test_splitk.py - tilec.gemm / tilec.splitk (python/tilec/splitk.py) on the
 CPU with NumPy float16 arrays: the split-count heuristic, the plan, and
-C = A @ B through gemm.tile and through the split-K pair of
-examples/gemm_splitk.tile, against a float64 product of the same inputs.
+C = A @ B through gemm.tile and through examples/gemm_splitk.tile's split-K
+(fused, one launch: the default; and the two-kernel path, fused=False),
+against a float64 product of the same inputs; the fused path's int32
+counters (one per C tile, zero between launches, replaced after a failed
+launch).
 
 Bound 4 * eps(f16) of max|ref| as test_gemm.py (f32 accumulation in any split
 order, one rounding to f16). Sizes are ragged (M = 1, 16, 100; N, K not
 multiples of any block), with small tiles so the C backend stays quick, and
 split counts past K's tile count (empty splits must write zeros). Each
-split-K result is computed twice and must be the same bits.
+split-K result is computed twice and must be the same bits, and the fused
+and two-kernel paths must give the same bits (the same additions in the
+same order).
 
 With TILEC_TEST_DEVICE=cuda (ctest python.splitk.gpu, label gpu) it also
 runs test_gpu: tilec.gemm on CUDA torch tensors (bf16, f16) at decode-like
@@ -140,6 +145,11 @@ def test_splitk_numerics():
                     g(a, b, again, splits=s)
                     assert np.array_equal(c.view(np.uint16), again.view(np.uint16)), \
                         "splits %d: a second run gave other bits" % s
+                    two = harness.poisoned((m, n), np.float16)
+                    g(a, b, two, splits=s, fused=False)
+                    assert np.array_equal(c.view(np.uint16), two.view(np.uint16)), \
+                        "splits %d: the two-kernel path gave other bits" % s
+                    assert not g._counters.any(), "splits %d: counters left non-zero" % s
         # A workspace of the caller's (larger than needed) is used as given.
         a, b, ref = product(16, 100, 300)
         ws = np.full(5 * 16 * 100 + 7, np.nan, np.float32)
@@ -147,6 +157,56 @@ def test_splitk_numerics():
         g(a, b, c, splits=5, workspace=ws)
         harness.check_close("16x100x300, splits 5, given workspace", c, ref, BOUND)
         assert np.isfinite(ws[:5 * 16 * 100]).all() and np.isnan(ws[5 * 16 * 100:]).all()
+
+
+def test_counters():
+    with harness.cpu_context() as ctx:
+        g = splitk.Gemm(ctx, "f16", splitk_defines=SMALL)
+        assert g.counter_tiles(100, 70) == 4 * 3            # 32 x 32 tiles
+        assert splitk.Gemm(ctx, "f16").counter_tiles(16, 8192) == 64               # 64 x 128
+        assert splitk.Gemm(ctx, "f16").counter_tiles(512, 512, "splitk-m128") == 16  # 128 x 128
+        assert splitk.Gemm(ctx, "f16").counter_tiles(8192, 64, "splitk-n64") == 64   # 128 x 64
+        c1 = g.counter_buffer(np.zeros(1, np.float16), 12)
+        assert c1.dtype == np.int32 and c1.shape == (12,) and not c1.any()
+        keep = g._counters
+        assert g.counter_buffer(np.zeros(1, np.float16), 5).base is keep     # smaller: the same buffer
+        assert g.counter_buffer(np.zeros(1, np.float16), 40).shape == (40,)  # larger: grown
+        assert g._counters is not keep and not g._counters.any()
+        # A launch over the kept counters leaves them zero; the caller's view
+        # of the buffer sees every launch.
+        a, b, ref = product(100, 70, 300)
+        for s in (2, 5):
+            c = harness.poisoned((100, 70), np.float16)
+            assert g(a, b, c, splits=s) == ("splitk", s)
+            harness.check_close("counters, splits %d" % s, c, ref, BOUND)
+            assert not g._counters.any()
+        # A launch that raises drops the counters (a fault may leave some
+        # non-zero); the next launch gets fresh zeros.
+        real = g.fused_kernel
+
+        def broken(label="splitk"):
+            def launch(*args, **kw):
+                raise RuntimeError("injected launch failure")
+            return launch
+        g.fused_kernel = broken
+        try:
+            g(a, b, harness.poisoned((100, 70), np.float16), splits=3)
+        except RuntimeError as e:
+            assert "injected" in str(e)
+        else:
+            raise AssertionError("the injected failure did not propagate")
+        assert g._counters is None
+        g.fused_kernel = real
+        c = harness.poisoned((100, 70), np.float16)
+        g(a, b, c, splits=3)
+        harness.check_close("after a failed launch", c, ref, BOUND)
+        assert g._counters is not None and not g._counters.any()
+        # fused=False leaves the counters alone.
+        two = splitk.Gemm(ctx, "f16", splitk_defines=SMALL, fused=False)
+        c = harness.poisoned((100, 70), np.float16)
+        two(a, b, c, splits=3)
+        harness.check_close("fused=False", c, ref, BOUND)
+        assert two._counters is None
 
 
 def test_gemm_helper_plan():
@@ -208,6 +268,11 @@ def test_gpu():
                 tilec.gemm(ctx, a, b, again, splits=splits)
                 torch.cuda.synchronize()
                 assert torch.equal(c.view(torch.int16), again.view(torch.int16)), "rerun differs"
+                if ran[1] > 1:  # split-K ran fused: the two-kernel path gives the same bits
+                    two = torch.full_like(c, float("nan"))
+                    tilec.gemm(ctx, a, b, two, splits=ran[1], fused=False)
+                    torch.cuda.synchronize()
+                    assert torch.equal(c.view(torch.int16), two.view(torch.int16)), "two-kernel path differs"
 
 
 harness.main(globals())

@@ -532,6 +532,62 @@ void cuda_emit_atomic_store(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(o, ");\n");
 }
 
+/* result = atomic_add(G[i], v), the returning form (once per block, never
+ * in a parallel loop): an acquire-release point of the whole block at
+ * device scope, the pattern of CUDA's threadFenceReduction sample and of
+ * CUTLASS's split-K semaphore:
+ *     <block barrier>           every thread's earlier writes, then
+ *     if (tc_tid == 0) {
+ *       __threadfence();         release: they are visible before the count
+ *       old = atomicAdd(&G[i], v);
+ *       __threadfence();         acquire: what blocks that counted before wrote
+ *       slot[0] = old;
+ *     }
+ *     <block barrier>           ... is visible to every thread after this
+ *     const T result = slot[0];
+ * The barriers are the kernel's (among the consumer warps after a
+ * warp_roles split, whose thread 0 is a consumer). The guard (an index
+ * outside G) skips the atomic and leaves old 0. */
+void cuda_emit_atomic_fetch(Cuda *C, const IrStmt *s, int depth) {
+  StrBuf *o = C->out;
+  const IrBuffer *b = s->u.store.buf, *slot = s->u.store.slot;
+  const IrVar *r = s->u.store.result;
+  if (C->nest || C->in_producer || !slot) {
+    cuda_fail(C, s->loc, "atomic_add returning the old value must run once per block, outside parallel loops");
+    return;
+  }
+  const char *ty = cuda_storage_type(b->dtype);
+  cuda_indent(C, depth);
+  sb_printf(o, "// %s = atomic_add(%s[...]): acq_rel at device scope, once per block\n", r->name, b->name);
+  cuda_emit_barrier(C, depth);
+  cuda_indent(C, depth);
+  sb_puts(o, "if (tc_tid == 0) {\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "__threadfence();\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "%s tc_old = 0;\n", ty);
+  cuda_indent(C, depth + 1);
+  if (s->u.store.guard) {
+    sb_puts(o, "if (");
+    cuda_emit_expr(C, o, s->u.store.guard);
+    sb_puts(o, ") ");
+  }
+  sb_puts(o, "tc_old = atomicAdd(&");
+  cuda_emit_element(C, o, b, s->u.store.idx, s->u.store.nidx, s->loc);
+  sb_printf(o, ", (%s)(", ty);
+  cuda_emit_expr(C, o, s->u.store.value);
+  sb_puts(o, "));\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "__threadfence();\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "%s[0] = tc_old;\n", slot->name);
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+  cuda_emit_barrier(C, depth);
+  cuda_indent(C, depth);
+  sb_printf(o, "const %s %s = %s[0];\n", cuda_value_type(r->dtype), r->name, slot->name);
+}
+
 void cuda_emit_fill(Cuda *C, const IrStmt *s, int depth) {
   const IrRegion *dst = &s->u.fill.dst;
   StrBuf *o = C->out;

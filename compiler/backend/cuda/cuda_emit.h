@@ -98,6 +98,9 @@ void cuda_emit_fill(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_atomic_add(Cuda *C, const IrStmt *s, int depth);
 /* The element form, atomic_add(G[i, j], v): a STORE marked atomic. */
 void cuda_emit_atomic_store(Cuda *C, const IrStmt *s, int depth);
+/* result = atomic_add(G[i], v), the returning form: thread 0 between a
+ * barrier and fences, the old value broadcast through the shared slot. */
+void cuda_emit_atomic_fetch(Cuda *C, const IrStmt *s, int depth);
 
 /* ---- gemm.c ---- */
 void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth);

@@ -316,6 +316,9 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   case IR_STMT_ATOMIC_ADD:
     cuda_emit_atomic_add(C, s, depth);
     return;
+  case IR_STMT_ATOMIC_FETCH_ADD:
+    cuda_emit_atomic_fetch(C, s, depth);
+    return;
   case IR_STMT_FILL:
     cuda_emit_fill(C, s, depth);
     return;

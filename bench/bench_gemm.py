@@ -70,9 +70,7 @@ GRID = ["4096x4096x4096", "8192x8192x8192", "8192x1024x8192", "3000x5000x2000", 
 FP8_GRID = ["4096x4096x4096", "8192x8192x8192", "16x8192x8192", "128x8192x8192"]
 QUICK_GRID = ["4096x4096x4096", "3000x5000x2000", "16x8192x8192", "512x512x65536"]
 BOUND = {"f16": 4 * 2.0 ** -10, "bf16": 4 * 2.0 ** -7}
-SPLITK_CONFIGS = {"splitk": {}, "splitk-m128": {"block_M": 128, "threads": 256},
-                  "splitk-n64": {"block_M": 128, "block_N": 64, "threads": 256}}
-# The plan's labels are tilec.splitk.SPLITK_TILES's: the same tiles.
+# The split-K tiles are tilec.splitk.SPLITK_TILES's (the plan's own labels).
 
 
 def parse_shape(s):
@@ -97,7 +95,7 @@ def split_candidates(tilec, m, n, k, sms, smem):
     (splitk-n64 only for N <= 128, where 128 columns would be half empty)."""
     out = {}
     plain_tiles = -(-m // 128) * -(-n // (256 if smem >= 200 * 1024 else 128))
-    for label, extra in SPLITK_CONFIGS.items():
+    for label, extra in tilec.splitk.SPLITK_TILES.items():
         if label == "splitk-n64" and n > 128:
             continue
         t = dict(tilec.splitk.SPLITK_DEFAULTS)
@@ -127,7 +125,7 @@ def worker_main(spec_path):
     def gemm_obj(dt, label):
         key = (dt, label)
         if key not in gemms:
-            gemms[key] = tilec.splitk.Gemm(ctx, dt, splitk_defines=SPLITK_CONFIGS.get(label, {}))
+            gemms[key] = tilec.splitk.Gemm(ctx, dt, splitk_defines=tilec.splitk.SPLITK_TILES.get(label, {}))
         return gemms[key]
 
     def run_row(row):

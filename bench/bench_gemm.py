@@ -12,11 +12,12 @@ What it measures, for every shape M x N x K of the grid and each dtype
               count tilec.splitk.choose_splits gives, half and twice that
               (at least 2 K tiles per split); only where split-K applies
               (gemm.tile's tiles do not fill the SMs, or the heuristic
-              splits); split-K runs fused (gemm_splitk_fused, one
-              launch: the last block of each tile adds the partials), and
-              the same tile and split count as the two kernels
-              (gemm_splitk + splitk_reduce) under the label's /2k form
-              (splitk-m128/3/2k), both pre-bound, so one run compares them;
+              splits); split-K fused (gemm_splitk_fused, one launch: the
+              last block of each tile adds the partials) under the label
+              (splitk-m128/3), and the same tile and split count as the two
+              kernels (gemm_splitk + splitk_reduce, what tilec.gemm runs)
+              under the label's /2k form (splitk-m128/3/2k), both
+              pre-bound, so one run compares them;
   plan        what tilec.gemm() runs for the shape (Gemm.plan: one of the
               above), the figure a user gets without choosing;
   --bound     adds gemm-bound and splitk-bound/S: M, N, K bound with -D

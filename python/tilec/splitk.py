@@ -7,7 +7,7 @@ split-K kernels of examples/gemm_splitk.tile from the shape.
     tilec.gemm(ctx, a, b, c, splits=4)    # force 4 K ranges (1: the plain gemm)
     g = tilec.splitk.Gemm(ctx, "bf16")    # keep the loaded kernels and the workspace
     g.plan(1, 8192, 8192)                 # -> ("splitk", 4): what g(a, b, c) would run
-    g(a, b, c, splits=4, fused=False)     # the two-kernel path (partials, then the reduce)
+    g(a, b, c, splits=4, fused=True)      # one launch: the last block of a tile reduces
     tilec.splitk.choose_splits(16, 8192, 8192, num_sms=132)
 
 Why: gemm.tile runs one block per block_M x block_N tile of C. With M = 1..128
@@ -17,16 +17,20 @@ gives each of `splits` blocks per tile a range of K (gemm_splitk writes f32
 partial sums P[splits, M, N]) and splitk_reduce adds them in split order
 (deterministic: no atomics; the same bits on every run).
 
-Split-K runs fused by default: gemm_splitk_fused is one launch in which the
-last block to finish each C tile (counted in an int32 counter per tile)
-adds the partials, in split order, and writes C -- the same additions in
-the same order as splitk_reduce, so the same bits, without the second
-launch and with the partials mostly still in L2. The counters start at zero
-and every launch leaves them at zero; Gemm keeps them (counter_buffer: one
-zeroed int32 buffer, grown as needed, on A's device) and replaces them
-after a launch that raised, since a launch stopped half-way leaves some
-non-zero. fused=False (Gemm(..., fused=False) or per call) runs the two
-kernels, for comparison (bench/bench_gemm.py times both).
+fused=True (Gemm(..., fused=True) or per call) runs split-K as one launch,
+gemm_splitk_fused, in which the last block to finish each C tile (counted
+in an int32 counter per tile) adds the partials, in split order, and
+writes C -- the same additions in the same order as splitk_reduce, so the
+same bits, without the second launch. It is not the default: on an H100
+it measured slower than the two kernels at every split shape (128 x 8192 x
+8192 0.75x against 0.84x torch, 512 x 512 x 65536 0.68x against 0.87x;
+bench/results/2026-11-24-nvidia-h100-session3-notes.md, call 16): the
+last block of a tile sums all the splits alone while the others have
+finished, where splitk_reduce spreads that over every SM. The counters
+start at zero and every launch leaves them at zero; Gemm keeps them
+(counter_buffer: one zeroed int32 buffer, grown as needed, on A's device)
+and replaces them after a launch that raised, since a launch stopped
+half-way leaves some non-zero.
 
 The plan (Gemm.plan): the plain gemm when its tiles fill the SMs (tiles >=
 num_sms), else split-K with choose_splits() (enough splits to fill the GPU
@@ -232,7 +236,7 @@ class Gemm:
     else the plan picks one of SPLITK_TILES by the shape.
     """
 
-    def __init__(self, ctx, dtype="f16", defines=None, splitk_defines=None, fused=True):
+    def __init__(self, ctx, dtype="f16", defines=None, splitk_defines=None, fused=False):
         self.ctx = ctx
         self.dtype = dtype
         self.defines = dict(defines or {})

@@ -1,7 +1,7 @@
 """test_splitk.py - tilec.gemm / tilec.splitk (python/tilec/splitk.py) on the
 CPU with NumPy float16 arrays: the split-count heuristic, the plan, and
 C = A @ B through gemm.tile and through examples/gemm_splitk.tile's split-K
-(fused, one launch: the default; and the two-kernel path, fused=False),
+(the two-kernel path, the default; and fused=True, one launch),
 against a float64 product of the same inputs; the fused path's int32
 counters (one per C tile, zero between launches, replaced after a failed
 launch).
@@ -132,7 +132,7 @@ def test_plan():
 
 def test_splitk_numerics():
     with harness.cpu_context() as ctx:
-        g = splitk.Gemm(ctx, "f16", defines=SMALL, splitk_defines=SMALL)
+        g = splitk.Gemm(ctx, "f16", defines=SMALL, splitk_defines=SMALL, fused=True)
         for m, n, k in ((1, 70, 300), (16, 100, 300), (100, 70, 45)):
             a, b, ref = product(m, n, k)
             for s in (1, 3, 8, 40):
@@ -161,7 +161,7 @@ def test_splitk_numerics():
 
 def test_counters():
     with harness.cpu_context() as ctx:
-        g = splitk.Gemm(ctx, "f16", splitk_defines=SMALL)
+        g = splitk.Gemm(ctx, "f16", splitk_defines=SMALL, fused=True)
         assert g.counter_tiles(100, 70) == 4 * 3            # 32 x 32 tiles
         assert splitk.Gemm(ctx, "f16").counter_tiles(16, 8192) == 64               # 64 x 128
         assert splitk.Gemm(ctx, "f16").counter_tiles(512, 512, "splitk-m128") == 16  # 128 x 128

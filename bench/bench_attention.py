@@ -54,6 +54,14 @@ tilec runs in a child process (this script with --tilec-worker): its GPU
 path is new, and a crash or a hang there (or a sticky CUDA error) must not
 take the peers' numbers with it. A failed tilec row is reported as such; a
 crashed worker is restarted at the next row.
+
+Side by side: the worker times the attention peers of each compact row right
+after tilec's, on the same inputs, so a row's ratios compare times taken
+seconds apart. (Until 2026-11-24 every tilec row ran first and the peers
+minutes later; on an H100 that let one row's ratio move by 10 % with the
+GPU's clocks: bench/results/2026-11-24-nvidia-h100-session3-notes.md.)
+--separate-peers restores that order (the peers in this process, after all
+of tilec's rows), e.g. when a peer crashes the worker.
 """
 
 import argparse
@@ -308,8 +316,31 @@ def tilec_attention(torch, timer, kernel, row, stream, tune=None):
         return res
     run = k.bind(q, kk, v, out, scale, stream=stream)
     ms, n = timer(run)
-    res.update(ms=ms, runs=n, tflops=attn_flops(bsz, heads, seq, dim, causal) / ms * 1e-9)
+    flops = attn_flops(bsz, heads, seq, dim, causal)
+    res.update(ms=ms, runs=n, tflops=flops / ms * 1e-9)
+    peers = row.get("peers") or []
+    if peers:
+        # The same inputs and reference, timed right after tilec's.
+        del out
+        ref = attn_reference(torch, q, kk, v, causal)
+        res["peers"] = {impl: peer_row(torch, timer, impl, q, kk, v, causal, ref, dt, flops) for impl in peers}
     return res
+
+
+def peer_row(torch, timer, impl, q, k, v, causal, ref, dt, flops):
+    """One peer's result for an attention row: None where it does not apply
+    (triton_fa2 needs a power-of-two head dim), else peer_attention's with
+    TFLOP/s, or the error."""
+    if impl == "triton" and q.shape[-1] & (q.shape[-1] - 1):
+        return None
+    try:
+        r = peer_attention(torch, timer, impl, q, k, v, causal, ref, dt)
+        if "ms" in r:
+            r["tflops"] = flops / r["ms"] * 1e-9
+    except Exception as e:
+        r = {"error": short(e)}
+        torch.cuda.synchronize()
+    return r
 
 
 def attn_inputs(torch, layout, bsz, seq, heads, dim, dtype):
@@ -656,6 +687,8 @@ def main():
     ap.add_argument("--gemm-dtypes", default="bf16,f16")
     ap.add_argument("--impls", default=",".join(IMPLS), help="subset of " + ",".join(IMPLS))
     ap.add_argument("--no-compile-times", action="store_true")
+    ap.add_argument("--separate-peers", action="store_true",
+                    help="time the attention peers after all of tilec's rows, in this process (the old order)")
     ap.add_argument("--layouts", default="compact",
                     help="tilec attention input layouts, e.g. compact,bhsd,packed (strided views, "
                          "no copy; compared with compact in the same run)")
@@ -742,6 +775,10 @@ def main():
     # 2. tilec, in worker processes.
     if "tilec" in impls:
         rows = [dict((k, v) for k, v in r.items() if k != "res") for r in attn_rows + layout_rows + gemm_rows]
+        peers_here = [] if args.separate_peers else [i for i in impls if i != "tilec"]
+        for r in rows:
+            if r.get("kind") == "attn" and r.get("layout", "compact") == "compact" and peers_here:
+                r["peers"] = peers_here
         if not args.no_compile_times:
             rows.insert(0, {"id": "compile", "kind": "compile"})
         torch.cuda.empty_cache()
@@ -759,13 +796,20 @@ def main():
     timer = Timer(torch, min_runs=args.min_runs, rep_ms=args.rep_ms)
     peer_rows = len(attn_rows) + len(gemm_rows)
     for i_row, row in enumerate(attn_rows):
+        from_worker = (row["res"].get("tilec") or {}).pop("peers", None) or {}
+        for impl, r in from_worker.items():
+            row["res"][impl] = r
+            log("%s [%d/%d] %s: %s (timed right after tilec, in its worker)" % (
+                impl, i_row + 1, peer_rows, row["id"], fmt_result(r) if r else "-"))
+        if all(i == "tilec" or i in from_worker for i in impls):
+            continue
         b, s, h, d = attn_shape(row["seq"], row["dim"])
         dt = torch_dtype(torch, row["dtype"])
         q, k, v = (torch.randn((b, s, h, d), device="cuda", dtype=dt) for _ in range(3))
         ref = attn_reference(torch, q, k, v, row["causal"])
         flops = attn_flops(b, h, s, d, row["causal"])
         for impl in impls:
-            if impl == "tilec":
+            if impl == "tilec" or impl in from_worker:
                 continue
             if impl == "triton" and d & (d - 1):
                 row["res"][impl] = None  # "-": triton_fa2's tl.arange needs a power-of-two dim

@@ -24,6 +24,16 @@ static bool has_location_error(const char *text, const char *name) {
   return false;
 }
 
+/* A 1-D f32 tensor of *n elements at data, on the CPU. */
+static void cpu_f32_vector(DLTensor *t, float *data, int64_t *n) {
+  memset(t, 0, sizeof *t);
+  t->data = data;
+  t->device.device_type = kDLCPU;
+  t->ndim = 1;
+  t->dtype.code = kDLFloat, t->dtype.bits = 32, t->dtype.lanes = 1;
+  t->shape = n;
+}
+
 static void test_compile_error(void) {
   TilertContext *ctx = NULL;
   TilertConfig cfg = {TILERT_DEVICE_CPU, NULL, true, NULL};
@@ -75,14 +85,7 @@ static void test_compile_error(void) {
     int64_t n = 99;
     DLTensor t[3];
     float *bufs[3] = {A, B, C};
-    for (int i = 0; i < 3; i++) {
-      memset(&t[i], 0, sizeof t[i]);
-      t[i].data = bufs[i];
-      t[i].device.device_type = kDLCPU;
-      t[i].ndim = 1;
-      t[i].dtype.code = kDLFloat, t[i].dtype.bits = 32, t[i].dtype.lanes = 1;
-      t[i].shape = &n;
-    }
+    for (int i = 0; i < 3; i++) cpu_f32_vector(&t[i], bufs[i], &n);
     TilertArg args[] = {tilert_arg_tensor(&t[0]), tilert_arg_tensor(&t[1]),
                         tilert_arg_tensor(&t[2]), tilert_arg_f32(2.0)};
     CHECK_STATUS(tilert_launch(k, args, 4, NULL), TILERT_LAUNCH_MISMATCH, ctx);
@@ -270,15 +273,8 @@ static bool run_pick(TilertContext *ctx, TilertKernel *k, int64_t n, float want_
   float *A = malloc((size_t)n * sizeof *A), *C = malloc((size_t)n * sizeof *C);
   for (int64_t i = 0; i < n; i++) A[i] = (float)(i % 97) - 40.0f, C[i] = NAN;
   DLTensor t[2];
-  float *bufs[2] = {A, C};
-  for (int i = 0; i < 2; i++) {
-    memset(&t[i], 0, sizeof t[i]);
-    t[i].data = bufs[i];
-    t[i].device.device_type = kDLCPU;
-    t[i].ndim = 1;
-    t[i].dtype.code = kDLFloat, t[i].dtype.bits = 32, t[i].dtype.lanes = 1;
-    t[i].shape = &n;
-  }
+  cpu_f32_vector(&t[0], A, &n);
+  cpu_f32_vector(&t[1], C, &n);
   TilertArg args[] = {tilert_arg_tensor(&t[0]), tilert_arg_tensor(&t[1])};
   TilertStatus st = tilert_launch(k, args, 2, NULL);
   CHECK_STATUS(st, TILERT_OK, ctx);

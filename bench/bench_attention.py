@@ -61,7 +61,9 @@ seconds apart. (Until 2026-11-24 every tilec row ran first and the peers
 minutes later; on an H100 that let one row's ratio move by 10 % with the
 GPU's clocks: bench/results/2026-11-24-nvidia-h100-session3-notes.md.)
 --separate-peers restores that order (the peers in this process, after all
-of tilec's rows), e.g. when a peer crashes the worker.
+of tilec's rows), e.g. when a peer crashes the worker. --rounds N has tilec
+and the peers take turns N times per row (each reports its median): a row's
+figures move by 5-7 % between runs on an H100, so ratios near 1.0 need it.
 """
 
 import argparse
@@ -320,10 +322,25 @@ def tilec_attention(torch, timer, kernel, row, stream, tune=None):
     res.update(ms=ms, runs=n, tflops=flops / ms * 1e-9)
     peers = row.get("peers") or []
     if peers:
-        # The same inputs and reference, timed right after tilec's.
-        del out
+        # The same inputs and reference, timed right after tilec's; with
+        # rounds > 1, tilec and the peers take turns that many times and
+        # each reports the median of its rounds (ms_rounds keeps them all).
         ref = attn_reference(torch, q, kk, v, causal)
         res["peers"] = {impl: peer_row(torch, timer, impl, q, kk, v, causal, ref, dt, flops) for impl in peers}
+        rounds = [ms]
+        for _ in range(int(row.get("rounds", 1)) - 1):
+            rounds.append(timer(run)[0])
+            for impl, r in res["peers"].items():
+                if r and "ms" in r:
+                    r.setdefault("ms_rounds", [r["ms"]]).append(peer_attention(torch, timer, impl, q, kk, v, causal,
+                                                                              ref, dt)["ms"])
+        if len(rounds) > 1:
+            res.update(ms=statistics.median(rounds), ms_rounds=rounds)
+            res["tflops"] = flops / res["ms"] * 1e-9
+            for r in res["peers"].values():
+                if r and "ms_rounds" in r:
+                    r["ms"] = statistics.median(r["ms_rounds"])
+                    r["tflops"] = flops / r["ms"] * 1e-9
     return res
 
 
@@ -689,6 +706,9 @@ def main():
     ap.add_argument("--no-compile-times", action="store_true")
     ap.add_argument("--separate-peers", action="store_true",
                     help="time the attention peers after all of tilec's rows, in this process (the old order)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="side by side: tilec and the peers take turns this many times per row; each reports "
+                         "the median of its rounds")
     ap.add_argument("--layouts", default="compact",
                     help="tilec attention input layouts, e.g. compact,bhsd,packed (strided views, "
                          "no copy; compared with compact in the same run)")
@@ -778,7 +798,7 @@ def main():
         peers_here = [] if args.separate_peers else [i for i in impls if i != "tilec"]
         for r in rows:
             if r.get("kind") == "attn" and r.get("layout", "compact") == "compact" and peers_here:
-                r["peers"] = peers_here
+                r["peers"], r["rounds"] = peers_here, args.rounds
         if not args.no_compile_times:
             rows.insert(0, {"id": "compile", "kind": "compile"})
         torch.cuda.empty_cache()

@@ -228,7 +228,9 @@ void rt_gpu_module_unload(TilertModule *mod) {
   for (int i = 0; i < mod->nkernels; i++) {
     rt_tma_free(mod->kernels[i].tma_slots);
     mod->kernels[i].tma_slots = NULL;
-    rt_repack_free(mod->ctx->cu, mod->kernels[i].repack);
+    /* Only a kernel that staged touches the context: a CPU module may be
+     * destroyed after its context (the Python binding's collection order). */
+    if (mod->kernels[i].repack) rt_repack_free(mod->ctx->cu, mod->kernels[i].repack);
     mod->kernels[i].repack = NULL;
   }
   if (mod->cumod && mod->ctx->cu) rt_cuda_module_unload(mod->ctx->cu, mod->cumod);

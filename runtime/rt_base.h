@@ -38,6 +38,9 @@ struct TilertContext {
   bool cache_warned;       /* the "cache unusable" warning went out once */
   char *cc;                /* C compiler command line (may hold arguments) */
   char *last_error;
+  int open_modules;        /* modules tilert_module_load_* handed out, not yet destroyed */
+  bool closing;            /* tilert_context_destroy ran while some were open: the
+                              context goes with the last of them (tilert.c) */
 };
 
 typedef void (*RtEntry)(void **args, const int64_t *dyn);
@@ -65,6 +68,7 @@ struct TilertModule {
   struct RtGpuRebuild *rebuild; /* CUDA, a module with TMA copies: how to build its
                                    cp.async variant, and that variant (rt_gpu.c) */
   unsigned shape_class;         /* the shape choices this build took (TilecOptions.shape_class) */
+  bool handed_out;              /* returned by tilert_module_load_*: counted in ctx->open_modules */
   struct RtShapeBuilds *shape_builds; /* a module with shape choices: its source and the
                                          builds for other classes, made at the first
                                          launch that wants each (tilert.c) */

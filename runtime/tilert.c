@@ -116,13 +116,25 @@ TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out)
   return st;
 }
 
-void tilert_context_destroy(TilertContext *ctx) {
-  if (!ctx) return;
+static void context_free(TilertContext *ctx) {
   rt_gpu_close(ctx);
   free(ctx->cache_dir);
   free(ctx->cc);
   free(ctx->last_error);
   free(ctx);
+}
+
+/* With modules still open the context stays until the last of them is
+ * destroyed (sqlite3_close_v2's order): a binding whose garbage collector
+ * finalizes a context before its modules (Python's, at exit) frees nothing
+ * twice and reads nothing freed. */
+void tilert_context_destroy(TilertContext *ctx) {
+  if (!ctx) return;
+  if (ctx->open_modules > 0) {
+    ctx->closing = true;
+    return;
+  }
+  context_free(ctx);
 }
 
 TilertDevice tilert_context_device(const TilertContext *ctx) {
@@ -183,11 +195,13 @@ static void join_prebuild(RtShapeBuilds *b) {
   b->prebuilding = false;
 }
 
+static void module_free(TilertModule *mod);
+
 static void shape_builds_free(RtShapeBuilds *b) {
   if (!b) return;
   join_prebuild(b);
   free(b->cache_dir);
-  for (int i = 0; i < b->n; i++) tilert_module_destroy(b->builds[i]);
+  for (int i = 0; i < b->n; i++) module_free(b->builds[i]);
   rt_source_free(b->src);
   free(b);
 }
@@ -255,7 +269,7 @@ TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name, con
   RtLoadState ls = {ctx, name, text, len, defines, ndefines, NULL, false};
   TilertStatus st = load_build(ctx, name, text, len, defines, ndefines, 0, &ls, out);
   if (st == TILERT_OK && ls.oom) {
-    tilert_module_destroy(*out);
+    module_free(*out);
     *out = NULL;
     st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
   }
@@ -264,6 +278,8 @@ TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name, con
     return st;
   }
   (*out)->shape_builds = ls.builds;
+  (*out)->handed_out = true;
+  ctx->open_modules++;
   return TILERT_OK;
 }
 
@@ -298,13 +314,22 @@ TilertStatus tilert_module_load_file(TilertContext *ctx, const char *path,
   return st;
 }
 
-void tilert_module_destroy(TilertModule *mod) {
+/* A module and the builds it keeps, whoever made it. */
+static void module_free(TilertModule *mod) {
   if (!mod) return;
   shape_builds_free(mod->shape_builds);
   mod->shape_builds = NULL;
   rt_cpu_module_unload(mod);
   rt_gpu_module_unload(mod);
   rt_module_free(mod);
+}
+
+void tilert_module_destroy(TilertModule *mod) {
+  if (!mod) return;
+  TilertContext *ctx = mod->ctx;
+  bool counted = mod->handed_out;
+  module_free(mod);
+  if (counted && --ctx->open_modules == 0 && ctx->closing) context_free(ctx);
 }
 
 bool tilert_module_from_cache(const TilertModule *mod) { return mod && mod->from_cache; }

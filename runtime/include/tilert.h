@@ -79,6 +79,9 @@ typedef struct TilertKernel TilertKernel; /* owned by its module */
  * A CUDA context does not open libnvrtc: its first load that misses the
  * cache does (a load that cannot compile for want of it is NO_GPU). */
 TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out);
+/* Modules may outlive the call: a context destroyed while some of its
+ * modules are open goes when the last of them is destroyed (they stay
+ * usable until then), so the two may be destroyed in either order. */
 void tilert_context_destroy(TilertContext *ctx);
 const char *tilert_last_error(const TilertContext *ctx);
 /* The device modules of this context run on (AUTO resolved), and, when the

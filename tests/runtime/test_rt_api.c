@@ -333,10 +333,32 @@ static void test_shape_choices(void) {
   tilert_context_destroy(ctx);
 }
 
+/* A context destroyed before its modules (a garbage collector's order) stays
+ * until the last of them goes: the module still launches, and destroying it
+ * frees both (ASan/LSan in the sanitizer build check there is no read of
+ * freed memory and no leak). */
+static void test_destroy_order(void) {
+  TilertContext *ctx = NULL;
+  TilertConfig cfg = {TILERT_DEVICE_CPU, NULL, true, NULL};
+  CHECK(tilert_context_create(&cfg, &ctx) == TILERT_OK, "context");
+  TilertModule *a = NULL, *b = NULL;
+  CHECK_STATUS(tilert_module_load_string(ctx, "pick.tile", choice_src, strlen(choice_src), NULL, 0, &a), TILERT_OK, ctx);
+  CHECK_STATUS(tilert_module_load_string(ctx, "pick.tile", choice_src, strlen(choice_src), NULL, 0, &b), TILERT_OK, ctx);
+  tilert_context_destroy(ctx);
+  tilert_module_destroy(a);
+  TilertKernel *k = NULL;
+  if (b && tilert_module_get_kernel(b, "pick", &k) == TILERT_OK)
+    CHECK(run_pick(ctx, k, 150, 3.0f), "a module of a destroyed context no longer launches");
+  else
+    CHECK(false, "no kernel 'pick' in the second module");
+  tilert_module_destroy(b);
+}
+
 int main(void) {
   rt_test_init();
   test_compile_error();
   test_shape_choices();
+  test_destroy_order();
   test_strides();
   rt_scenario_cache_hit(rt_test_load_tile);
   rt_scenario_corrupt_entry(rt_test_load_tile);

@@ -49,22 +49,29 @@ static bool launch_pair(NumEnv *env, TilertKernel *part, TilertKernel *reduce, H
   return st == TILERT_OK && host_tensor_download(c);
 }
 
+/* A and B random in [-1, 1], the partials P [splits, M, N] and C poisoned
+ * with NaN, all uploaded. Exits when they cannot be allocated. */
+static void make_inputs(NumEnv *env, DLDataType dtype, Shape s, long splits, HostTensor *a, HostTensor *b,
+                        HostTensor *p, HostTensor *c) {
+  memset(p, 0, sizeof *p);
+  bool ok = host_tensor_init(a, dtype, 2, (int64_t[]){s.m, s.k}, env->ctx) &&
+            host_tensor_init(b, dtype, 2, (int64_t[]){s.k, s.n}, env->ctx) &&
+            host_tensor_init(p, (DLDataType){kDLFloat, 32, 1}, 3, (int64_t[]){splits, s.m, s.n}, env->ctx) &&
+            host_tensor_init(c, dtype, 2, (int64_t[]){s.m, s.n}, env->ctx);
+  NUM_CHECK(ok, "allocating %ldx%ldx%ld, %ld splits", s.m, s.n, s.k, splits);
+  if (!ok) exit(1);
+  host_tensor_fill_uniform(a, &env->rng, -1, 1);
+  host_tensor_fill_uniform(b, &env->rng, -1, 1);
+  host_tensor_poison(p);
+  host_tensor_poison(c);
+  NUM_CHECK(host_tensor_upload(a) && host_tensor_upload(b) && host_tensor_upload(p) && host_tensor_upload(c),
+            "upload failed");
+}
+
 static void run_case(NumEnv *env, TilertKernel *part, TilertKernel *reduce, DLDataType dtype, Shape s,
                      long splits) {
   HostTensor a, b, p, c;
-  memset(&p, 0, sizeof p);
-  bool ok = host_tensor_init(&a, dtype, 2, (int64_t[]){s.m, s.k}, env->ctx) &&
-            host_tensor_init(&b, dtype, 2, (int64_t[]){s.k, s.n}, env->ctx) &&
-            host_tensor_init(&p, (DLDataType){kDLFloat, 32, 1}, 3, (int64_t[]){splits, s.m, s.n}, env->ctx) &&
-            host_tensor_init(&c, dtype, 2, (int64_t[]){s.m, s.n}, env->ctx);
-  NUM_CHECK(ok, "allocating %ldx%ldx%ld, %ld splits", s.m, s.n, s.k, splits);
-  if (!ok) exit(1);
-  host_tensor_fill_uniform(&a, &env->rng, -1, 1);
-  host_tensor_fill_uniform(&b, &env->rng, -1, 1);
-  host_tensor_poison(&p);
-  host_tensor_poison(&c);
-  NUM_CHECK(host_tensor_upload(&a) && host_tensor_upload(&b) && host_tensor_upload(&p) && host_tensor_upload(&c),
-            "upload failed");
+  make_inputs(env, dtype, s, splits, &a, &b, &p, &c);
   double t0 = host_now_ms();
   bool ran = launch_pair(env, part, reduce, &a, &b, &p, &c);
   double ms = host_now_ms() - t0;
@@ -110,22 +117,13 @@ static bool counters_zero(const HostTensor *counters, const char *label, const c
 static void run_case_fused(NumEnv *env, TilertKernel *fused, TilertKernel *part, TilertKernel *reduce,
                            DLDataType dtype, Shape s, long splits, long block_M, long block_N) {
   HostTensor a, b, p, c, counters;
-  memset(&p, 0, sizeof p), memset(&counters, 0, sizeof counters);
+  make_inputs(env, dtype, s, splits, &a, &b, &p, &c);
+  memset(&counters, 0, sizeof counters);
   const int64_t tiles = ((s.m + block_M - 1) / block_M) * ((s.n + block_N - 1) / block_N);
-  bool ok = host_tensor_init(&a, dtype, 2, (int64_t[]){s.m, s.k}, env->ctx) &&
-            host_tensor_init(&b, dtype, 2, (int64_t[]){s.k, s.n}, env->ctx) &&
-            host_tensor_init(&p, (DLDataType){kDLFloat, 32, 1}, 3, (int64_t[]){splits, s.m, s.n}, env->ctx) &&
-            host_tensor_init(&c, dtype, 2, (int64_t[]){s.m, s.n}, env->ctx) &&
-            host_tensor_init(&counters, (DLDataType){kDLInt, 32, 1}, 1, (int64_t[]){tiles}, env->ctx);
-  NUM_CHECK(ok, "allocating %ldx%ldx%ld, %ld splits", s.m, s.n, s.k, splits);
+  bool ok = host_tensor_init(&counters, (DLDataType){kDLInt, 32, 1}, 1, (int64_t[]){tiles}, env->ctx);
+  NUM_CHECK(ok, "allocating %ld counters", (long)tiles);
   if (!ok) exit(1);
-  host_tensor_fill_uniform(&a, &env->rng, -1, 1);
-  host_tensor_fill_uniform(&b, &env->rng, -1, 1);
-  host_tensor_poison(&p);
-  host_tensor_poison(&c);
-  NUM_CHECK(host_tensor_upload(&a) && host_tensor_upload(&b) && host_tensor_upload(&p) && host_tensor_upload(&c) &&
-                host_tensor_upload(&counters),
-            "upload failed");
+  NUM_CHECK(host_tensor_upload(&counters), "upload failed");
   char label[96];
   snprintf(label, sizeof label, "fused %ldx%ldx%ld, %ld splits", s.m, s.n, s.k, splits);
   double t0 = host_now_ms();

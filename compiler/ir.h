@@ -22,6 +22,9 @@
 #include "ir_ops.def"
 
 enum { IR_MAX_RANK = 8, IR_MAX_GRID = 3 };
+/* The deepest software pipeline: small-tile GEMMs that stream memory keep
+ * 12-13 stages in flight (64 x 64 tiles of 16 KB each on sm_90a). */
+enum { IR_MAX_STAGES = 16 };
 
 typedef enum DType {
 #define X(name, spelling, size, is_float) DTYPE_##name,

@@ -997,16 +997,16 @@ static void for_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
        * keep the literal when there is one. */
       int64_t c;
       if (ir_expr_is_int_const(v, &c)) {
-        if (c < 1 || c > 8) {
-          diag_error(s->diag, ns->loc, "num_stages must be between 1 and 8, got %lld", (long long)c);
+        if (c < 1 || c > IR_MAX_STAGES) {
+          diag_error(s->diag, ns->loc, "num_stages must be between 1 and %d, got %lld", IR_MAX_STAGES, (long long)c);
           return;
         }
         num_stages = (int)c;
       } else if (sema_const_value(s, v, &c)) {
         /* A const, or an expression of consts (target_sm included), as
          * specialize will bind it: -D values first, then the defaults. */
-        if (c < 1 || c > 8) {
-          diag_error(s->diag, ns->loc, "num_stages must be between 1 and 8, got %lld", (long long)c);
+        if (c < 1 || c > IR_MAX_STAGES) {
+          diag_error(s->diag, ns->loc, "num_stages must be between 1 and %d, got %lld", IR_MAX_STAGES, (long long)c);
           return;
         }
         num_stages = (int)c;

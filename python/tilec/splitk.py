@@ -33,7 +33,11 @@ and replaces them after a launch that raised, since a launch stopped
 half-way leaves some non-zero.
 
 The plan (Gemm.plan): the plain gemm when its tiles fill the SMs (tiles >=
-num_sms), else split-K with choose_splits() (enough splits to fill the GPU
+0.9 num_sms; on sm_90 gemm.tile itself takes 64 x 64 or 64 x 128 tiles in
+a deep pipeline when M <= 128 or N <= 64, so the decode shapes M = 1..128
+against N, K in the thousands and N = 64 run there, at 0.94-0.99x cuBLAS
+on an H100 where split-K reached 0.84-0.95x: gemm_tile_for()), else
+split-K with choose_splits() (enough splits to fill the GPU
 once), on one of three split-K tiles
 (SPLITK_TILES; unless splitk_defines fixes it): 128 x 64 over two
 warpgroups ("splitk-n64") when N <= 64, 128 x 128 over two warpgroups
@@ -59,7 +63,7 @@ import os
 
 from . import _ffi
 
-__all__ = ["Gemm", "gemm", "choose_splits", "example_source", "SPLITK_DEFAULTS", "SPLITK_TILES"]
+__all__ = ["Gemm", "gemm", "choose_splits", "gemm_tile_for", "example_source", "SPLITK_DEFAULTS", "SPLITK_TILES"]
 
 # gemm_splitk.tile's default tile (block_M, block_N, block_K, num_stages,
 # threads); keep in step with the file.
@@ -72,6 +76,16 @@ SPLITK_DEFAULTS = {"block_M": 64, "block_N": 128, "block_K": 64, "num_stages": 4
 # 128 x 8192 x 8192 unchanged.
 SPLITK_TILES = {"splitk": {}, "splitk-m128": {"block_M": 128, "threads": 256, "num_stages": 6},
                 "splitk-n64": {"block_M": 128, "block_N": 64, "block_K": 128, "threads": 256}}
+
+
+def gemm_tile_for(m, n, sm90=True):
+    """gemm.tile's default (block_M, block_N) for an m x n output: its const
+    defaults' shape choices, in step with the file."""
+    if not sm90:
+        return 128, 128
+    if m <= 64 or n <= 64:
+        return 64, 64
+    return (64, 128) if m <= 128 else (128, 256)
 
 
 def splitk_tile_for(m, n):
@@ -307,14 +321,14 @@ class Gemm:
     def plan(self, m, n, k, num_sms=132, smem_per_sm=227 * 1024, plain_tile=None):
         """("gemm", 1) or (split-K label, splits) for an m x n x k product
         (the label "splitk", "splitk-m128" or "splitk-n64": its tile).
-        plain_tile: gemm.tile's (block_M, block_N) on this target (default:
-        the defines' block_M / block_N, else 128 x 256 when smem_per_sm
-        allows sm_90's tile, else 128 x 128: gemm.tile's target defaults)."""
+        plain_tile: gemm.tile's (block_M, block_N) for this shape (default:
+        the defines' block_M / block_N, else gemm_tile_for() on sm_90's tile
+        when smem_per_sm allows it, else 128 x 128: gemm.tile's defaults)."""
         if plain_tile is None:
-            plain_tile = (128, 256) if smem_per_sm >= 200 * 1024 else (128, 128)
+            plain_tile = gemm_tile_for(m, n, smem_per_sm >= 200 * 1024)
             plain_tile = (int(self.defines.get("block_M", plain_tile[0])),
                           int(self.defines.get("block_N", plain_tile[1])))
-        if _cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]) >= num_sms:
+        if _cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]) * 10 >= num_sms * 9:
             return "gemm", 1
         label = "splitk" if self.splitk_defines else splitk_tile_for(m, n)
         t = self.tile(label)

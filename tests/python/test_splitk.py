@@ -114,12 +114,19 @@ def test_plan():
         g = splitk.Gemm(ctx, "f16")
         assert g.plan(4096, 4096, 4096) == ("gemm", 1)
         assert g.plan(8192, 1024, 8192) == ("gemm", 1)    # 64 x 4 = 256 tiles of 128 x 256
-        assert g.plan(16, 8192, 8192) == ("splitk", 2)    # 64 tiles x 2 fill the SMs once
+        # sm_90: gemm.tile's own small tiles fill the SMs at M <= 128 and N <= 64.
+        assert g.plan(16, 8192, 8192) == ("gemm", 1)      # 128 tiles of 64 x 64
+        assert g.plan(128, 8192, 8192) == ("gemm", 1)     # 128 tiles of 64 x 128
+        assert g.plan(8192, 64, 8192) == ("gemm", 1)      # 128 tiles of 64 x 64
+        assert splitk.gemm_tile_for(1, 8192) == (64, 64) and splitk.gemm_tile_for(100, 4096) == (64, 128)
+        assert splitk.gemm_tile_for(129, 4096) == (128, 256) and splitk.gemm_tile_for(16, 8192, False) == (128, 128)
+        # Too few small tiles still split: 16 x 4096 is 64 tiles of 64 x 64.
+        assert g.plan(16, 4096, 8192) == ("splitk", 4)
         # sm_80's 163 KB: one 96 KB block per SM, 132 slots: 2 splits.
         assert g.plan(1, 8192, 8192, smem_per_sm=163 * 1024) == ("splitk", 2)
         assert g.plan(512, 512, 65536)[0] == "splitk-m128"   # M >= 128: the 128-row tile
-        assert g.plan(64, 8192, 8192)[0] == "splitk"          # M < 128: 64 x 128
-        assert g.plan(8192, 64, 8192)[0] == "splitk-n64"      # N <= 64: 128 x 64
+        assert g.plan(64, 4096, 8192)[0] == "splitk"          # M < 128: 64 x 128
+        assert g.plan(4096, 64, 8192)[0] == "splitk-n64"      # N <= 64: 128 x 64
         assert g.tile("splitk-m128")["block_M"] == 128 and g.tile("splitk-n64")["block_N"] == 64
         fixed = splitk.Gemm(ctx, "f16", splitk_defines={"block_M": 32})
         assert fixed.plan(512, 512, 65536)[0] == "splitk"     # splitk_defines fix the tile

@@ -191,10 +191,11 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
         for s in split_candidates(tilec, m, n, k, sms, smem).get("splitk", []):
             measure("splitk-bound/%d" % s, gb, s)
             measure("splitk-bound/%d/2k" % s, gb, s, fused=False)
+    # The plan as tilec.gemm() runs it by default: split-K in two kernels (/2k).
     kind, s = gemm_obj(dt, "splitk").plan(m, n, k, sms, smem)
-    plan = "gemm" if kind == "gemm" else "%s/%d" % (kind, s)
+    plan = "gemm" if kind == "gemm" else "%s/%d/2k" % (kind, s)
     if plan not in variants:
-        measure(plan, gemm_obj(dt, kind), s)
+        measure(plan, gemm_obj(dt, kind), s, fused=False)
     ok = {l: v for l, v in variants.items() if "ms" in v}
     best = min(ok, key=lambda l: ok[l]["ms"]) if ok else None
     return {"variants": variants, "best": best, "plan": plan}

@@ -6,13 +6,14 @@ split-K kernels of examples/gemm_splitk.tile from the shape.
     tilec.gemm(ctx, a, b, c)              # C = A @ B (NumPy arrays, torch tensors...)
     tilec.gemm(ctx, a, b, c, splits=4)    # force 4 K ranges (1: the plain gemm)
     g = tilec.splitk.Gemm(ctx, "bf16")    # keep the loaded kernels and the workspace
-    g.plan(1, 8192, 8192)                 # -> ("splitk", 4): what g(a, b, c) would run
+    g.plan(512, 512, 65536)               # -> ("splitk-m128", 8): what g(a, b, c) would run
     g(a, b, c, splits=4, fused=True)      # one launch: the last block of a tile reduces
     tilec.splitk.choose_splits(16, 8192, 8192, num_sms=132)
 
-Why: gemm.tile runs one block per block_M x block_N tile of C. With M = 1..128
-and N in the thousands (the decode case) that is a few dozen blocks, and an
-H100 has 132 SMs: most sit idle while each block walks all of K. Split-K
+Why: gemm.tile runs one block per block_M x block_N tile of C. Its sm_90a
+defaults shrink the tile for M <= 128 or N <= 64 (gemm_tile_for), but a
+small M and N together (512 x 512) is still a few dozen blocks, and an H100
+has 132 SMs: most would sit idle while each block walks all of K. Split-K
 gives each of `splits` blocks per tile a range of K (gemm_splitk writes f32
 partial sums P[splits, M, N]) and splitk_reduce adds them in split order
 (deterministic: no atomics; the same bits on every run).

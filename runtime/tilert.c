@@ -154,52 +154,64 @@ const char *tilert_context_device_note(const TilertContext *ctx) {
  * GPU with a disk cache, the load also starts a thread, as soon as the front
  * end has found the choices and before its own NVRTC compile, that compiles
  * the other classes' cubins into the cache (tilert_compile_aot_class on a
- * context of its own: nothing of the caller's is shared). Both compiles
- * then run at once; a launch that needs another class waits for that
- * thread and finds the cubin in the cache. At most RT_PREBUILD_CLASSES
- * other classes are prebuilt (one or two choices); $TILEC_SHAPE_PREBUILD=0
- * turns it off. */
+ * context of its own: nothing of the caller's is shared), one thread per
+ * class. All the compiles then run at once; a launch that needs another
+ * class waits for that class's thread only and finds the cubin in the
+ * cache (one thread for all of them made a launch of the last class wait
+ * for every compile before it). At most RT_PREBUILD_CLASSES other classes
+ * are prebuilt (one or two choices); $TILEC_SHAPE_PREBUILD=0 turns it off. */
 enum { RT_MAX_SHAPE_BUILDS = 16, RT_PREBUILD_CLASSES = 3 };
-typedef struct RtShapeBuilds {
+typedef struct RtShapeBuilds RtShapeBuilds;
+typedef struct RtPrebuild {
+  RtShapeBuilds *builds;
+  unsigned shape_class;
+  bool running;      /* thread started and not yet joined */
+  pthread_t thread;
+} RtPrebuild;
+struct RtShapeBuilds {
   RtSource *src;
   int n;
   TilertModule *builds[RT_MAX_SHAPE_BUILDS];
-  bool prebuilding;  /* prebuild thread started and not yet joined */
-  pthread_t prebuild;
+  RtPrebuild prebuild[RT_PREBUILD_CLASSES]; /* [c - 1]: class c */
   unsigned nclasses; /* classes the module has: 2^(bits its choices use) */
   char arch[16], *cache_dir;
-} RtShapeBuilds;
+};
 
-static void *prebuild_classes(void *arg) {
-  RtShapeBuilds *b = arg;
+static void *prebuild_class(void *arg) {
+  const RtPrebuild *p = arg;
+  const RtShapeBuilds *b = p->builds;
   TilertConfig cfg = {TILERT_DEVICE_CPU, b->cache_dir, false, NULL};
   TilertContext *ctx = NULL;
   if (tilert_context_create(&cfg, &ctx) == TILERT_OK) {
     const RtSource *src = b->src;
-    for (unsigned c = 1; c < b->nclasses; c++) {
-      void *bin = NULL;
-      size_t size = 0;
-      bool hit = false;
-      /* A failure here is the launch's to report, when it compiles itself. */
-      tilert_compile_aot_class(ctx, src->name, src->text, src->len, src->defines, src->ndefines, c, b->arch,
-                               TILERT_BINARY_CUBIN, &bin, &size, &hit);
-      free(bin);
-    }
+    void *bin = NULL;
+    size_t size = 0;
+    bool hit = false;
+    /* A failure here is the launch's to report, when it compiles itself. */
+    tilert_compile_aot_class(ctx, src->name, src->text, src->len, src->defines, src->ndefines, p->shape_class,
+                             b->arch, TILERT_BINARY_CUBIN, &bin, &size, &hit);
+    free(bin);
   }
   tilert_context_destroy(ctx);
   return NULL;
 }
 
-static void join_prebuild(RtShapeBuilds *b) {
-  if (b->prebuilding) pthread_join(b->prebuild, NULL);
-  b->prebuilding = false;
+/* Waits for class c's prebuild (every class's when c is 0). */
+static void join_prebuild(RtShapeBuilds *b, unsigned c) {
+  for (int i = 0; i < RT_PREBUILD_CLASSES; i++) {
+    RtPrebuild *p = &b->prebuild[i];
+    if (p->running && (c == 0 || p->shape_class == c)) {
+      pthread_join(p->thread, NULL);
+      p->running = false;
+    }
+  }
 }
 
 static void module_free(TilertModule *mod);
 
 static void shape_builds_free(RtShapeBuilds *b) {
   if (!b) return;
-  join_prebuild(b);
+  join_prebuild(b, 0);
   free(b->cache_dir);
   for (int i = 0; i < b->n; i++) module_free(b->builds[i]);
   rt_source_free(b->src);
@@ -239,7 +251,12 @@ static void keep_shape_builds(RtLoadState *ls, const TilecResult *res) {
   for (; bits; bits >>= 1) nbits++;
   b->nclasses = 1u << nbits;
   if (b->nclasses - 1 > RT_PREBUILD_CLASSES || !(b->cache_dir = strdup(ctx->cache_dir))) return;
-  b->prebuilding = pthread_create(&b->prebuild, NULL, prebuild_classes, b) == 0;
+  for (unsigned c = 1; c < b->nclasses; c++) {
+    RtPrebuild *p = &b->prebuild[c - 1];
+    p->builds = b;
+    p->shape_class = c;
+    p->running = pthread_create(&p->thread, NULL, prebuild_class, p) == 0;
+  }
 }
 
 static void front_end_done(void *arg, const TilecResult *res) { keep_shape_builds(arg, res); }
@@ -398,7 +415,7 @@ static TilertStatus shape_class_kernel(TilertKernel *k, const TilertArg *args, i
     if (b->n == RT_MAX_SHAPE_BUILDS)
       return rt_error(ctx, TILERT_LOAD_FAILED, "%s: more than %d shape classes launched", info->name,
                       RT_MAX_SHAPE_BUILDS);
-    join_prebuild(b); /* its cubins are in the cache once it is done */
+    join_prebuild(b, want); /* its cubin is in the cache once that is done */
     const RtSource *src = b->src;
     st = load_build(ctx, src->name, src->text, src->len, src->defines, src->ndefines, want, NULL, &build);
     if (st != TILERT_OK) return st;

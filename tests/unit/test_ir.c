@@ -1007,6 +1007,52 @@ static void test_tma_only_info(void) {
   }
 }
 
+/* examples/gemm.tile's shape choices: on sm_90a two conditions (M <= 64 ||
+ * N <= 64; M <= 128) and four classes, each a valid tile whichever way the
+ * other condition goes (tilec.splitk.gemm_tile_for mirrors the rule); none
+ * on sm_80, where the const defaults fold them away. */
+static void test_gemm_shape_classes(void) {
+  FILE *f = fopen(TILEC_EXAMPLES_DIR "/gemm.tile", "rb");
+  CHECK(f != NULL);
+  if (!f) return;
+  static char text[16384];
+  size_t len = fread(text, 1, sizeof text, f);
+  fclose(f);
+  static const char *const want[4] = {
+      "block_M = 128, block_N = 256, block_K = 64, num_stages = 4, threads = 256",
+      "block_M = 64, block_N = 64, block_K = 64, num_stages = 12, threads = 128",
+      "block_M = 64, block_N = 128, block_K = 64, num_stages = 8, threads = 128",
+      "block_M = 64, block_N = 64, block_K = 64, num_stages = 12, threads = 128"};
+  for (int c = 0; c < 4; c++) {
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_CUDA;
+    o.target = TILEC_TARGET_SM90A;
+    o.shape_class = (unsigned)c;
+    TilecResult *r = NULL;
+    const int rc = tilec_compile("gemm.tile", text, len, &o, &r);
+    CHECK(rc == 0);
+    if (rc == 0) {
+      CHECK(tilec_result_num_shape_choices(r, 0) == 2);
+      CHECK(tilec_result_shape_class(r) == (unsigned)c);
+      const char *code = tilec_result_output(r);
+      if (!strstr(code, want[c])) fprintf(stderr, "gemm.tile class %d: expected '%s'\n", c, want[c]);
+      CHECK(strstr(code, want[c]) != NULL);
+    } else {
+      fprintf(stderr, "gemm.tile class %d: %s", c, tilec_result_diagnostics(r));
+    }
+    tilec_result_destroy(r);
+  }
+  TilecOptions o;
+  tilec_options_init(&o);
+  o.emit = TILEC_EMIT_CUDA;
+  o.target = TILEC_TARGET_SM80;
+  TilecResult *r = NULL;
+  CHECK(tilec_compile("gemm.tile", text, len, &o, &r) == 0);
+  CHECK(tilec_result_num_shape_choices(r, 0) == 0);
+  tilec_result_destroy(r);
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(scratch, sizeof scratch, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -1025,6 +1071,7 @@ int main(void) {
   test_target_sm();
   test_persistent_info();
   test_tma_only_info();
+  test_gemm_shape_classes();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

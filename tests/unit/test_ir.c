@@ -948,6 +948,19 @@ static void test_persistent_info(void) {
   }
 }
 
+/* examples/<name>'s text into buf (NUL-terminated); its length, 0 if unread. */
+static size_t read_example(const char *name, char *buf, size_t cap) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", TILEC_EXAMPLES_DIR, name);
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL);
+  if (!f) return 0;
+  size_t len = fread(buf, 1, cap - 1, f);
+  fclose(f);
+  buf[len] = '\0';
+  return len;
+}
+
 /* TilecParamInfo.tma_only: on sm_90a gemm.tile reaches A, B (TMA loads)
  * and C (TMA store) through tensor maps only; a kernel that also reads A
  * element by element does not (B still does); nothing on sm_80 or the CPU. */
@@ -997,14 +1010,9 @@ static void test_tma_only_info(void) {
   n = snprintf(src, sizeof src, "%s%s%s", loop, element, store);
   CHECK(compile_tma_only("tma_only_element.tile", src, (size_t)n, TILEC_TARGET_SM90A, not_a));
   /* examples/gemm.tile itself (its defaults on sm_90a: persistent, C in rounds). */
-  FILE *f = fopen(TILEC_EXAMPLES_DIR "/gemm.tile", "rb");
-  CHECK(f != NULL);
-  if (f) {
-    static char text[16384];
-    size_t len = fread(text, 1, sizeof text, f);
-    fclose(f);
-    CHECK(compile_tma_only("gemm.tile", text, len, TILEC_TARGET_SM90A, all));
-  }
+  static char text[16384];
+  const size_t len = read_example("gemm.tile", text, sizeof text);
+  if (len) CHECK(compile_tma_only("gemm.tile", text, len, TILEC_TARGET_SM90A, all));
 }
 
 /* examples/gemm.tile's shape choices: on sm_90a two conditions (M <= 64 ||
@@ -1012,12 +1020,9 @@ static void test_tma_only_info(void) {
  * other condition goes (tilec.splitk.gemm_tile_for mirrors the rule); none
  * on sm_80, where the const defaults fold them away. */
 static void test_gemm_shape_classes(void) {
-  FILE *f = fopen(TILEC_EXAMPLES_DIR "/gemm.tile", "rb");
-  CHECK(f != NULL);
-  if (!f) return;
   static char text[16384];
-  size_t len = fread(text, 1, sizeof text, f);
-  fclose(f);
+  const size_t len = read_example("gemm.tile", text, sizeof text);
+  if (!len) return;
   static const char *const want[4] = {
       "block_M = 128, block_N = 256, block_K = 64, num_stages = 4, threads = 256",
       "block_M = 64, block_N = 64, block_K = 64, num_stages = 12, threads = 128",

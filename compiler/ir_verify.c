@@ -237,6 +237,23 @@ static void check_block(Verifier *v, const IrStmt *s, const char *what) {
   check_stmt(v, s);
 }
 
+/* An element store's buffer, rank, indices and value (s a STORE or an
+ * ATOMIC_FETCH_ADD: both keep them in u.store); false once one failed. */
+static bool check_element_ref(Verifier *v, const IrStmt *s, const char *what, const char *rank_verb,
+                              const char *idx_what, const char *value_what) {
+  const IrBuffer *b = s->u.store.buf;
+  check_buffer_ref(v, b, s->loc, what);
+  if (v->failed) return false;
+  if (s->u.store.nidx != b->rank) {
+    fail(v, s->loc, "%s '%s' with %d indices, but the buffer has rank %d", rank_verb, b->name, s->u.store.nidx,
+         b->rank);
+    return false;
+  }
+  for (int i = 0; i < s->u.store.nidx; i++) check_int_expr(v, s->u.store.idx[i], idx_what);
+  check_expr(v, s->u.store.value, value_what);
+  return true;
+}
+
 static void check_stmt(Verifier *v, const IrStmt *s) {
   if (v->failed) return;
   if (!s) {
@@ -279,15 +296,7 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     return;
   case IR_STMT_STORE: {
     const IrBuffer *b = s->u.store.buf;
-    check_buffer_ref(v, b, s->loc, "store");
-    if (v->failed) return;
-    if (s->u.store.nidx != b->rank) {
-      fail(v, s->loc, "store to '%s' with %d indices, but the buffer has rank %d", b->name,
-           s->u.store.nidx, b->rank);
-      return;
-    }
-    for (int i = 0; i < s->u.store.nidx; i++) check_int_expr(v, s->u.store.idx[i], "store index");
-    check_expr(v, s->u.store.value, "stored value");
+    if (!check_element_ref(v, s, "store", "store to", "store index", "stored value")) return;
     if (!v->failed && s->u.store.atomic &&
         (b->scope != IR_SCOPE_GLOBAL || b->dtype != DTYPE_F32 || s->u.store.value->dtype != DTYPE_F32))
       fail(v, s->loc, "atomic_add into an element of '%s': needs a global f32 tensor and an f32 value", b->name);
@@ -299,15 +308,8 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
      * GPU's broadcast slot) of its dtype. */
     const IrBuffer *b = s->u.store.buf, *slot = s->u.store.slot;
     const IrVar *r = s->u.store.result;
-    check_buffer_ref(v, b, s->loc, "atomic_fetch_add");
-    if (v->failed) return;
-    if (s->u.store.nidx != b->rank) {
-      fail(v, s->loc, "atomic_fetch_add on '%s' with %d indices, but the buffer has rank %d", b->name,
-           s->u.store.nidx, b->rank);
-      return;
-    }
-    for (int i = 0; i < s->u.store.nidx; i++) check_int_expr(v, s->u.store.idx[i], "atomic_fetch_add index");
-    check_expr(v, s->u.store.value, "atomic_fetch_add value");
+    if (!check_element_ref(v, s, "atomic_fetch_add", "atomic_fetch_add on", "atomic_fetch_add index",
+                           "atomic_fetch_add value")) return;
     if (s->u.store.guard) check_expr(v, s->u.store.guard, "atomic_fetch_add guard");
     if (v->failed) return;
     if (b->scope != IR_SCOPE_GLOBAL || (b->dtype != DTYPE_I32 && b->dtype != DTYPE_F32) ||

@@ -25,7 +25,8 @@
  *     destination is followed by `mbar_wait B_full[0] parity(0)`.
  *   - each TMA destination B gets an mbarrier buffer B_full (i64[stages],
  *     allocated right after B; the CUDA backend initialises it there).
- * A box is: global source of rank <= 5 in 16-bit or 8-bit (FP8) elements
+ * A box is: global source of rank <= 5 in 16-bit, 8-bit (FP8) or 32-bit
+ * (f32, i32: into a row-major tile) elements
  * whose innermost dimension is the tile's columns and a constant whose
  * bytes are a multiple of 16 (then every compact row stride is too; of
  * declared strides, every constant one must be a multiple of 16 bytes and a
@@ -51,9 +52,10 @@
 bool pass_tma_box(const IrKernel *k, const IrRegion *src, const IrRegion *dst, IrTensorMap *map) {
   const IrBuffer *g = src->buf, *sh = dst->buf;
   if (g->scope != IR_SCOPE_GLOBAL || sh->scope != IR_SCOPE_SHARED || g->dtype != sh->dtype) return false;
-  const int es = dtype_size(g->dtype); /* 2 (f16/bf16) or 1 (FP8 codes) */
+  const int es = dtype_size(g->dtype); /* 2 (f16/bf16), 1 (FP8 codes) or 4 (f32, i32) */
+  if (es == 4 && sh->layout.kind != IR_LAYOUT_ROW_MAJOR) return false;
   /* An alias starts where its home does: 1024-byte aligned in wgmma kernels. */
-  if ((es != 2 && es != 1) || g->rank > 5 || g->param_index < 0 || (sh->alias_of && !k->wgmma)) return false;
+  if ((es != 2 && es != 1 && es != 4) || g->rank > 5 || g->param_index < 0 || (sh->alias_of && !k->wgmma)) return false;
   int inner = g->rank - 1;
   int64_t inner_size = 0;
   if (src->is_index[inner]) return false;

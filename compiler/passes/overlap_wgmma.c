@@ -38,95 +38,6 @@
 
 #include "passes.h"
 
-/* ---- which buffers a statement reads and writes ------------------------------- */
-
-enum { MAX_EFFECT = 32 };
-
-typedef struct Effects {
-  const IrBuffer *reads[MAX_EFFECT], *writes[MAX_EFFECT];
-  int nreads, nwrites;
-  bool overflow;
-} Effects;
-
-static void add(const IrBuffer **set, int *n, bool *overflow, const IrBuffer *b) {
-  if (!b) return;
-  for (int i = 0; i < *n; i++)
-    if (set[i] == b) return;
-  if (*n == MAX_EFFECT) {
-    *overflow = true;
-    return;
-  }
-  set[(*n)++] = b;
-}
-
-static void note_read(Effects *e, const IrBuffer *b) { add(e->reads, &e->nreads, &e->overflow, b); }
-static void note_write(Effects *e, const IrBuffer *b) { add(e->writes, &e->nwrites, &e->overflow, b); }
-
-static void note_load(const IrExpr *x, void *ctx) {
-  if (x->kind == IR_EXPR_LOAD) note_read(ctx, x->u.load.buf);
-}
-
-static void effects_of_one(IrStmt *s, void *ctx) {
-  Effects *e = ctx;
-  switch (s->kind) {
-  case IR_STMT_STORE: note_write(e, s->u.store.buf); break;
-  case IR_STMT_COPY:
-    note_read(e, s->u.copy.src.buf);
-    note_write(e, s->u.copy.dst.buf);
-    break;
-  case IR_STMT_FILL: note_write(e, s->u.fill.dst.buf); break;
-  case IR_STMT_GEMM:
-    note_read(e, s->u.gemm.a.buf);
-    note_read(e, s->u.gemm.b.buf);
-    note_read(e, s->u.gemm.c.buf);
-    note_write(e, s->u.gemm.c.buf);
-    break;
-  case IR_STMT_REDUCE:
-    note_read(e, s->u.reduce.src);
-    note_read(e, s->u.reduce.dst);
-    note_write(e, s->u.reduce.dst);
-    note_write(e, s->u.reduce.scratch);
-    break;
-  case IR_STMT_MBAR_WAIT: note_read(e, s->u.mbar_wait.bar); break;
-  case IR_STMT_MBAR_ARRIVE: note_write(e, s->u.mbar_wait.bar); break;
-  case IR_STMT_WGMMA_WAIT: note_write(e, s->u.wgmma_wait.acc); break;
-  case IR_STMT_LET:
-  case IR_STMT_ALLOC:
-  case IR_STMT_BARRIER:
-  case IR_STMT_ATOMIC_FETCH_ADD: /* defines a name, holds barriers */
-    e->overflow = true; /* scopes and barriers are not moved */
-    break;
-  default: break;
-  }
-  ir_stmt_visit_exprs(s, note_load, e);
-}
-
-static Effects effects_of(IrStmt *s) {
-  Effects e;
-  memset(&e, 0, sizeof e);
-  pass_visit_stmts(s, effects_of_one, &e);
-  return e;
-}
-
-static bool in_set(const IrBuffer *const *set, int n, const IrBuffer *b) {
-  for (int i = 0; i < n; i++)
-    if (set[i] == b) return true;
-  return false;
-}
-
-static bool references(const Effects *e, const IrBuffer *b) {
-  return in_set(e->reads, e->nreads, b) || in_set(e->writes, e->nwrites, b);
-}
-
-/* May a and b swap? Not when one writes what the other reads or writes. */
-static bool conflict(const Effects *a, const Effects *b) {
-  for (int i = 0; i < a->nwrites; i++)
-    if (references(b, a->writes[i])) return true;
-  for (int i = 0; i < b->nwrites; i++)
-    if (in_set(a->reads, a->nreads, b->writes[i])) return true;
-  return false;
-}
-
 /* ---- finding the pattern -------------------------------------------------------- */
 
 static bool is_wgmma(const IrStmt *s) { return s->kind == IR_STMT_GEMM && s->u.gemm.wgmma; }
@@ -278,15 +189,17 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   /* The statements after G1: those independent of G2(k-1) run under it;
    * the wait for G2(k-1) pins the fragments they write. */
   IrStmt *overlap_done = wgmma_wait(m, c2, 0, loc);
-  Effects held_back[64];
+  PassEffects held_back[64];
   IrStmt *held[64];
   int nheld = 0;
   for (int i = p->g1 + 1; i < n; i++) {
     if (i == p->g2 || i == p->wait2 || i == p->arrive2) continue;
     IrStmt *s = body->u.seq.items[i];
-    Effects e = effects_of(s);
-    bool hold = e.overflow || references(&e, c2) || references(&e, a2) || references(&e, b2);
-    for (int j = 0; j < nheld && !hold; j++) hold = conflict(&e, &held_back[j]);
+    PassEffects e = pass_effects(s);
+    /* Scopes and barriers are not moved. */
+    bool hold = e.overflow || e.scope || e.barrier || pass_effects_references(&e, c2) ||
+                pass_effects_references(&e, a2) || pass_effects_references(&e, b2);
+    for (int j = 0; j < nheld && !hold; j++) hold = pass_effects_conflict(&e, &held_back[j]);
     if (hold) {
       held_back[nheld] = e;
       held[nheld++] = s;

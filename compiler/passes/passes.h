@@ -81,4 +81,21 @@ IrStmt *pass_mbar_stmt(IrModule *m, IrStmtKind kind, IrBuffer *bar, IrExpr *stag
 typedef void (*IrStmtVisitor)(IrStmt *s, void *ctx);
 void pass_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx);
 
+/* What a statement tree reads and writes (stmt_effects.c says how each
+ * statement counts): for the passes that move statements or waits. */
+enum { PASS_MAX_EFFECTS = 32 };
+typedef struct PassEffects {
+  const IrBuffer *reads[PASS_MAX_EFFECTS], *writes[PASS_MAX_EFFECTS];
+  int nreads, nwrites;
+  bool overflow; /* more buffers than the sets hold */
+  bool barrier;  /* holds a barrier (an atomic_fetch_add's included) */
+  bool scope;    /* holds a let or an alloc */
+  bool gemm;     /* holds a gemm */
+} PassEffects;
+PassEffects pass_effects(IrStmt *s);
+bool pass_effects_writes(const PassEffects *e, const IrBuffer *b);
+bool pass_effects_references(const PassEffects *e, const IrBuffer *b);
+/* One writes what the other reads or writes: they may not swap. */
+bool pass_effects_conflict(const PassEffects *a, const PassEffects *b);
+
 #endif

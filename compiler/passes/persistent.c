@@ -174,8 +174,19 @@ static bool is_refill_guard(Shift *sh, IrStmt *s) {
   return true;
 }
 
+/* An element load of a ring, B[E % S, ...] (a row of log-sum-exps read
+ * element by element): its stage index shifts like a copy's. */
+static void shift_ring_load(const IrExpr *e, void *ctx) {
+  Shift *sh = ctx;
+  if (e->kind != IR_EXPR_LOAD || !is_ring(e->u.load.buf) || !sh->ok) return;
+  IrExpr *x = (IrExpr *)e; /* the statement's own tree: shifted in place, as the stages above */
+  const int64_t S = ring_stages(e->u.load.buf);
+  if (S > 1) x->u.load.idx[0] = shift_stage(sh, x->u.load.idx[0], S);
+}
+
 static void shift_stmt(Shift *sh, IrStmt *s) {
   if (!s || !sh->ok) return;
+  ir_stmt_visit_exprs(s, shift_ring_load, sh);
   switch (s->kind) {
   case IR_STMT_SEQ:
     for (int i = 0; i < s->u.seq.n; i++) shift_stmt(sh, s->u.seq.items[i]);
@@ -218,8 +229,18 @@ static void shift_stmt(Shift *sh, IrStmt *s) {
   }
 }
 
-/* Other references to a ring buffer (element loads, fills) have no stage
- * pattern this pass knows: such kernels stay as they are. */
+typedef struct LoadCount {
+  const IrBuffer *buf;
+  int n;
+} LoadCount;
+
+static void count_load(const IrExpr *e, void *ctx) {
+  LoadCount *c = ctx;
+  if (e->kind == IR_EXPR_LOAD && e->u.load.buf == c->buf) c->n++;
+}
+
+/* Other references to a ring buffer (stores, fills) have no stage pattern
+ * this pass knows: such kernels stay as they are. */
 static void note_odd_ring_use(IrStmt *s, void *ctx) {
   Shift *sh = ctx;
   if (s->kind == IR_STMT_COPY || s->kind == IR_STMT_ATOMIC_ADD || s->kind == IR_STMT_GEMM ||
@@ -227,7 +248,10 @@ static void note_odd_ring_use(IrStmt *s, void *ctx) {
     return;
   for (int i = 0; i < sh->k->body->u.seq.n; i++) {
     IrStmt *a = sh->k->body->u.seq.items[i];
-    if (a->kind == IR_STMT_ALLOC && is_ring(a->u.alloc) && ir_stmt_buffer_refs(s, a->u.alloc)) sh->ok = false;
+    if (a->kind != IR_STMT_ALLOC || !is_ring(a->u.alloc)) continue;
+    LoadCount loads = {a->u.alloc, 0};
+    ir_stmt_visit_exprs(s, count_load, &loads);
+    if (ir_stmt_buffer_refs(s, a->u.alloc) > loads.n) sh->ok = false;
   }
 }
 

@@ -100,13 +100,16 @@ static bool is_producer(const IrStmt *s, const Defs *body_defs) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   if (src->buf->scope != IR_SCOPE_GLOBAL || dst->buf->scope != IR_SCOPE_SHARED) return false;
   if (src->buf->dtype != dst->buf->dtype) return false;
-  /* 16-bit tiles, or 8-bit (FP8) ones of whole 16-byte rows (the CUDA
-   * backend's 16-byte transfers, tc_copy_g2s). */
+  /* 16-bit tiles, or 8-bit (FP8) and 32-bit (f32, i32; plain rows) ones
+   * of whole 16-byte rows (the CUDA backend's 16-byte transfers,
+   * tc_copy_g2s). */
   int es = dtype_size(dst->buf->dtype);
   int64_t cols = 0;
-  if (es == 1 && (dst->buf->rank < 1 || !ir_expr_is_int_const(dst->buf->shape[dst->buf->rank - 1], &cols) || cols % 16))
+  if ((es == 1 || es == 4) &&
+      (dst->buf->rank < 1 || !ir_expr_is_int_const(dst->buf->shape[dst->buf->rank - 1], &cols) || cols * es % 16))
     return false;
-  if (es != 2 && es != 1) return false;
+  if (es == 4 && dst->buf->layout.kind != IR_LAYOUT_ROW_MAJOR) return false;
+  if (es != 2 && es != 1 && es != 4) return false;
   for (int d = 0; d < src->rank; d++)
     if (expr_uses(src->start[d], body_defs) || expr_uses(src->extent[d], body_defs)) return false;
   for (int d = 0; d < dst->rank; d++) {

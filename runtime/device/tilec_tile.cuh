@@ -120,7 +120,8 @@ TC_DEVICE constexpr int tc_panel_cols() {
 
 template <int ROWS, int COLS, int SWZ, int ES = 2>
 TC_DEVICE int tc_smem_index(int r, int c) {
-  static_assert(ES == 1 || ES == 2, "tc_smem_index: ES (bytes per element) is 1 (FP8) or 2 (f16/bf16)");
+  static_assert(ES == 1 || ES == 2 || (ES == 4 && SWZ == 0),
+                "tc_smem_index: ES (bytes per element) is 1 (FP8), 2 (f16/bf16) or 4 (f32/i32, plain rows only)");
   constexpr int EPC = 16 / ES; /* elements per 16-byte chunk */
   static_assert(COLS % EPC == 0, "tc_smem_index: rows must be a multiple of 16 bytes (16-byte chunks)");
   static_assert(SWZ != 1 || TC_SWIZZLE_ROWS_OK(COLS / EPC),
@@ -176,13 +177,17 @@ TC_COLD void tc_copy_g2s_scalar(unsigned base, const T *g, long long g_row_strid
     if (r < rows_valid) {
       const T *row = g + (long long)r * g_row_stride;
 #pragma unroll
-      for (int e = 0; e < EPC; ++e)
-        if (c0 + e < cols_valid) v[e] = (unsigned)row[c0 + e];
+      for (int e = 0; e < EPC; ++e) {
+        if (c0 + e >= cols_valid) continue;
+        if constexpr (ES == 4) v[e] = *reinterpret_cast<const unsigned *>(&row[c0 + e]); /* an f32's bits, not its value */
+        else v[e] = (unsigned)row[c0 + e];
+      }
     }
     unsigned word[4]; /* little-endian: element e at byte ES * e of the chunk */
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      if constexpr (ES == 2) word[q] = tc_pack2((unsigned short)v[2 * q], (unsigned short)v[2 * q + 1]);
+      if constexpr (ES == 4) word[q] = v[q];
+      else if constexpr (ES == 2) word[q] = tc_pack2((unsigned short)v[2 * q], (unsigned short)v[2 * q + 1]);
       else word[q] = v[4 * q] | (v[4 * q + 1] << 8) | (v[4 * q + 2] << 16) | (v[4 * q + 3] << 24);
     }
     tc_u32x4 w;
@@ -197,7 +202,8 @@ TC_COLD void tc_copy_g2s_scalar(unsigned base, const T *g, long long g_row_strid
 template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
 TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows_valid,
                            int cols_valid, int tid) {
-  static_assert(sizeof(T) == 2 || sizeof(T) == 1, "tc_copy_g2s: 16-bit or 8-bit (FP8) elements only");
+  static_assert(sizeof(T) == 2 || sizeof(T) == 1 || sizeof(T) == 4,
+                "tc_copy_g2s: 16-bit, 8-bit (FP8) or 32-bit (f32/i32, SWZ 0) elements only");
   constexpr int ES = (int)sizeof(T), EPC = 16 / ES; /* bytes per element, elements per 16-byte chunk */
   static_assert(ROWS > 0 && COLS > 0 && COLS % EPC == 0, "tc_copy_g2s: rows must be a multiple of 16 bytes");
   static_assert(THREADS > 0, "tc_copy_g2s: THREADS must be positive");

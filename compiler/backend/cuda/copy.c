@@ -35,11 +35,13 @@ int cuda_tile_dims(const IrRegion *r, int *dims) {
 }
 
 /* Pointer expression to the region's first element of a staged/plain 2-D
- * shared tile (the stage index, if any, selects the tile). */
+ * shared tile, or of a staged 1-D one (the stage index, if any, selects the
+ * tile). */
 void cuda_tile_base(Cuda *C, StrBuf *sb, const IrRegion *r) {
   const IrBuffer *b = r->buf;
-  if (b->rank == 3) {
-    int64_t tile = cuda_const(b->shape[1]) * cuda_const(b->shape[2]);
+  int dims[IR_MAX_RANK];
+  if (b->rank == 3 || (b->rank == 2 && r->is_index[0] && cuda_tile_dims(r, dims) == 1)) {
+    int64_t tile = cuda_const(b->shape[1]) * (b->rank == 3 ? cuda_const(b->shape[2]) : 1);
     sb_printf(sb, "(%s + (", b->name);
     cuda_emit_expr(C, sb, r->start[0]);
     sb_printf(sb, ") * %lld)", (long long)tile);
@@ -454,7 +456,10 @@ static void emit_copy_generic(Cuda *C, const IrStmt *s, int depth, bool atomic) 
 
 /* A global <-> whole-shared copy of a 16-bit 2-D (or 1-D) tile whose columns
  * are the tensor's contiguous last dimension: the 16-byte tile transfer.
- * 8-bit tiles (FP8 codes, 16 per chunk) go global -> shared only. */
+ * 8-bit tiles (FP8 codes, 16 per chunk) and 32-bit ones (f32, i32: 4 per
+ * chunk, e.g. a row of log-sum-exps) go global -> shared only. The shared
+ * side is a 2-D tile, or a 1-D one, either of them staged (a leading stage
+ * dimension, software-pipeline). */
 static bool is_tile_transfer(const IrStmt *s) {
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   bool g2s = src->buf->scope == IR_SCOPE_GLOBAL && dst->buf->scope == IR_SCOPE_SHARED;
@@ -465,12 +470,15 @@ static bool is_tile_transfer(const IrStmt *s) {
                (dst->buf->dtype == DTYPE_F16 || dst->buf->dtype == DTYPE_BF16);
   if (!(g2s || s2g) || (src->buf->dtype != dst->buf->dtype && !widen)) return false;
   int es = dtype_size(dst->buf->dtype);
-  if (!(es == 2 || (es == 1 && g2s))) return false;
+  if (!(es == 2 || ((es == 1 || es == 4) && g2s))) return false;
   const IrRegion *glob = g2s ? src : dst, *shr = g2s ? dst : src;
-  int gd[IR_MAX_RANK];
+  int gd[IR_MAX_RANK], sd[IR_MAX_RANK];
   int n = cuda_tile_dims(glob, gd);
   int r = shr->buf->rank;
-  return (n == 2 || n == 1) && gd[n - 1] == glob->buf->rank - 1 && (r == 2 || r == 3) &&
+  /* 32-bit tiles: plain row-major only (tc_copy_g2s). */
+  if (es == 4 && shr->buf->layout.kind != IR_LAYOUT_ROW_MAJOR) return false;
+  const bool one_d = n == 1 && (r == 1 || (r == 2 && shr->is_index[0] && cuda_tile_dims(shr, sd) == 1));
+  return (n == 2 || n == 1) && gd[n - 1] == glob->buf->rank - 1 && (r == 2 || r == 3 || one_d) &&
          cuda_const(shr->buf->shape[r - 1]) % (16 / es) == 0;
 }
 

@@ -205,6 +205,20 @@ TC_DEVICE void tc_f32x2_to_bf16x2(float lo, float hi, tc_bf16 &out_lo, tc_bf16 &
 TC_DEVICE void tc_f32x2_to_f16x2_at(float lo, float hi, tc_half *out) { tc_store_pair(out, tc_pack_f16x2(lo, hi)); }
 TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_store_pair(out, tc_pack_bf16x2(lo, hi)); }
 
+/* dst[0] += a and, when has_b, dst[1] += b, atomically (atomic_add of a
+ * fragment's two adjacent columns): one 8-byte vector reduction on sm_90
+ * where the pair is 8-byte aligned, otherwise two atomicAdds. */
+TC_DEVICE void tc_atomic_add_f32x2(float *dst, float a, float b, bool has_b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (has_b && ((unsigned long long)dst & 7ull) == 0) {
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(dst), "f"(a), "f"(b) : "memory");
+    return;
+  }
+#endif
+  atomicAdd(dst, a);
+  if (has_b) atomicAdd(dst + 1, b);
+}
+
 /* ---------------------------------------------------------------------------
  * Tensor cores: mma.sync.aligned.m16n8k16.row.col, f32 accumulate.
  *

@@ -179,3 +179,13 @@ extern "C" __global__ void tc_test_convert(const float *in, int n, unsigned *out
   back[2 * i + 1] = tc_bf16_to_f32(tc_unpack_hi(p));
   ex[i] = tc_fdiv(3.0f * tc_exp2(x), 3.0f); /* exp2, through the 2-ulp division */
 }
+
+// Column-pair atomic adds: thread i adds (i + 1, 1000 * (i + 1)) at
+// dst + start[i] (has_b = has[i]); 64 threads hit the same 8 pairs, so the
+// sums depend on every reduction landing. Odd starts take the two-atomicAdd
+// path, even ones the 8-byte vector reduction on sm_90.
+extern "C" __global__ void tc_test_atomic_pairs(float *dst, const int *start, const int *has, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  tc_atomic_add_f32x2(dst + start[i], (float)(i + 1), 1000.0f * (float)(i + 1), has[i] != 0);
+}

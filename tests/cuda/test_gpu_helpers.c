@@ -9,6 +9,7 @@
  * 1e-5 relative. Also checked: the raw swizzled shared tile, quad and warp
  * reductions, f32 -> f16/bf16 packing, 16-byte vector copies.
  * tc_test_convert: rounding edge cases of the scalar conversions, exp2.
+ * tc_test_atomic_pairs: tc_atomic_add_f32x2 at aligned and odd pairs.
  * Exit 77 (skip) with the reason when there is no usable GPU.
  */
 #include <math.h>
@@ -227,6 +228,37 @@ static void run_convert(RtCuda *cu, RtCuModule mod) {
   printf("tc_test_convert: %s\n", test_failures ? "FAILED" : "ok");
 }
 
+/* tc_atomic_add_f32x2 (the CUDA backend's atomic_add of column pairs): 64
+ * threads add into 8 pairs at even (vector reduction) and odd (two atomics)
+ * starts, some without their second element; the host sums the same. */
+static void run_atomic_pairs(RtCuda *cu, RtCuModule mod) {
+  enum { N = 64, LEN = 20 };
+  int start[N], has[N];
+  double want[LEN] = {0};
+  for (int i = 0; i < N; i++) {
+    start[i] = (int[]){0, 2, 4, 6, 1, 3, 9, 17}[i % 8];
+    has[i] = i % 5 != 0;
+    want[start[i]] += i + 1;
+    if (has[i]) want[start[i] + 1] += 1000.0 * (i + 1);
+  }
+  float zeros[LEN] = {0}, got[LEN];
+  RtCuDevPtr ddst = 0, dstart = 0, dhas = 0;
+  RtCuFunction fn = NULL;
+  int n = N;
+  bool ok = upload(cu, &ddst, zeros, sizeof zeros) && upload(cu, &dstart, start, sizeof start) &&
+            upload(cu, &dhas, has, sizeof has) && rt_cuda_get_function(cu, mod, "tc_test_atomic_pairs", &fn);
+  void *params[] = {&ddst, &dstart, &dhas, &n};
+  unsigned grid[3] = {1, 1, 1}, block[3] = {N, 1, 1};
+  ok = ok && rt_cuda_launch_kernel(cu, fn, grid, block, 0, NULL, params) && rt_cuda_synchronize(cu) &&
+       rt_cuda_memcpy_dtoh(cu, got, ddst, sizeof got);
+  CHECK_MSG(ok, "tc_test_atomic_pairs: %s", rt_cuda_last_error(cu));
+  for (int i = 0; ok && i < LEN; i++) CHECK_MSG(got[i] == (float)want[i], "pair sums: [%d] = %g, want %g", i, got[i], want[i]);
+  rt_cuda_free(cu, ddst);
+  rt_cuda_free(cu, dstart);
+  rt_cuda_free(cu, dhas);
+  printf("tc_test_atomic_pairs: %s\n", test_failures ? "FAILED" : "ok");
+}
+
 int main(void) {
   char why[512];
   RtCuda *cu = rt_cuda_open(RT_CUDA_DEVICE, 0, why, sizeof why);
@@ -256,6 +288,7 @@ int main(void) {
   run_mma(cu, mod, false);
   run_mma(cu, mod, true);
   run_convert(cu, mod);
+  run_atomic_pairs(cu, mod);
 
   /* Driver errors come back as text naming the call, not as a crash. */
   RtCuFunction fn = NULL;

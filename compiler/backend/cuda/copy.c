@@ -263,6 +263,74 @@ static void emit_pair_store(Cuda *C, const IrStmt *s, const IrRegion *frag, cons
   sb_puts(o, "}\n");
 }
 
+/* atomic_add of an f32 MMA_C fragment into a compact global f32 tile whose
+ * columns are the tensor's last dimension: each thread's two adjacent
+ * columns (slots tc_cs, tc_cs + 1) are adjacent in memory, and
+ * tc_atomic_add_f32x2 adds them with one 8-byte vector reduction on sm_90
+ * where the pair is 8-byte aligned (half the reduction requests of the L2;
+ * the attention backward's dQ accumulation). */
+static bool pair_atomic_ok(const IrRegion *frag, const IrRegion *other, const int *od, int n) {
+  const IrLayout *l = &frag->buf->layout;
+  const IrBuffer *b = other->buf;
+  if (frag->buf->dtype != DTYPE_F32 || b->dtype != DTYPE_F32 || b->scope != IR_SCOPE_GLOBAL || b->strides) return false;
+  if (l->kind != IR_LAYOUT_FRAGMENT || l->frag != IR_FRAG_MMA_C || !l->cols || ir_layout_is_col_vector(l) ||
+      l->cols_local % 2 != 0 || ir_layout_cols_padded(l))
+    return false;
+  return n == 2 && od[1] == other->rank - 1;
+}
+
+static void emit_pair_atomic(Cuda *C, const IrStmt *s, const IrRegion *frag, const IrRegion *other,
+                             IrExpr *const *idx, IrExpr *rows_ok, IrExpr *col, int depth) {
+  IrModule *m = (IrModule *)C->m;
+  const IrLayout *l = &frag->buf->layout;
+  const IrBuffer *g = other->buf;
+  const int last = g->rank - 1;
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_printf(o, "{  // atomic_add %s -> %s, column pairs\n", frag->buf->name, g->name);
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "#pragma unroll\n");
+  cuda_indent(C, depth + 1);
+  sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {\n", l->rows_local);
+  cuda_indent(C, depth + 2);
+  sb_puts(o, "[[maybe_unused]] const long long tc_r = ");
+  cuda_row_of(C, o, l, "tc_rs");
+  sb_puts(o, ";\n");
+  cuda_indent(C, depth + 2);
+  sb_puts(o, "#pragma unroll\n");
+  cuda_indent(C, depth + 2);
+  sb_printf(o, "for (int tc_cs = 0; tc_cs < %d; tc_cs += 2) {\n", l->cols_local);
+  cuda_indent(C, depth + 3);
+  sb_puts(o, "[[maybe_unused]] const long long tc_c = ");
+  cuda_col_of(C, o, l, "tc_cs");
+  sb_puts(o, ";\n");
+  /* The pair's first column inside the tensor (and its rows); the second
+   * may lie past its end. */
+  IrExpr *first_ok = other->guard[last] ? ir_binary(m, IR_OP_LT, col, g->shape[last], s->loc) : NULL;
+  IrExpr *cond = rows_ok && first_ok ? ir_binary(m, IR_OP_AND, rows_ok, first_ok, s->loc) : rows_ok ? rows_ok : first_ok;
+  cuda_indent(C, depth + 3);
+  if (cond) {
+    sb_puts(o, "if (");
+    cuda_emit_expr(C, o, cond);
+    sb_puts(o, ") ");
+  }
+  sb_puts(o, "tc_atomic_add_f32x2(&");
+  cuda_emit_element(C, o, g, idx, g->rank, s->loc);
+  sb_printf(o, ", %s[tc_rs * %d + tc_cs], %s[tc_rs * %d + tc_cs + 1], ", frag->buf->name, l->cols_local,
+            frag->buf->name, l->cols_local);
+  if (other->guard[last]) {
+    cuda_emit_expr(C, o, ir_binary(m, IR_OP_LT, ir_binary(m, IR_OP_ADD, col, ir_int(m, 1, s->loc), s->loc),
+                                   g->shape[last], s->loc));
+  } else {
+    sb_puts(o, "true");
+  }
+  sb_puts(o, ");\n");
+  for (int d = depth + 2; d >= depth; d--) {
+    cuda_indent(C, d);
+    sb_puts(o, "}\n");
+  }
+}
+
 /* Copies where one side is a fragment: every thread moves its own elements
  * (atomic: atomic_add, the fragment is the source; a 1-D fragment's
  * replicated elements are added by their first holder only). */
@@ -316,7 +384,7 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
   IrVar rv = {.name = "tc_r", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
   IrVar cv = {.name = "tc_c", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
   IrExpr *idx[IR_MAX_RANK];
-  IrExpr *cond = NULL;
+  IrExpr *cond = NULL, *rows_ok = NULL; /* every guard; those of the dims but the last */
   for (int d = 0, t = 0; d < other->rank; d++) {
     if (other->is_index[d]) {
       idx[d] = other->start[d];
@@ -327,7 +395,12 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
     if (other->guard[d]) {
       IrExpr *c = ir_binary(m, IR_OP_LT, idx[d], other->buf->shape[d], s->loc);
       cond = cond ? ir_binary(m, IR_OP_AND, cond, c, s->loc) : c;
+      if (d != other->rank - 1) rows_ok = rows_ok ? ir_binary(m, IR_OP_AND, rows_ok, c, s->loc) : c;
     }
+  }
+  if (atomic && frag == src && pair_atomic_ok(frag, other, od, n)) {
+    emit_pair_atomic(C, s, frag, other, idx, rows_ok, idx[other->rank - 1], depth);
+    return;
   }
   if (frag == src && !atomic && !cond && pair_store_ok(frag, other, od, n)) {
     emit_pair_store(C, s, frag, other, idx, depth);

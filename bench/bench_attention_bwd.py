@@ -16,7 +16,9 @@ flash_attention_fwd, run once before (not timed); the forward is timed on
 its own as well (tilec-fwd-lse), beside the flagship forward without LSE
 (tilec-fwd, examples/flash_attention.tile) to show what the LSE output
 costs. --bwd-config NAME:D=V,D=V (repeatable) sets the tilec columns: -D
-settings of the backward kernels (block sizes). The default set: the
+settings of the backward kernels (block sizes); NAME@FILE:D=V runs the
+backward kernels of another .tile file (a variant of the example, e.g. an
+older version of it) under the same defines. The default set: the
 example's defaults (64 keys x 64 queries over 4 warps at dim 64, 128 x 32
 over 8 warps at dim 128), 3 pipeline stages, 64 queries per block (spills a
 little at dim 128), and 128 keys over 8 warps (dim 64; at dim 128 the
@@ -77,11 +79,12 @@ def parse_configs(args):
     out = []
     for c in args.bwd_config or DEFAULT_CONFIGS:
         name, _, defs = c.partition(":")
+        name, _, file = name.partition("@")
         d = {}
         for kv in filter(None, defs.split(",")):
             n, v = kv.split("=", 1)
             d[n] = v
-        out.append((name, d))
+        out.append((name, d, os.path.abspath(file) if file else "flash_attention_bwd.tile"))
     return out
 
 
@@ -154,13 +157,13 @@ def part_tilec(rows, args, torch, timer, emit):
             ms, runs = timer(kflag.bind(q, k, v, o2, scale, stream=stream))
             emit(rid, {"impl": "tilec-fwd", "ms": ms, "runs": runs})
             fwd()   # O and LSE for the backward
-            for name, extra in configs:
+            for name, extra, file in configs:
                 impl = "tilec-%s" % name
                 try:
                     defs = dict(base, **extra)
-                    kp = kernel("flash_attention_bwd.tile", "flash_attention_bwd_preprocess", defs)
-                    kb = kernel("flash_attention_bwd.tile", "flash_attention_bwd", defs)
-                    kc = kernel("flash_attention_bwd.tile", "flash_attention_bwd_dq_convert", defs)
+                    kp = kernel(file, "flash_attention_bwd_preprocess", defs)
+                    kb = kernel(file, "flash_attention_bwd", defs)
+                    kc = kernel(file, "flash_attention_bwd_dq_convert", defs)
                     delta = torch.full((B, H, S), float("nan"), device="cuda")
                     dqa = torch.full((B, H, D, S), float("nan"), device="cuda")   # dQ^T accumulator
                     dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
@@ -231,7 +234,7 @@ def report(args, rows, results, gpu):
              "TFLOP/s of the backward (2.5 x the forward's 4 B H S^2 D, half when causal); tilec = its three kernels "
              "(preprocess + backward + dQ convert). Forward columns: tilec's forward with the LSE output and the "
              "flagship without it, TFLOP/s of the forward's FLOPs.", ""]
-    configs = ["tilec-%s" % n for n, _ in parse_configs(args)]
+    configs = ["tilec-%s" % n for n, _, _ in parse_configs(args)]
     impls = configs + ["sdpa-flash", "sdpa-cudnn"]
 
     def cell(rr, impl, fmt):
@@ -260,8 +263,9 @@ def report(args, rows, results, gpu):
             cell(rr, "tilec-fwd-lse", tf_fwd), cell(rr, "tilec-fwd", tf_fwd)))
     lines.append("")
     lines.append("tilec configurations (-D of the backward kernels): " + "; ".join(
-        "%s = %s" % (n, ",".join("%s=%s" % kv for kv in d.items()) or "the example's defaults")
-        for n, d in parse_configs(args)))
+        "%s = %s%s" % (n, ",".join("%s=%s" % kv for kv in d.items()) or "the defaults",
+                       "" if f == "flash_attention_bwd.tile" else " of " + os.path.relpath(f, ROOT))
+        for n, d, f in parse_configs(args)))
     return "\n".join(lines)
 
 

@@ -83,21 +83,6 @@ static PassEffects effects_of(IrStmt *s) {
   return e;
 }
 
-static IrStmt *wait_for(IrModule *m, IrBuffer *acc, int pending, SrcLoc loc) {
-  IrStmt *w = ir_stmt_new(m, IR_STMT_WGMMA_WAIT, loc);
-  w->u.wgmma_wait.acc = acc;
-  w->u.wgmma_wait.pending = pending;
-  return w;
-}
-
-/* Keeps float fragment b computed before the wait w. */
-static void pin(IrStmt *w, const IrBuffer *b) {
-  if (b->scope != IR_SCOPE_FRAGMENT || b->dtype != DTYPE_F32 || w->u.wgmma_wait.npinned == 8) return;
-  for (int i = 0; i < w->u.wgmma_wait.npinned; i++)
-    if (w->u.wgmma_wait.pinned[i] == b) return;
-  w->u.wgmma_wait.pinned[w->u.wgmma_wait.npinned++] = (IrBuffer *)b;
-}
-
 static bool is_accumulator_in_flight(const Seq *q, const IrBuffer *b) {
   for (int i = 0; i < q->n; i++)
     if (q->fl[i].gemm->u.gemm.c.buf == b) return true;
@@ -110,10 +95,10 @@ static bool is_accumulator_in_flight(const Seq *q, const IrBuffer *b) {
 static void complete(Seq *q, int upto, SrcLoc loc) {
   const int pending = q->n - 1 - upto;
   for (int i = upto; i >= 0; i--) {
-    IrStmt *w = wait_for(q->m, q->fl[i].gemm->u.gemm.c.buf, pending, loc);
+    IrStmt *w = pass_wgmma_wait(q->m, q->fl[i].gemm->u.gemm.c.buf, pending, loc);
     const IrStmt *pins = q->fl[upto].pins;
     for (int p = 0; i == upto && p < pins->u.wgmma_wait.npinned; p++)
-      if (!is_accumulator_in_flight(q, pins->u.wgmma_wait.pinned[p])) pin(w, pins->u.wgmma_wait.pinned[p]);
+      if (!is_accumulator_in_flight(q, pins->u.wgmma_wait.pinned[p])) pass_wgmma_wait_pin(w, pins->u.wgmma_wait.pinned[p]);
     ir_seq_push(q->m, q->out, w);
   }
   for (int i = 0; i <= upto; i++)
@@ -178,13 +163,13 @@ static void defer_seq(IrModule *m, IrStmt *seq) {
         InFlight *f = &q.fl[q.n++];
         memset(f, 0, sizeof *f);
         f->gemm = s;
-        f->pins = wait_for(m, s->u.gemm.c.buf, 0, s->loc);
+        f->pins = pass_wgmma_wait(m, s->u.gemm.c.buf, 0, s->loc);
         continue;
       }
     }
     ir_seq_push(m, q.out, s);
     for (int j = 0; j < q.n; j++)
-      for (int w = 0; w < e.nwrites; w++) pin(q.fl[j].pins, e.writes[w]);
+      for (int w = 0; w < e.nwrites; w++) pass_wgmma_wait_pin(q.fl[j].pins, e.writes[w]);
   }
   if (q.n) complete(&q, q.n - 1, seq->loc);
   if (changed) seq->u.seq = q.out->u.seq;

@@ -112,21 +112,6 @@ static IrStmt *at_iteration(IrModule *m, const IrStmt *s, IrVar *k, const IrExpr
   return c;
 }
 
-static IrStmt *wgmma_wait(IrModule *m, IrBuffer *acc, int pending, SrcLoc loc) {
-  IrStmt *w = ir_stmt_new(m, IR_STMT_WGMMA_WAIT, loc);
-  w->u.wgmma_wait.acc = acc;
-  w->u.wgmma_wait.pending = pending;
-  return w;
-}
-
-/* Adds a float fragment to the ones the wait keeps computed before it. */
-static void pin(IrStmt *wait, IrBuffer *b) {
-  if (b->scope != IR_SCOPE_FRAGMENT || b->dtype != DTYPE_F32 || wait->u.wgmma_wait.npinned == 8) return;
-  for (int i = 0; i < wait->u.wgmma_wait.npinned; i++)
-    if (wait->u.wgmma_wait.pinned[i] == b) return;
-  wait->u.wgmma_wait.pinned[wait->u.wgmma_wait.npinned++] = b;
-}
-
 /* Ping-pong turns between the consumer warpgroups: built, racecheck-clean,
  * and measured SLOWER than the overlap alone on an H100 (bf16, dim 128,
  * seq 2048/8192, causal and not: 513-563 against 555-598 TFLOP/s, one
@@ -179,16 +164,16 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   g2_prev->u.gemm.wgmma_issue_only = true;
   ir_seq_push(m, late, g2_prev);
   push(m, late, turn(m, IR_TURN_PASS, loc));
-  ir_seq_push(m, late, wgmma_wait(m, c1, 1, loc));
+  ir_seq_push(m, late, pass_wgmma_wait(m, c1, 1, loc));
   /* The issue and its wait<1> stay on one path: ptxas serializes every
    * wgmma (C7514) when some path could read C1 with only G1 in flight. */
   IrExpr *not_first = ir_binary(m, IR_OP_GT, ir_var_ref(m, kv, loc), ir_int(m, 0, loc), loc);
   ir_seq_push(m, out, ir_if_new(m, not_first, late,
-                                seq_of(m, loc, turn(m, IR_TURN_PASS, loc), wgmma_wait(m, c1, 0, loc)), loc));
+                                seq_of(m, loc, turn(m, IR_TURN_PASS, loc), pass_wgmma_wait(m, c1, 0, loc)), loc));
 
   /* The statements after G1: those independent of G2(k-1) run under it;
    * the wait for G2(k-1) pins the fragments they write. */
-  IrStmt *overlap_done = wgmma_wait(m, c2, 0, loc);
+  IrStmt *overlap_done = pass_wgmma_wait(m, c2, 0, loc);
   PassEffects held_back[64];
   IrStmt *held[64];
   int nheld = 0;
@@ -205,7 +190,7 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
       held[nheld++] = s;
     } else {
       ir_seq_push(m, out, s);
-      for (int j = 0; j < e.nwrites; j++) pin(overlap_done, (IrBuffer *)e.writes[j]);
+      for (int j = 0; j < e.nwrites; j++) pass_wgmma_wait_pin(overlap_done, e.writes[j]);
     }
   }
   ir_seq_push(m, out, overlap_done);

@@ -98,4 +98,11 @@ bool pass_effects_references(const PassEffects *e, const IrBuffer *b);
 /* One writes what the other reads or writes: they may not swap. */
 bool pass_effects_conflict(const PassEffects *a, const PassEffects *b);
 
+/* `wgmma_wait acc pending(pending)`: at most `pending` of the warpgroup's
+ * wgmma groups still in flight, acc's registers ready. */
+IrStmt *pass_wgmma_wait(IrModule *m, IrBuffer *acc, int pending, SrcLoc loc);
+/* Keeps float fragment b computed before the wait (the CUDA backend pins
+ * its registers there; up to 8 fragments, others are ignored). */
+void pass_wgmma_wait_pin(IrStmt *wait, const IrBuffer *b);
+
 #endif

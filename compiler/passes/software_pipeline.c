@@ -246,11 +246,6 @@ static IrStmt *producer_at(IrModule *m, const IrStmt *p, IrVar *k, const IrExpr 
 static IrStmt *marker(IrModule *m, IrStmtKind kind, SrcLoc loc) { return ir_stmt_new(m, kind, loc); }
 
 /* Waits for the wgmmas an in-flight gemm left running on acc. */
-static IrStmt *wgmma_wait(IrModule *m, IrBuffer *acc, SrcLoc loc) {
-  IrStmt *w = ir_stmt_new(m, IR_STMT_WGMMA_WAIT, loc);
-  w->u.wgmma_wait.acc = acc;
-  return w;
-}
 
 /* The condition under which every guarded dimension of the copies in `seq`
  * lies wholly inside its tensor (start <= size - extent), or NULL when no
@@ -428,7 +423,7 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
       ir_seq_push(m, new_body, async_gemm);
       loop->u.for_.body = new_body;
       ir_seq_push(m, out, loop);
-      ir_seq_push(m, out, wgmma_wait(m, async_gemm->u.gemm.c.buf, loc));
+      ir_seq_push(m, out, pass_wgmma_wait(m, async_gemm->u.gemm.c.buf, 0, loc));
       return out;
     }
     ir_seq_push(m, new_body, guarded_fetch);
@@ -442,7 +437,7 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
   ir_seq_push(m, new_body, marker(m, IR_STMT_BARRIER, loc));
   loop->u.for_.body = new_body;
   ir_seq_push(m, out, loop);
-  if (async_gemm) ir_seq_push(m, out, wgmma_wait(m, async_gemm->u.gemm.c.buf, loc));
+  if (async_gemm) ir_seq_push(m, out, pass_wgmma_wait(m, async_gemm->u.gemm.c.buf, 0, loc));
   return out;
 }
 

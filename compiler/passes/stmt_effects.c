@@ -1,6 +1,6 @@
 /* stmt_effects.c - which buffers a statement tree reads and writes, for the
  * passes that move statements or waits past each other (overlap-wgmma,
- * defer-wgmma-waits). A gemm reads A, B and C and writes C; an mbarrier
+ * defer-wgmma-waits), and the wgmma waits those passes place. A gemm reads A, B and C and writes C; an mbarrier
  * wait reads its barrier and an arrive writes it (so an arrive on a tile's
  * empty barrier counts as the release of that tile); a wgmma wait writes
  * its accumulator. Barriers, scopes and gemms are flagged, not listed. */
@@ -88,4 +88,18 @@ bool pass_effects_conflict(const PassEffects *a, const PassEffects *b) {
   for (int i = 0; i < b->nwrites; i++)
     if (in_set(a->reads, a->nreads, b->writes[i])) return true;
   return false;
+}
+
+IrStmt *pass_wgmma_wait(IrModule *m, IrBuffer *acc, int pending, SrcLoc loc) {
+  IrStmt *w = ir_stmt_new(m, IR_STMT_WGMMA_WAIT, loc);
+  w->u.wgmma_wait.acc = acc;
+  w->u.wgmma_wait.pending = pending;
+  return w;
+}
+
+void pass_wgmma_wait_pin(IrStmt *wait, const IrBuffer *b) {
+  if (b->scope != IR_SCOPE_FRAGMENT || b->dtype != DTYPE_F32 || wait->u.wgmma_wait.npinned == 8) return;
+  for (int i = 0; i < wait->u.wgmma_wait.npinned; i++)
+    if (wait->u.wgmma_wait.pinned[i] == b) return;
+  wait->u.wgmma_wait.pinned[wait->u.wgmma_wait.npinned++] = (IrBuffer *)b;
 }

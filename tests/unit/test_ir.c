@@ -12,6 +12,11 @@
  *  - printer details: precedence, float spelling, shadowed names;
  *  - the prelude's f16/bf16 conversions, compiled into a small program that
  *    checks every f16/bf16 bit pattern and a sweep of f32 values.
+ * And small .tile strings compiled through the whole pipeline, their IR and
+ * CUDA text checked: defer-wgmma-waits on sm_90a (test_defer_wgmma_waits),
+ * a pipelined 1-D f32 shared tile on cp.async / TMA
+ * (test_f32_vector_pipelined), fragment atomic_add by column pairs
+ * (test_atomic_add_pairs).
  * The compiler command is $TILEC_CC, or "cc". TILEC_UNIT_KEEP=1 keeps the
  * generated files (their folder is printed). */
 #include <dlfcn.h>
@@ -1058,6 +1063,320 @@ static void test_gemm_shape_classes(void) {
   tilec_result_destroy(r);
 }
 
+/* ---- tests of sm_90a/sm_80 code generation on small .tile strings ------- */
+
+/* Compiles src for target (emit IR or CUDA); the output text (malloc'ed,
+ * the caller frees it) and, if info is not NULL, a copy of kernel 0's
+ * TMA maps count and the first two maps. NULL (and the diagnostics on
+ * stderr) when the compilation fails. */
+typedef struct MapsSeen {
+  int ntensor_maps;
+  TilecTensorMapInfo maps[2];
+} MapsSeen;
+
+static char *compile_text(const char *name, const char *src, TilecTarget target, TilecEmit emit, MapsSeen *info) {
+  TilecOptions o;
+  tilec_options_init(&o);
+  o.emit = emit;
+  o.target = target;
+  TilecResult *r = NULL;
+  const int rc = tilec_compile(name, src, strlen(src), &o, &r);
+  CHECK(rc == 0);
+  char *out = NULL;
+  if (rc != 0) {
+    fprintf(stderr, "%s (target %d): %s", name, (int)target, tilec_result_diagnostics(r));
+  } else {
+    out = strdup(tilec_result_output(r));
+    if (info) {
+      const TilecKernelInfo *k = tilec_result_kernel(r, 0);
+      memset(info, 0, sizeof *info);
+      info->ntensor_maps = k->ntensor_maps;
+      for (int i = 0; i < k->ntensor_maps && i < 2; i++) info->maps[i] = k->tensor_maps[i];
+    }
+  }
+  tilec_result_destroy(r);
+  return out;
+}
+
+static int count_of(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text ? strstr(text, needle) : NULL; p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+/* Position of needle in text (its first occurrence), -1 if absent. */
+static long pos_of(const char *text, const char *needle) {
+  const char *p = text ? strstr(text, needle) : NULL;
+  return p ? (long)(p - text) : -1;
+}
+
+/* The whole line of text holding needle's first occurrence, into buf ("" if absent). */
+static const char *line_of(const char *text, const char *needle, char *buf, size_t cap) {
+  buf[0] = '\0';
+  const char *p = text ? strstr(text, needle) : NULL;
+  if (!p) return buf;
+  const char *b = p, *e = strchr(p, '\n');
+  while (b > text && b[-1] != '\n') b--;
+  size_t n = e ? (size_t)(e - b) : strlen(b);
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, b, n);
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Pass defer-wgmma-waits (sm_90a). G1 (acc1) and G2 (acc2) are independent
+ * 16-bit wgmma gemms; the two statements after them read only acc1, the
+ * third reads acc2. So G1 and G2 are both issue-only, acc1's wait comes
+ * right after G2 with pending(1) (G2 may still run), and acc2's wait, with
+ * pending 0, right before the statement that reads acc2, after the acc1
+ * work (and pins acc1, written meanwhile). G3 (acc3) is read by the very
+ * next statement: it keeps waiting in place (no issue-only, no separate
+ * wait). On sm_80 (mma.sync, no wgmma) nothing of this appears. */
+static const char defer_src[] =
+    "kernel d(A: f16[M, K], B: f16[N, K], D: f16[N, K], C: f32[M, N], E: f32[M, N])\n"
+    "  grid (1) threads (128) as (bx)\n"
+    "{\n"
+    "    A_s = alloc_shared([64, 64], f16);\n"
+    "    B_s = alloc_shared([64, 64], f16);\n"
+    "    D_s = alloc_shared([64, 64], f16);\n"
+    "    acc1 = alloc_fragment([64, 64], f32);\n"
+    "    acc2 = alloc_fragment([64, 64], f32);\n"
+    "    acc3 = alloc_fragment([64, 64], f32);\n"
+    "    copy(A[0 : 64, 0 : 64], A_s);\n"
+    "    copy(B[0 : 64, 0 : 64], B_s);\n"
+    "    copy(D[0 : 64, 0 : 64], D_s);\n"
+    "    clear(acc1);\n"
+    "    clear(acc2);\n"
+    "    gemm(A_s, B_s, acc1, transpose_B = true);\n"
+    "    gemm(A_s, D_s, acc2, transpose_B = true);\n"
+    "    for i, j in parallel(64, 64) acc1[i, j] = exp2(acc1[i, j]);\n"
+    "    for i, j in parallel(64, 64) acc1[i, j] = acc1[i, j] * 0.5;\n"
+    "    for i, j in parallel(64, 64) acc2[i, j] = acc2[i, j] + acc1[i, j];\n"
+    "    copy(acc2, C[0 : 64, 0 : 64]);\n"
+    "    clear(acc3);\n"
+    "    gemm(D_s, B_s, acc3, transpose_B = true);\n"
+    "    for i, j in parallel(64, 64) acc3[i, j] = acc3[i, j] * 2.0;\n"
+    "    copy(acc3, E[0 : 64, 0 : 64]);\n"
+    "}\n";
+
+static void test_defer_wgmma_waits(void) {
+  char line[512];
+  /* The final IR on sm_90a. */
+  char *ir = compile_text("defer.tile", defer_src, TILEC_TARGET_SM90A, TILEC_EMIT_IR, NULL);
+  if (ir) {
+    CHECK_CONTAINS(line_of(ir, "gemm A_s, B_s -> acc1", line, sizeof line), " wgmma(issue)");
+    CHECK_CONTAINS(line_of(ir, "gemm A_s, D_s -> acc2", line, sizeof line), " wgmma(issue)");
+    /* G3: a wgmma that waits in place (not issue-only, not in flight). */
+    const char *g3_line = line_of(ir, "gemm D_s, B_s -> acc3", line, sizeof line);
+    CHECK_CONTAINS(g3_line, " wgmma");
+    CHECK(strstr(g3_line, "wgmma(") == NULL);
+    CHECK(count_of(ir, "wgmma(issue)") == 2);
+    /* One wait each for acc1 (pending 1) and acc2 (pending 0), none for acc3. */
+    CHECK(count_of(ir, "wgmma_wait acc1") == 1);
+    CHECK_CONTAINS(ir, "wgmma_wait acc1 pending(1)");
+    CHECK(count_of(ir, "wgmma_wait acc2") == 1);
+    const char *w2_line = line_of(ir, "wgmma_wait acc2", line, sizeof line);
+    CHECK(strstr(w2_line, "pending(") == NULL);
+    CHECK_CONTAINS(w2_line, "after(acc1)");
+    CHECK(count_of(ir, "wgmma_wait acc3") == 0);
+    /* Order: G1, G2, wait acc1, the acc1 work, wait acc2, the acc2 read, G3. */
+    const long g1 = pos_of(ir, "-> acc1"), g2 = pos_of(ir, "-> acc2"), w1 = pos_of(ir, "wgmma_wait acc1"),
+               e1 = pos_of(ir, "exp2(acc1[i, j])"), e2 = pos_of(ir, "acc1[i, j] * 0.5"),
+               w2 = pos_of(ir, "wgmma_wait acc2"), r2 = pos_of(ir, "acc2[i, j] + acc1[i, j]"),
+               g3 = pos_of(ir, "-> acc3");
+    CHECK(g1 >= 0 && g1 < g2 && g2 < w1 && w1 < e1 && e1 < e2 && e2 < w2 && w2 < r2 && r2 < g3);
+    free(ir);
+  }
+  /* The CUDA on sm_90a says the same. */
+  char *cu = compile_text("defer.tile", defer_src, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, NULL);
+  if (cu) {
+    const long g1 = pos_of(cu, "TC_WGMMA_ISSUE_ONLY>(A_s, B_s, acc1, tc_warp);"),
+               g2 = pos_of(cu, "TC_WGMMA_ISSUE_ONLY>(A_s, D_s, acc2, tc_warp);"),
+               w1 = pos_of(cu, "tc_wgmma_wait_acc<1, 64>(acc1);"), e1 = pos_of(cu, "exp2"),
+               pin = pos_of(cu, "tc_pin_regs<32>(acc1);"), w2 = pos_of(cu, "tc_wgmma_drain<64>(acc2);"),
+               g3 = pos_of(cu, "tc_gemm_wgmma_ss<tc_f16_t, 64, 64, 64, 4, true, true, true, 0>(D_s, B_s, acc3, tc_warp);");
+    CHECK(g1 >= 0 && g1 < g2 && g2 < w1 && w1 < e1 && e1 < pin && pin < w2 && w2 < g3);
+    CHECK(count_of(cu, "TC_WGMMA_ISSUE_ONLY") == 2);
+    CHECK(count_of(cu, "tc_wgmma_wait_acc<") == 1);
+    CHECK(count_of(cu, "tc_wgmma_drain<") == 1);
+    CHECK(count_of(cu, "(acc3);") == 0);
+    if (g1 < 0 || g2 < 0 || w1 < 0 || w2 < 0 || g3 < 0) fprintf(stderr, "defer.tile sm_90a CUDA:\n%s\n", cu);
+    free(cu);
+  }
+  /* sm_80: mma.sync gemms that complete in place; nothing deferred. */
+  cu = compile_text("defer.tile", defer_src, TILEC_TARGET_SM80, TILEC_EMIT_CUDA, NULL);
+  if (cu) {
+    CHECK(count_of(cu, "tc_gemm_ss<") == 3);
+    CHECK(strstr(cu, "TC_WGMMA_ISSUE_ONLY") == NULL);
+    CHECK(strstr(cu, "tc_wgmma_") == NULL);
+    free(cu);
+  }
+  ir = compile_text("defer.tile", defer_src, TILEC_TARGET_SM80, TILEC_EMIT_IR, NULL);
+  if (ir) {
+    CHECK(strstr(ir, "wgmma") == NULL);
+    CHECK(count_of(ir, "gemm ") == 3);
+    free(ir);
+  }
+}
+
+/* A 1-D f32 shared tile copied in a pipelined loop is the pipeline's
+ * (software-pipeline, 32-bit rows of 16-byte multiples): double-buffered
+ * ([2, 32]); on sm_80 fetched by cp.async (tc_copy_g2s, one row of 32
+ * columns) rather than element by element; on sm_90a by TMA (a 1-D tensor
+ * map of box 32, expecting 32 * 4 = 128 bytes on the tile's full
+ * mbarrier). A [6] tile (24 bytes, not whole 16-byte chunks) stays a plain
+ * element copy on both targets. */
+static const char vec_src[] =
+    "kernel v(X: f16[M, N], L: f32[M], Y: f32[M, N])\n"
+    "  grid (1) threads (128) as (bx)\n"
+    "{\n"
+    "    x_s = alloc_shared([32, 64], f16);\n"
+    "    l_s = alloc_shared([32], f32);\n"
+    "    acc = alloc_fragment([32, 64], f32);\n"
+    "    clear(acc);\n"
+    "    for k in pipelined(ceildiv(M, 32), num_stages = 2) {\n"
+    "        copy(X[k * 32 : (k + 1) * 32, 0 : 64], x_s);\n"
+    "        copy(L[k * 32 : (k + 1) * 32], l_s);\n"
+    "        for i, j in parallel(32, 64) acc[i, j] += x_s[i, j] * l_s[i];\n"
+    "    }\n"
+    "    copy(acc, Y[0 : 32, 0 : 64]);\n"
+    "}\n";
+
+static const char vec6_src[] =
+    "kernel v(X: f16[M, N], L: f32[M], Y: f32[M, N])\n"
+    "  grid (1) threads (128) as (bx)\n"
+    "{\n"
+    "    x_s = alloc_shared([32, 64], f16);\n"
+    "    l_s = alloc_shared([6], f32);\n"
+    "    acc = alloc_fragment([32, 64], f32);\n"
+    "    clear(acc);\n"
+    "    for k in pipelined(ceildiv(M, 32), num_stages = 2) {\n"
+    "        copy(X[k * 32 : (k + 1) * 32, 0 : 64], x_s);\n"
+    "        copy(L[k * 6 : (k + 1) * 6], l_s);\n"
+    "        for i, j in parallel(32, 64) acc[i, j] += x_s[i, j] * l_s[i % 6];\n"
+    "    }\n"
+    "    copy(acc, Y[0 : 32, 0 : 64]);\n"
+    "}\n";
+
+static void test_f32_vector_pipelined(void) {
+  char line[512];
+  /* sm_80: cp.async. */
+  char *ir = compile_text("vec.tile", vec_src, TILEC_TARGET_SM80, TILEC_EMIT_IR, NULL);
+  if (ir) {
+    CHECK_CONTAINS(ir, "alloc l_s: f32[2, 32] shared");
+    CHECK_CONTAINS(ir, "copy.async L[");
+    free(ir);
+  }
+  char *cu = compile_text("vec.tile", vec_src, TILEC_TARGET_SM80, TILEC_EMIT_CUDA, NULL);
+  if (cu) {
+    /* The prologue's fetch and the loop's two (whole tile, guarded tail). */
+    CHECK(count_of(cu, "// copy.async L -> l_s") == 3);
+    CHECK(count_of(cu, "tc_copy_g2s<1, 32, 128, false>((l_s + ") == 3);
+    CHECK_CONTAINS(cu, "tc_copy_g2s<1, 32, 128, false>((l_s + (((k + 1LL) % 2LL)) * 32), L + ");
+    CHECK_CONTAINS(cu, "tc_cp_async_wait<1>();");
+    /* No element-by-element store into the tile. */
+    CHECK(strstr(cu, "l_s[((long long)") == NULL);
+    free(cu);
+  }
+  /* sm_90a: TMA. */
+  MapsSeen maps;
+  ir = compile_text("vec.tile", vec_src, TILEC_TARGET_SM90A, TILEC_EMIT_IR, NULL);
+  if (ir) {
+    CHECK_CONTAINS(ir, "alloc l_s: f32[2, 32] shared");
+    CHECK_CONTAINS(ir, "alloc l_s_full: i64[2] shared");
+    CHECK_CONTAINS(line_of(ir, "copy.tma L[(k + 1) * 32 :+ 32]", line, sizeof line), "-> l_s[(k + 1) % 2, 0 :+ 32] map(1) mbarrier(l_s_full)");
+    free(ir);
+  }
+  cu = compile_text("vec.tile", vec_src, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, &maps);
+  if (cu) {
+    CHECK(maps.ntensor_maps == 2);
+    CHECK(maps.maps[1].param == 1 && maps.maps[1].box[0] == 32 && !maps.maps[1].store);
+    CHECK(maps.maps[0].param == 0 && maps.maps[0].box[0] == 32 && maps.maps[0].box[1] == 64);
+    CHECK(count_of(cu, "// copy.tma L -> l_s") == 2); /* the prologue's and the loop's */
+    CHECK(count_of(cu, "tc_copy_g2s") == 0);
+    /* The loop's fetch: the next stage's full mbarrier expects 128 bytes,
+     * then one 1-D TMA load (map 1) into that stage's buffer. */
+    const long c = pos_of(cu, "if (tc_tid == 0) {  // copy.tma L -> l_s\n          const unsigned tc_bar = tc_smem_addr(l_s_full + (((k + 1LL) % 2LL)));");
+    const long x = pos_of(cu, "tc_mbar_arrive_expect_tx(tc_bar, 128);\n          tc_tma_load(tc_smem_addr((l_s + (((k + 1LL) % 2LL)) * 32)), &tc_tmap_1, {(int)(((k + 1LL) * 32LL))}, tc_bar);");
+    CHECK(c >= 0 && x > c);
+    CHECK(count_of(cu, "tc_mbar_arrive_expect_tx(tc_bar, 128);") == 2);
+    CHECK(count_of(cu, "tc_mbar_arrive_expect_tx(tc_bar, 4096);") == 2); /* x_s: 32 * 64 * 2 bytes */
+    CHECK_CONTAINS(cu, "tc_mbar_wait(tc_smem_addr(l_s_full + ((k % 2LL))), ");
+    if (c < 0 || x < 0) fprintf(stderr, "vec.tile sm_90a CUDA:\n%s\n", cu);
+    free(cu);
+  }
+  /* The [6] tile: neither cp.async nor TMA; X still is. */
+  cu = compile_text("vec6.tile", vec6_src, TILEC_TARGET_SM80, TILEC_EMIT_CUDA, NULL);
+  if (cu) {
+    CHECK(strstr(cu, "copy.async L") == NULL);
+    CHECK(strstr(cu, "(l_s + ") == NULL);
+    CHECK_CONTAINS(cu, "l_s[((long long)((0LL + tc_t0)))] = ");
+    CHECK(count_of(cu, "// copy.async X -> x_s") == 3);
+    free(cu);
+  }
+  cu = compile_text("vec6.tile", vec6_src, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, &maps);
+  if (cu) {
+    CHECK(maps.ntensor_maps == 1 && maps.maps[0].param == 0);
+    CHECK(strstr(cu, "copy.tma L") == NULL);
+    CHECK(strstr(cu, "l_s_full") == NULL);
+    CHECK_CONTAINS(cu, "l_s[((long long)((0LL + tc_t0)))] = ");
+    free(cu);
+  }
+}
+
+/* atomic_add of an f32 gemm accumulator (MMA_C fragment) into a compact
+ * global f32 slice whose last dim is the fragment's column dim: column
+ * pairs through tc_atomic_add_f32x2 (the second column guarded by its own
+ * bound), on both GPU targets. Into a slice whose last dim is a fixed
+ * index (the columns one dim further out), or into a tensor with declared
+ * strides: plain atomicAdd per element, no pairs. */
+static const char atomic_head[] =
+    "  grid (1) threads (128) as (bx)\n"
+    "{\n"
+    "    A_s = alloc_shared([64, 64], f16);\n"
+    "    B_s = alloc_shared([64, 64], f16);\n"
+    "    acc = alloc_fragment([64, 64], f32);\n"
+    "    copy(A[0 : 64, 0 : 64], A_s);\n"
+    "    copy(B[0 : 64, 0 : 64], B_s);\n"
+    "    clear(acc);\n"
+    "    gemm(A_s, B_s, acc, transpose_B = true);\n";
+
+static char *compile_atomic(const char *params, const char *add, TilecTarget target) {
+  char src[2048];
+  snprintf(src, sizeof src, "kernel a(A: f16[M, K], B: f16[N, K], %s)\n%s    %s\n}\n", params, atomic_head, add);
+  return compile_text("atomic.tile", src, target, TILEC_EMIT_CUDA, NULL);
+}
+
+static void test_atomic_add_pairs(void) {
+  const TilecTarget targets[2] = {TILEC_TARGET_SM80, TILEC_TARGET_SM90A};
+  for (int t = 0; t < 2; t++) {
+    char *cu = compile_atomic("G: f32[M, N]", "atomic_add(acc, G[0 : 64, 0 : 64]);", targets[t]);
+    if (cu) {
+      CHECK(count_of(cu, "// atomic_add acc -> G, column pairs") == 1);
+      CHECK(count_of(cu, "tc_atomic_add_f32x2(&G[") == 1);
+      char line[1024];
+      const char *pair = line_of(cu, "tc_atomic_add_f32x2(&G[", line, sizeof line);
+      CHECK_CONTAINS(pair, "tc_atomic_add_f32x2(&G[(((long long)((0LL + tc_r))) * (N) + ((0LL + tc_c)))], acc[");
+      CHECK_CONTAINS(pair, "+ tc_cs + 1], (((0LL + tc_c) + 1LL) < N));");
+      CHECK(strstr(cu, "atomicAdd(") == NULL);
+      free(cu);
+    }
+    cu = compile_atomic("H: f32[M, N, 4]", "atomic_add(acc, H[0 : 64, 0 : 64, 1]);", targets[t]);
+    if (cu) {
+      CHECK(strstr(cu, "tc_atomic_add_f32x2(") == NULL);
+      CHECK(strstr(cu, "column pairs") == NULL);
+      CHECK_CONTAINS(cu, "atomicAdd(&H[((((long long)((0LL + tc_r))) * (N) + ((0LL + tc_c))) * (4LL) + (1LL))], (float)acc[");
+      free(cu);
+    }
+    cu = compile_atomic("S: f32[M, N] strides (s_m, 1)", "atomic_add(acc, S[0 : 64, 0 : 64]);", targets[t]);
+    if (cu) {
+      CHECK(strstr(cu, "tc_atomic_add_f32x2(") == NULL);
+      CHECK_CONTAINS(cu, "atomicAdd(&S[");
+      free(cu);
+    }
+  }
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(scratch, sizeof scratch, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -1077,6 +1396,9 @@ int main(void) {
   test_persistent_info();
   test_tma_only_info();
   test_gemm_shape_classes();
+  test_defer_wgmma_waits();
+  test_f32_vector_pipelined();
+  test_atomic_add_pairs();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

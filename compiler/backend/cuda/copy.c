@@ -218,9 +218,11 @@ static bool pair_store_ok(const IrRegion *frag, const IrRegion *other, const int
   return b->layout.kind == IR_LAYOUT_SWIZZLED || cuda_const(b->shape[last]) % 2 == 0;
 }
 
-void cuda_emit_pair_nest(Cuda *C, const IrBuffer *frag, const IrBuffer *dst, IrExpr *const *idx, int cs_begin,
-                         int cs_end, long long col_offset, const char *comment, SrcLoc loc, int depth) {
-  const IrLayout *l = &frag->layout;
+/* Opens the loops over a fragment's rows (tc_rs, binding tc_r) and its
+ * column pairs tc_cs in [cs_begin, cs_end) (binding tc_c, less
+ * col_offset); the body goes at depth + 2, close_pair_nest ends them. */
+static void open_pair_nest(Cuda *C, const IrLayout *l, int cs_begin, int cs_end, long long col_offset,
+                           const char *comment, int depth) {
   StrBuf *o = C->out;
   cuda_indent(C, depth);
   sb_puts(o, "#pragma unroll\n");
@@ -240,15 +242,26 @@ void cuda_emit_pair_nest(Cuda *C, const IrBuffer *frag, const IrBuffer *dst, IrE
   cuda_col_of(C, o, l, "tc_cs");
   if (col_offset) sb_printf(o, " - %lld", col_offset);
   sb_puts(o, ";\n");
+}
+
+static void close_pair_nest(Cuda *C, int depth) {
+  for (int d = depth + 1; d >= depth; d--) {
+    cuda_indent(C, d);
+    sb_puts(C->out, "}\n");
+  }
+}
+
+void cuda_emit_pair_nest(Cuda *C, const IrBuffer *frag, const IrBuffer *dst, IrExpr *const *idx, int cs_begin,
+                         int cs_end, long long col_offset, const char *comment, SrcLoc loc, int depth) {
+  const IrLayout *l = &frag->layout;
+  StrBuf *o = C->out;
+  open_pair_nest(C, l, cs_begin, cs_end, col_offset, comment, depth);
   cuda_indent(C, depth + 2);
   sb_printf(o, "tc_f32x2_to_%s_at(%s[tc_rs * %d + tc_cs], %s[tc_rs * %d + tc_cs + 1], &",
             dst->dtype == DTYPE_F16 ? "f16x2" : "bf16x2", frag->name, l->cols_local, frag->name, l->cols_local);
   cuda_emit_element(C, o, dst, idx, dst->rank, loc);
   sb_puts(o, ");\n");
-  for (int d = depth + 1; d >= depth; d--) {
-    cuda_indent(C, d);
-    sb_puts(o, "}\n");
-  }
+  close_pair_nest(C, depth);
 }
 
 static void emit_pair_store(Cuda *C, const IrStmt *s, const IrRegion *frag, const IrRegion *other, IrExpr *const *idx,
@@ -288,22 +301,7 @@ static void emit_pair_atomic(Cuda *C, const IrStmt *s, const IrRegion *frag, con
   StrBuf *o = C->out;
   cuda_indent(C, depth);
   sb_printf(o, "{  // atomic_add %s -> %s, column pairs\n", frag->buf->name, g->name);
-  cuda_indent(C, depth + 1);
-  sb_puts(o, "#pragma unroll\n");
-  cuda_indent(C, depth + 1);
-  sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {\n", l->rows_local);
-  cuda_indent(C, depth + 2);
-  sb_puts(o, "[[maybe_unused]] const long long tc_r = ");
-  cuda_row_of(C, o, l, "tc_rs");
-  sb_puts(o, ";\n");
-  cuda_indent(C, depth + 2);
-  sb_puts(o, "#pragma unroll\n");
-  cuda_indent(C, depth + 2);
-  sb_printf(o, "for (int tc_cs = 0; tc_cs < %d; tc_cs += 2) {\n", l->cols_local);
-  cuda_indent(C, depth + 3);
-  sb_puts(o, "[[maybe_unused]] const long long tc_c = ");
-  cuda_col_of(C, o, l, "tc_cs");
-  sb_puts(o, ";\n");
+  open_pair_nest(C, l, 0, l->cols_local, 0, NULL, depth + 1);
   /* The pair's first column inside the tensor (and its rows); the second
    * may lie past its end. */
   IrExpr *first_ok = other->guard[last] ? ir_binary(m, IR_OP_LT, col, g->shape[last], s->loc) : NULL;
@@ -325,10 +323,9 @@ static void emit_pair_atomic(Cuda *C, const IrStmt *s, const IrRegion *frag, con
     sb_puts(o, "true");
   }
   sb_puts(o, ");\n");
-  for (int d = depth + 2; d >= depth; d--) {
-    cuda_indent(C, d);
-    sb_puts(o, "}\n");
-  }
+  close_pair_nest(C, depth + 1);
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
 }
 
 /* Copies where one side is a fragment: every thread moves its own elements

@@ -4,8 +4,10 @@
  * parallel extents).
  * Guarantees: a parallel nest whose body is one store of
  *     x[i, j] = if_then_else(lhs CMP rhs, a, b)
- * with lhs - rhs linear in the nest's variables (i, j) is versioned on the
- * condition being true for the whole tile:
+ * with lhs - rhs linear in the nest's variables (i, j), or of a conjunction
+ * of such comparisons (`c1 && c2`: the attention backward's causal mask and
+ * its length mask), is versioned on the condition being true for the whole
+ * tile (each comparison at its own worst corner):
  *     if (<condition at the tile's worst corner>) { x[i, j] = a }   // no mask
  *     else                                       { original nest }
  * The test depends only on values outside the nest (k, bx, seq_len), so the
@@ -24,7 +26,8 @@
  *     let tc_mask_N: i32 = i32(max(min L - 1, min(max L + 1, -R)))
  *     x[i, j] = if_then_else(i32(L) CMP tc_mask_N, a, b)
  * (flash attention's causal mask: i32(i - j) >= tc_mask_N, one compare per
- * element instead of a 64-bit one on bx * block_M + i and k * block_N + j).
+ * element instead of a 64-bit one on bx * block_M + i and k * block_N + j);
+ * a conjunction's masked nest is left as written.
  * Not when the selected values load from a global tensor: guard-elements
  * then tests those indices with the same comparison, which the backends'
  * compilers share with the mask only while both are written alike. */
@@ -47,6 +50,18 @@ typedef struct Nest {
   IrStmt *store;
 } Nest;
 
+/* An integer comparison (<, <=, >, >=). */
+static bool is_compare(const IrExpr *c) {
+  return c->kind == IR_EXPR_BINARY && c->u.op.op >= IR_OP_LT && c->u.op.op <= IR_OP_GE &&
+         !dtype_is_float(c->u.op.a->dtype) && !dtype_is_float(c->u.op.b->dtype);
+}
+
+/* A comparison, or a conjunction of them. */
+static bool is_mask(const IrExpr *c) {
+  if (c->kind == IR_EXPR_BINARY && c->u.op.op == IR_OP_AND) return is_mask(c->u.op.a) && is_mask(c->u.op.b);
+  return is_compare(c);
+}
+
 static bool match_nest(IrStmt *s, Nest *n) {
   n->n = 0;
   IrStmt *cur = s;
@@ -60,10 +75,7 @@ static bool match_nest(IrStmt *s, Nest *n) {
   if (n->n == 0 || cur->kind != IR_STMT_STORE) return false;
   IrExpr *v = cur->u.store.value;
   if (v->kind == IR_EXPR_CAST) v = v->u.cast_src;
-  if (v->kind != IR_EXPR_SELECT) return false;
-  IrExpr *c = v->u.select.cond;
-  if (c->kind != IR_EXPR_BINARY || c->u.op.op < IR_OP_LT || c->u.op.op > IR_OP_GE) return false;
-  if (dtype_is_float(c->u.op.a->dtype) || dtype_is_float(c->u.op.b->dtype)) return false;
+  if (v->kind != IR_EXPR_SELECT || !is_mask(v->u.select.cond)) return false;
   n->store = cur;
   return true;
 }
@@ -72,6 +84,10 @@ static bool match_nest(IrStmt *s, Nest *n) {
  * NULL when it cannot be derived. */
 static IrExpr *uniform_condition(IrModule *m, const Nest *n, IrExpr *cond) {
   IrOp op = cond->u.op.op;
+  if (op == IR_OP_AND) {
+    IrExpr *a = uniform_condition(m, n, cond->u.op.a), *b = a ? uniform_condition(m, n, cond->u.op.b) : NULL;
+    return b ? ir_simplify(m, ir_binary(m, IR_OP_AND, a, b, cond->loc)) : NULL;
+  }
   IrExpr *d = ir_binary(m, IR_OP_SUB, ir_expr_clone(m, cond->u.op.a), ir_expr_clone(m, cond->u.op.b), cond->loc);
   /* lhs < rhs for all points  <=>  max(d) < 0; lhs > rhs  <=>  min(d) > 0. */
   bool want_max = op == IR_OP_LT || op == IR_OP_LE;
@@ -124,6 +140,7 @@ static IrStmt *narrow_condition(IrModule *m, const Nest *n) {
   IrExpr *sel = v->kind == IR_EXPR_CAST ? v->u.cast_src : v;
   IrExpr *cond = sel->u.select.cond;
   SrcLoc loc = cond->loc;
+  if (!is_compare(cond)) return NULL; /* a conjunction stays as written */
   /* A global load in the selected values gets guard-elements' test on its
    * indices, which usually is this very condition (a key past seq_len):
    * written the same, the two are one compare; narrowed, they are two. */

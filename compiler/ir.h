@@ -602,6 +602,8 @@ void ir_stmt_visit_exprs(IrStmt *s, IrExprVisitor fn, void *ctx);
 /* How many times one statement (not its children) names buffer b: tile-op
  * operands, the store target and loads in its expressions. */
 int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b);
+/* How many of those are element loads in its expressions. */
+int ir_stmt_buffer_loads(IrStmt *s, const IrBuffer *b);
 
 /* ---- Printing and verification (ir_print.c, ir_verify.c) ---------------- */
 

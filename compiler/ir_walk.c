@@ -80,6 +80,11 @@ int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b) {
   case IR_STMT_MBAR_ARRIVE: rc.count += s->u.mbar_wait.bar == b; break;
   default: break;
   }
+  return rc.count + ir_stmt_buffer_loads(s, b);
+}
+
+int ir_stmt_buffer_loads(IrStmt *s, const IrBuffer *b) {
+  RefCount rc = {b, 0};
   ir_stmt_visit_exprs(s, count_load, &rc);
   return rc.count;
 }

@@ -229,16 +229,6 @@ static void shift_stmt(Shift *sh, IrStmt *s) {
   }
 }
 
-typedef struct LoadCount {
-  const IrBuffer *buf;
-  int n;
-} LoadCount;
-
-static void count_load(const IrExpr *e, void *ctx) {
-  LoadCount *c = ctx;
-  if (e->kind == IR_EXPR_LOAD && e->u.load.buf == c->buf) c->n++;
-}
-
 /* Other references to a ring buffer (stores, fills) have no stage pattern
  * this pass knows: such kernels stay as they are. */
 static void note_odd_ring_use(IrStmt *s, void *ctx) {
@@ -249,9 +239,7 @@ static void note_odd_ring_use(IrStmt *s, void *ctx) {
   for (int i = 0; i < sh->k->body->u.seq.n; i++) {
     IrStmt *a = sh->k->body->u.seq.items[i];
     if (a->kind != IR_STMT_ALLOC || !is_ring(a->u.alloc)) continue;
-    LoadCount loads = {a->u.alloc, 0};
-    ir_stmt_visit_exprs(s, count_load, &loads);
-    if (ir_stmt_buffer_refs(s, a->u.alloc) > loads.n) sh->ok = false;
+    if (ir_stmt_buffer_refs(s, a->u.alloc) > ir_stmt_buffer_loads(s, a->u.alloc)) sh->ok = false;
   }
 }
 

@@ -293,7 +293,7 @@ static bool pair_atomic_ok(const IrRegion *frag, const IrRegion *other, const in
 }
 
 static void emit_pair_atomic(Cuda *C, const IrStmt *s, const IrRegion *frag, const IrRegion *other,
-                             IrExpr *const *idx, IrExpr *rows_ok, IrExpr *col, int depth) {
+                             IrExpr *const *idx, IrExpr *rows_ok, IrExpr *col_ok, int depth) {
   IrModule *m = (IrModule *)C->m;
   const IrLayout *l = &frag->buf->layout;
   const IrBuffer *g = other->buf;
@@ -304,8 +304,7 @@ static void emit_pair_atomic(Cuda *C, const IrStmt *s, const IrRegion *frag, con
   open_pair_nest(C, l, 0, l->cols_local, 0, NULL, depth + 1);
   /* The pair's first column inside the tensor (and its rows); the second
    * may lie past its end. */
-  IrExpr *first_ok = other->guard[last] ? ir_binary(m, IR_OP_LT, col, g->shape[last], s->loc) : NULL;
-  IrExpr *cond = rows_ok && first_ok ? ir_binary(m, IR_OP_AND, rows_ok, first_ok, s->loc) : rows_ok ? rows_ok : first_ok;
+  IrExpr *cond = rows_ok && col_ok ? ir_binary(m, IR_OP_AND, rows_ok, col_ok, s->loc) : rows_ok ? rows_ok : col_ok;
   cuda_indent(C, depth + 3);
   if (cond) {
     sb_puts(o, "if (");
@@ -316,8 +315,8 @@ static void emit_pair_atomic(Cuda *C, const IrStmt *s, const IrRegion *frag, con
   cuda_emit_element(C, o, g, idx, g->rank, s->loc);
   sb_printf(o, ", %s[tc_rs * %d + tc_cs], %s[tc_rs * %d + tc_cs + 1], ", frag->buf->name, l->cols_local,
             frag->buf->name, l->cols_local);
-  if (other->guard[last]) {
-    cuda_emit_expr(C, o, ir_binary(m, IR_OP_LT, ir_binary(m, IR_OP_ADD, col, ir_int(m, 1, s->loc), s->loc),
+  if (col_ok) {
+    cuda_emit_expr(C, o, ir_binary(m, IR_OP_LT, ir_binary(m, IR_OP_ADD, idx[last], ir_int(m, 1, s->loc), s->loc),
                                    g->shape[last], s->loc));
   } else {
     sb_puts(o, "true");
@@ -381,7 +380,7 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
   IrVar rv = {.name = "tc_r", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
   IrVar cv = {.name = "tc_c", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
   IrExpr *idx[IR_MAX_RANK];
-  IrExpr *cond = NULL, *rows_ok = NULL; /* every guard; those of the dims but the last */
+  IrExpr *cond = NULL, *rows_ok = NULL, *col_ok = NULL; /* every guard; the other dims'; the last dim's */
   for (int d = 0, t = 0; d < other->rank; d++) {
     if (other->is_index[d]) {
       idx[d] = other->start[d];
@@ -393,10 +392,11 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
       IrExpr *c = ir_binary(m, IR_OP_LT, idx[d], other->buf->shape[d], s->loc);
       cond = cond ? ir_binary(m, IR_OP_AND, cond, c, s->loc) : c;
       if (d != other->rank - 1) rows_ok = rows_ok ? ir_binary(m, IR_OP_AND, rows_ok, c, s->loc) : c;
+      else col_ok = c;
     }
   }
   if (atomic && frag == src && pair_atomic_ok(frag, other, od, n)) {
-    emit_pair_atomic(C, s, frag, other, idx, rows_ok, idx[other->rank - 1], depth);
+    emit_pair_atomic(C, s, frag, other, idx, rows_ok, col_ok, depth);
     return;
   }
   if (frag == src && !atomic && !cond && pair_store_ok(frag, other, od, n)) {

@@ -582,7 +582,8 @@ static bool unalias_staging(IrModule *m, IrKernel *k, const Plan *P) {
     if (home && home->tma_bar) staging += ir_buffer_bytes_aligned(b), nstaged++;
     b->alias_of = home;
   }
-  if (bytes > SMEM_LIMIT_SM90 && !(nstaged == 1 && stage_in_rounds(m, k, P, bytes - staging))) return false;
+  const bool rounds = nstaged == 1 && stage_in_rounds(m, k, P, bytes - staging);
+  if (!rounds && bytes > SMEM_LIMIT_SM90) return false;
   for (int i = 0; i < P->allocs->u.seq.n; i++) {
     IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;
     if (b->alias_of && b->alias_of->tma_bar) b->alias_of = NULL;
@@ -718,6 +719,8 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const Plan *P, 
   }
   r->base = ir_var_new(m, "pipe_base", IR_VAR_LET, DTYPE_I64, loc);
   r->iter = count_tiles ? ir_var_new(m, "tile_iter", IR_VAR_LET, DTYPE_I64, loc) : NULL;
+  r->base->counter = true;
+  if (r->iter) r->iter->counter = true;
   ir_seq_push(m, r->body, let_stmt(m, r->base, pipe_at(m, pipe, 0, loc), loc));
   if (count_tiles) ir_seq_push(m, r->body, let_stmt(m, r->iter, pipe_at(m, pipe, 1, loc), loc));
   r->work = ir_seq_new(m, loc);

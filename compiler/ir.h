@@ -180,6 +180,10 @@ typedef struct IrVar {
   int param_index;
   /* BLOCK_INDEX only: 0 for x, 1 for y, 2 for z. */
   int grid_dim;
+  /* LET only: a ring counter that is never negative (pass persistent's
+   * pipe_base and tile_iter). The CUDA back end declares it unsigned, so the
+   * stage and parity arithmetic built on it (% S, / S) needs no sign fix-ups. */
+  bool counter;
 } IrVar;
 
 /* ---- Expressions ------------------------------------------------------ */

@@ -245,7 +245,13 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     return;
   case IR_STMT_LET:
     cuda_indent(C, depth);
-    sb_printf(o, "const %s %s = ", cuda_value_type(s->u.let.var->dtype), s->u.let.var->name);
+    /* A ring counter is unsigned: C++'s conversions then make every stage
+     * and parity expression on it unsigned too (a mask and a shift, where
+     * signed 64-bit % and / need sign fix-ups). */
+    sb_printf(o, "const %s %s = ",
+              s->u.let.var->counter && s->u.let.var->dtype == DTYPE_I64 ? "unsigned long long"
+                                                                       : cuda_value_type(s->u.let.var->dtype),
+              s->u.let.var->name);
     cuda_emit_expr(C, o, s->u.let.value);
     sb_puts(o, ";\n");
     return;

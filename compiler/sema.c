@@ -1172,19 +1172,51 @@ static IrExpr *take_shape_choices(Sema *s, IrExpr *e) {
   return ir_bool(s->m, (s->shape_class >> k->shape_choice_bit[i]) & 1u, e->loc);
 }
 
+/* The i-th argument of a call (its arguments are a list). */
+static const AstExpr *call_arg(const AstExpr *call, int i) {
+  const AstArg *a = call->u.call.args;
+  while (a && i-- > 0) a = a->next;
+  return a ? a->value : NULL;
+}
+
+/* Whether e names a dtype: a dtype, a dtype const, or if_then_else(c, X, Y)
+ * of two such (a dtype that follows the target). */
+static bool names_dtype(Sema *s, const AstExpr *e) {
+  DType t;
+  if (e->kind == AST_EXPR_NAME)
+    return dtype_from_name(e->u.name, &t) || (lookup(s, e->u.name) && lookup(s, e->u.name)->kind == ENTITY_DTYPE);
+  return e->kind == AST_EXPR_CALL && strcmp(e->u.call.callee, "if_then_else") == 0 && e->u.call.nargs == 3 &&
+         names_dtype(s, call_arg(e, 1)) && names_dtype(s, call_arg(e, 2));
+}
+
+/* The dtype a names_dtype expression picks; the condition of an
+ * if_then_else must be known when the kernel compiles (target_sm, consts):
+ * a dtype cannot change with a launch's shapes. */
+static bool dtype_choice(Sema *s, const AstExpr *e, DType *out) {
+  if (e->kind == AST_EXPR_NAME) return resolve_dtype(s, e->u.name, e->loc, out);
+  int64_t c = 0;
+  IrExpr *cond = expr(s, call_arg(e, 0));
+  if (!sema_const_value(s, cond, &c)) {
+    diag_error(s->diag, call_arg(e, 0)->loc,
+               "a dtype choice must be known at compile time (target_sm, consts, -D), not at launch");
+    return false;
+  }
+  return dtype_choice(s, call_arg(e, c ? 1 : 2), out);
+}
+
 static void const_decl(Sema *s, const AstConst *c) {
   const TilecDefine *def = find_define(s, c->name);
   DType t;
   /* A const whose value (or -D binding) names a dtype is a dtype alias. */
-  bool names_dtype = c->value->kind == AST_EXPR_NAME &&
-                     (dtype_from_name(c->value->u.name, &t) ||
-                      (lookup(s, c->value->u.name) && lookup(s, c->value->u.name)->kind == ENTITY_DTYPE));
-  if (names_dtype) {
-    const char *name = def ? def->value : c->value->u.name;
-    Entity *alias = lookup(s, name);
-    if (alias && alias->kind == ENTITY_DTYPE) t = alias->dtype;
-    else if (!dtype_from_name(name, &t)) {
-      diag_error(s->diag, c->loc, "-D %s=%s: '%s' is not a dtype", c->name, name, name);
+  if (names_dtype(s, c->value)) {
+    if (def) {
+      Entity *alias = lookup(s, def->value);
+      if (alias && alias->kind == ENTITY_DTYPE) t = alias->dtype;
+      else if (!dtype_from_name(def->value, &t)) {
+        diag_error(s->diag, c->loc, "-D %s=%s: '%s' is not a dtype", c->name, def->value, def->value);
+        t = DTYPE_F32;
+      }
+    } else if (!dtype_choice(s, c->value, &t)) {
       t = DTYPE_F32;
     }
     declare(s, c->name, ENTITY_DTYPE, c->loc)->dtype = t;

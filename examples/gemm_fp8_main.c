@@ -108,7 +108,9 @@ int main(int argc, char **argv) {
   static const char *const block_names[3] = {"block_M", "block_N", "block_K"};
   for (int b = 0; b < 3; b++)
     if (blocks[b]) defs[ndefs++] = (TilecDefine){block_names[b], blocks[b]};
-  if (b_nk && fp8_tiles && !blocks[2]) defs[ndefs++] = (TilecDefine){"block_K", "128"};
+  /* gemm_fp8_nt's default block_K (128 on sm_90a) is sized for FP8 tiles;
+   * 16-bit tiles take 64. */
+  if (b_nk && !blocks[2]) defs[ndefs++] = (TilecDefine){"block_K", fp8_tiles ? "128" : "64"};
   if (stages) defs[ndefs++] = (TilecDefine){"num_stages", stages};
   if (threads) defs[ndefs++] = (TilecDefine){"threads", threads};
   char extra_names[4][64];

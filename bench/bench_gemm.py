@@ -68,7 +68,8 @@ from _common import run_worker_rows, worker_loop, worker_start  # noqa: E402
 GRID = ["4096x4096x4096", "8192x8192x8192", "8192x1024x8192", "3000x5000x2000", "4001x3001x4999",
         "1x8192x8192", "16x8192x8192", "64x8192x8192", "128x8192x8192", "8192x64x8192",
         "512x512x65536"]
-FP8_GRID = ["4096x4096x4096", "8192x8192x8192", "16x8192x8192", "128x8192x8192"]
+FP8_GRID = ["4096x4096x4096", "8192x8192x8192", "1x8192x8192", "16x8192x8192", "64x8192x8192", "128x8192x8192",
+            "8192x64x8192"]
 QUICK_GRID = ["4096x4096x4096", "3000x5000x2000", "16x8192x8192", "512x512x65536"]
 BOUND = {"f16": 4 * 2.0 ** -10, "bf16": 4 * 2.0 ** -7}
 # The split-K tiles are tilec.splitk.SPLITK_TILES's (the plan's own labels).

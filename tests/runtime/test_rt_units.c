@@ -5,7 +5,8 @@
  * stride check of rt_tma.c (a view whose row pitch is not a multiple of 16
  * bytes is refused before the driver is asked, so no GPU is needed), and
  * the staging plan of rt_repack.c (which tensors are staged through scratch
- * copies, their pitches, views and 2-D copies; pure host work); the code
+ * copies, their pitches, views and 2-D copies; pure host work), its
+ * scratch cache growing where no device memory can be had; the code
  * fields of a cache key (only the way each shape choice went is left out)
  * and rt_same_signature (what lets a launch check its arguments once). */
 #include <math.h>
@@ -421,6 +422,32 @@ static void test_repack_plan(void) {
   CHECK(rt_repack_mode() == RT_REPACK_ON, "staging is off by default");
 }
 
+/* rt_repack_alloc where no device memory can be had (a handle opened for
+ * nothing): each (stream, parameter) still gets its entry in the kernel's
+ * cache before the allocation fails, so nine streams grow the array past
+ * its first four entries, twice over; the second call of a stream finds its
+ * entry. Nothing crashes or leaks (ASan in the sanitizer build). */
+static void test_repack_alloc_no_device(void) {
+  char why[256] = "";
+  RtCuda *cu = rt_cuda_open(RT_CUDA_NVRTC_LAZY, 0, why, sizeof why);
+  CHECK(cu != NULL, "a lazy handle: %s", why);
+  if (!cu) return;
+  RtRepackTensor t = {0};
+  t.param = 1;
+  t.bytes = 4096;
+  RtRepackPlan p = {0};
+  p.n = 1;
+  p.t = &t;
+  RtRepack *cache = NULL;
+  for (int round = 0; round < 2; round++)
+    for (uintptr_t s = 1; s <= 9; s++)
+      CHECK(!rt_repack_alloc(cu, &cache, (RtCuStream)s, &p), "stream %zu: scratch without a device", (size_t)s);
+  CHECK(cache != NULL && t.scratch == 0, "no cache, or a scratch pointer set");
+  CHECK_CONTAINS(rt_cuda_last_error(cu), "needs a CUDA device");
+  rt_repack_free(cu, cache);
+  rt_cuda_close(cu);
+}
+
 /* The code fields of a cache key (rt_cache_key_code) leave out only the
  * way each shape choice went, on the compiler's shape-choice lines. */
 static void test_code_key(void) {
@@ -517,6 +544,7 @@ int main(void) {
   test_code_key();
   test_same_signature();
   test_repack_plan();
+  test_repack_alloc_no_device();
   test_tma_strides();
   test_tma_rows_split_lines();
   test_sha256();

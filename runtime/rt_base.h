@@ -98,6 +98,14 @@ TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *t
                              TilecTarget target, RtBuild build, unsigned shape_class,
                              TilecResult **out);
 
+/* What a path's load calls between the front end and the back end (the
+ * cache, the C compiler or NVRTC), with the front end's result: the caller
+ * may start work that should overlap the compile (tilert.c's prebuild of
+ * other shape classes), or find that it already has a build of the same
+ * code (rt_code_digest) and return false: the load then stops with
+ * TILERT_OK and no module. */
+typedef bool (*RtFrontEndHook)(void *arg, const TilecResult *res);
+
 /* ---- a module's shell (rt_module.c) ---- */
 
 /* A module of ctx with room for nkernels kernels (zeroed), owning `result`
@@ -147,6 +155,16 @@ void rt_hex(const unsigned char *bytes, size_t n, char *out);
  * rt_cache_key_end writes 64 hex digits and a NUL. */
 void rt_cache_key_begin(RtSha256 *s, const char *target);
 void rt_cache_key_field(RtSha256 *s, const char *tag, const void *data, size_t len);
+/* rt_cache_key_field for generated code or IR text, less the words that say
+ * which way this build took each shape choice (" -> true" / " -> false" on
+ * the compiler's shape-choice lines, and nowhere else): the shape classes
+ * of a module whose code comes out the same get one key, while any other
+ * difference in the text still changes it. */
+void rt_cache_key_code(RtSha256 *s, const char *tag, const char *text, size_t len);
+/* 64 hex digits over res's specialized IR and generated code, each as
+ * rt_cache_key_code adds it: two results of one module (same context,
+ * source, defines and build) with equal digests make the same binary. */
+void rt_code_digest(const TilecResult *res, char out[65]);
 void rt_cache_key_end(RtSha256 *s, char out[65]);
 /* mkdir -p. Returns 0 or an errno. */
 int rt_mkdir_p(const char *path);
@@ -188,6 +206,10 @@ bool rt_validate(const TilecKernelInfo *info, const TilertArg *args, int nargs,
                  DLDeviceType want_device, int want_device_id, int64_t *dyn, char *msg,
                  size_t msg_size);
 const char *rt_dtype_name(TilecDType t);
+/* True when rt_validate reads the same signature in a and b (kernel and
+ * parameter names, kinds, dtypes, ranks, dims, strides, dynamic symbols):
+ * it then gives any arguments the same verdict, message and dyn[] for both. */
+bool rt_same_signature(const TilecKernelInfo *a, const TilecKernelInfo *b);
 
 /* A scalar argument converted to its parameter's dtype (the bytes the
  * generated code reads: float for f32, uint16_t bits for f16/bf16, ...). */

@@ -15,7 +15,12 @@
  *
  * Floor 1 (rt_base.h): the store and the key's framing. What goes into a
  * key is each path's business (rt_cpu_cache_key, rt_gpu_cache_key); the
- * format, tilec's version and the target start every key here. */
+ * format, tilec's version and the target start every key here, and the
+ * generated code and IR go in through rt_cache_key_code, which leaves out
+ * only the words saying which way a build took each shape choice (a
+ * comment, and an IR header line): shape classes of one module whose code
+ * is the same share an entry. rt_code_digest is the same view of a compile
+ * result, for the runtime's own comparison of a module's class builds. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,7 +31,10 @@
 
 #include "rt_base.h"
 
-/* Bumped when the entry format or the key's ingredients change. */
+/* Bumped when the entry format or the key's ingredients change. (Not for
+ * rt_cache_key_code leaving out the way each shape choice went: the
+ * compiler always wrote those words, so no older entry sits under a key
+ * made without them, and a text with no shape choices keeps its key.) */
 #define RT_CACHE_FORMAT "tilert-cache 1"
 
 void rt_cache_key_field(RtSha256 *s, const char *tag, const void *data, size_t len) {
@@ -35,6 +43,66 @@ void rt_cache_key_field(RtSha256 *s, const char *tag, const void *data, size_t l
   int n = snprintf(head, sizeof head, "%s %zu:", tag, len);
   rt_sha256_update(s, head, (size_t)n);
   rt_sha256_update(s, data, len);
+}
+
+/* The lines on which the compiler says which way this build took each shape
+ * choice (compiler/ir_print.c): the generated code's comment "// <kernel>:
+ * shape choices (...): #0: <condition> -> true, ..." and the IR's
+ * "  shape_choices(#0: <condition> -> true, ...)". A line comment that ends
+ * in a backslash would swallow the next line: such a line is left alone. */
+static bool shape_choice_line(const char *line, size_t n) {
+  static const char code[] = ": shape choices (", ir[] = "  shape_choices(";
+  if (n >= sizeof ir - 1 && memcmp(line, ir, sizeof ir - 1) == 0) return true;
+  if (n < 2 || memcmp(line, "//", 2) != 0 || line[n - 1] == '\\') return false;
+  for (size_t i = 2; i + sizeof code - 1 <= n; i++)
+    if (memcmp(line + i, code, sizeof code - 1) == 0) return true;
+  return false;
+}
+
+/* Copies line[0, n) to out less every " -> true" and " -> false"; returns
+ * the bytes written. */
+static size_t drop_ways(const char *line, size_t n, char *out) {
+  static const char *const ways[] = {" -> true", " -> false"};
+  size_t w = 0;
+  for (size_t i = 0; i < n;) {
+    size_t skip = 0;
+    for (int k = 0; k < 2 && !skip; k++) {
+      size_t len = strlen(ways[k]);
+      if (i + len <= n && memcmp(line + i, ways[k], len) == 0) skip = len;
+    }
+    if (skip) i += skip;
+    else out[w++] = line[i++];
+  }
+  return w;
+}
+
+void rt_cache_key_code(RtSha256 *s, const char *tag, const char *text, size_t len) {
+  char *norm = malloc(len ? len : 1);
+  if (!norm) {
+    /* The whole text: still a correct key, only not shared between classes. */
+    rt_cache_key_field(s, tag, text, len);
+    return;
+  }
+  size_t w = 0;
+  for (size_t i = 0; i < len;) {
+    const char *nl = memchr(text + i, '\n', len - i);
+    size_t n = nl ? (size_t)(nl - (text + i)) : len - i; /* the line, without its newline */
+    if (shape_choice_line(text + i, n)) w += drop_ways(text + i, n, norm + w);
+    else memcpy(norm + w, text + i, n), w += n;
+    i += n;
+    if (nl) norm[w++] = '\n', i++;
+  }
+  rt_cache_key_field(s, tag, norm, w);
+  free(norm);
+}
+
+void rt_code_digest(const TilecResult *res, char out[65]) {
+  RtSha256 s;
+  const char *ir = tilec_result_specialized_ir(res);
+  rt_sha256_init(&s);
+  rt_cache_key_code(&s, "ir", ir, strlen(ir));
+  rt_cache_key_code(&s, "code", tilec_result_output(res), tilec_result_output_size(res));
+  rt_cache_key_end(&s, out);
 }
 
 void rt_cache_key_begin(RtSha256 *s, const char *target) {

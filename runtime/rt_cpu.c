@@ -2,7 +2,9 @@
  * text in, a loaded module out; launches call the kernel's entry.
  *
  * Load: rt_compile_tile (emit C, target CPU) gives the C text, the
- * specialized IR (cache key) and the kernel signatures; then:
+ * specialized IR (cache key) and the kernel signatures; the caller's
+ * front-end hook sees them (tilert.c: a shape class whose code the module
+ * already has a build of stops the load there); then:
  *
  * With a usable cache directory: look up <key>.so (verified against
  * <key>.sum); on a hit dlopen it and run no compiler. On a miss, or a corrupt
@@ -15,7 +17,8 @@
  * valid). The .c file and the freshly built .so always live in a private
  * temp directory that is removed before the load returns, so the C
  * compiler never writes into the cache directory.
- * Launch: every argument checked by rt_validate (kDLCPU), scalars converted
+ * Launch: every argument checked by rt_validate (kDLCPU; unless the caller
+ * has, tilert.c for a kernel with shape choices), scalars converted
  * (rt_convert_scalar), then the kernel's entry
  * `void entry(void **args, const int64_t *dyn)` (ABI in tilec.h). */
 #include <dlfcn.h>
@@ -201,10 +204,10 @@ void rt_cpu_cache_key(const char *cc, const char *ir, const char *c_src, size_t 
   rt_cache_key_begin(&s, "cpu");
   rt_cache_key_field(&s, "cc", cc, strlen(cc));
   rt_cache_key_field(&s, "flags", flags, strlen(flags));
-  rt_cache_key_field(&s, "ir", ir ? ir : "", ir ? strlen(ir) : 0);
+  rt_cache_key_code(&s, "ir", ir ? ir : "", ir ? strlen(ir) : 0);
   /* The C text too: a compiler change that keeps its version string but
    * emits different code must not hit an old entry. */
-  rt_cache_key_field(&s, "c", c_src, c_len);
+  rt_cache_key_code(&s, "c", c_src, c_len);
   rt_cache_key_end(&s, out);
 }
 
@@ -243,12 +246,16 @@ TilertStatus rt_cpu_module_from_c(TilertContext *ctx, const char *name, const ch
 
 TilertStatus rt_cpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
                          const TilecDefine *defines, int ndefines, unsigned shape_class,
-                         TilertModule **out) {
+                         RtFrontEndHook front_end_done, void *hook_arg, TilertModule **out) {
   *out = NULL;
   TilecResult *res = NULL;
   TilertStatus cst = rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_C,
                                      TILEC_TARGET_CPU, RT_BUILD_DEFAULT, shape_class, &res);
   if (cst != TILERT_OK) return cst;
+  if (front_end_done && !front_end_done(hook_arg, res)) {
+    tilec_result_destroy(res);
+    return TILERT_OK;
+  }
 
   int n = tilec_result_num_kernels(res);
   const TilecKernelInfo **kernels = calloc(n > 0 ? (size_t)n : 1, sizeof *kernels);
@@ -270,21 +277,21 @@ TilertStatus rt_cpu_load(TilertContext *ctx, const char *name, const char *text,
 
 enum { RT_STACK_ARGS = 32 };
 
-TilertStatus rt_cpu_launch(TilertKernel *k, const TilertArg *args, int nargs) {
+TilertStatus rt_cpu_launch(TilertKernel *k, const TilertArg *args, int nargs, const int64_t *checked) {
   TilertContext *ctx = k->mod->ctx;
   const TilecKernelInfo *info = k->info;
   int np = info->nparams, nd = info->ndynamic;
   int64_t dyn_stack[RT_STACK_ARGS];
   void *argv_stack[RT_STACK_ARGS];
   RtScalar scalar_stack[RT_STACK_ARGS];
-  int64_t *dyn = nd <= RT_STACK_ARGS ? dyn_stack : malloc((size_t)nd * sizeof *dyn);
+  int64_t *dyn = checked ? NULL : nd <= RT_STACK_ARGS ? dyn_stack : malloc((size_t)nd * sizeof *dyn);
   void **argv = np <= RT_STACK_ARGS ? argv_stack : malloc((size_t)np * sizeof *argv);
   RtScalar *scalars = np <= RT_STACK_ARGS ? scalar_stack : malloc((size_t)np * sizeof *scalars);
   TilertStatus st = TILERT_OK;
   char msg[1024];
-  if (!dyn || !argv || !scalars) {
+  if ((!checked && !dyn) || !argv || !scalars) {
     st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
-  } else if (!rt_validate(info, args, nargs, kDLCPU, -1, dyn, msg, sizeof msg)) {
+  } else if (!checked && !rt_validate(info, args, nargs, kDLCPU, -1, dyn, msg, sizeof msg)) {
     st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
   } else {
     for (int i = 0; i < np; i++) {
@@ -296,7 +303,7 @@ TilertStatus rt_cpu_launch(TilertKernel *k, const TilertArg *args, int nargs) {
         argv[i] = &scalars[i];
       }
     }
-    k->fn(argv, dyn);
+    k->fn(argv, checked ? checked : dyn);
   }
   if (dyn != dyn_stack) free(dyn);
   if (argv != argv_stack) free(argv);

@@ -14,10 +14,13 @@
 
 /* ---- loading and launching (rt_cpu.c) ---- */
 
-/* tilec_compile (emit C, target CPU), then rt_cpu_module_from_c. */
+/* tilec_compile (emit C, target CPU), then rt_cpu_module_from_c.
+ * `front_end_done` (may be NULL; RtFrontEndHook, rt_base.h) is called in
+ * between: when it returns false the load stops there, with TILERT_OK and
+ * *out NULL (no cache lookup, no C compiler). */
 TilertStatus rt_cpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
                          const TilecDefine *defines, int ndefines, unsigned shape_class,
-                         TilertModule **out);
+                         RtFrontEndHook front_end_done, void *hook_arg, TilertModule **out);
 /* Builds (or fetches from the cache) the shared object for `c_src`, dlopens
  * it and resolves every kernel's entry. `ir` is the specialized IR text for
  * the key. Takes ownership of `result` (may be NULL), even on failure. */
@@ -25,8 +28,11 @@ TilertStatus rt_cpu_module_from_c(TilertContext *ctx, const char *name, const ch
                                   size_t c_len, const char *ir,
                                   const TilecKernelInfo *const *kernels, int nkernels,
                                   TilecResult *result, TilertModule **out);
-/* Validates against kDLCPU and calls the kernel's entry (ABI in tilec.h). */
-TilertStatus rt_cpu_launch(TilertKernel *k, const TilertArg *args, int nargs);
+/* Validates against kDLCPU and calls the kernel's entry (ABI in tilec.h).
+ * `checked` (may be NULL): the dynamic symbols' values from an rt_validate of
+ * args against k's signature (rt_same_signature) that the caller has run and
+ * passed; the launch then does not check the arguments again. */
+TilertStatus rt_cpu_launch(TilertKernel *k, const TilertArg *args, int nargs, const int64_t *checked);
 /* dlcloses the module's shared object, if any. */
 void rt_cpu_module_unload(TilertModule *mod);
 /* Key for one build: SHA-256 over the version, target, compiler command and

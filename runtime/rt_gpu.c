@@ -8,12 +8,16 @@
  *
  * Load:   tilec_compile(emit CUDA, sm_90a for compute capability >= 9.0,
  *         else sm_80) -> CUDA text + kernel signatures + specialized IR
+ *         -> the caller's front-end hook (tilert.c: a shape class whose
+ *            code the module already has a build of stops here)
  *         -> cubin: <key>.cubin from the cache (verified against <key>.sum,
  *            NVRTC does not run), or NVRTC for the device's arch
  *            (rt_cuda_target: "sm_90a", "sm_86", ...) and the entry
  *            published atomically (rt_cache_publish_bytes: complete temp
  *            files, then rename; a read-only or full cache directory only
- *            costs a warning, once per context, as the cubin is in memory)
+ *            costs a warning, once per context, as the cubin is in memory;
+ *            a thread of this process already building the same entry is
+ *            waited for, and its entry read, instead of a second NVRTC run)
  *         -> cuModuleLoadData, cuModuleGetFunction(tilec_<kernel>) for every
  *            kernel, the >48 KB dynamic shared memory attribute when needed.
  *         A cached cubin that the driver refuses is rebuilt once.
@@ -42,6 +46,7 @@
  * A context, its modules and its launches belong to the thread that created
  * the context (the driver layer makes device 0's primary context current on
  * that thread). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,8 +114,8 @@ void rt_gpu_cache_key(const char *arch, int nvrtc_version, const char *const *op
     rt_cache_key_field(&s, "header", h->name, strlen(h->name));
     rt_cache_key_field(&s, "text", h->text, strlen(h->text));
   }
-  rt_cache_key_field(&s, "ir", ir ? ir : "", ir ? strlen(ir) : 0);
-  rt_cache_key_field(&s, "cuda", src, src_len);
+  rt_cache_key_code(&s, "ir", ir ? ir : "", ir ? strlen(ir) : 0);
+  rt_cache_key_code(&s, "cuda", src, src_len);
   rt_cache_key_end(&s, out);
 }
 
@@ -120,6 +125,53 @@ void rt_gpu_source_name(const char *tile_name, char *out, size_t cap) {
   size_t n = strlen(base);
   if (n > 5 && strcmp(base + n - 5, ".tile") == 0) n -= 5;
   snprintf(out, cap, "%.*s.cu", (int)n, base);
+}
+
+/* Threads of this process that would build the same cache entry (directory
+ * and key) at once, as the prebuild threads of two shape classes whose code
+ * is the same do (tilert.c): the first to miss builds it, the others wait
+ * for that build and then look the entry up again. A build that failed or
+ * could not be published leaves them a miss: each then builds its own, as
+ * it would have without waiting. */
+typedef struct RtBuilding {
+  struct RtBuilding *next;
+  const char *dir;
+  char key[65];
+} RtBuilding;
+static pthread_mutex_t building_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t building_cv = PTHREAD_COND_INITIALIZER;
+static RtBuilding *building; /* under building_mu */
+
+/* True, with `me` on the list, when no other thread is building (dir, key);
+ * false once another thread's build of it has finished (the caller looks
+ * the entry up again). */
+static bool building_claim(RtBuilding *me, const char *dir, const char *key) {
+  pthread_mutex_lock(&building_mu);
+  bool waited = false;
+  for (;;) {
+    const RtBuilding *b = building;
+    while (b && (strcmp(b->key, key) != 0 || strcmp(b->dir, dir) != 0)) b = b->next;
+    if (!b) break;
+    waited = true;
+    pthread_cond_wait(&building_cv, &building_mu);
+  }
+  if (!waited) {
+    me->dir = dir;
+    memcpy(me->key, key, sizeof me->key);
+    me->next = building;
+    building = me;
+  }
+  pthread_mutex_unlock(&building_mu);
+  return !waited;
+}
+
+static void building_done(RtBuilding *me) {
+  pthread_mutex_lock(&building_mu);
+  RtBuilding **p = &building;
+  while (*p != me) p = &(*p)->next;
+  *p = me->next;
+  pthread_cond_broadcast(&building_cv);
+  pthread_mutex_unlock(&building_mu);
 }
 
 TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
@@ -140,27 +192,33 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
   char opt_buf[1024];
   int nopts = nvrtc_options(opts, opt_buf, sizeof opt_buf);
   char key[65];
+  RtBuilding me;
+  bool claimed = false;
   /* The key's NVRTC version comes from the cache's stamp while it holds
    * (rt_gpu_nvrtc.c): a hit then never opens libnvrtc. */
   int nv = dir ? rt_gpu_nvrtc_version(ctx->cu, dir) : 0;
   if (dir && nv > 0) {
     rt_gpu_cache_key(arch, nv, opts, nopts, ir, src, len, key);
-    if (!force_build && rt_cache_read_entry(dir, key, "cubin", cubin, size)) {
-      *from_cache = true;
-      return TILERT_OK;
+    while (!claimed) {
+      if (!force_build && rt_cache_read_entry(dir, key, "cubin", cubin, size)) {
+        *from_cache = true;
+        return TILERT_OK;
+      }
+      claimed = building_claim(&me, dir, key);
     }
   }
-  if (!rt_cuda_nvrtc_load(ctx->cu))
-    return rt_error(ctx, TILERT_NO_GPU, "%s: no cached cubin, and building one needs NVRTC: %s",
-                    name, rt_cuda_last_error(ctx->cu));
-
-  char cu_name[256];
-  rt_gpu_source_name(name, cu_name, sizeof cu_name);
-  ctx->nvrtc_runs++;
-  bool ok = rt_cuda_compile(ctx->cu, src, cu_name, arch, opts, nopts, cubin, size);
-  if (!ok) return rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
-
-  if (dir) {
+  TilertStatus st = TILERT_OK;
+  if (!rt_cuda_nvrtc_load(ctx->cu)) {
+    st = rt_error(ctx, TILERT_NO_GPU, "%s: no cached cubin, and building one needs NVRTC: %s", name,
+                  rt_cuda_last_error(ctx->cu));
+  } else {
+    char cu_name[256];
+    rt_gpu_source_name(name, cu_name, sizeof cu_name);
+    ctx->nvrtc_runs++;
+    if (!rt_cuda_compile(ctx->cu, src, cu_name, arch, opts, nopts, cubin, size))
+      st = rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
+  }
+  if (st == TILERT_OK && dir) {
     /* The stamp said one version and the library opened says another: the
      * entry goes under the true one. */
     if (nv != rt_cuda_nvrtc_version(ctx->cu))
@@ -170,7 +228,8 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
     /* The cubin is in memory: an unwritable cache only costs the next load. */
     if (err) rt_cache_warn(ctx, dir, strerror(err));
   }
-  return TILERT_OK;
+  if (claimed) building_done(&me);
+  return st;
 }
 
 /* ---- modules ---- */
@@ -259,7 +318,10 @@ static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *t
   TilertStatus st =
       rt_compile_tile(ctx, name, text, len, defines, ndefines, TILEC_EMIT_CUDA, target, build, shape_class, &res);
   if (st != TILERT_OK) return st;
-  if (front_end_done) front_end_done(hook_arg, res);
+  if (front_end_done && !front_end_done(hook_arg, res)) {
+    tilec_result_destroy(res);
+    return TILERT_OK;
+  }
 
   int n = tilec_result_num_kernels(res);
   TilertModule *mod = rt_module_new(ctx, res, n);
@@ -369,14 +431,24 @@ typedef union RtGpuParam {
 
 enum { RT_GPU_STACK_PARAMS = 32 };
 
-/* The launch on k's module's cp.async build (TilecOptions.no_tma). */
-static TilertStatus launch_cp_async(TilertKernel *k, const TilertArg *args, int nargs, void *stream) {
-  TilertKernel *alt = NULL;
-  TilertStatus st = other_build_kernel(k, RT_BUILD_NO_TMA, &alt);
-  return st == TILERT_OK ? rt_gpu_launch(alt, args, nargs, stream) : st;
+/* The launch on `alt`, another build's kernel k, of arguments that have
+ * passed k's check with dynamic symbols dyn: not checked again where alt's
+ * signature is k's. */
+static TilertStatus launch_other(TilertKernel *k, TilertKernel *alt, const TilertArg *args, int nargs,
+                                 const int64_t *dyn, void *stream) {
+  return rt_gpu_launch(alt, args, nargs, rt_same_signature(alt->info, k->info) ? dyn : NULL, stream);
 }
 
-TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream) {
+/* The launch on k's module's cp.async build (TilecOptions.no_tma). */
+static TilertStatus launch_cp_async(TilertKernel *k, const TilertArg *args, int nargs, const int64_t *dyn,
+                                    void *stream) {
+  TilertKernel *alt = NULL;
+  TilertStatus st = other_build_kernel(k, RT_BUILD_NO_TMA, &alt);
+  return st == TILERT_OK ? launch_other(k, alt, args, nargs, dyn, stream) : st;
+}
+
+TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, const int64_t *checked,
+                           void *stream) {
   TilertModule *mod = k->mod;
   TilertContext *ctx = mod->ctx;
   const TilecKernelInfo *info = k->info;
@@ -391,18 +463,19 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   int64_t dyn_stack[RT_GPU_STACK_PARAMS];
   RtGpuParam val_stack[RT_GPU_STACK_PARAMS];
   void *ptr_stack[RT_GPU_STACK_PARAMS];
-  int64_t *dyn = nd <= RT_GPU_STACK_PARAMS ? dyn_stack : malloc((size_t)nd * sizeof *dyn);
+  int64_t *dyn = checked ? NULL : nd <= RT_GPU_STACK_PARAMS ? dyn_stack : malloc((size_t)nd * sizeof *dyn);
+  const int64_t *dv = checked ? checked : dyn; /* the dynamic symbols' values */
   RtGpuParam *vals =
       total <= RT_GPU_STACK_PARAMS ? val_stack : malloc((size_t)total * sizeof *vals);
   void **params = total <= RT_GPU_STACK_PARAMS ? ptr_stack : malloc((size_t)total * sizeof *params);
   TilertStatus st = TILERT_OK;
   char msg[1024];
   int64_t grid[3] = {0, 0, 0};
-  if (!dyn || !vals || !params) {
+  if (!dv || !vals || !params) {
     st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  if (!rt_validate(info, args, nargs, kDLCUDA, 0, dyn, msg, sizeof msg)) {
+  if (!checked && !rt_validate(info, args, nargs, kDLCUDA, 0, dyn, msg, sizeof msg)) {
     st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
     goto done;
   }
@@ -415,7 +488,7 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   }
   for (int i = 0; i < np; i++)
     scalars[i] = args[i].kind == TILERT_ARG_INT ? args[i].i : args[i].kind == TILERT_ARG_FLOAT ? (int64_t)args[i].f : 0;
-  bool grid_ok = tilec_result_grid_of(mod->result, k->index, dyn, scalars, grid);
+  bool grid_ok = tilec_result_grid_of(mod->result, k->index, dv, scalars, grid);
   if (scalars != scalar_stack) free(scalars);
   if (!grid_ok) {
     st = rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: its grid could not be evaluated from the launch's arguments",
@@ -441,7 +514,7 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
     params[i] = &vals[i];
   }
   for (int j = 0; j < nd; j++) {
-    vals[np + j].dyn = (long long)dyn[j];
+    vals[np + j].dyn = (long long)dv[j];
     params[np + j] = &vals[np + j];
   }
   /* TMA descriptors last (by value: params point at the cached maps). */
@@ -475,7 +548,7 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   }
   if (tma == RT_TMA_UNFIT && mod->rebuild) {
     /* Tensors TMA cannot take: the same kernel, built with cp.async copies. */
-    st = launch_cp_async(k, args, nargs, stream);
+    st = launch_cp_async(k, args, nargs, dv, stream);
     goto done;
   }
   if (tma != RT_TMA_OK) {
@@ -496,7 +569,7 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
       mod->rebuild->cluster_failed = true; /* last_error keeps why */
       st = TILERT_OK;
     } else if (alt->info->cluster > 1) {
-      st = rt_gpu_launch(alt, args, nargs, stream);
+      st = launch_other(k, alt, args, nargs, dv, stream);
       goto done;
     }
   }
@@ -532,7 +605,7 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   if (plan && !rt_repack_copy_in(ctx->cu, plan, stream)) {
     /* A copy the driver refused (nothing ran yet; copies already queued
      * only wrote scratch): the cp.async build, as without staging. */
-    st = mod->rebuild && staging != RT_REPACK_REQUIRE ? launch_cp_async(k, args, nargs, stream)
+    st = mod->rebuild && staging != RT_REPACK_REQUIRE ? launch_cp_async(k, args, nargs, dv, stream)
                       : rt_error(ctx, TILERT_CUDA_ERROR, "%s: staging a tensor for TMA: %s", info->name,
                                  rt_cuda_last_error(ctx->cu));
     goto done;

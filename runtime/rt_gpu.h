@@ -29,18 +29,20 @@ bool rt_gpu_arch_name(const TilertContext *ctx, char arch[16]);
 /* Releases ctx->cu (the context's modules are gone by then). */
 void rt_gpu_close(TilertContext *ctx);
 /* tilec_compile (emit CUDA for the device's arch), cubin from the cache or
- * NVRTC, load, resolve every kernel. */
-/* `front_end_done` (may be NULL) is called once the front end has run,
- * before NVRTC: the caller may start work that should overlap the compile
- * (tilert.c's prebuild of other shape classes). */
-typedef void (*RtFrontEndHook)(void *arg, const TilecResult *res);
+ * NVRTC, load, resolve every kernel. `front_end_done` (may be NULL;
+ * RtFrontEndHook, rt_base.h) is called once the front end has run, before
+ * the cache or NVRTC: when it returns false the load stops there, with
+ * TILERT_OK and *out NULL. */
 TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
                          const TilecDefine *defines, int ndefines, unsigned shape_class,
                          RtFrontEndHook front_end_done, void *hook_arg, TilertModule **out);
 /* The cubin for CUDA text `src` (NUL-terminated, len = strlen): <key>.cubin from the cache when it is
  * there and verified (*from_cache = true, NVRTC does not run), else NVRTC
  * (ctx->cu may be an NVRTC-only handle) and, with a usable cache, the entry
- * published. force_build skips the lookup (a cached cubin did not load).
+ * published; while another thread of the process builds the same entry,
+ * this one waits for it and looks again (rt_gpu.c: the prebuild threads of
+ * two shape classes with the same code run NVRTC once). force_build skips
+ * the lookup (a cached cubin did not load).
  * NVRTC_FAILED leaves `name`, the target and the annotated log in the last
  * error. *cubin is malloc'd. */
 TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
@@ -63,8 +65,12 @@ void rt_gpu_nvrtc_stamp(struct RtCuda *cu, const char *dir);
 void rt_gpu_cache_key(const char *arch, int nvrtc_version, const char *const *opts, int nopts,
                       const char *ir, const char *src, size_t src_len, char out[65]);
 /* Validates against kDLCUDA:0, evaluates the grid, launches on `stream`
- * (NULL: the default stream, then waits and reports a kernel fault). */
-TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream);
+ * (NULL: the default stream, then waits and reports a kernel fault).
+ * `checked` (may be NULL): the dynamic symbols' values from an rt_validate of
+ * args against k's signature (rt_same_signature) that the caller has run and
+ * passed; the launch then does not check the arguments again. */
+TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, const int64_t *checked,
+                           void *stream);
 /* Unloads the module's cubin, if any. */
 void rt_gpu_module_unload(TilertModule *mod);
 /* "scale.tile" -> "scale.cu" (base name, .tile replaced): the name NVRTC's

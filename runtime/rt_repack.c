@@ -238,17 +238,25 @@ struct RtRepack {
   int nretired, retired_cap;
 };
 
+/* `items`, an array of *cap elements of `size` bytes with n in use, with room
+ * for one more: itself while n < *cap, else reallocated to twice the
+ * capacity (4 at first) and *cap updated. NULL when out of memory; the
+ * array and *cap are then as they were. */
+static void *room_for_one(void *items, int n, int *cap, size_t size) {
+  if (n < *cap) return items;
+  int grown = *cap ? *cap * 2 : 4;
+  void *more = realloc(items, (size_t)grown * size);
+  if (more) *cap = grown;
+  return more;
+}
+
 /* The buffer of (stream, param), a new empty one if there is none. */
 static RtRepackBuf *buf_of(RtRepack *c, RtCuStream stream, int param) {
   for (int i = 0; i < c->nbufs; i++)
     if (c->bufs[i].stream == stream && c->bufs[i].param == param) return &c->bufs[i];
-  if (c->nbufs == c->cap) {
-    int n = c->cap ? c->cap * 2 : 4;
-    RtRepackBuf *more = realloc(c->bufs, (size_t)n * sizeof *more);
-    if (!more) return NULL;
-    c->bufs = more;
-    c->cap = n;
-  }
+  RtRepackBuf *bufs = room_for_one(c->bufs, c->nbufs, &c->cap, sizeof *bufs);
+  if (!bufs) return NULL;
+  c->bufs = bufs;
   RtRepackBuf *b = &c->bufs[c->nbufs++];
   *b = (RtRepackBuf){stream, param, 0, 0};
   return b;
@@ -262,13 +270,9 @@ bool rt_repack_alloc(RtCuda *cu, RtRepack **cache, RtCuStream stream, RtRepackPl
     RtRepackBuf *b = buf_of(c, stream, r->param);
     if (!b) return false;
     if (b->bytes < r->bytes) {
-      if (c->nretired == c->retired_cap) {
-        int n = c->retired_cap ? c->retired_cap * 2 : 4;
-        RtCuDevPtr *more = realloc(c->retired, (size_t)n * sizeof *more);
-        if (!more) return false;
-        c->retired = more;
-        c->retired_cap = n;
-      }
+      RtCuDevPtr *retired = room_for_one(c->retired, c->nretired, &c->retired_cap, sizeof *retired);
+      if (!retired) return false;
+      c->retired = retired;
       size_t want = b->bytes + b->bytes / 2;
       if (want < r->bytes) want = r->bytes;
       RtCuDevPtr ptr = 0;

@@ -356,6 +356,31 @@ bool rt_validate(const TilecKernelInfo *info, const TilertArg *args, int nargs,
   return ok;
 }
 
+static bool same_text(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+static bool same_dim(const TilecDim *a, const TilecDim *b) {
+  return a->is_dynamic == b->is_dynamic &&
+         (a->is_dynamic ? a->symbol == b->symbol : a->value == b->value && same_text(a->name, b->name));
+}
+
+bool rt_same_signature(const TilecKernelInfo *a, const TilecKernelInfo *b) {
+  if (a == b) return true;
+  if (!same_text(a->name, b->name) || a->nparams != b->nparams || a->ndynamic != b->ndynamic) return false;
+  for (int s = 0; s < a->ndynamic; s++)
+    if (!same_text(a->dynamic_symbols[s], b->dynamic_symbols[s])) return false;
+  for (int i = 0; i < a->nparams; i++) {
+    const TilecParamInfo *p = &a->params[i], *q = &b->params[i];
+    if (!same_text(p->name, q->name) || p->is_tensor != q->is_tensor || p->dtype != q->dtype)
+      return false;
+    if (!p->is_tensor) continue;
+    if (p->rank != q->rank || p->has_strides != q->has_strides) return false;
+    for (int d = 0; d < p->rank; d++)
+      if (!same_dim(&p->dims[d], &q->dims[d]) || (p->has_strides && !same_dim(&p->strides[d], &q->strides[d])))
+        return false;
+  }
+  return true;
+}
+
 /* After validation, so an i32's range and the scalar's kind are known good. */
 void rt_convert_scalar(const TilertArg *a, TilecDType t, RtScalar *out) {
   double f = a->kind == TILERT_ARG_FLOAT ? a->f : (double)a->i;

@@ -150,7 +150,11 @@ const char *tilert_context_device_note(const TilertContext *ctx) {
 /* A module whose kernels have shape choices (docs/language.md) keeps its
  * source and, per shape class a launch has asked for, the build for it.
  * The loaded module is class 0 (every condition false), so a load reports
- * compile errors at once; other classes load at their first launch. On the
+ * compile errors at once; other classes load at their first launch. A class
+ * whose code comes out the same as a build the module already has (gemm.tile
+ * on sm_90a: classes 1 and 3 both take 64 x 64 tiles in 12 stages) runs
+ * that build: its load stops after the front end (class_front_end_done),
+ * before the cache and the compiler. On the
  * GPU with a disk cache, the load also starts a thread, as soon as the front
  * end has found the choices and before its own NVRTC compile, that compiles
  * the other classes' cubins into the cache (tilert_compile_aot_class on a
@@ -161,6 +165,10 @@ const char *tilert_context_device_note(const TilertContext *ctx) {
  * for every compile before it). At most RT_PREBUILD_CLASSES other classes
  * are prebuilt (one or two choices); $TILEC_SHAPE_PREBUILD=0 turns it off. */
 enum { RT_MAX_SHAPE_BUILDS = 16, RT_PREBUILD_CLASSES = 3 };
+typedef struct RtClassBuild {
+  unsigned shape_class;
+  TilertModule *build; /* one of RtShapeBuilds.builds, or the module itself (class 0's code) */
+} RtClassBuild;
 typedef struct RtShapeBuilds RtShapeBuilds;
 typedef struct RtPrebuild {
   RtShapeBuilds *builds;
@@ -170,8 +178,9 @@ typedef struct RtPrebuild {
 } RtPrebuild;
 struct RtShapeBuilds {
   RtSource *src;
-  int n;
-  TilertModule *builds[RT_MAX_SHAPE_BUILDS];
+  int n, nclasses_run;
+  TilertModule *builds[RT_MAX_SHAPE_BUILDS]; /* n builds made for other classes, owned here */
+  RtClassBuild classes_run[RT_MAX_SHAPE_BUILDS]; /* each class launched so far and its build */
   RtPrebuild prebuild[RT_PREBUILD_CLASSES]; /* [c - 1]: class c */
   unsigned nclasses; /* classes the module has: 2^(bits its choices use) */
   char arch[16], *cache_dir;
@@ -259,16 +268,45 @@ static void keep_shape_builds(RtLoadState *ls, const TilecResult *res) {
   }
 }
 
-static void front_end_done(void *arg, const TilecResult *res) { keep_shape_builds(arg, res); }
+static bool front_end_done(void *arg, const TilecResult *res) {
+  keep_shape_builds(arg, res);
+  return true;
+}
+
+/* A load of shape class `shape_class` of `mod`, at a launch that wants it. */
+typedef struct RtClassLoad {
+  TilertModule *mod;
+  unsigned shape_class;
+  TilertModule *same; /* set when the module has a build of the same code */
+} RtClassLoad;
+
+/* Between the class's front end and its back end: a build of the module
+ * whose code is the same (rt_code_digest: only the way the shape choices
+ * went differs) runs this class too, and nothing is compiled or read from
+ * the cache; otherwise the class's prebuild, if any, must be done first. */
+static bool class_front_end_done(void *arg, const TilecResult *res) {
+  RtClassLoad *cl = arg;
+  RtShapeBuilds *b = cl->mod->shape_builds;
+  char want[65], have[65];
+  rt_code_digest(res, want);
+  for (int i = -1; i < b->n; i++) {
+    TilertModule *m = i < 0 ? cl->mod : b->builds[i];
+    rt_code_digest(m->result, have);
+    if (strcmp(want, have) == 0) {
+      cl->same = m;
+      return false;
+    }
+  }
+  join_prebuild(b, cl->shape_class); /* its cubin is in the cache once that is done */
+  return true;
+}
 
 static TilertStatus load_build(TilertContext *ctx, const char *name, const char *text, size_t len,
                                const TilecDefine *defines, int ndefines, unsigned shape_class,
-                               RtLoadState *ls, TilertModule **out) {
+                               RtFrontEndHook hook, void *hook_arg, TilertModule **out) {
   if (ctx->device == TILERT_DEVICE_CUDA)
-    return rt_gpu_load(ctx, name, text, len, defines, ndefines, shape_class, ls ? front_end_done : NULL, ls, out);
-  TilertStatus st = rt_cpu_load(ctx, name, text, len, defines, ndefines, shape_class, out);
-  if (st == TILERT_OK && ls) keep_shape_builds(ls, (*out)->result);
-  return st;
+    return rt_gpu_load(ctx, name, text, len, defines, ndefines, shape_class, hook, hook_arg, out);
+  return rt_cpu_load(ctx, name, text, len, defines, ndefines, shape_class, hook, hook_arg, out);
 }
 
 TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name, const char *text,
@@ -284,7 +322,7 @@ TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name, con
   if (!ctx->device_ok) return rt_error(ctx, TILERT_NO_GPU, "%s", ctx->device_note);
   if (!text) text = "";
   RtLoadState ls = {ctx, name, text, len, defines, ndefines, NULL, false};
-  TilertStatus st = load_build(ctx, name, text, len, defines, ndefines, 0, &ls, out);
+  TilertStatus st = load_build(ctx, name, text, len, defines, ndefines, 0, front_end_done, &ls, out);
   if (st == TILERT_OK && ls.oom) {
     module_free(*out);
     *out = NULL;
@@ -377,14 +415,54 @@ const TilecKernelInfo *tilert_kernel_info(const TilertKernel *k) { return k ? k-
 
 enum { RT_SHAPE_STACK = 32 };
 
-/* k's counterpart in the build of its module whose shape choices hold for
- * this launch's shapes (k itself when its own build's do), compiled on first
- * need. Arguments that do not fit the kernel leave k: its launch reports why. */
-static TilertStatus shape_class_kernel(TilertKernel *k, const TilertArg *args, int nargs, TilertKernel **out) {
-  *out = k;
-  TilertModule *mod = k->mod;
+/* The build of k's module for shape class `want` (the module itself when
+ * that is its own class, or when its code is), loaded at the first launch
+ * that wants it. */
+static TilertStatus class_build(TilertKernel *k, unsigned want, TilertModule **out) {
+  TilertModule *mod = k->mod, *build = NULL;
   RtShapeBuilds *b = mod->shape_builds;
-  if (!b || tilec_result_num_shape_choices(mod->result, k->index) == 0) return TILERT_OK;
+  TilertContext *ctx = mod->ctx;
+  *out = mod;
+  if (want == mod->shape_class) return TILERT_OK;
+  for (int i = 0; i < b->nclasses_run && !build; i++)
+    if (b->classes_run[i].shape_class == want) build = b->classes_run[i].build;
+  if (!build) {
+    if (b->nclasses_run == RT_MAX_SHAPE_BUILDS)
+      return rt_error(ctx, TILERT_LOAD_FAILED, "%s: more than %d shape classes launched", k->info->name,
+                      RT_MAX_SHAPE_BUILDS);
+    const RtSource *src = b->src;
+    RtClassLoad cl = {mod, want, NULL};
+    TilertStatus st = load_build(ctx, src->name, src->text, src->len, src->defines, src->ndefines, want,
+                                 class_front_end_done, &cl, &build);
+    if (st != TILERT_OK) return st;
+    if (build) b->builds[b->n++] = build;
+    else build = cl.same; /* the same code: nothing was compiled */
+    b->classes_run[b->nclasses_run++] = (RtClassBuild){want, build};
+  }
+  if (build->nkernels != mod->nkernels || strcmp(build->kernels[k->index].info->name, k->info->name) != 0)
+    return rt_error(ctx, TILERT_LOAD_FAILED, "%s: its build for shape class %u has other kernels", k->info->name,
+                    want);
+  *out = build;
+  return TILERT_OK;
+}
+
+static TilertStatus path_launch(TilertKernel *k, const TilertArg *args, int nargs, const int64_t *checked,
+                                void *stream) {
+  if (k->mod->ctx->device == TILERT_DEVICE_CUDA) return rt_gpu_launch(k, args, nargs, checked, stream);
+  return rt_cpu_launch(k, args, nargs, checked);
+}
+
+/* A kernel with shape choices runs the kernel of the build whose choices
+ * hold for this launch's shapes. Its arguments are checked once, here: the
+ * check gives the dynamic symbols the choices read, and the chosen kernel
+ * launches without a second one (the path's own check, with the same
+ * message, where the chosen build's signature differs: a const in a
+ * tensor's dims that a choice sets). */
+TilertStatus tilert_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream) {
+  if (!k) return TILERT_INVALID_ARGUMENT;
+  TilertModule *mod = k->mod;
+  if (!mod->shape_builds || tilec_result_num_shape_choices(mod->result, k->index) == 0)
+    return path_launch(k, args, nargs, NULL, stream);
   TilertContext *ctx = mod->ctx;
   const TilecKernelInfo *info = k->info;
   int nd = info->ndynamic, np = info->nparams;
@@ -392,45 +470,28 @@ static TilertStatus shape_class_kernel(TilertKernel *k, const TilertArg *args, i
   int64_t *dyn = nd <= RT_SHAPE_STACK ? dyn_stack : malloc((size_t)nd * sizeof *dyn);
   int64_t *scalars = np <= RT_SHAPE_STACK ? scalar_stack : malloc((size_t)np * sizeof *scalars);
   TilertStatus st = TILERT_OK;
-  char msg[256];
+  char msg[1024];
   unsigned holds = 0, owned = 0;
   bool cuda = ctx->device == TILERT_DEVICE_CUDA;
+  TilertModule *build = NULL;
   if (!dyn || !scalars) {
     st = rt_error(ctx, TILERT_OUT_OF_MEMORY, "out of memory");
-  } else if (rt_validate(info, args, nargs, cuda ? kDLCUDA : kDLCPU, cuda ? 0 : -1, dyn, msg, sizeof msg)) {
+  } else if (!rt_validate(info, args, nargs, cuda ? kDLCUDA : kDLCPU, cuda ? 0 : -1, dyn, msg, sizeof msg)) {
+    st = rt_error(ctx, TILERT_LAUNCH_MISMATCH, "%s", msg);
+  } else {
     for (int i = 0; i < np; i++)
       scalars[i] = args[i].kind == TILERT_ARG_INT ? args[i].i : args[i].kind == TILERT_ARG_FLOAT ? (int64_t)args[i].f : 0;
     if (!tilec_result_shape_class_of(mod->result, k->index, dyn, scalars, &holds, &owned))
       st = rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: its shape choices could not be evaluated from the launch's arguments",
                     info->name);
+    else
+      st = class_build(k, (mod->shape_class & ~owned) | holds, &build);
+  }
+  if (st == TILERT_OK) {
+    TilertKernel *run = &build->kernels[k->index];
+    st = path_launch(run, args, nargs, rt_same_signature(run->info, info) ? dyn : NULL, stream);
   }
   if (dyn != dyn_stack) free(dyn);
   if (scalars != scalar_stack) free(scalars);
-  unsigned want = (mod->shape_class & ~owned) | holds;
-  if (st != TILERT_OK || want == mod->shape_class) return st;
-  TilertModule *build = NULL;
-  for (int i = 0; i < b->n && !build; i++)
-    if (b->builds[i]->shape_class == want) build = b->builds[i];
-  if (!build) {
-    if (b->n == RT_MAX_SHAPE_BUILDS)
-      return rt_error(ctx, TILERT_LOAD_FAILED, "%s: more than %d shape classes launched", info->name,
-                      RT_MAX_SHAPE_BUILDS);
-    join_prebuild(b, want); /* its cubin is in the cache once that is done */
-    const RtSource *src = b->src;
-    st = load_build(ctx, src->name, src->text, src->len, src->defines, src->ndefines, want, NULL, &build);
-    if (st != TILERT_OK) return st;
-    b->builds[b->n++] = build;
-  }
-  if (build->nkernels != mod->nkernels || strcmp(build->kernels[k->index].info->name, info->name) != 0)
-    return rt_error(ctx, TILERT_LOAD_FAILED, "%s: its build for shape class %u has other kernels", info->name, want);
-  *out = &build->kernels[k->index];
-  return TILERT_OK;
-}
-
-TilertStatus tilert_launch(TilertKernel *k, const TilertArg *args, int nargs, void *stream) {
-  if (!k) return TILERT_INVALID_ARGUMENT;
-  TilertStatus st = shape_class_kernel(k, args, nargs, &k);
-  if (st != TILERT_OK) return st;
-  if (k->mod->ctx->device == TILERT_DEVICE_CUDA) return rt_gpu_launch(k, args, nargs, stream);
-  return rt_cpu_launch(k, args, nargs);
+  return st;
 }

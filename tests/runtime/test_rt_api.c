@@ -4,10 +4,14 @@
  * (cache miss/hit, corrupt entry, unusable dir, disabled cache, validation),
  * plus compile errors and -D bindings, and parameters declared with
  * strides (...): views accepted, bad layouts refused; shape choices: each
- * launch runs the build its shapes choose. */
+ * launch runs the build its shapes choose, and classes whose code is the
+ * same are compiled once (a counting C compiler). */
 #include <ctype.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rt_test.h"
 
@@ -333,6 +337,141 @@ static void test_shape_choices(void) {
   tilert_context_destroy(ctx);
 }
 
+/* ---- shape classes with the same code ----------------------------------------- */
+
+/* factor is 2 for 10 <= n < 50 (class 0) and 3 otherwise: class 1 (n < 10),
+ * class 2 (50 <= n < 100) and class 3 (n >= 100) all take factor 3, and
+ * their generated code differs only in the comment that says which way
+ * each choice went. */
+static const char same_src[] =
+    "kernel same(A: f32[n], C: f32[n])\n"
+    "  const (factor = if_then_else(n < 10 || n >= 100, 3, if_then_else(n >= 50, 3, 2)), block = 32)\n"
+    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
+    "{\n"
+    "    a = alloc_fragment([block], f32);\n"
+    "    copy(A[bx*block : (bx+1)*block], a);\n"
+    "    for i in parallel(block) a[i] = a[i] * factor;\n"
+    "    copy(a, C[bx*block : (bx+1)*block]);\n"
+    "}\n";
+
+/* A C compiler command that counts its runs: <dir>/cc appends a line to
+ * <dir>/runs, then runs cc. */
+static void counting_cc(const char *dir, char *cmd, size_t cap) {
+  snprintf(cmd, cap, "%s/cc", dir);
+  FILE *f = fopen(cmd, "w");
+  if (f) {
+    fprintf(f, "#!/bin/sh\necho run >> '%s/runs'\nexec cc \"$@\"\n", dir);
+    fclose(f);
+  }
+  chmod(cmd, 0755);
+}
+
+static int cc_runs(const char *dir) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/runs", dir);
+  FILE *f = fopen(path, "r");
+  int n = 0;
+  for (int c; f && (c = fgetc(f)) != EOF;) n += c == '\n';
+  if (f) fclose(f);
+  return n;
+}
+
+static void remove_files(const char *dir) {
+  DIR *d = opendir(dir);
+  char path[1024];
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  if (d) closedir(d);
+}
+
+/* Loads same_src in a context whose C compiler is `cc`; NULL on failure. */
+static TilertKernel *load_same(TilertContext *ctx, TilertModule **mod) {
+  TilertKernel *k = NULL;
+  CHECK_STATUS(tilert_module_load_string(ctx, "same.tile", same_src, strlen(same_src), NULL, 0, mod), TILERT_OK,
+               ctx);
+  if (*mod) CHECK_STATUS(tilert_module_get_kernel(*mod, "same", &k), TILERT_OK, ctx);
+  return k;
+}
+
+/* Shape classes whose code is the same are compiled once: the first launch
+ * of class 2 or 3 after class 1 was built runs class 1's build, with no C
+ * compiler run and no cache lookup or write (its files are deleted first:
+ * a lookup would miss and compile, a write would leave a file); and a
+ * class's cache entry serves the classes with its code in a later context. */
+static void test_shape_class_sharing(void) {
+  char *tools = rt_test_mkdtemp("counting-cc");
+  char cc[1024];
+  counting_cc(tools, cc, sizeof cc);
+  const int64_t ns[] = {5, 60, 150, 20, 7, 99, 1000};
+  const float factors[] = {3, 3, 3, 2, 3, 3, 3};
+
+  /* No cache: every build is a compile. */
+  TilertConfig cfg = {TILERT_DEVICE_CPU, NULL, true, cc};
+  TilertContext *ctx = NULL;
+  CHECK(tilert_context_create(&cfg, &ctx) == TILERT_OK, "context");
+  TilertModule *mod = NULL;
+  TilertKernel *k = load_same(ctx, &mod);
+  CHECK(cc_runs(tools) == 1, "the load compiled %d times", cc_runs(tools));
+  for (size_t i = 0; k && i < sizeof ns / sizeof *ns; i++) {
+    CHECK(run_pick(ctx, k, ns[i], factors[i]), "same.tile at n = %lld", (long long)ns[i]);
+    /* Class 0 at the load, class 1 at n = 5; classes 2 and 3 run class 1's build. */
+    CHECK(cc_runs(tools) == 2, "after n = %lld: %d compiles, expected 2", (long long)ns[i], cc_runs(tools));
+  }
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+
+  /* A cache directory: after class 1 is built its files are removed. */
+  char *dir = rt_test_mkdtemp("same-cache");
+  cfg.cache_dir = dir;
+  cfg.disable_cache = false;
+  CHECK(tilert_context_create(&cfg, &ctx) == TILERT_OK, "context");
+  mod = NULL;
+  k = load_same(ctx, &mod);
+  int runs = cc_runs(tools);
+  if (k) {
+    CHECK(run_pick(ctx, k, 5, 3.0f), "class 1");
+    CHECK(cc_runs(tools) == runs + 1 && rt_test_count(dir, ".so") == 2, "class 1: %d compiles, %d entries",
+          cc_runs(tools) - runs, rt_test_count(dir, ".so"));
+    remove_files(dir);
+    CHECK(run_pick(ctx, k, 60, 3.0f), "class 2");
+    CHECK(run_pick(ctx, k, 150, 3.0f), "class 3");
+    CHECK(cc_runs(tools) == runs + 1, "classes 2 and 3 compiled %d times", cc_runs(tools) - runs - 1);
+    CHECK(rt_test_count(dir, "") == 0, "classes 2 and 3 wrote %d files into the cache", rt_test_count(dir, ""));
+  }
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+
+  /* One entry for the classes of one code: class 3 builds it, and a fresh
+   * context's class 1 and 2 find it (the key leaves out which way the
+   * choices went). */
+  remove_files(dir);
+  CHECK(tilert_context_create(&cfg, &ctx) == TILERT_OK, "context");
+  mod = NULL;
+  k = load_same(ctx, &mod);
+  if (k) CHECK(run_pick(ctx, k, 150, 3.0f), "class 3 first");
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+  runs = cc_runs(tools);
+  CHECK(rt_test_count(dir, ".so") == 2, "classes 0 and 3: %d entries", rt_test_count(dir, ".so"));
+  CHECK(tilert_context_create(&cfg, &ctx) == TILERT_OK, "context");
+  mod = NULL;
+  k = load_same(ctx, &mod);
+  CHECK(mod && tilert_module_from_cache(mod), "class 0 missed the cache");
+  if (k) {
+    CHECK(run_pick(ctx, k, 5, 3.0f), "class 1 from class 3's entry");
+    CHECK(run_pick(ctx, k, 60, 3.0f), "class 2 from class 3's entry");
+  }
+  CHECK(cc_runs(tools) == runs && rt_test_count(dir, ".so") == 2, "a fresh context compiled %d times, %d entries",
+        cc_runs(tools) - runs, rt_test_count(dir, ".so"));
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+  free(dir);
+  free(tools);
+}
+
 /* A context destroyed before its modules (a garbage collector's order) stays
  * until the last of them goes: the module still launches, and destroying it
  * frees both (ASan/LSan in the sanitizer build check there is no read of
@@ -358,6 +497,7 @@ int main(void) {
   rt_test_init();
   test_compile_error();
   test_shape_choices();
+  test_shape_class_sharing();
   test_destroy_order();
   test_strides();
   rt_scenario_cache_hit(rt_test_load_tile);

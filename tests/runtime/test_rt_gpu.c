@@ -14,6 +14,8 @@
  *     data, non-compact strides: LAUNCH_MISMATCH naming the argument,
  *     nothing launched (the poisoned output stays NaN);
  *   - device memory: an impossible allocation is OUT_OF_MEMORY;
+ *   - shape classes with the same code: one NVRTC run for all of them,
+ *     each launch's result right;
  *   - the cubin cache: a tampered and a truncated <key>.cubin are rebuilt
  *     (NVRTC runs again, results right); a full cache directory (injected
  *     ENOSPC) and a real read-only / full tmpfs (a private mount namespace
@@ -401,6 +403,53 @@ static void test_other_kernels(void) {
   tilert_context_destroy(ctx);
 }
 
+/* Shape classes whose code is the same are built once (tilert.c): factor
+ * is 2 for 10 <= n < 50 (class 0) and 3 otherwise, so classes 1 (n < 10),
+ * 2 (50 <= n < 100) and 3 (n >= 100) differ only in the comment saying
+ * which way each choice went. No cache: every build is an NVRTC run. */
+static const char same_src[] =
+    "kernel same(A: f32[n], C: f32[n])\n"
+    "  const (factor = if_then_else(n < 10 || n >= 100, 3, if_then_else(n >= 50, 3, 2)), block = 32)\n"
+    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
+    "{\n"
+    "    a = alloc_fragment([block], f32);\n"
+    "    copy(A[bx*block : (bx+1)*block], a);\n"
+    "    for i in parallel(block) a[i] = a[i] * factor;\n"
+    "    copy(a, C[bx*block : (bx+1)*block]);\n"
+    "}\n";
+
+static void test_same_code_classes(void) {
+  TilertContext *ctx = gpu_ctx(NULL, true);
+  if (!ctx) return;
+  TilertModule *mod = load(ctx, "same.tile", same_src, NULL);
+  TilertKernel *k = kernel(mod, "same");
+  CHECK(ctx->nvrtc_runs == 1, "the load ran NVRTC %u times", ctx->nvrtc_runs);
+  static const int ns[] = {5, 60, 150, 20, 1000};
+  static const float factors[] = {3, 3, 3, 2, 3};
+  for (size_t c = 0; k && c < sizeof ns / sizeof *ns; c++) {
+    const int n = ns[c];
+    size_t bytes = (size_t)n * sizeof(float);
+    float *A = malloc(bytes), *C = malloc(bytes);
+    for (int i = 0; i < n; i++) A[i] = a_val(i);
+    void *dA = dev_upload(ctx, A, bytes), *dC = dev_upload(ctx, NULL, bytes);
+    int64_t shape = n;
+    DLTensor ta = tensor(dA, kDLCUDA, 1, &shape, kDLFloat, 32);
+    DLTensor tc = tensor(dC, kDLCUDA, 1, &shape, kDLFloat, 32);
+    TilertArg args[] = {tilert_arg_tensor(&ta), tilert_arg_tensor(&tc)};
+    CHECK_STATUS(tilert_launch(k, args, 2, NULL), TILERT_OK, ctx);
+    CHECK_STATUS(tilert_copy_to_host(ctx, C, dC, bytes), TILERT_OK, ctx);
+    int bad = 0;
+    for (int i = 0; i < n; i++) bad += C[i] != A[i] * factors[c];
+    CHECK(bad == 0, "same.tile at n = %d: %d elements are not A * %g", n, bad, factors[c]);
+    /* Class 0 at the load, class 1 at n = 5; classes 2 and 3 run class 1's build. */
+    CHECK(ctx->nvrtc_runs == 2, "after n = %d: %u NVRTC runs, expected 2", n, ctx->nvrtc_runs);
+    tilert_device_free(ctx, dA), tilert_device_free(ctx, dC);
+    free(A), free(C);
+  }
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+}
+
 static void test_mismatch_and_fault(void) {
   TilertContext *ctx = gpu_ctx(NULL, true);
   if (!ctx) return;
@@ -536,6 +585,7 @@ int main(void) {
   test_tampered_cubin();
   test_full_cache_injected();
   test_other_kernels();
+  test_same_code_classes();
   test_mismatch_and_fault();
   if (rt_test_failures) fprintf(stderr, "test_rt_gpu: %d failure(s)\n", rt_test_failures);
   else printf("test_rt_gpu: all passed\n");

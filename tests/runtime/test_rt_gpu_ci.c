@@ -19,10 +19,13 @@
  *     mount namespace, in a forked child; skipped where none can be made):
  *     the cubin still comes back, exactly one warning names the directory,
  *     nothing is left in it; a truncated, lengthened or .sum-less cubin
- *     entry is rebuilt.
+ *     entry is rebuilt;
+ *   - shape classes with the same code share one cubin entry, and two
+ *     threads building it at once (the load's prebuild) run NVRTC once.
  * The NVRTC part prints "skipped" (and the test still runs the rest) when
  * libnvrtc cannot be opened. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -497,6 +500,90 @@ static void test_tile_through_nvrtc(void) {
   free(dir);
 }
 
+/* ---- shape classes with the same code, through NVRTC ---- */
+
+/* factor is 2 for 10 <= n < 50 (class 0) and 3 otherwise: classes 1, 2
+ * and 3 have the same code, up to the comment saying which way each choice
+ * went. */
+static const char same_src[] =
+    "kernel same(A: f32[n], C: f32[n])\n"
+    "  const (factor = if_then_else(n < 10 || n >= 100, 3, if_then_else(n >= 50, 3, 2)), block = 32)\n"
+    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
+    "{\n"
+    "    a = alloc_fragment([block], f32);\n"
+    "    copy(A[bx*block : (bx+1)*block], a);\n"
+    "    for i in parallel(block) a[i] = a[i] * factor;\n"
+    "    copy(a, C[bx*block : (bx+1)*block]);\n"
+    "}\n";
+
+/* One class's cubin into a cache directory, on a context of its own (as the
+ * load's prebuild threads do, tilert.c). */
+typedef struct AotJob {
+  const char *dir;
+  unsigned shape_class;
+  pthread_barrier_t *start; /* NULL: none */
+  TilertStatus st;
+  unsigned nvrtc_runs;
+  bool hit;
+  void *bin;
+  size_t size;
+  char error[512]; /* the context's last error */
+} AotJob;
+
+static void *aot_job(void *arg) {
+  AotJob *j = arg;
+  TilertConfig cfg = {TILERT_DEVICE_CPU, j->dir, false, NULL};
+  TilertContext *ctx = NULL;
+  j->st = tilert_context_create(&cfg, &ctx);
+  if (j->start) pthread_barrier_wait(j->start);
+  if (j->st == TILERT_OK)
+    j->st = tilert_compile_aot_class(ctx, "same.tile", same_src, strlen(same_src), NULL, 0, j->shape_class, "sm_80",
+                                     TILERT_BINARY_CUBIN, &j->bin, &j->size, &j->hit);
+  j->nvrtc_runs = ctx ? ctx->nvrtc_runs : 0;
+  snprintf(j->error, sizeof j->error, "%s", tilert_last_error(ctx));
+  tilert_context_destroy(ctx);
+  return NULL;
+}
+
+/* Classes 1 and 3 built at once into one cache (two threads, as the
+ * prebuild runs them): NVRTC runs once, for the one entry both keys name;
+ * class 2 then hits it, and class 0 (other code) gets its own. */
+static void test_same_code_classes(void) {
+  char *dir = rt_test_mkdtemp("same-classes");
+  RtCuda *cu;
+  TilertContext *probe = nvrtc_ctx(dir, false, &cu);
+  if (!probe) {
+    free(dir);
+    return;
+  }
+  tilert_context_destroy(probe);
+  pthread_barrier_t start;
+  pthread_barrier_init(&start, NULL, 2);
+  AotJob j[2] = {{.dir = dir, .shape_class = 1, .start = &start}, {.dir = dir, .shape_class = 3, .start = &start}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, aot_job, &j[i]);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&start);
+  for (int i = 0; i < 2; i++) CHECK(j[i].st == TILERT_OK, "class %u: %s", j[i].shape_class, j[i].error);
+  CHECK(j[0].nvrtc_runs + j[1].nvrtc_runs == 1 && j[0].hit != j[1].hit,
+        "classes 1 and 3 at once: %u + %u NVRTC runs, hits %d %d", j[0].nvrtc_runs, j[1].nvrtc_runs, j[0].hit,
+        j[1].hit);
+  CHECK(j[0].bin && j[0].size == j[1].size && j[1].bin && memcmp(j[0].bin, j[1].bin, j[0].size) == 0,
+        "classes 1 and 3: different cubins (%zu, %zu bytes)", j[0].size, j[1].size);
+  CHECK(rt_test_count(dir, ".cubin") == 1, "%d cubins for classes 1 and 3", rt_test_count(dir, ".cubin"));
+
+  AotJob two = {.dir = dir, .shape_class = 2}, zero = {.dir = dir, .shape_class = 0};
+  aot_job(&two);
+  aot_job(&zero);
+  CHECK(two.st == TILERT_OK && zero.st == TILERT_OK, "class 2: %s; class 0: %s", two.error, zero.error);
+  CHECK(two.hit && two.nvrtc_runs == 0 && two.size == j[0].size && memcmp(two.bin, j[0].bin, two.size) == 0,
+        "class 2: hit %d, %u NVRTC runs", two.hit, two.nvrtc_runs);
+  CHECK(!zero.hit && zero.nvrtc_runs == 1 && rt_test_count(dir, ".cubin") == 2,
+        "class 0: hit %d, %u NVRTC runs, %d cubins", zero.hit, zero.nvrtc_runs, rt_test_count(dir, ".cubin"));
+  free(j[0].bin), free(j[1].bin), free(two.bin), free(zero.bin);
+  free(dir);
+}
+
 int main(void) {
   rt_test_init();
   test_cubin_real_fs();
@@ -506,6 +593,7 @@ int main(void) {
   test_cubin_cache();
   test_cubin_full_injected();
   test_tile_through_nvrtc();
+  test_same_code_classes();
   if (rt_test_failures) fprintf(stderr, "test_rt_gpu_ci: %d failure(s)\n", rt_test_failures);
   else printf("test_rt_gpu_ci: all passed\n");
   return rt_test_failures != 0;

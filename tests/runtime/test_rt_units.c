@@ -5,7 +5,10 @@
  * stride check of rt_tma.c (a view whose row pitch is not a multiple of 16
  * bytes is refused before the driver is asked, so no GPU is needed), and
  * the staging plan of rt_repack.c (which tensors are staged through scratch
- * copies, their pitches, views and 2-D copies; pure host work). */
+ * copies, their pitches, views and 2-D copies; pure host work), its
+ * scratch cache growing where no device memory can be had; the code
+ * fields of a cache key (only the way each shape choice went is left out)
+ * and rt_same_signature (what lets a launch check its arguments once). */
 #include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -419,9 +422,129 @@ static void test_repack_plan(void) {
   CHECK(rt_repack_mode() == RT_REPACK_ON, "staging is off by default");
 }
 
+/* rt_repack_alloc where no device memory can be had (a handle opened for
+ * nothing): each (stream, parameter) still gets its entry in the kernel's
+ * cache before the allocation fails, so nine streams grow the array past
+ * its first four entries, twice over; the second call of a stream finds its
+ * entry. Nothing crashes or leaks (ASan in the sanitizer build). */
+static void test_repack_alloc_no_device(void) {
+  char why[256] = "";
+  RtCuda *cu = rt_cuda_open(RT_CUDA_NVRTC_LAZY, 0, why, sizeof why);
+  CHECK(cu != NULL, "a lazy handle: %s", why);
+  if (!cu) return;
+  RtRepackTensor t = {0};
+  t.param = 1;
+  t.bytes = 4096;
+  RtRepackPlan p = {0};
+  p.n = 1;
+  p.t = &t;
+  RtRepack *cache = NULL;
+  for (int round = 0; round < 2; round++)
+    for (uintptr_t s = 1; s <= 9; s++)
+      CHECK(!rt_repack_alloc(cu, &cache, (RtCuStream)s, &p), "stream %zu: scratch without a device", (size_t)s);
+  CHECK(cache != NULL && t.scratch == 0, "no cache, or a scratch pointer set");
+  CHECK_CONTAINS(rt_cuda_last_error(cu), "needs a CUDA device");
+  rt_repack_free(cu, cache);
+  rt_cuda_close(cu);
+}
+
+/* The code fields of a cache key (rt_cache_key_code) leave out only the
+ * way each shape choice went, on the compiler's shape-choice lines. */
+static void test_code_key(void) {
+#define CHOICES "// k: shape choices (the runtime runs the build whose choices hold at launch): "
+  static const char base[] = "int a;\n" CHOICES "#0: n >= 8 -> true, #1: m < 2 -> false\nint b;\n";
+  static const struct {
+    const char *code;
+    bool same;
+  } v[] = {
+      {"int a;\n" CHOICES "#0: n >= 8 -> false, #1: m < 2 -> true\nint b;\n", true},
+      {"int a;\n" CHOICES "#0: n >= 8 -> false, #1: m < 2 -> false\nint b;\n", true},
+      {"int a;\n" CHOICES "#0: n >= 8 -> true, #1: m < 2 -> false\nint c;\n", false}, /* the code */
+      {"int a;\n" CHOICES "#0: n >= 9 -> true, #1: m < 2 -> false\nint b;\n", false}, /* a condition */
+      {"int a;\n\nint b;\n", false},                                                   /* no such line */
+      {"int a;\n" CHOICES "#0: n >= 8 -> true, #1: m < 2 -> false\nint b;", false},    /* a newline */
+  };
+  char want[65], got[65];
+  rt_cpu_cache_key("cc", "ir", base, strlen(base), want);
+  for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+    rt_cpu_cache_key("cc", "ir", v[i].code, strlen(v[i].code), got);
+    CHECK((strcmp(want, got) == 0) == v[i].same, "variant %zu: key %s", i, v[i].same ? "differs" : "is the same");
+  }
+  /* " -> true" elsewhere, and a comment whose backslash swallows the next
+   * line, are code like any other. */
+  static const char *const pairs[][2] = {
+      {"// note: x -> true\n", "// note: x -> false\n"},
+      {CHOICES "#0: n >= 8 -> true \\\nint b;\n", CHOICES "#0: n >= 8 -> false \\\nint b;\n"},
+      {"s = \"" CHOICES "#0: n -> true\";\n", "s = \"" CHOICES "#0: n -> false\";\n"},
+  };
+  for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+    rt_cpu_cache_key("cc", "ir", pairs[i][0], strlen(pairs[i][0]), want);
+    rt_cpu_cache_key("cc", "ir", pairs[i][1], strlen(pairs[i][1]), got);
+    CHECK(strcmp(want, got) != 0, "pair %zu: one key", i);
+  }
+  /* The IR's header line; and the CUDA key does the same. */
+  static const char ir1[] = "kernel k(A: f32[n])\n  shape_choices(#0: n >= 8 -> true)\n  grid(1)\n",
+                    ir2[] = "kernel k(A: f32[n])\n  shape_choices(#0: n >= 8 -> false)\n  grid(1)\n",
+                    ir3[] = "kernel k(A: f32[n])\n  shape_choices(#0: n >= 8 -> false)\n  grid(2)\n";
+  const char *opts[] = {"-lineinfo"};
+  char k1[65], k2[65], k3[65];
+  rt_gpu_cache_key("sm_90a", 13000, opts, 1, ir1, v[0].code, strlen(v[0].code), k1);
+  rt_gpu_cache_key("sm_90a", 13000, opts, 1, ir2, base, strlen(base), k2);
+  rt_gpu_cache_key("sm_90a", 13000, opts, 1, ir3, base, strlen(base), k3);
+  CHECK(strcmp(k1, k2) == 0 && strcmp(k2, k3) != 0, "CUDA keys: choices %s, grid %s",
+        strcmp(k1, k2) ? "differ" : "same", strcmp(k2, k3) ? "differ" : "same");
+#undef CHOICES
+}
+
+/* rt_same_signature: equal where every field rt_validate reads is. */
+static void test_same_signature(void) {
+  const char *syms[] = {"n", "m"}, *syms2[] = {"n", "k"};
+  TilecParamInfo pa[2] = {{0}, {0}}, pb[2];
+  pa[0].name = "A", pa[0].is_tensor = true, pa[0].dtype = TILEC_DTYPE_F32, pa[0].rank = 2;
+  pa[0].dims[0] = (TilecDim){true, 0, 0, NULL};
+  pa[0].dims[1] = (TilecDim){false, 64, 0, "block"};
+  pa[0].has_strides = true;
+  pa[0].strides[0] = (TilecDim){true, 0, 1, NULL};
+  pa[0].strides[1] = (TilecDim){false, 1, 0, NULL};
+  pa[1].name = "alpha", pa[1].dtype = TILEC_DTYPE_F32;
+  TilecKernelInfo a = {0}, b;
+  a.name = "k", a.nparams = 2, a.params = pa, a.ndynamic = 2, a.dynamic_symbols = syms;
+  char name_copy[] = "k", block_copy[] = "block";
+  for (int change = 0; change <= 9; change++) {
+    memcpy(pb, pa, sizeof pa);
+    b = a;
+    b.params = pb;
+    b.name = name_copy;         /* equal text, other pointers */
+    pb[0].dims[1].name = block_copy;
+    pb[0].tma_only = true;      /* not read by rt_validate */
+    switch (change) {
+    case 1: b.nparams = 1; break;
+    case 2: b.dynamic_symbols = syms2; break;
+    case 3: pb[0].dtype = TILEC_DTYPE_F16; break;
+    case 4: pb[0].dims[1].value = 128; break;
+    case 5: pb[0].dims[1].name = "other"; break;
+    case 6: pb[0].strides[0].symbol = 0; break;
+    case 7: pb[0].has_strides = false; break;
+    case 8: pb[1].dtype = TILEC_DTYPE_I32; break;
+    case 9: pb[1].name = "beta"; break;
+    }
+    CHECK(rt_same_signature(&a, &b) == (change == 0), "change %d: %s", change,
+          change ? "not told apart" : "equal signatures told apart");
+  }
+  /* Strides a parameter does not declare are not read. */
+  pa[0].has_strides = false;
+  memcpy(pb, pa, sizeof pa);
+  b = a, b.params = pb;
+  pb[0].strides[0].symbol = 0;
+  CHECK(rt_same_signature(&a, &b), "undeclared strides compared");
+}
+
 int main(void) {
   rt_test_init();
+  test_code_key();
+  test_same_signature();
   test_repack_plan();
+  test_repack_alloc_no_device();
   test_tma_strides();
   test_tma_rows_split_lines();
   test_sha256();

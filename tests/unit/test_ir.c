@@ -1219,6 +1219,83 @@ static void test_defer_wgmma_waits(void) {
   }
 }
 
+/* Pass share-barriers (sm_90a). In g, A_s and B_s are filled by the same
+ * producer iteration and read by the same gemm: one full and one empty
+ * mbarrier serve both rings (the full one expecting two arrivals, one per
+ * copy), and the consumers wait and release once per k-tile. In a, K_s is
+ * read by the first gemm and V_s only by the second: their barriers stay
+ * apart (V may still land while the first gemm runs). sm_80 has no
+ * mbarriers at all. */
+static const char share_src[] =
+    "kernel g(A: f16[M, K], B: f16[K, N], C: f16[M, N])\n"
+    "  grid (ceildiv(N, 128), ceildiv(M, 128)) threads (256) as (bx, by)\n"
+    "{\n"
+    "    A_s = alloc_shared([128, 64], f16);\n"
+    "    B_s = alloc_shared([64, 128], f16);\n"
+    "    acc = alloc_fragment([128, 128], f32);\n"
+    "    clear(acc);\n"
+    "    for k in pipelined(ceildiv(K, 64), num_stages = 3) {\n"
+    "        copy(A[by * 128 : (by + 1) * 128, k * 64 : (k + 1) * 64], A_s);\n"
+    "        copy(B[k * 64 : (k + 1) * 64, bx * 128 : (bx + 1) * 128], B_s);\n"
+    "        gemm(A_s, B_s, acc);\n"
+    "    }\n"
+    "    copy(acc, C[by * 128 : (by + 1) * 128, bx * 128 : (bx + 1) * 128]);\n"
+    "}\n"
+    "kernel a(Q: f16[S, 64], K: f16[S, 64], V: f16[S, 64], O: f16[S, 64])\n"
+    "  grid (ceildiv(S, 128)) threads (256) as (bx)\n"
+    "{\n"
+    "    Q_s = alloc_shared([128, 64], f16);\n"
+    "    K_s = alloc_shared([64, 64], f16);\n"
+    "    V_s = alloc_shared([64, 64], f16);\n"
+    "    s = alloc_fragment([128, 64], f32);\n"
+    "    p = alloc_fragment([128, 64], f16);\n"
+    "    o = alloc_fragment([128, 64], f32);\n"
+    "    copy(Q[bx * 128 : (bx + 1) * 128, :], Q_s);\n"
+    "    clear(o);\n"
+    "    for k in pipelined(ceildiv(S, 64), num_stages = 2) {\n"
+    "        copy(K[k * 64 : (k + 1) * 64, :], K_s);\n"
+    "        copy(V[k * 64 : (k + 1) * 64, :], V_s);\n"
+    "        clear(s);\n"
+    "        gemm(Q_s, K_s, s, transpose_B = true, policy = full_row);\n"
+    "        for i, j in parallel(128, 64) s[i, j] = exp2(s[i, j]);\n"
+    "        copy(s, p);\n"
+    "        gemm(p, V_s, o);\n"
+    "    }\n"
+    "    copy(o, O[bx * 128 : (bx + 1) * 128, :]);\n"
+    "}\n";
+
+static void test_share_barriers(void) {
+  char line[512];
+  char *ir = compile_text("share.tile", share_src, TILEC_TARGET_SM90A, TILEC_EMIT_IR, NULL);
+  if (ir) {
+    /* g: A_s's barriers serve B_s too; B_s's are gone. */
+    CHECK_CONTAINS(line_of(ir, "alloc A_s_full", line, sizeof line), "mbarrier(2)");
+    CHECK(strstr(ir, "alloc A_s_empty") != NULL);
+    CHECK(strstr(ir, "B_s_full") == NULL);
+    CHECK(strstr(ir, "B_s_empty") == NULL);
+    CHECK_CONTAINS(line_of(ir, "-> B_s[", line, sizeof line), "mbarrier(A_s_full)");
+    CHECK(count_of(ir, "mbar_wait A_s_full") == count_of(ir, "gemm A_s"));
+    /* a: K_s and V_s keep a pair each, waited before their own gemms. */
+    CHECK_CONTAINS(line_of(ir, "alloc K_s_full", line, sizeof line), "mbarrier");
+    CHECK(strstr(line_of(ir, "alloc K_s_full", line, sizeof line), "mbarrier(2)") == NULL);
+    CHECK(strstr(ir, "alloc V_s_full") != NULL);
+    CHECK(strstr(ir, "alloc V_s_empty") != NULL);
+    CHECK_CONTAINS(line_of(ir, "-> V_s[", line, sizeof line), "mbarrier(V_s_full)");
+    free(ir);
+  }
+  char *cu = compile_text("share.tile", share_src, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, NULL);
+  if (cu) {
+    CHECK_CONTAINS(cu, "tc_mbar_init(tc_smem_addr(A_s_full + tc_i), 2);");
+    CHECK(strstr(cu, "B_s_full") == NULL);
+    free(cu);
+  }
+  ir = compile_text("share.tile", share_src, TILEC_TARGET_SM80, TILEC_EMIT_IR, NULL);
+  if (ir) {
+    CHECK(strstr(ir, "mbar") == NULL);
+    free(ir);
+  }
+}
+
 /* A 1-D f32 shared tile copied in a pipelined loop is the pipeline's
  * (software-pipeline, 32-bit rows of 16-byte multiples): double-buffered
  * ([2, 32]); on sm_80 fetched by cp.async (tc_copy_g2s, one row of 32
@@ -1283,8 +1360,11 @@ static void test_f32_vector_pipelined(void) {
   ir = compile_text("vec.tile", vec_src, TILEC_TARGET_SM90A, TILEC_EMIT_IR, NULL);
   if (ir) {
     CHECK_CONTAINS(ir, "alloc l_s: f32[2, 32] shared");
-    CHECK_CONTAINS(ir, "alloc l_s_full: i64[2] shared");
-    CHECK_CONTAINS(line_of(ir, "copy.tma L[(k + 1) * 32 :+ 32]", line, sizeof line), "-> l_s[(k + 1) % 2, 0 :+ 32] map(1) mbarrier(l_s_full)");
+    /* l_s and x_s are read by the same statement: they share x_s's
+     * barriers (share-barriers), two arrivals per phase. */
+    CHECK_CONTAINS(line_of(ir, "alloc x_s_full: i64[2] shared", line, sizeof line), "mbarrier(2)");
+    CHECK(strstr(ir, "l_s_full") == NULL);
+    CHECK_CONTAINS(line_of(ir, "copy.tma L[(k + 1) * 32 :+ 32]", line, sizeof line), "-> l_s[(k + 1) % 2, 0 :+ 32] map(1) mbarrier(x_s_full)");
     free(ir);
   }
   cu = compile_text("vec.tile", vec_src, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, &maps);
@@ -1296,12 +1376,13 @@ static void test_f32_vector_pipelined(void) {
     CHECK(count_of(cu, "tc_copy_g2s") == 0);
     /* The loop's fetch: the next stage's full mbarrier expects 128 bytes,
      * then one 1-D TMA load (map 1) into that stage's buffer. */
-    const long c = pos_of(cu, "if (tc_tid == 0) {  // copy.tma L -> l_s\n          const unsigned tc_bar = tc_smem_addr(l_s_full + (((k + 1LL) % 2LL)));");
+    const long c = pos_of(cu, "if (tc_tid == 0) {  // copy.tma L -> l_s\n          const unsigned tc_bar = tc_smem_addr(x_s_full + (((k + 1LL) % 2LL)));");
     const long x = pos_of(cu, "tc_mbar_arrive_expect_tx(tc_bar, 128);\n          tc_tma_load(tc_smem_addr((l_s + (((k + 1LL) % 2LL)) * 32)), &tc_tmap_1, {(int)(((k + 1LL) * 32LL))}, tc_bar);");
     CHECK(c >= 0 && x > c);
     CHECK(count_of(cu, "tc_mbar_arrive_expect_tx(tc_bar, 128);") == 2);
     CHECK(count_of(cu, "tc_mbar_arrive_expect_tx(tc_bar, 4096);") == 2); /* x_s: 32 * 64 * 2 bytes */
-    CHECK_CONTAINS(cu, "tc_mbar_wait(tc_smem_addr(l_s_full + ((k % 2LL))), ");
+    CHECK_CONTAINS(cu, "tc_mbar_wait(tc_smem_addr(x_s_full + ((k % 2LL))), ");
+    CHECK(strstr(cu, "l_s_full") == NULL);
     if (c < 0 || x < 0) fprintf(stderr, "vec.tile sm_90a CUDA:\n%s\n", cu);
     free(cu);
   }
@@ -1397,6 +1478,7 @@ int main(void) {
   test_tma_only_info();
   test_gemm_shape_classes();
   test_defer_wgmma_waits();
+  test_share_barriers();
   test_f32_vector_pipelined();
   test_atomic_add_pairs();
   if (failures) {

@@ -1460,7 +1460,7 @@ static const char nsplit48_src[] =
     "}\n";
 
 static const char nsplit_shared_b_src[] =
-    "kernel ns(A: f16[K, M], B: f16[K, N], C: f16[K, M], G: f32[M, N], H: f32[M, N])\n"
+    "kernel ns(A: f16[K, M], B: f16[K, N], C: f16[P, K], G: f32[M, N], H: f32[P, N])\n"
     "  grid (1) threads (256) as (bx)\n"
     "{\n"
     "    a_s = alloc_shared([128, 64], f16);\n"

@@ -29,9 +29,10 @@
  *    [N, K] B: rows from a multiple of 8; a [K, N] B: from a whole panel,
  *    which swizzle-layout then guarantees, pass_nsplit_panel_cols). That
  *    order is kept only where every use of the fragments it reaches can
- *    take it: a layout conflict involving it, or a reduction over it,
- *    makes the pass start the kernel over without N splits, so a kernel
- *    is never refused for it;
+ *    take it: a layout conflict involving it (a row vector read beside
+ *    fragments of both row mappings included), or a reduction over it,
+ *    makes the pass start the kernel over without N splits, so no kernel
+ *    is refused for it;
  *    an FP8 gemm that wgmma cannot read (B not [N, K] with transpose_B,
  *    the wrong warp split or K, ...) is an error that names the reason;
  *  - first, a gemm the GPU templates cannot read as written is given
@@ -560,6 +561,12 @@ static void loop_constraints(Infer *in, IrStmt *s) {
       if (driver2) {
         IrLayout v = row_vector_of(&driver2->layout);
         if (!has_layout(b)) assign(in, b, &v, s->loc, "parallel loop");
+        /* A row vector read beside fragments of other row mappings is
+         * refused by the CUDA backend; when the warpgroup order makes
+         * the difference, infer the kernel without it instead. */
+        else if (in->nsplit && !ir_layout_same_rows(&b->layout, &v) &&
+                 (in_warpgroups(&b->layout) || in_warpgroups(&v)))
+          nsplit_refused(in);
       } else if (driver1 && !has_layout(b)) {
         assign(in, b, &driver1->layout, s->loc, "parallel loop");
       }

@@ -1498,6 +1498,34 @@ static const char nsplit_reduce_src[] =
     "    copy(rmax, R[0 : 64]);\n"
     "}\n";
 
+/* A row vector read beside the split accumulator and beside another of
+ * the same shape that cannot be split (its A is part of a tile): the two
+ * would map rows differently, so the kernel is inferred without the split,
+ * as before it (both 2 x 4 warps). */
+static const char nsplit_rowvec_src[] =
+    "kernel ns(A: f16[K, M], B: f16[K, N], C: f16[K, L], G: f32[M, N], H: f32[M, N])\n"
+    "  grid (1) threads (256) as (bx)\n"
+    "{\n"
+    "    a_s = alloc_shared([128, 64], f16);\n"
+    "    c_s = alloc_shared([128, 128], f16);\n"
+    "    b_s = alloc_shared([128, 96], f16);\n"
+    "    acc = alloc_fragment([64, 96], f32);\n"
+    "    other = alloc_fragment([64, 96], f32);\n"
+    "    rowv = alloc_fragment([64], f32);\n"
+    "    copy(A[0 : 128, 0 : 64], a_s);\n"
+    "    copy(C[0 : 128, 0 : 128], c_s);\n"
+    "    copy(B[0 : 128, 0 : 96], b_s);\n"
+    "    fill(rowv, 1.0);\n"
+    "    clear(other);\n"
+    "    gemm(c_s[0 : 128, 0 : 64], b_s, other, transpose_A = true);\n"
+    "    for i, j in parallel(64, 96) other[i, j] = other[i, j] + rowv[i];\n"
+    "    clear(acc);\n"
+    "    gemm(a_s, b_s, acc, transpose_A = true);\n"
+    "    for i, j in parallel(64, 96) acc[i, j] = acc[i, j] * rowv[i];\n"
+    "    copy(acc, G[0 : 64, 0 : 96]);\n"
+    "    copy(other, H[0 : 64, 0 : 96]);\n"
+    "}\n";
+
 static bool in_warpgroups(const IrBuffer *b) {
   return b && b->layout.kind == IR_LAYOUT_FRAGMENT && b->layout.frag == IR_FRAG_MMA_C &&
          b->layout.warp_order == IR_WARP_ORDER_WARPGROUPS;
@@ -1599,6 +1627,13 @@ static void test_nsplit(void) {
   if (cu) {
     CHECK(strstr(cu, "in warpgroups") == NULL);
     CHECK_CONTAINS(cu, "tc_reduce_");
+    free(cu);
+  }
+  /* A row vector shared with an accumulator that cannot be split: none is. */
+  cu = compile_text("nsplit.tile", nsplit_rowvec_src, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, NULL);
+  if (cu) {
+    CHECK(strstr(cu, "in warpgroups") == NULL);
+    CHECK(count_of(cu, "mma_c(64x96, warps 2x4, local 4x6)") == 2);
     free(cu);
   }
   arena_destroy(arena);

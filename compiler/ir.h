@@ -105,6 +105,13 @@ typedef enum IrFragKind {
   IR_FRAG_COUNT
 } IrFragKind;
 
+typedef enum IrWarpOrder {
+#define X(name, spelling) IR_WARP_ORDER_##name,
+  IR_WARP_ORDERS(X)
+#undef X
+  IR_WARP_ORDER_COUNT
+} IrWarpOrder;
+
 typedef enum IrReduceKind {
 #define X(name, spelling) IR_REDUCE_##name,
   IR_REDUCE_KINDS(X)
@@ -239,6 +246,10 @@ typedef struct IrLayout {
   IrFragKind frag;
   int rows, cols;
   int warps_m, warps_n; /* MMA_C */
+  /* MMA_C: how warps map to the warps_m x warps_n grid (ir_layout_warp_pos;
+   * ROWS, the zero value, unless infer-layout let a wgmma's warpgroups
+   * split the columns). */
+  IrWarpOrder warp_order;
   int group;            /* ROWGROUP: consecutive threads sharing a row */
   int rows_local, cols_local;
 } IrLayout;
@@ -560,6 +571,16 @@ bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b);
  * values, replicated over the threads that share those columns). */
 bool ir_layout_is_col_vector(const IrLayout *l);
 bool ir_layout_same_cols(const IrLayout *a, const IrLayout *b);
+/* Where warp `warp` sits in an MMA_C layout's warps_m x warps_n grid: its
+ * warp row *wm (rows [wm * rows / warps_m, ...)) and warp column *wn
+ * (columns [wn * cols / warps_n, ...)), by the layout's warp_order. Every
+ * mapping of a warp to its slice follows this one (the CUDA backend's
+ * expressions: cuda_warp_m / cuda_warp_n in backend/cuda/fragment.c). */
+void ir_layout_warp_pos(const IrLayout *l, int warp, int *wm, int *wn);
+/* The width of one warpgroup's wgmma (m64nNk16) on an MMA_C accumulator
+ * that wgmma writes: its columns over the warp columns (all of them when
+ * the warps split only the rows). */
+int ir_layout_wgmma_n(const IrLayout *l);
 /* A ROWGROUP whose columns do not divide by its group: the last column slot
  * of some threads lies past `cols` and is skipped (docs/gpu-codegen.md). */
 bool ir_layout_cols_padded(const IrLayout *l);

@@ -2,6 +2,14 @@
  * behind the fragment fields are in docs/gpu-codegen.md. */
 #include "ir.h"
 
+#define X(name, spelling) spelling,
+static const char *const warp_order_spellings[] = {IR_WARP_ORDERS(X)};
+#undef X
+
+static const char *warp_order_str(const IrLayout *l) {
+  return (unsigned)l->warp_order < IR_WARP_ORDER_COUNT ? warp_order_spellings[l->warp_order] : " ?";
+}
+
 const char *ir_layout_str(Arena *arena, const IrLayout *l) {
   switch (l->kind) {
   case IR_LAYOUT_SWIZZLED:
@@ -11,13 +19,13 @@ const char *ir_layout_str(Arena *arena, const IrLayout *l) {
     switch (l->frag) {
     case IR_FRAG_MMA_C:
       if (ir_layout_is_col_vector(l))
-        return arena_printf(arena, "cols of mma_c(%d, warps %dx%d, local %d)", l->cols, l->warps_m, l->warps_n,
-                            l->cols_local);
+        return arena_printf(arena, "cols of mma_c(%d, warps %dx%d%s, local %d)", l->cols, l->warps_m, l->warps_n,
+                            warp_order_str(l), l->cols_local);
       if (!l->cols)
-        return arena_printf(arena, "rows of mma_c(%d, warps %dx%d, local %d)", l->rows, l->warps_m, l->warps_n,
-                            l->rows_local);
-      return arena_printf(arena, "mma_c(%dx%d, warps %dx%d, local %dx%d)", l->rows, l->cols, l->warps_m,
-                          l->warps_n, l->rows_local, l->cols_local);
+        return arena_printf(arena, "rows of mma_c(%d, warps %dx%d%s, local %d)", l->rows, l->warps_m, l->warps_n,
+                            warp_order_str(l), l->rows_local);
+      return arena_printf(arena, "mma_c(%dx%d, warps %dx%d%s, local %dx%d)", l->rows, l->cols, l->warps_m,
+                          l->warps_n, warp_order_str(l), l->rows_local, l->cols_local);
     case IR_FRAG_ROWGROUP:
       if (ir_layout_is_col_vector(l))
         return arena_printf(arena, "cols of rowgroup(%d, group %d, local %d)", l->cols, l->group, l->cols_local);
@@ -36,7 +44,8 @@ const char *ir_layout_str(Arena *arena, const IrLayout *l) {
 bool ir_layout_same_rows(const IrLayout *a, const IrLayout *b) {
   if (a->kind != IR_LAYOUT_FRAGMENT || b->kind != IR_LAYOUT_FRAGMENT || a->frag != b->frag) return false;
   if (a->rows != b->rows || a->rows_local != b->rows_local) return false;
-  if (a->frag == IR_FRAG_MMA_C) return a->warps_m == b->warps_m && a->warps_n == b->warps_n;
+  if (a->frag == IR_FRAG_MMA_C)
+    return a->warps_m == b->warps_m && a->warps_n == b->warps_n && a->warp_order == b->warp_order;
   return a->group == b->group;
 }
 
@@ -45,13 +54,28 @@ bool ir_layout_is_col_vector(const IrLayout *l) {
 }
 
 /* The column formula (docs/gpu-codegen.md) depends on the warp columns for
- * MMA_C and on the row group for ROWGROUP (col = tid % G + G * cs, or cs). */
+ * MMA_C (their number and the warp order) and on the row group for
+ * ROWGROUP (col = tid % G + G * cs, or cs). */
 bool ir_layout_same_cols(const IrLayout *a, const IrLayout *b) {
   if (a->kind != IR_LAYOUT_FRAGMENT || b->kind != IR_LAYOUT_FRAGMENT || a->frag != b->frag) return false;
   if (a->cols != b->cols || a->cols_local != b->cols_local || !a->cols) return false;
-  if (a->frag == IR_FRAG_MMA_C) return a->warps_n == b->warps_n;
+  if (a->frag == IR_FRAG_MMA_C) return a->warps_n == b->warps_n && a->warp_order == b->warp_order;
   return a->group == b->group;
 }
+
+void ir_layout_warp_pos(const IrLayout *l, int warp, int *wm, int *wn) {
+  const int n = l->warps_n > 0 ? l->warps_n : 1;
+  if (l->warp_order == IR_WARP_ORDER_WARPGROUPS) {
+    const int g = warp / 4; /* the warpgroup */
+    *wm = (g / n) * 4 + warp % 4;
+    *wn = g % n;
+  } else {
+    *wm = warp / n;
+    *wn = warp % n;
+  }
+}
+
+int ir_layout_wgmma_n(const IrLayout *l) { return l->warps_n > 1 ? l->cols / l->warps_n : l->cols; }
 
 bool ir_layout_cols_padded(const IrLayout *l) {
   return l->kind == IR_LAYOUT_FRAGMENT && l->frag == IR_FRAG_ROWGROUP && l->cols > 0 && l->group > 1 &&

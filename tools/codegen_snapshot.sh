@@ -35,6 +35,12 @@ emit softmax "$top/examples/softmax.tile"
 emit softmax-37 "$top/examples/softmax.tile" -D N=37
 emit softmax-100-bm3 "$top/examples/softmax.tile" -D N=100 -D block_M=3
 for dim in 160 256; do emit "fa-f16-$dim" "$top/examples/flash_attention.tile" -D dim=$dim; done
+# The backward (its dim-64 dQ^T: wgmma with the warpgroups splitting N).
+for dim in 64 128; do
+  for causal in false true; do
+    emit "bwd-bf16-$dim-$causal" "$top/examples/flash_attention_bwd.tile" -D dtype=bf16 -D dim=$dim -D is_causal=$causal
+  done
+done
 emit gemm_bias_gelu "$top/examples/gemm_bias_gelu.tile"
 emit gemm_bias_gelu-mma "$top/examples/gemm_bias_gelu.tile" -D dtype=bf16 -D threads=128
 emit rmsnorm "$top/examples/rmsnorm.tile"

@@ -19,6 +19,20 @@
  *    when its columns do not divide by the row group;
  *  - on sm_90a, a gemm whose operands wgmma can read (wgmma_fits)
  *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split;
+ *  - on sm_90a, a 16-bit gemm of policy square that wgmma could run but
+ *    for its rows (M = 64 gm over 4 gm x gn warps, gn > 1: the attention
+ *    backward's dQ^T [64, 96] over 8 warps) is marked gemm.wgmma with the
+ *    warpgroups splitting N (wgmma_n_split): MMA_C over (4 gm) x gn warps
+ *    in warp_order WARPGROUPS (warpgroup g at (g / gn, g % gn), its warps
+ *    the 16-row slices in order: wgmma's layout), each warpgroup's N / gn
+ *    a wgmma width and its slice of B addressable by a descriptor (a
+ *    [N, K] B: rows from a multiple of 8; a [K, N] B: from a whole panel,
+ *    which swizzle-layout then guarantees, pass_nsplit_panel_cols). That
+ *    order is kept only where every use of the fragments it reaches can
+ *    take it: a layout conflict involving it (a row vector read beside
+ *    fragments of both row mappings included), or a reduction over it,
+ *    makes the pass start the kernel over without N splits, so no kernel
+ *    is refused for it;
  *    an FP8 gemm that wgmma cannot read (B not [N, K] with transpose_B,
  *    the wrong warp split or K, ...) is an error that names the reason;
  *  - first, a gemm the GPU templates cannot read as written is given
@@ -49,6 +63,12 @@ typedef struct Infer {
    * overwrites. */
   const IrStmt *no_wgmma[16];
   int nno_wgmma;
+  /* wgmma gemms whose warpgroups split N (wgmma_n_split) are allowed; a
+   * fragment use that cannot take that layout sets nsplit_conflict (and
+   * failed, without a diagnostic), and the kernel is inferred again with
+   * this off. */
+  bool nsplit;
+  bool nsplit_conflict;
 } Infer;
 
 static bool is_fragment(const IrBuffer *b) { return b && b->scope == IR_SCOPE_FRAGMENT; }
@@ -62,13 +82,28 @@ static int dim_of(const IrBuffer *b, int d) {
 
 static bool layouts_equal(const IrLayout *a, const IrLayout *b) {
   return a->frag == b->frag && a->rows == b->rows && a->cols == b->cols && a->warps_m == b->warps_m &&
-         a->warps_n == b->warps_n && a->group == b->group && a->rows_local == b->rows_local &&
-         a->cols_local == b->cols_local;
+         a->warps_n == b->warps_n && a->warp_order == b->warp_order && a->group == b->group &&
+         a->rows_local == b->rows_local && a->cols_local == b->cols_local;
+}
+
+/* A use of a fragment in warpgroup order (an N-split wgmma accumulator)
+ * that cannot take that layout: infer the kernel again without N splits. */
+static void nsplit_refused(Infer *in) {
+  in->nsplit_conflict = true;
+  in->failed = true;
+}
+
+static bool in_warpgroups(const IrLayout *l) {
+  return l->frag == IR_FRAG_MMA_C && l->warp_order == IR_WARP_ORDER_WARPGROUPS;
 }
 
 /* Gives b the layout l, or reports a conflict when it already has another. */
 static void assign(Infer *in, IrBuffer *b, const IrLayout *l, SrcLoc loc, const char *why) {
   if (has_layout(b)) {
+    if (!layouts_equal(&b->layout, l) && !in->failed && in->nsplit && (in_warpgroups(l) || in_warpgroups(&b->layout))) {
+      nsplit_refused(in);
+      return;
+    }
     if (!layouts_equal(&b->layout, l) && !in->failed) {
       Arena *a = in->m->arena;
       diag_error(in->diag, loc, "%s: fragment '%s' needs layout %s here but already has %s", why, b->name,
@@ -169,6 +204,58 @@ static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
   int K = dim_of(a, s->u.gemm.trans_a ? 0 : 1);
   if (K % 16) return false;
   return (a_regs || wgmma_row_ok(s->u.gemm.trans_a ? M : K)) && wgmma_row_ok(s->u.gemm.trans_b ? K : N);
+}
+
+/* The two tile extents of a 2-D operand region equal its buffer's last
+ * two dimensions (a whole tile, or a whole stage of a staged one). */
+static bool whole_tile(const IrRegion *r) {
+  int n = 0, ext[2] = {0, 0};
+  for (int d = 0; d < r->rank; d++) {
+    int64_t e = 0;
+    if (r->is_index[d]) continue;
+    if (n == 2 || !ir_expr_is_int_const(r->extent[d], &e)) return false;
+    ext[n++] = (int)e;
+  }
+  const IrBuffer *b = r->buf;
+  return n == 2 && b->rank >= 2 && ext[0] == dim_of(b, b->rank - 2) && ext[1] == dim_of(b, b->rank - 1);
+}
+
+/* sm_90a: a gemm that wgmma_fits refuses only for its rows, M = 64 gm
+ * with more warps than M / 16 (4 gm x gn warps, gn > 1: the backward's
+ * dQ^T [64, 96] over 8 warps), runs as wgmma with the warpgroups
+ * splitting N: warpgroup g takes rows [64 (g / gn), +64) and columns
+ * [(g % gn) N / gn, +N / gn), one m64n(N/gn)k16 per k16 step, its B
+ * descriptor starting at its slice (tc_gemm_wgmma_ss's GN). Needs, beside
+ * wgmma_fits' operand rules: 16-bit tiles; policy square (full_row asks
+ * for whole rows per warp); A in shared memory (wgmma's register A would
+ * hold the warpgroup's rows, the same for the gn warpgroups of a row);
+ * N / gn a multiple of 16 up to 256 (the widths tilec_wgmma.cuh emits);
+ * B a whole tile whose slices a descriptor can start at: in a [N, K] B
+ * (transpose_B) a slice is N / gn whole rows from a multiple of 8 (the
+ * swizzle repeats every 8 rows); in a [K, N] B it must start a panel,
+ * which a panel width dividing both N and N / gn gives
+ * (pass_nsplit_panel_cols; swizzle-layout stores B so, or takes the gemm
+ * back to mma.sync where B cannot be). Returns gn, or 0. */
+static int wgmma_n_split(const Infer *in, const IrStmt *s, int M, int N) {
+  const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
+  if (!in->sm90a || !in->nsplit || s->u.gemm.policy != IR_GEMM_POLICY_SQUARE) return 0;
+  for (int i = 0; i < in->nno_wgmma; i++)
+    if (in->no_wgmma[i] == s) return 0;
+  if (a->scope != IR_SCOPE_SHARED || b->scope != IR_SCOPE_SHARED || a->dtype != b->dtype ||
+      (a->dtype != DTYPE_F16 && a->dtype != DTYPE_BF16) || a->rank < 2 || b->rank < 2 ||
+      !whole_tile(&s->u.gemm.a) || !whole_tile(&s->u.gemm.b))
+    return 0;
+  if (in->warps % 4 || M % 64 || M < 64) return 0;
+  const int gm = M / 64, groups = in->warps / 4;
+  if (groups % gm || groups / gm < 2) return 0;
+  const int gn = groups / gm;
+  if (N % gn) return 0;
+  const int slice = N / gn;
+  if (slice % 16 || slice > 256) return 0;
+  int K = dim_of(a, s->u.gemm.trans_a ? a->rank - 2 : a->rank - 1);
+  if (K % 16 || !wgmma_row_ok(s->u.gemm.trans_a ? M : K) || !wgmma_row_ok(s->u.gemm.trans_b ? K : N)) return 0;
+  if (s->u.gemm.trans_b) return slice % 8 == 0 ? gn : 0;
+  return pass_nsplit_panel_cols(N, slice, dtype_size(b->dtype)) ? gn : 0;
 }
 
 /* ---- staging of gemm operands the templates cannot read --------------------- */
@@ -314,6 +401,11 @@ static void gemm_constraints(Infer *in, IrStmt *s) {
   if (is_fragment(a)) wm = in->warps, wn = 1;
   s->u.gemm.wgmma = wgmma_fits(in, s, M, N);
   if (s->u.gemm.wgmma) wm = in->warps, wn = 1;
+  const int gn = s->u.gemm.wgmma ? 0 : wgmma_n_split(in, s, M, N);
+  if (gn) {
+    s->u.gemm.wgmma = true;
+    wm = 4 * (M / 64), wn = gn;
+  }
   if (in->sm90a && !s->u.gemm.wgmma && (dtype_is_fp8(a->dtype) || dtype_is_fp8(s->u.gemm.b.buf->dtype))) {
     /* sm_90a's only FP8 tensor-core path is wgmma: say what keeps this one off it. */
     const char *why = fp8_wgmma_unfit(in, s, M, N);
@@ -331,6 +423,7 @@ static void gemm_constraints(Infer *in, IrStmt *s) {
     in->failed = true;
     return;
   }
+  if (gn) lc.warp_order = IR_WARP_ORDER_WARPGROUPS;
   assign(in, c, &lc, s->loc, "gemm");
   if (is_fragment(a)) {
     IrLayout la;
@@ -389,6 +482,12 @@ static void reduce_constraints(Infer *in, IrStmt *s) {
     return;
   }
   if (has_layout(src)) {
+    if (in_warpgroups(&src->layout)) {
+      /* The cross-warp fold of an N-split accumulator's rows is not
+       * built (the CUDA backend refuses it): no N split here. */
+      if (in->nsplit) nsplit_refused(in);
+      return;
+    }
     if (src->layout.frag == IR_FRAG_MMA_C && src->layout.warps_n > 1 && !s->u.reduce.scratch)
       s->u.reduce.scratch = reduce_scratch(in, &src->layout, s->loc);
     IrLayout v = row_vector_of(&src->layout);
@@ -462,6 +561,12 @@ static void loop_constraints(Infer *in, IrStmt *s) {
       if (driver2) {
         IrLayout v = row_vector_of(&driver2->layout);
         if (!has_layout(b)) assign(in, b, &v, s->loc, "parallel loop");
+        /* A row vector read beside fragments of other row mappings is
+         * refused by the CUDA backend; when the warpgroup order makes
+         * the difference, infer the kernel without it instead. */
+        else if (in->nsplit && !ir_layout_same_rows(&b->layout, &v) &&
+                 (in_warpgroups(&b->layout) || in_warpgroups(&v)))
+          nsplit_refused(in);
       } else if (driver1 && !has_layout(b)) {
         assign(in, b, &driver1->layout, s->loc, "parallel loop");
       }
@@ -568,6 +673,57 @@ static void default_layouts(IrStmt *s, void *ctx) {
   }
 }
 
+static void infer_kernel(Infer *in) {
+  IrKernel *k = in->k;
+  for (int round = 0; round < 2 && !in->failed; round++) {
+    in->changed = true;
+    for (int iter = 0; in->changed && !in->failed && iter < 64; iter++) {
+      in->changed = false;
+      pass_visit_stmts(k->body, collect, in);
+    }
+    Leftover lo = {in, round == 1};
+    if (!in->failed) pass_visit_stmts(k->body, default_layouts, &lo);
+  }
+}
+
+/* Undoes infer_kernel: no fragment has a layout, no reduction a scratch
+ * buffer (reset_layouts also drops their allocations), no gemm a wgmma
+ * mark. */
+static void forget_layout(IrStmt *s, void *ctx) {
+  (void)ctx;
+  if (s->kind == IR_STMT_ALLOC && is_fragment(s->u.alloc)) {
+    memset(&s->u.alloc->layout, 0, sizeof s->u.alloc->layout);
+    s->u.alloc->layout.kind = IR_LAYOUT_ROW_MAJOR;
+  } else if (s->kind == IR_STMT_REDUCE) {
+    s->u.reduce.scratch = NULL;
+  } else if (s->kind == IR_STMT_GEMM) {
+    s->u.gemm.wgmma = false;
+  }
+}
+
+typedef struct FindScratch {
+  const IrBuffer *buf;
+  bool found;
+} FindScratch;
+
+static void find_scratch(IrStmt *s, void *ctx) {
+  FindScratch *f = ctx;
+  if (s->kind == IR_STMT_REDUCE && s->u.reduce.scratch == f->buf) f->found = true;
+}
+
+static void reset_layouts(Infer *in) {
+  IrStmt *body = in->k->body;
+  int out = 0;
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *it = body->u.seq.items[i];
+    FindScratch f = {it->kind == IR_STMT_ALLOC ? it->u.alloc : NULL, false};
+    if (f.buf) pass_visit_stmts(body, find_scratch, &f);
+    if (!f.found) body->u.seq.items[out++] = it; /* reduce_scratch's allocations go */
+  }
+  body->u.seq.n = out;
+  pass_visit_stmts(body, forget_layout, NULL);
+}
+
 bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int i = 0; i < m->nkernels; i++) {
     IrKernel *k = m->kernels[i];
@@ -581,16 +737,17 @@ bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
       threads = (threads + 31) / 32 * 32;
       k->threads = ir_int(m, threads, k->threads->loc);
     }
-    Infer in = {m, k, diag, (int)threads, (int)threads / 32, opts->target == TILEC_TARGET_SM90A, true, false, {0}, 0};
+    Infer in = {m, k, diag, (int)threads, (int)threads / 32, opts->target == TILEC_TARGET_SM90A, true, false, {0}, 0,
+                true, false};
     stage_operands(&in, k->body, false);
-    for (int round = 0; round < 2 && !in.failed; round++) {
-      in.changed = true;
-      for (int iter = 0; in.changed && !in.failed && iter < 64; iter++) {
-        in.changed = false;
-        pass_visit_stmts(k->body, collect, &in);
-      }
-      Leftover lo = {&in, round == 1};
-      if (!in.failed) pass_visit_stmts(k->body, default_layouts, &lo);
+    infer_kernel(&in);
+    if (in.nsplit_conflict) {
+      /* Some use of an N-split accumulator's layout cannot take it: the
+       * whole kernel again, every gemm as it would be without N splits. */
+      reset_layouts(&in);
+      in.nsplit = false;
+      in.nsplit_conflict = in.failed = false;
+      infer_kernel(&in);
     }
     if (in.failed) return false;
   }

@@ -70,6 +70,14 @@ bool pass_tma_box(const IrKernel *k, const IrRegion *g, const IrRegion *sh, IrTe
 /* Index of map in k's tensor maps (added if new); -1 when the table is full. */
 int pass_tensor_map_index(IrKernel *k, const IrTensorMap *map);
 
+/* The panel width (in elements of es bytes) that lets a descriptor start at
+ * every `slice` columns of a [K, cols] tile read N-major by wgmma (a gemm
+ * whose warpgroups split N, each reading `slice` columns of B): the widest
+ * of 128, 64, 32 bytes dividing both rows and slices; 0 when none does.
+ * infer-layout asks it before splitting N, swizzle-layout stores the tile
+ * so (swizzle_layout.c). */
+int pass_nsplit_panel_cols(int cols, int slice, int es);
+
 /* Replaces var by `at` in every expression of s, simplifying each. */
 void pass_subst_var(IrModule *m, IrStmt *s, IrVar *var, const IrExpr *at);
 

@@ -19,7 +19,19 @@
  * header. Every shared buffer of such a kernel gets smem_align = 1024; a
  * gemm whose operands cannot be laid out for wgmma loses its wgmma mark
  * (the MMA_C split it got still works for mma.sync; an FP8 gemm then fails
- * check-resources, having no other form), and so on until no gemm changes. */
+ * check-resources, having no other form), and so on until no gemm changes.
+ * A gemm whose warpgroups split N (infer-layout's warp_order WARPGROUPS on
+ * its accumulator) reads B in slices of N / gn columns, one per
+ * warpgroup, and a descriptor starts only at a whole swizzle atom: an
+ * N-major B ([K, N]) whose panels (or rows of 32, 64, 128 bytes) do not
+ * divide the slice gets narrower panels, the widest of 128, 64, 32 bytes
+ * dividing both its row and the slice (pass_nsplit_panel_cols: the
+ * backward's dS^T [128, 96] in slices of 48 columns is six 16-column
+ * panels, the 32-byte swizzle, where 32-column ones would do without the
+ * split); a B that cannot be so (shared with an mma.sync gemm, which
+ * unpanels it), or an M-major A (transpose_A) not in 128-byte rows or
+ * panels after such a narrowing, takes the gemm back to mma.sync, which
+ * reads the accumulator in the same warp order. */
 #include "passes.h"
 
 /* 16-bit elements, or 8-bit ones (FP8 codes): the swizzle moves 16-byte
@@ -75,6 +87,55 @@ static void swizzle_for_wgmma(IrBuffer *b) {
   l->swizzle_bytes = panel_bytes;
 }
 
+int pass_nsplit_panel_cols(int cols, int slice, int es) {
+  if (es <= 0) return 0;
+  for (int bytes = 128; bytes >= 32; bytes /= 2) {
+    const int p = bytes / es;
+    if (cols % p == 0 && slice % p == 0) return p;
+  }
+  return 0;
+}
+
+static int cols_of(const IrBuffer *b) {
+  int64_t cols = 0;
+  ir_expr_is_int_const(b->shape[b->rank - 1], &cols);
+  return (int)cols;
+}
+
+/* The columns of one warpgroup's slice of B when the gemm's warpgroups
+ * split N; 0 otherwise. */
+static int nsplit_slice(const IrStmt *s) {
+  const IrLayout *lc = &s->u.gemm.c.buf->layout;
+  if (lc->frag != IR_FRAG_MMA_C || lc->warp_order != IR_WARP_ORDER_WARPGROUPS || lc->warps_n < 2) return 0;
+  return lc->cols / lc->warps_n;
+}
+
+/* Columns one descriptor's swizzle atom spans in a wgmma operand tile: a
+ * panel, or the whole swizzled row. */
+static int atom_cols(const IrBuffer *b) { return b->layout.panel_cols ? b->layout.panel_cols : cols_of(b); }
+
+/* An N-split gemm's N-major B: every slice must start a panel. Narrows
+ * the panels (never widens them), so a tile read in slices by several
+ * gemms ends with panels that divide every slice. */
+static void panels_for_slices(IrBuffer *b, int slice) {
+  IrLayout *l = &b->layout;
+  if (l->kind != IR_LAYOUT_SWIZZLED || b->rank < 2 || slice % atom_cols(b) == 0) return;
+  const int es = dtype_size(b->dtype), p = pass_nsplit_panel_cols(cols_of(b), slice, es);
+  if (!p || p > atom_cols(b)) return; /* drop_wgmma_on_plain_rows takes the gemm back */
+  l->panel_cols = p;
+  l->swizzle_bytes = p * es;
+}
+
+/* After every layout decision: an N-split gemm's N-major B starts each
+ * slice at a panel, and an M-major A (transpose_A, tc_wgmma_a_desc) is in
+ * 128-byte rows or panels. */
+static bool slices_fit(const IrStmt *s) {
+  const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
+  const int slice = nsplit_slice(s);
+  if (slice && !s->u.gemm.trans_b && slice % atom_cols(b)) return false;
+  return !s->u.gemm.trans_a || a->scope != IR_SCOPE_SHARED || a->layout.swizzle_bytes == 128;
+}
+
 typedef struct Ctx {
   IrModule *m;
   Diag *diag;
@@ -104,7 +165,7 @@ static void drop_wgmma_on_plain_rows(IrStmt *s, void *vctx) {
   if (s->kind != IR_STMT_GEMM || !s->u.gemm.wgmma) return;
   const IrLayout *la = &s->u.gemm.a.buf->layout, *lb = &s->u.gemm.b.buf->layout;
   bool a_regs = s->u.gemm.a.buf->scope == IR_SCOPE_FRAGMENT;
-  if ((!a_regs && !wgmma_rows(la)) || !wgmma_rows(lb))
+  if ((!a_regs && !wgmma_rows(la)) || !wgmma_rows(lb) || !slices_fit(s))
     s->u.gemm.wgmma = false, c->dropped = true;
   else
     c->kept_wgmma = true;
@@ -122,6 +183,7 @@ static void visit(IrStmt *s, void *vctx) {
   if (s->kind == IR_STMT_GEMM && s->u.gemm.wgmma) {
     swizzle_for_wgmma(s->u.gemm.a.buf);
     swizzle_for_wgmma(s->u.gemm.b.buf);
+    if (nsplit_slice(s) && !s->u.gemm.trans_b) panels_for_slices(s->u.gemm.b.buf, nsplit_slice(s));
     c->has_wgmma = true;
   } else if (s->kind == IR_STMT_GEMM) {
     swizzle(s->u.gemm.a.buf);

@@ -25,6 +25,9 @@
  *   elements, 128, 64 or 32 of FP8) the tile is COLS / P panels of
  *   [ROWS][P], each swizzled with P * ES-byte rows (wgmma operands,
  *   tilec_wgmma.cuh; dim 96: three 32-column panels with 64-byte rows).
+ *   SWZ 32, 64 or 128: panels of that many bytes, narrower than SWZ 2's
+ *   (the compiler's choice for the N-major B of a gemm whose warpgroups
+ *   split N: each warpgroup's slice must start a panel; tc_swz_panel_cols).
  *   SWZ 0 (false): plain rows.
  *
  * tc_ceildiv(a, b)
@@ -45,13 +48,16 @@
  *   bytes. T is a 16-bit type or an 8-bit one (FP8 codes: the chunks hold
  *   16 elements, g_row_stride % 16 == 0 for the vector path).
  *
- * tc_gemm_ss<TAG, M, N, K, WM, WN, A_SWZ, B_SWZ, B_NK, A_KM>(As, Bs, acc, warp, lane)
+ * tc_gemm_ss<TAG, M, N, K, WM, WN, A_SWZ, B_SWZ, B_NK, A_KM, WG_ORDER>(As, Bs, acc, warp, lane)
  *   acc += A @ B over WM x WN warps (the warps 0 .. WM*WN-1 must all call it,
  *   full warps, no divergence). A is the shared tile [M][K], or [K][M] with
  *   A_KM (transpose_A; read with ldmatrix .trans); B is the shared
  *   tile [N][K] when B_NK (B transposed, as in Q K^T), else [K][N]. acc is the
  *   thread's 4 * MI * NI floats in the MMA_C layout of [M, N] (MI = M/WM/16,
- *   NI = N/WN/8). Reads shared memory only: the caller synchronises.
+ *   NI = N/WN/8), the warps in the grid order of tc_warp_pos<WN, WG_ORDER>
+ *   (row-major, or wgmma's warpgroup order with WG_ORDER: the accumulator
+ *   of a gemm whose warpgroups split N, on mma.sync where wgmma could not
+ *   read its tiles). Reads shared memory only: the caller synchronises.
  *
  * tc_gemm_rs<TAG, M, N, K, WM, B_SWZ, B_NK>(a_frag, Bs, acc, warp, lane)
  *   As tc_gemm_ss with WN = 1, but A comes from registers: a_frag is the
@@ -118,6 +124,15 @@ TC_DEVICE constexpr int tc_panel_cols() {
   return (COLS * ES) % 128 == 0 ? 128 / ES : (COLS * ES) % 64 == 0 ? 64 / ES : 32 / ES;
 }
 
+/* The panel width (in elements) of a tile stored in the layout SWZ >= 2:
+ * tc_panel_cols for SWZ 2, else SWZ bytes (32, 64, 128: narrower panels the
+ * compiler names, see tc_smem_index). */
+template <int COLS, int SWZ, int ES = 2>
+TC_DEVICE constexpr int tc_swz_panel_cols() {
+  return SWZ >= 32 ? SWZ / ES : tc_panel_cols<COLS, ES>();
+}
+#define TC_SWZ_OK(SWZ) ((SWZ) >= 0 && ((SWZ) <= 2 || (SWZ) == 32 || (SWZ) == 64 || (SWZ) == 128))
+
 template <int ROWS, int COLS, int SWZ, int ES = 2>
 TC_DEVICE int tc_smem_index(int r, int c) {
   static_assert(ES == 1 || ES == 2 || (ES == 4 && SWZ == 0),
@@ -126,13 +141,15 @@ TC_DEVICE int tc_smem_index(int r, int c) {
   static_assert(COLS % EPC == 0, "tc_smem_index: rows must be a multiple of 16 bytes (16-byte chunks)");
   static_assert(SWZ != 1 || TC_SWIZZLE_ROWS_OK(COLS / EPC),
                 "tc_smem_index: a swizzled tile needs one or an even number of chunks per row");
-  static_assert(SWZ != 2 || (COLS * ES) % 32 == 0, "tc_smem_index: a tile of panels needs rows of a multiple of 32 bytes");
-  static_assert(SWZ >= 0 && SWZ <= 2, "tc_smem_index: SWZ is 0 (plain), 1 (swizzled rows) or 2 (panels)");
+  static_assert(TC_SWZ_OK(SWZ), "tc_smem_index: SWZ is 0 (plain), 1 (swizzled rows), 2 (panels) or 32/64/128 "
+                                "(panels of that many bytes)");
   /* Panels: columns [Pp, Pp + P) of every row form panel p, a swizzled
    * [ROWS][P] tile of its own (the layout wgmma reads, tilec_wgmma.cuh). */
-  constexpr int P = tc_panel_cols<COLS, ES>(), PC = P / EPC; /* panel width in elements, in chunks */
+  constexpr int P = tc_swz_panel_cols<COLS, SWZ, ES>(), PC = P / EPC; /* panel width in elements, in chunks */
+  static_assert(SWZ < 2 || ((COLS * ES) % 32 == 0 && COLS % P == 0),
+                "tc_smem_index: a tile of panels needs rows of a multiple of 32 bytes, and of its panels");
   constexpr int PSHIFT = P == 128 ? 7 : P == 64 ? 6 : P == 32 ? 5 : 4, ESHIFT = EPC == 16 ? 4 : 3;
-  if constexpr (SWZ == 2 && COLS > P)
+  if constexpr (SWZ >= 2 && COLS > P)
     return (c >> PSHIFT) * (ROWS * P) +
            (int)tc_swizzle_offset((unsigned)r, ((unsigned)c >> ESHIFT) & (unsigned)(PC - 1), PC) * EPC +
            (c & (EPC - 1));
@@ -212,8 +229,8 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
    * panels would share bank groups (every panel starts on a 128-byte
    * boundary); panel by panel, 8 consecutive chunks fill whole 128-byte
    * lines. */
-  constexpr int P = tc_panel_cols<COLS, ES>(); /* the panel width of SWZ 2, in elements */
-  if constexpr (SWZ == 2 && COLS > P && P * ES < 128) {
+  constexpr int P = tc_swz_panel_cols<COLS, SWZ, ES>(); /* the panel width of SWZ >= 2, in elements */
+  if constexpr (SWZ >= 2 && COLS > P && P * ES < 128) {
 #pragma unroll
     for (int p = 0; p < COLS / P; ++p)
       /* A panel past cols_valid reads nothing and is given g itself: no
@@ -230,7 +247,7 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
    * threads cover whole rows) and the swizzle pattern repeats every RS rows,
    * the per-chunk work is one pointer step and one shared-address step. */
   constexpr int RS = THREADS % CPR == 0 ? THREADS / CPR : 0;
-  constexpr int PITCH = SWZ == 2 && COLS > P ? P : COLS; /* elements between rows */
+  constexpr int PITCH = SWZ >= 2 && COLS > P ? P : COLS; /* elements between rows */
   constexpr bool REGULAR = CHUNKS % THREADS == 0 && RS > 0 && RS % 8 == 0 && (CPR >= 8 || (THREADS / 8) % CPR == 0);
   if constexpr (REGULAR) {
     if (vec && rows_valid >= ROWS && cols_valid >= COLS) {
@@ -430,11 +447,29 @@ TC_DEVICE void tc_load_b_swz(unsigned (&b)[NI][2], unsigned row, const unsigned 
   }
 }
 
-template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK, bool A_KM = false>
+/* An MMA_C warp's place (wm, wn) in its WM x WN warp grid (the compiler's
+ * ir_layout_warp_pos): row-major, warp = wm * WN + wn; or, WG_ORDER,
+ * wgmma's order when the warpgroups split N: warpgroup g = warp / 4 sits
+ * at (g / WN, g % WN) of the (WM / 4) x WN warpgroups and its warps take
+ * the warpgroup's 16-row slices in order. */
+template <int WN, bool WG_ORDER>
+TC_DEVICE void tc_warp_pos(int warp, int &wm, int &wn) {
+  if constexpr (WG_ORDER) {
+    wm = (warp / (4 * WN)) * 4 + warp % 4;
+    wn = (warp / 4) % WN;
+  } else {
+    wm = warp / WN;
+    wn = warp % WN;
+  }
+}
+
+template <typename TAG, int M, int N, int K, int WM, int WN, bool A_SWZ, bool B_SWZ, bool B_NK, bool A_KM = false,
+          bool WG_ORDER = false>
 TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp,
                           int lane) {
   TC_TILE_TAG_CHECK(TAG);
   static_assert(WM > 0 && WN > 0, "tc_gemm_ss: WM and WN must be positive");
+  static_assert(!WG_ORDER || WM % 4 == 0, "tc_gemm_ss: in warpgroup order WM is 4 warps per warpgroup row");
   static_assert(M % (16 * WM) == 0, "tc_gemm_ss: M / WM must be a multiple of 16");
   static_assert(N % (8 * WN) == 0, "tc_gemm_ss: N / WN must be a multiple of 8");
   static_assert(K % 16 == 0, "tc_gemm_ss: K must be a multiple of 16");
@@ -445,7 +480,9 @@ TC_DEVICE void tc_gemm_ss(const unsigned short *As, const unsigned short *Bs, fl
   constexpr bool FAST_A = !A_KM && A_SWZ && K / 8 >= 8 && (K / 8) % 8 == 0;
   constexpr bool FAST_B = B_SWZ && NI % 2 == 0 &&
                           (B_NK ? K / 8 >= 8 && (K / 8) % 8 == 0 : (N / 8 >= 8 && (N / 8) % 8 == 0 && (WN == 1 || NW % 64 == 0)));
-  const int row0 = (warp / WN) * MW, n0 = (warp % WN) * NW;
+  int wm, wn;
+  tc_warp_pos<WN, WG_ORDER>(warp, wm, wn);
+  const int row0 = wm * MW, n0 = wn * NW;
   const unsigned a_base = tc_smem_addr(As), b_base = tc_smem_addr(Bs);
   const int m4 = (lane >> 3) & 3, r8 = lane & 7;
   unsigned a_off[4], b_off[4], a_row = 0, b_row = 0;

@@ -1,6 +1,6 @@
 /* tilec_wgmma.cuh - the Hopper (sm_90a) gemm: wgmma.mma_async from shared memory.
  *
- * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT, A_KM>(As, Bs, acc, warp)
+ * tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT, A_KM, GN>(As, Bs, acc, warp)
  * tc_gemm_wgmma_rs<TAG, M, N, K, WARPS, B_SWZ, B_NK, INFLIGHT, PAIRS>(a_frag, Bs, acc, warp)
  *   acc += A @ B, the same contract as tc_gemm_ss with WM = WARPS, WN = 1 and
  *   M = 16 * WARPS, WARPS a multiple of 4: warpgroup g (warps 4g .. 4g+3)
@@ -17,6 +17,14 @@
  *   where wgmma's 32/64/128-byte swizzle modes expect them
  *   (tc_swizzle_offset is that swizzle), and each tile must start at a
  *   1024-byte aligned shared address. N is any multiple of 16 up to 256.
+ *   GN > 1 (the _ss form): the warpgroups split N as well, for an
+ *   accumulator with fewer rows than 16 per warp (M = 16 * WARPS / GN):
+ *   warpgroup g takes rows [64 (g / GN), +64) and columns
+ *   [(g % GN) N / GN, +N / GN), issuing m64n(N/GN)k16 with its B
+ *   descriptor started at its slice (tc_wgmma_b_slice: whole rows of a
+ *   [N][K] B, whole panels of a [K][N] one); acc is then the MMA_C
+ *   fragment over (WARPS / GN) x GN warps in warpgroup order
+ *   (tc_warp_pos<GN, true>), N / GN / 2 floats per thread.
  *   With INFLIGHT = 0 it waits for its own wgmmas before returning (the
  *   tiles may be overwritten afterwards). With INFLIGHT = TC_WGMMA_ISSUE_ONLY
  *   it issues and commits them and returns at once: tc_wgmma_wait_acc or
@@ -187,16 +195,16 @@ TC_DEVICE void tc_wgmma_fence_acc(float *acc) {
  * panels, the whole row for swizzled rows (16, 32 or 64 elements). */
 template <int COLS, int SWZ>
 TC_DEVICE constexpr int tc_wgmma_row_elems() {
-  return SWZ == 2 ? tc_panel_cols<COLS>() : COLS;
+  return SWZ >= 2 ? tc_swz_panel_cols<COLS, SWZ>() : COLS;
 }
 
 /* Byte offset of element (r, c0) of a K-major [ROWS][COLS] operand, c0 a
- * multiple of 16, in the layout SWZ (1: swizzled rows, 2: panels of
- * P = tc_panel_cols<COLS>() columns, P * 2-byte rows). */
+ * multiple of 16, in the layout SWZ (1: swizzled rows, 2 or 32/64/128:
+ * panels of P = tc_swz_panel_cols<COLS, SWZ>() columns, P * 2-byte rows). */
 template <int ROWS, int COLS, int SWZ>
 TC_DEVICE constexpr unsigned tc_wgmma_kmajor_offset(int r, int c0) {
-  constexpr int P = tc_panel_cols<COLS>();
-  return SWZ == 2 ? (unsigned)((c0 / P) * ROWS * (2 * P) + r * (2 * P) + (c0 % P) * 2)
+  constexpr int P = tc_swz_panel_cols<COLS, SWZ>();
+  return SWZ >= 2 ? (unsigned)((c0 / P) * ROWS * (2 * P) + r * (2 * P) + (c0 % P) * 2)
                   : (unsigned)(r * COLS * 2 + c0 * 2);
 }
 
@@ -206,11 +214,11 @@ template <int N, int K, int B_SWZ, bool B_NK>
 TC_DEVICE unsigned long long tc_wgmma_b_desc(unsigned b_base, int kk) {
   constexpr int BC = B_NK ? K : N; /* B's contiguous extent */
   static_assert(B_SWZ != 0, "tc_gemm_wgmma_*: B must be swizzled");
-  static_assert(B_SWZ == 2 ? BC % 16 == 0 : (BC == 16 || BC == 32 || BC == 64),
+  static_assert(B_SWZ >= 2 ? BC % 16 == 0 : (BC == 16 || BC == 32 || BC == 64),
                 "tc_gemm_wgmma_*: B's rows must be 32, 64 or 128 bytes, or panels");
   constexpr int B_ROW = tc_wgmma_row_elems<BC, B_SWZ>() * 2;
   /* Only read with more than one panel; 64-column panels: K * 128. */
-  constexpr unsigned LBO = B_SWZ == 2 ? (unsigned)K * (unsigned)B_ROW : (unsigned)K * 128u;
+  constexpr unsigned LBO = B_SWZ >= 2 ? (unsigned)K * (unsigned)B_ROW : (unsigned)K * 128u;
   if constexpr (B_NK)
     return tc_wgmma_desc(b_base + tc_wgmma_kmajor_offset<N, K, B_SWZ>(0, 16 * kk), 16u, 8u * B_ROW, B_ROW);
   else
@@ -226,7 +234,7 @@ template <int M, int K, int A_SWZ, bool A_KM = false>
 TC_DEVICE unsigned long long tc_wgmma_a_desc(unsigned a_addr, int g, int kk) {
   constexpr int AC = A_KM ? M : K; /* A's contiguous extent */
   static_assert(A_SWZ != 0, "tc_gemm_wgmma_ss: A must be swizzled");
-  static_assert(A_SWZ == 2 || AC == 16 || AC == 32 || AC == 64,
+  static_assert(A_SWZ >= 2 || AC == 16 || AC == 32 || AC == 64,
                 "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or panels");
   constexpr int A_ROW = tc_wgmma_row_elems<AC, A_SWZ>() * 2;
   if constexpr (A_KM) {
@@ -236,6 +244,24 @@ TC_DEVICE unsigned long long tc_wgmma_a_desc(unsigned a_addr, int g, int kk) {
   } else {
     const unsigned a_base = a_addr + tc_wgmma_kmajor_offset<M, K, A_SWZ>(g * 64, 0);
     return tc_wgmma_desc(a_base + tc_wgmma_kmajor_offset<M, K, A_SWZ>(0, 16 * kk), 16u, 8u * A_ROW, A_ROW);
+  }
+}
+
+/* Byte offset of the slice of B from column n0 (a warpgroup's share when
+ * the warpgroups split N): row n0 of a K-major [N][K] B, n0 a multiple of
+ * 8 (the swizzle pattern repeats every 8 rows), or panel n0 / P of an
+ * N-major [K][N] B, n0 a multiple of the panel width P (a descriptor
+ * starts at a whole swizzle atom; the compiler stores such a B in panels
+ * that divide the slices). The descriptors of tc_wgmma_b_desc then walk
+ * the slice as they walk a tile: SBO, LBO and the k16 steps are the
+ * tile's. */
+template <int N, int K, int B_SWZ, bool B_NK>
+TC_DEVICE constexpr unsigned tc_wgmma_b_slice(int n0) {
+  if constexpr (B_NK) {
+    return tc_wgmma_kmajor_offset<N, K, B_SWZ>(n0, 0);
+  } else {
+    constexpr int P = tc_wgmma_row_elems<N, B_SWZ>();
+    return (unsigned)(n0 / P) * (unsigned)K * (unsigned)(2 * P);
   }
 }
 
@@ -262,27 +288,33 @@ TC_DEVICE unsigned tc_wgmma_b_step(int kk) {
  * descriptors in uniform registers (no R2UR and no per-k-slice rebuild of
  * the high half; flash attention dim 128: -22 instructions per iteration). */
 template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT = 0,
-          bool A_KM = false>
+          bool A_KM = false, int GN = 1>
 TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
                 "tc_gemm_wgmma_ss: INFLIGHT is 0, 1 or TC_WGMMA_ISSUE_ONLY");
   TC_TILE_TAG_CHECK(TAG);
-  static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_ss: M must be 64 per warpgroup");
+  static_assert(GN >= 1 && WARPS % (4 * GN) == 0 && M * GN == 16 * WARPS,
+                "tc_gemm_wgmma_ss: M must be 64 per warpgroup row (M = 16 * WARPS / GN)");
+  constexpr int NW = N / GN; /* one warpgroup's columns: its wgmma's N */
+  static_assert(N % GN == 0 && NW % 16 == 0, "tc_gemm_wgmma_ss: N / GN must be a multiple of 16");
+  static_assert(GN == 1 || B_NK || (B_SWZ >= 2 && NW % tc_wgmma_row_elems<N, B_SWZ>() == 0),
+                "tc_gemm_wgmma_ss: with GN > 1 an N-major B must be in panels that divide N / GN");
   static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
+  const int g = tc_warp_uniform(warp / 4); /* the warpgroup: rows g / GN, columns g % GN */
   const unsigned a_addr = tc_smem_addr(As);
-  const unsigned b_base = tc_smem_addr(Bs);
-  const unsigned long long da0 = tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(a_addr, tc_warp_uniform(warp / 4), 0);
+  const unsigned b_base = tc_smem_addr(Bs) + tc_wgmma_b_slice<N, K, B_SWZ, B_NK>((g % GN) * NW);
+  const unsigned long long da0 = tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(a_addr, g / GN, 0);
   const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, 0);
-  tc_wgmma_fence_acc<N>(acc);
+  tc_wgmma_fence_acc<NW>(acc);
   tc_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    tc_wgmma_m64k16<TAG, N, B_NK, A_KM>(acc, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, K, A_SWZ, A_KM>(kk)),
-                                        tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk)));
+    tc_wgmma_m64k16<TAG, NW, B_NK, A_KM>(acc, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, K, A_SWZ, A_KM>(kk)),
+                                         tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk)));
   tc_wgmma_commit();
   if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
     tc_wgmma_wait<INFLIGHT>();
-    tc_wgmma_fence_acc<N>(acc);
+    tc_wgmma_fence_acc<NW>(acc);
   }
 }
 
@@ -441,7 +473,7 @@ TC_DEVICE void tc_fp8_check() {
   static_assert(WARPS % 4 == 0 && M == 16 * WARPS, "tc_gemm_wgmma_fp8_ss: M must be 64 per warpgroup");
   static_assert(K % 32 == 0, "tc_gemm_wgmma_fp8_ss: K must be a multiple of 32");
   static_assert(A_SWZ != 0 && B_SWZ != 0, "tc_gemm_wgmma_fp8_ss: A and B must be swizzled");
-  static_assert((A_SWZ == 2 || K == 32 || K == 64 || K == 128) && (B_SWZ == 2 || K == 32 || K == 64 || K == 128),
+  static_assert((A_SWZ >= 2 || K == 32 || K == 64 || K == 128) && (B_SWZ >= 2 || K == 32 || K == 64 || K == 128),
                 "tc_gemm_wgmma_fp8_ss: rows must be 32, 64 or 128 bytes, or panels (SWZ 2)");
   static_assert(TC_FP8_PROMOTE_K % 32 == 0 && TC_FP8_PROMOTE_K >= 32, "TC_FP8_PROMOTE_K must be a multiple of 32");
 }

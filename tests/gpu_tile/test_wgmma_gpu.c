@@ -11,7 +11,9 @@
  * one and two warpgroups; N from 16 to 256 (96, 160, 80 included); f16 and
  * bf16; A from shared memory and (wg_rs_*) from registers; FP8 (wg_fp8_*:
  * m64nNk32, e4m3 and e5m2, mixed, A and B K-major, rows of 32, 64, 128
- * bytes and panels of 128, 64 and 32 bytes). The same 16-bit
+ * bytes and panels of 128, 64 and 32 bytes); warpgroups splitting N
+ * (wg_ns_*: GN 2 and 4, the attention backward's dQ^T = K^T dS^T at dim 64
+ * with B in narrowed panels, K-major B, two warpgroup rows). The same 16-bit
  * descriptors are walked on the CPU by test_wgmma_layout. Exit 77 (skip) without libnvrtc or an sm_90 GPU.
  */
 #include <math.h>
@@ -30,6 +32,8 @@ typedef struct WgCase {
   bool a_regs; /* tc_gemm_wgmma_rs: A from registers */
   bool a_km;   /* A stored [K][M] (transpose_A: wgmma's transpose bit for A) */
   int fp8;     /* tc_gemm_wgmma_fp8_ss: 0 no; else bit 0: A e5m2, bit 1: B e5m2 (plus 4: e4m3 x e4m3) */
+  int gn;      /* > 1: the warpgroups split N into gn slices (M / 16 * gn warps) */
+  int b_swz;   /* with gn: B's layout (1 rows, 2 panels, 32 / 64: narrowed panels of that many bytes) */
 } WgCase;
 
 static const WgCase cases[] = {
@@ -71,6 +75,19 @@ static const WgCase cases[] = {
     {false, 128, 96, 192, true, false, false, 4}, /* three 64-byte panels */
     {false, 64, 80, 96, true, false, false, 3},   /* three 32-byte panels */
     {false, 64, 48, 384, true, false, false, 1},  /* three 128-byte panels */
+    /* Warpgroups splitting N: the backward's dQ^T [64, N] over 8 warps,
+     * A = K [128][64] read M-major, B = dS^T [128][N] N-major in the
+     * narrowed panels that start each slice (N 96: 16-column panels for
+     * slices of 48; N 64: 32-column panels for slices of 32); a K-major B;
+     * two warpgroup rows; four warpgroup columns. */
+    {true, 64, 96, 128, false, false, true, 0, 2, 32},
+    {false, 64, 96, 128, false, false, true, 0, 2, 32},
+    {true, 64, 64, 128, false, false, true, 0, 2, 64},
+    {false, 64, 32, 128, false, false, true, 0, 2, 32},
+    {true, 64, 128, 64, true, false, false, 0, 2, 1},
+    {false, 64, 96, 96, true, false, false, 0, 2, 2},
+    {false, 128, 64, 32, false, false, false, 0, 2, 64},
+    {true, 64, 128, 64, false, false, false, 0, 4, 64},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -79,6 +96,11 @@ static const char *fp8_name(const WgCase *c, int which) { return (c->fp8 >> whic
 static void case_name(const WgCase *c, char *buf, size_t cap) {
   if (c->fp8) {
     snprintf(buf, cap, "wg_fp8_%s_%s_%dx%dx%d", fp8_name(c, 0), fp8_name(c, 1), c->m, c->n, c->k);
+    return;
+  }
+  if (c->gn > 1) {
+    snprintf(buf, cap, "wg_ns%d_%s_%dx%dx%d_%s%s_swz%d", c->gn, c->bf16 ? "bf16" : "f16", c->m, c->n, c->k,
+             c->b_nk ? "nk" : "kn", c->a_km ? "_ta" : "", c->b_swz);
     return;
   }
   snprintf(buf, cap, "wg_%s%s_%dx%dx%d_%s%s", c->a_regs ? "rs_" : "", c->bf16 ? "bf16" : "f16", c->m, c->n, c->k,
@@ -96,6 +118,13 @@ static char *source(void) {
     if (c->fp8) {
       snprintf(line, sizeof line, "WG_FP8_KERNEL(%s, tc_%s_t, tc_%s_t, %d, %d, %d)\n", name, fp8_name(c, 0),
                fp8_name(c, 1), c->m, c->n, c->k);
+      tile_src_add(&s, line);
+      continue;
+    }
+    if (c->gn > 1) {
+      snprintf(line, sizeof line, "WG_NS_KERNEL(%s, %s, %d, %d, %d, %s, %s, %d, %d)\n", name,
+               c->bf16 ? "tc_bf16_t" : "tc_f16_t", c->m, c->n, c->k, c->b_nk ? "true" : "false",
+               c->a_km ? "true" : "false", c->gn, c->b_swz);
       tile_src_add(&s, line);
       continue;
     }
@@ -143,7 +172,7 @@ static void run_case(RtCuda *cu, RtCuModule mod, const WgCase *c) {
   RtCuDevPtr da = 0, db = 0, dc = 0;
   RtCuFunction fn = NULL;
   size_t smem = c->fp8 ? (size_t)(M * K + 1023) / 1024 * 1024 + (size_t)(N * K) : 2u * (size_t)(M * K + K * N);
-  unsigned grid[3] = {1, 1, 1}, block[3] = {(unsigned)M * 2, 1, 1};
+  unsigned grid[3] = {1, 1, 1}, block[3] = {(unsigned)M * 2 * (unsigned)(c->gn > 1 ? c->gn : 1), 1, 1};
   bool ok = rt_cuda_malloc(cu, es * M * K, &da) && rt_cuda_malloc(cu, es * K * N, &db) &&
             rt_cuda_malloc(cu, 4u * M * N, &dc) && rt_cuda_memcpy_htod(cu, da, ah, es * M * K) &&
             rt_cuda_memcpy_htod(cu, db, bh, es * K * N) && rt_cuda_memset(cu, dc, 0xFF, 4u * M * N) &&

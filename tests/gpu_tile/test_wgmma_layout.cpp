@@ -25,6 +25,13 @@
  * order, tc_panel_cols against swizzle-layout's rule and that a panel
  * tile is a bijection onto [0, ROWS * COLS). FP8 tiles (one-byte codes,
  * tc_smem_index<..., 1>) are walked as tc_gemm_wgmma_fp8_ss reads them.
+ * Warpgroups splitting N (tc_gemm_wgmma_ss's GN, check_gemm_nsplit): each
+ * warpgroup's descriptors, B started at its slice (tc_wgmma_b_slice), read
+ * its rows of A and its columns of B, for B in the narrowed panels the
+ * compiler gives such a B (SWZ 32 / 64) and K-major; the warps' places
+ * (tc_warp_pos) are the rows and columns the accumulator's registers hold;
+ * and a warp's element stores of an MMA_C fragment into the narrowed
+ * panels are free of bank conflicts (the backward's dS^T store).
  */
 #include "emu_device.h"
 #include "tilec_tile.cuh"
@@ -142,6 +149,90 @@ static void check_gemm() {
         }
     }
   CHECK(bad == 0, "%s: %d elements read where the tile does not hold them", what, bad);
+}
+
+/* acc += A @ B with the warpgroups splitting N, as tc_gemm_wgmma_ss<...,
+ * GN> issues it: warpgroup g = warp / 4 reads rows [64 (g / GN), +64) of A
+ * (tc_wgmma_a_desc) and columns [(g % GN) NW, +NW) of B, NW = N / GN, its
+ * B descriptor built at tc_wgmma_b_slice of that column and stepped as the
+ * template steps it; B stored in the layout B_SWZ (1: swizzled rows; 2 or
+ * 32/64/128 bytes: panels). Every element each warpgroup's wgmmas read must
+ * be the logical one. Also: tc_warp_pos<GN, true> gives each warp the rows
+ * of its 16-row slice inside its warpgroup's 64 rows and the warpgroup's
+ * columns, which is where the m64nNWk16 accumulator registers are. */
+template <int M, int N, int K, bool B_NK, bool A_KM, int GN, int B_SWZ>
+static void check_gemm_nsplit() {
+  constexpr int NW = N / GN, GROUPS = M / 64 * GN;
+  constexpr int AR = A_KM ? K : M, AC = A_KM ? M : K, A_SWZ = swz_of<AC>();
+  constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N;
+  char what[128];
+  snprintf(what, sizeof what, "N split %dx%dx%d GN %d %s %s B_SWZ %d", M, N, K, GN, A_KM ? "A [K][M]" : "A [M][K]",
+           B_NK ? "B [N][K]" : "B [K][N]", B_SWZ);
+  const std::vector<int> ia = inverse<AR, AC, A_SWZ>(what), ib = inverse<BR, BC, B_SWZ>(what);
+  int bad = 0;
+  for (int g = 0; g < GROUPS; g++) {
+    const int gm = g / GN, n0 = (g % GN) * NW;
+    const unsigned long long da0 = tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(0u, gm, 0);
+    const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(tc_wgmma_b_slice<N, K, B_SWZ, B_NK>(n0), 0);
+    for (int kk = 0; kk < K / 16; kk++) {
+      const Desc da = decode(tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, K, A_SWZ, A_KM>(kk)));
+      const Desc db = decode(tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk)));
+      const unsigned span = 2u * (unsigned)tc_wgmma_row_elems<BC, B_SWZ>();
+      CHECK(db.span == span, "%s: B's swizzle span %u (want %u)", what, db.span, span);
+      /* A slice starts where a swizzle pattern does (the descriptor's base
+       * offset stays 0): at a multiple of 8 rows of the span. */
+      CHECK(db.addr % (8u * span) == 0 || kk, "%s: warpgroup %d's B slice starts inside a swizzle pattern", what, g);
+      for (int m = 0; m < 64; m++)
+        for (int k = 0; k < 16; k++) {
+          const unsigned a = A_KM ? nmajor_addr(da, m, k) : kmajor_addr(da, m, k);
+          const int want = A_KM ? (16 * kk + k) * M + 64 * gm + m : (64 * gm + m) * K + 16 * kk + k;
+          if (a % 2 || a / 2 >= ia.size() || ia[a / 2] != want) bad++;
+        }
+      for (int n = 0; n < NW; n++)
+        for (int k = 0; k < 16; k++) {
+          const unsigned a = B_NK ? kmajor_addr(db, n, k) : nmajor_addr(db, n, k);
+          const int want = B_NK ? (n0 + n) * K + 16 * kk + k : (16 * kk + k) * N + n0 + n;
+          if (a % 2 || a / 2 >= ib.size() || ib[a / 2] != want) bad++;
+        }
+    }
+  }
+  CHECK(bad == 0, "%s: %d elements read where the tile does not hold them", what, bad);
+  /* The warp grid: warp w's MMA_C rows and columns are its warpgroup's
+   * accumulator rows 16 (w % 4) .. of the warpgroup's 64, columns of its slice. */
+  for (int w = 0; w < 4 * GROUPS; w++) {
+    int wm = -1, wn = -1;
+    tc_warp_pos<GN, true>(w, wm, wn);
+    const int g = w / 4;
+    CHECK(wm * 16 == 64 * (g / GN) + 16 * (w % 4) && wn * NW == (g % GN) * NW,
+          "%s: warp %d at (%d, %d) of the warp grid, not where its warpgroup's wgmma writes", what, w, wm, wn);
+  }
+}
+
+/* A warp storing an MMA_C fragment element by element into a [ROWS][COLS]
+ * tile of layout SWZ (the copy of a 16-bit fragment into a gemm operand:
+ * the backward's dS^T): for each slot, lane l writes row 8h + l / 4 of its
+ * 16-row slice, column 8 ni + 2 (l % 4) + c (2 bytes). The 32 lanes touch
+ * 16 distinct 4-byte words; a conflict is two words in one bank. */
+template <int ROWS, int COLS, int SWZ>
+static void check_fragment_store_banks(int warps_n) {
+  const int NWC = COLS / warps_n; /* a warp's columns */
+  int bad = 0;
+  for (int row0 = 0; row0 + 16 <= ROWS; row0 += 16)
+    for (int wn = 0; wn < warps_n; wn++)
+      for (int h = 0; h < 2; h++)
+        for (int col = 0; col < NWC; col += 8)
+          for (int c = 0; c < 2; c++) {
+            unsigned word_of_bank[32];
+            for (int b = 0; b < 32; b++) word_of_bank[b] = ~0u;
+            for (int l = 0; l < 32; l++) {
+              const int r = row0 + 8 * h + l / 4, cc = wn * NWC + col + 2 * (l % 4) + c;
+              const unsigned word = 2u * (unsigned)tc_smem_index<ROWS, COLS, SWZ>(r, cc) / 4u, bank = word % 32u;
+              if (word_of_bank[bank] != ~0u && word_of_bank[bank] != word) bad++;
+              word_of_bank[bank] = word;
+            }
+          }
+  CHECK(bad == 0, "fragment stores into [%d][%d] SWZ %d over %d warp columns: %d bank conflicts", ROWS, COLS, SWZ,
+        warps_n, bad);
 }
 
 /* The FP8 gemm (tc_gemm_wgmma_fp8_ss): A [M][K] and B [N][K] of one-byte
@@ -295,6 +386,32 @@ int main() {
   check_gemm_fp8<64, 80, 96>();
   check_gemm_fp8<64, 48, 384>();
   check_gemm_fp8<128, 128, 160>();
+
+  /* Warpgroups splitting N (GN > 1): the attention backward's dQ^T = K^T
+   * dS^T at dim 64 (A = K [128 keys][64] M-major, B = dS^T [128][N] N-major
+   * in narrowed panels: 96 queries in 16-column panels for slices of 48,
+   * 64 in 32-column panels for slices of 32, 32 in 16-column ones); a
+   * K-major B (slices of rows); two warpgroup rows (GM 2) and four columns. */
+  check_gemm_nsplit<64, 96, 128, false, true, 2, 32>();
+  check_gemm_nsplit<64, 64, 128, false, true, 2, 64>();
+  check_gemm_nsplit<64, 32, 128, false, true, 2, 32>();
+  check_gemm_nsplit<64, 128, 64, true, false, 2, 1>();
+  check_gemm_nsplit<64, 96, 96, true, false, 2, 2>();
+  check_gemm_nsplit<128, 64, 32, false, false, 2, 64>();
+  check_gemm_nsplit<64, 128, 64, false, false, 4, 64>();
+  check_gemm_nsplit<64, 256, 64, false, true, 2, 2>();
+  check_gemm_nsplit<128, 192, 64, true, true, 2, 2>();
+  /* The slices' panels must start a whole panel: the compiler's rule
+   * (pass_nsplit_panel_cols) for these shapes is the SWZ used above. */
+  CHECK((tc_swz_panel_cols<96, 32>()) == 16 && (tc_swz_panel_cols<64, 64>()) == 32 &&
+            (tc_swz_panel_cols<96, 2>()) == 32,
+        "narrowed panel widths");
+  /* dS^T's store from the fragment (p_cast, 8 warps x 1) into the
+   * narrowed panels, and into the layouts before the split. */
+  check_fragment_store_banks<128, 96, 32>(1);
+  check_fragment_store_banks<128, 64, 64>(1);
+  check_fragment_store_banks<128, 96, 1>(1);
+  check_fragment_store_banks<128, 64, 1>(1);
 
   check_tma_panels<128, 128>();
   check_tma_panels<128, 256, 1>();

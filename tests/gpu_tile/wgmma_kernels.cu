@@ -42,6 +42,45 @@ __device__ void wg_body(const unsigned short *A, const unsigned short *B, float 
   }
 }
 
+// The warpgroups split N as well (tc_gemm_wgmma_ss's GN): M / 16 * GN
+// warps, warpgroup g computing rows [64 (g / GN), +64) and columns
+// [(g % GN) N / GN, +N / GN); B stored in the layout B_SWZ the compiler
+// gives it (panels narrowed so that each slice starts one: SWZ 32 / 64).
+// The accumulator's place is the MMA_C formula with the warps in warpgroup
+// order (docs/gpu-codegen.md), written out here.
+template <typename TAG, int M, int N, int K, bool B_NK, bool A_KM, int GN, int B_SWZ>
+__device__ void wg_ns_body(const unsigned short *A, const unsigned short *B, float *C) {
+  constexpr int WARPS = M / 16 * GN, THREADS = WARPS * 32, NW = N / GN;
+  constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N, AR = A_KM ? K : M, AC = A_KM ? M : K;
+  constexpr int A_SWZ = wg_swz(AC);
+  unsigned short *As = (unsigned short *)wg_smem;
+  unsigned short *Bs = As + M * K; // M * K * 2 bytes is a multiple of 1024
+  for (int i = threadIdx.x; i < M * K; i += THREADS) As[tc_smem_index<AR, AC, A_SWZ>(i / AC, i % AC)] = A[i];
+  for (int i = threadIdx.x; i < BR * BC; i += THREADS) Bs[tc_smem_index<BR, BC, B_SWZ>(i / BC, i % BC)] = B[i];
+  tc_fence_proxy_async();
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = warp / 4;
+  const int row0 = 64 * (g / GN) + 16 * (warp % 4), col0 = (g % GN) * NW;
+  float acc[NW / 2];
+#pragma unroll
+  for (int s = 0; s < NW / 2; ++s) {
+    const int h = s / (NW / 4), cs = s % (NW / 4);
+    acc[s] = wg_acc_init(row0 + 8 * h + lane / 4, col0 + 8 * (cs / 2) + 2 * (lane % 4) + cs % 2);
+  }
+  tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, 0, A_KM, GN>(As, Bs, acc, warp);
+#pragma unroll
+  for (int s = 0; s < NW / 2; ++s) {
+    const int h = s / (NW / 4), cs = s % (NW / 4);
+    C[(row0 + 8 * h + lane / 4) * N + col0 + 8 * (cs / 2) + 2 * (lane % 4) + cs % 2] = acc[s];
+  }
+}
+
+#define WG_NS_KERNEL(name, TAG, M, N, K, B_NK, A_KM, GN, B_SWZ)                                             \
+  extern "C" __global__ void __launch_bounds__(M * 2 * GN) name(const unsigned short *A,                   \
+                                                               const unsigned short *B, float *C) {        \
+    wg_ns_body<TAG, M, N, K, B_NK, A_KM, GN, B_SWZ>(A, B, C);                                               \
+  }
+
 // A from registers: thread's a_frag holds A at the MMA_C positions of its
 // warp's 16 rows (K / 4 values per row slot); B in shared memory as above.
 template <typename TAG, int M, int N, int K, bool B_NK>

@@ -16,7 +16,9 @@
  * CUDA text checked: defer-wgmma-waits on sm_90a (test_defer_wgmma_waits),
  * a pipelined 1-D f32 shared tile on cp.async / TMA
  * (test_f32_vector_pipelined), fragment atomic_add by column pairs
- * (test_atomic_add_pairs).
+ * (test_atomic_add_pairs), wgmma with the warpgroups splitting N
+ * (test_nsplit: the layout fields after the pipeline, the CUDA's
+ * formulas, the mma.sync cases).
  * The compiler command is $TILEC_CC, or "cc". TILEC_UNIT_KEEP=1 keeps the
  * generated files (their folder is printed). */
 #include <dlfcn.h>
@@ -27,9 +29,12 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "ast.h"
 #include "backend/backend.h"
 #include "diag.h"
 #include "ir.h"
+#include "passes/passes.h"
+#include "sema.h"
 #include "tilec.h"
 #include "strbuf.h"
 
@@ -1458,6 +1463,263 @@ static void test_atomic_add_pairs(void) {
   }
 }
 
+/* ---- wgmma with the warpgroups splitting N --------------------------------- */
+
+/* The source through sema and the whole pass pipeline for target; the
+ * module (in arena) or NULL, with the diagnostics printed. */
+static IrModule *lower_text(Arena *arena, const char *src, TilecTarget target) {
+  Diag *diag = diag_create(NULL);
+  IrModule *m = NULL;
+  AstModule *ast = parse_tile(arena, diag, "nsplit.tile", src, strlen(src));
+  if (ast) m = sema_build(arena, diag, ast, NULL, 0, target, 0);
+  PassOptions popts = {target, NULL, 0, false, false};
+  if (m && !pass_run_pipeline(m, &popts, diag, NULL, NULL)) m = NULL;
+  if (!m) fprintf(stderr, "nsplit.tile (target %d):\n%s", (int)target, diag_text(diag));
+  diag_destroy(diag);
+  return m;
+}
+
+typedef struct Found {
+  const char *name;
+  const IrBuffer *buf;
+  const IrStmt *gemm; /* the gemm writing `name`, when it is an accumulator */
+} Found;
+
+static void find_named(IrStmt *s, void *ctx) {
+  Found *f = ctx;
+  if (s->kind == IR_STMT_ALLOC && !strcmp(s->u.alloc->name, f->name)) f->buf = s->u.alloc;
+  if (s->kind == IR_STMT_GEMM && !strcmp(s->u.gemm.c.buf->name, f->name)) f->gemm = s;
+}
+
+static Found find(const IrModule *m, const char *name) {
+  Found f = {name, NULL, NULL};
+  if (m && m->nkernels) pass_visit_stmts(m->kernels[0]->body, find_named, &f);
+  return f;
+}
+
+/* Eight warps (256 threads), a [64, 96] accumulator: K^T [128, 64] read
+ * transposed times B [128, 96] N-major (the attention backward's dQ^T at
+ * dim 64), then a row vector and a column vector beside it, and atomics of
+ * all three (the pair atomic, first holders). */
+static const char nsplit_src[] =
+    "kernel ns(A: f16[K, M], B: f16[K, N], G: f32[M, N], R: f32[M], V: f32[N])\n"
+    "  grid (1) threads (256) as (bx)\n"
+    "{\n"
+    "    a_s = alloc_shared([128, 64], f16);\n"
+    "    b_s = alloc_shared([128, 96], f16);\n"
+    "    acc = alloc_fragment([64, 96], f32);\n"
+    "    rowv = alloc_fragment([64], f32);\n"
+    "    colv = alloc_fragment([96], f32);\n"
+    "    copy(A[0 : 128, 0 : 64], a_s);\n"
+    "    copy(B[0 : 128, 0 : 96], b_s);\n"
+    "    clear(acc);\n"
+    "    fill(rowv, 1.0);\n"
+    "    fill(colv, 2.0);\n"
+    "    gemm(a_s, b_s, acc, transpose_A = true);\n"
+    "    for i, j in parallel(64, 96) acc[i, j] = acc[i, j] * colv[j] + rowv[i];\n"
+    "    atomic_add(acc, G[0 : 64, 0 : 96]);\n"
+    "    atomic_add(rowv, R[0 : 64]);\n"
+    "    atomic_add(colv, V[0 : 96]);\n"
+    "}\n";
+
+/* The same gemm with slices that are not wgmma widths (N 48 over two
+ * warpgroups: 24 columns each), and with B also read by an mma.sync gemm
+ * (a [32, 96] accumulator: 2 rows of 16 over 8 warps cannot be wgmma),
+ * which keeps B in plain swizzled rows, where no slice starts a panel. */
+static const char nsplit48_src[] =
+    "kernel ns(A: f16[K, M], B: f16[K, N], G: f32[M, N])\n"
+    "  grid (1) threads (256) as (bx)\n"
+    "{\n"
+    "    a_s = alloc_shared([128, 64], f16);\n"
+    "    b_s = alloc_shared([128, 48], f16);\n"
+    "    acc = alloc_fragment([64, 48], f32);\n"
+    "    copy(A[0 : 128, 0 : 64], a_s);\n"
+    "    copy(B[0 : 128, 0 : 48], b_s);\n"
+    "    clear(acc);\n"
+    "    gemm(a_s, b_s, acc, transpose_A = true);\n"
+    "    copy(acc, G[0 : 64, 0 : 48]);\n"
+    "}\n";
+
+static const char nsplit_shared_b_src[] =
+    "kernel ns(A: f16[K, M], B: f16[K, N], C: f16[P, K], G: f32[M, N], H: f32[P, N])\n"
+    "  grid (1) threads (256) as (bx)\n"
+    "{\n"
+    "    a_s = alloc_shared([128, 64], f16);\n"
+    "    b_s = alloc_shared([128, 96], f16);\n"
+    "    c_s = alloc_shared([32, 128], f16);\n"
+    "    acc = alloc_fragment([64, 96], f32);\n"
+    "    acc2 = alloc_fragment([32, 96], f32);\n"
+    "    copy(A[0 : 128, 0 : 64], a_s);\n"
+    "    copy(B[0 : 128, 0 : 96], b_s);\n"
+    "    copy(C[0 : 32, 0 : 128], c_s);\n"
+    "    clear(acc);\n"
+    "    clear(acc2);\n"
+    "    gemm(a_s, b_s, acc, transpose_A = true);\n"
+    "    gemm(c_s, b_s, acc2);\n"
+    "    copy(acc, G[0 : 64, 0 : 96]);\n"
+    "    copy(acc2, H[0 : 32, 0 : 96]);\n"
+    "}\n";
+
+/* A reduction over the accumulator's rows: the N split is not taken (the
+ * kernel is inferred again without it) and the rows fold across warps as
+ * before. */
+static const char nsplit_reduce_src[] =
+    "kernel ns(A: f16[K, M], B: f16[K, N], R: f32[M])\n"
+    "  grid (1) threads (256) as (bx)\n"
+    "{\n"
+    "    a_s = alloc_shared([128, 64], f16);\n"
+    "    b_s = alloc_shared([128, 96], f16);\n"
+    "    acc = alloc_fragment([64, 96], f32);\n"
+    "    rmax = alloc_fragment([64], f32);\n"
+    "    copy(A[0 : 128, 0 : 64], a_s);\n"
+    "    copy(B[0 : 128, 0 : 96], b_s);\n"
+    "    clear(acc);\n"
+    "    gemm(a_s, b_s, acc, transpose_A = true);\n"
+    "    reduce_max(acc, rmax, dim = 1);\n"
+    "    copy(rmax, R[0 : 64]);\n"
+    "}\n";
+
+/* A row vector read beside the split accumulator and beside another of
+ * the same shape that cannot be split (its A is part of a tile): the two
+ * would map rows differently, so the kernel is inferred without the split,
+ * as before it (both 2 x 4 warps). */
+static const char nsplit_rowvec_src[] =
+    "kernel ns(A: f16[K, M], B: f16[K, N], C: f16[K, L], G: f32[M, N], H: f32[M, N])\n"
+    "  grid (1) threads (256) as (bx)\n"
+    "{\n"
+    "    a_s = alloc_shared([128, 64], f16);\n"
+    "    c_s = alloc_shared([128, 128], f16);\n"
+    "    b_s = alloc_shared([128, 96], f16);\n"
+    "    acc = alloc_fragment([64, 96], f32);\n"
+    "    other = alloc_fragment([64, 96], f32);\n"
+    "    rowv = alloc_fragment([64], f32);\n"
+    "    copy(A[0 : 128, 0 : 64], a_s);\n"
+    "    copy(C[0 : 128, 0 : 128], c_s);\n"
+    "    copy(B[0 : 128, 0 : 96], b_s);\n"
+    "    fill(rowv, 1.0);\n"
+    "    clear(other);\n"
+    "    gemm(c_s[0 : 128, 0 : 64], b_s, other, transpose_A = true);\n"
+    "    for i, j in parallel(64, 96) other[i, j] = other[i, j] + rowv[i];\n"
+    "    clear(acc);\n"
+    "    gemm(a_s, b_s, acc, transpose_A = true);\n"
+    "    for i, j in parallel(64, 96) acc[i, j] = acc[i, j] * rowv[i];\n"
+    "    copy(acc, G[0 : 64, 0 : 96]);\n"
+    "    copy(other, H[0 : 64, 0 : 96]);\n"
+    "}\n";
+
+static bool in_warpgroups(const IrBuffer *b) {
+  return b && b->layout.kind == IR_LAYOUT_FRAGMENT && b->layout.frag == IR_FRAG_MMA_C &&
+         b->layout.warp_order == IR_WARP_ORDER_WARPGROUPS;
+}
+
+static void test_nsplit(void) {
+  Arena *arena = arena_create();
+  /* sm_90a: wgmma, two warpgroups of 64 rows x 48 columns. */
+  IrModule *m = lower_text(arena, nsplit_src, TILEC_TARGET_SM90A);
+  if (m) {
+    const Found acc = find(m, "acc"), b = find(m, "b_s"), rowv = find(m, "rowv"), colv = find(m, "colv");
+    CHECK(acc.buf && acc.gemm && acc.gemm->u.gemm.wgmma);
+    if (acc.buf) {
+      const IrLayout *l = &acc.buf->layout;
+      CHECK(l->frag == IR_FRAG_MMA_C && l->rows == 64 && l->cols == 96);
+      CHECK(l->warps_m == 4 && l->warps_n == 2 && l->warp_order == IR_WARP_ORDER_WARPGROUPS);
+      CHECK(l->rows_local == 2 && l->cols_local == 12);
+      CHECK(ir_layout_wgmma_n(l) == 48);
+      /* Warp w: the 16-row slice w % 4 of its warpgroup, the warpgroup's
+       * columns (warpgroup w / 4). */
+      for (int w = 0; w < 8; w++) {
+        int wm = -1, wn = -1;
+        ir_layout_warp_pos(l, w, &wm, &wn);
+        CHECK(wm == w % 4 && wn == w / 4);
+      }
+    }
+    /* B in 16-column panels (32-byte swizzle): each slice of 48 starts one. */
+    CHECK(b.buf && b.buf->layout.kind == IR_LAYOUT_SWIZZLED && b.buf->layout.panel_cols == 16 &&
+          b.buf->layout.swizzle_bytes == 32);
+    CHECK(in_warpgroups(rowv.buf) && rowv.buf->layout.cols == 0 && rowv.buf->layout.warps_n == 2);
+    CHECK(in_warpgroups(colv.buf) && colv.buf->layout.rows == 0 && colv.buf->layout.cols_local == 12);
+    CHECK(m->kernels[0]->wgmma);
+  }
+  char *ir = compile_text("nsplit.tile", nsplit_src, TILEC_TARGET_SM90A, TILEC_EMIT_IR, NULL);
+  if (ir) {
+    CHECK_CONTAINS(ir, "alloc acc: f32[64, 96] fragment layout(mma_c(64x96, warps 4x2 in warpgroups, local 2x12))");
+    CHECK_CONTAINS(ir, "alloc b_s: f16[128, 96] shared layout(swizzled(32, panels 16))");
+    CHECK_CONTAINS(ir, "layout(rows of mma_c(64, warps 4x2 in warpgroups, local 2))");
+    CHECK_CONTAINS(ir, "layout(cols of mma_c(96, warps 4x2 in warpgroups, local 12))");
+    free(ir);
+  }
+  char *cu = compile_text("nsplit.tile", nsplit_src, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, NULL);
+  if (cu) {
+    /* Each warpgroup an m64n48k16 on its slice: GN 2, B in 32-byte panels. */
+    CHECK_CONTAINS(cu, "tc_gemm_wgmma_ss<tc_f16_t, 64, 96, 128, 8, true, 32, false, ");
+    CHECK_CONTAINS(cu, ", true, 2>(a_s, b_s, acc, tc_warp);");
+    CHECK_CONTAINS(cu, "#define TC_WGMMA_N48 1");
+    CHECK(strstr(cu, "#define TC_WGMMA_N96") == NULL);
+    CHECK(strstr(cu, "<96>(acc)") == NULL && strstr(cu, ", 96>(acc)") == NULL);
+    /* The warp grid in warpgroup order, in every formula. */
+    CHECK_CONTAINS(cu, "(((tc_warp / 8) * 4 + tc_warp % 4) * 16 + (tc_rs / 2) * 16");
+    CHECK_CONTAINS(cu, "(((tc_warp / 4) % 2) * 48 + (tc_cs / 2) * 8");
+    CHECK(count_of(cu, "tc_atomic_add_f32x2(&G[") == 1);
+    CHECK_CONTAINS(cu, "(tc_lane & 3) == 0 && ((tc_warp / 4) % 2) == 0");
+    CHECK_CONTAINS(cu, "((tc_warp / 8) * 4 + tc_warp % 4) == 0 && tc_lane < 4");
+    CHECK(strstr(cu, "tc_warp / 2)") == NULL && strstr(cu, "tc_warp % 2)") == NULL); /* no row-major 4x2 */
+    free(cu);
+  }
+  /* sm_80: mma.sync, warps in row-major order, no panels. */
+  ir = compile_text("nsplit.tile", nsplit_src, TILEC_TARGET_SM80, TILEC_EMIT_IR, NULL);
+  if (ir) {
+    CHECK(strstr(ir, "in warpgroups") == NULL && strstr(ir, "wgmma") == NULL && strstr(ir, "panels") == NULL);
+    CHECK_CONTAINS(ir, "alloc acc: f32[64, 96] fragment layout(mma_c(64x96, warps 2x4, local 4x6))");
+    free(ir);
+  }
+  /* Slices of 24 columns: not a wgmma width; mma.sync as without the split. */
+  m = lower_text(arena, nsplit48_src, TILEC_TARGET_SM90A);
+  if (m) {
+    const Found acc = find(m, "acc");
+    CHECK(acc.gemm && !acc.gemm->u.gemm.wgmma && acc.buf && !in_warpgroups(acc.buf));
+    CHECK(acc.buf && acc.buf->layout.warps_m * acc.buf->layout.warps_n == 8);
+    CHECK(!m->kernels[0]->wgmma);
+  }
+  /* B shared with an mma.sync gemm: plain swizzled rows, in which no
+   * descriptor starts at column 48, so the split gemm falls back to
+   * mma.sync; its accumulator keeps the warpgroup order, which the
+   * mma.sync template reads (WG_ORDER). */
+  m = lower_text(arena, nsplit_shared_b_src, TILEC_TARGET_SM90A);
+  if (m) {
+    const Found acc = find(m, "acc"), acc2 = find(m, "acc2"), b = find(m, "b_s");
+    CHECK(acc.gemm && !acc.gemm->u.gemm.wgmma && in_warpgroups(acc.buf));
+    CHECK(acc2.gemm && !acc2.gemm->u.gemm.wgmma && acc2.buf && !in_warpgroups(acc2.buf));
+    CHECK(b.buf && b.buf->layout.kind == IR_LAYOUT_SWIZZLED && b.buf->layout.panel_cols == 0);
+  }
+  cu = compile_text("nsplit.tile", nsplit_shared_b_src, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, NULL);
+  if (cu) {
+    CHECK_CONTAINS(cu, "tc_gemm_ss<tc_f16_t, 64, 96, 128, 4, 2, true, true, false, true, true>(a_s, b_s, acc, tc_warp, tc_lane);");
+    CHECK(strstr(cu, "tc_gemm_wgmma") == NULL);
+    free(cu);
+  }
+  /* A reduction over the rows: no N split, the cross-warp fold as before. */
+  m = lower_text(arena, nsplit_reduce_src, TILEC_TARGET_SM90A);
+  if (m) {
+    const Found acc = find(m, "acc");
+    CHECK(acc.gemm && !acc.gemm->u.gemm.wgmma && acc.buf && !in_warpgroups(acc.buf));
+    CHECK(acc.buf && acc.buf->layout.warps_n > 1);
+  }
+  cu = compile_text("nsplit.tile", nsplit_reduce_src, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, NULL);
+  if (cu) {
+    CHECK(strstr(cu, "in warpgroups") == NULL);
+    CHECK_CONTAINS(cu, "tc_reduce_");
+    free(cu);
+  }
+  /* A row vector shared with an accumulator that cannot be split: none is. */
+  cu = compile_text("nsplit.tile", nsplit_rowvec_src, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, NULL);
+  if (cu) {
+    CHECK(strstr(cu, "in warpgroups") == NULL);
+    CHECK(count_of(cu, "mma_c(64x96, warps 2x4, local 4x6)") == 2);
+    free(cu);
+  }
+  arena_destroy(arena);
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(scratch, sizeof scratch, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -1481,6 +1743,7 @@ int main(void) {
   test_share_barriers();
   test_f32_vector_pipelined();
   test_atomic_add_pairs();
+  test_nsplit();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -21,6 +21,7 @@
  * atomicAdd under a condition that picks one of the threads running the
  * same iteration (one_adder). */
 #include <stdio.h>
+#include <string.h>
 
 #include "cuda_emit.h"
 
@@ -172,15 +173,18 @@ static bool first_holder(const IrLayout *l, StrBuf *sb) {
   bool mma = l->frag == IR_FRAG_MMA_C;
   if (ir_layout_is_col_vector(l)) {
     /* Column j is held by every row slot's thread of that column. */
-    if (mma) sb_printf(sb, "tc_warp < %d && tc_lane < 4", l->warps_n);
-    else if (l->rows_local == 1 && l->group > 1) sb_printf(sb, "tc_tid < %d", l->group);
+    if (mma) {
+      cuda_warp_first(sb, l, true);
+      sb_puts(sb, " && tc_lane < 4");
+    } else if (l->rows_local == 1 && l->group > 1) sb_printf(sb, "tc_tid < %d", l->group);
     else sb_puts(sb, "tc_tid == 0");
     return true;
   }
   /* A row vector: row i is held by the lanes of a quad and the warps of a
    * row of warps (mma), or by the group of threads sharing it (row group). */
   if (mma) {
-    sb_printf(sb, "(tc_lane & 3) == 0 && tc_warp %% %d == 0", l->warps_n);
+    sb_puts(sb, "(tc_lane & 3) == 0 && ");
+    cuda_warp_first(sb, l, false);
     return true;
   }
   if (l->rows_local == 1 && l->group > 1) {
@@ -403,6 +407,25 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
     emit_pair_store(C, s, frag, other, idx, depth);
     return;
   }
+  /* Element stores into a tile in narrowed panels (the N-major B of a
+   * gemm whose warpgroups split N: swizzle-layout's panels narrower than
+   * tc_panel_cols, SWZ 32 / 64) rebind tc_lane as an unsigned remainder, as
+   * the pair stores do: NVVM then folds each store's panel and swizzle
+   * into the thread's base plus a constant. With the signed lane the
+   * backward's dS^T store at dim 64 kept its addresses live across the
+   * loop and ptxas spilled 116 bytes; with it, none. (Other swizzled
+   * tiles would gain the same: 44 bytes -> 0 in that kernel before the
+   * split, by ptxas; not applied to them here, which would change the
+   * code of kernels the split does not touch.) */
+  const char *swz = other->buf->scope == IR_SCOPE_SHARED ? cuda_swizzle_arg(other->buf) : "false";
+  const bool unsigned_lane = frag == src && !atomic && (!strcmp(swz, "32") || !strcmp(swz, "64") || !strcmp(swz, "128"));
+  if (unsigned_lane) {
+    cuda_indent(C, depth);
+    sb_printf(o, "{  // %s -> %s\n", frag->buf->name, other->buf->name);
+    depth++;
+    cuda_indent(C, depth);
+    sb_puts(o, "const int tc_lane = (int)((unsigned)tc_tid % 32u);  // known non-negative: the swizzle folds\n");
+  }
   /* A column vector's one dimension is its column: bound to tc_r too. */
   int inner = cuda_open_slots(C, l, "tc_r", l->cols && !colvec ? "tc_c" : NULL, depth);
   const char *slot = l->cols ? "[tc_rs * %d + tc_cs]" : "[tc_rs]";
@@ -444,6 +467,10 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
     sb_puts(o, atomic ? ");\n" : ";\n");
   }
   cuda_close_slots(C, l, inner);
+  if (unsigned_lane) {
+    cuda_indent(C, depth - 1);
+    sb_puts(o, "}\n");
+  }
 }
 
 /* Opens a loop that strides the points of region r's tile (its non-index

@@ -82,6 +82,13 @@ const char *cuda_swizzle_arg(const IrBuffer *b);
 
 /* ---- fragment.c: fragments, parallel loops, reductions ---- */
 bool cuda_fragment_slot(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *idx, int nidx, SrcLoc loc);
+/* An MMA_C warp's row / column in the layout's warp grid (tc_warp
+ * expressions of ir_layout_warp_pos; every warp-to-slice formula uses
+ * them); cuda_warp_first: the condition of warp row 0 (first_m) or warp
+ * column 0. */
+void cuda_warp_m(StrBuf *sb, const IrLayout *l);
+void cuda_warp_n(StrBuf *sb, const IrLayout *l);
+void cuda_warp_first(StrBuf *sb, const IrLayout *l, bool first_m);
 void cuda_row_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *rs);
 void cuda_col_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *cs);
 bool cuda_rows_padded(const Cuda *C, const IrLayout *l);

@@ -55,10 +55,17 @@ void cuda_linear_index(Cuda *C, StrBuf *sb, const IrBuffer *b, IrExpr *const *id
 /* The SWZ template argument of a shared tile: false (row-major), true
  * (swizzled rows) or 2 (panels, wgmma operands: the device header derives
  * the panel width from the tile's columns and element size, tc_panel_cols,
- * the same rule as swizzle-layout's). */
+ * the same rule as swizzle-layout's); panels narrower than that rule's
+ * (swizzle-layout's, for the slices of a gemm whose warpgroups split N)
+ * name their width in bytes: 32, 64 (tc_swz_panel_cols). */
 const char *cuda_swizzle_arg(const IrBuffer *b) {
   if (b->layout.kind != IR_LAYOUT_SWIZZLED) return "false";
-  return b->layout.panel_cols ? "2" : "true";
+  if (!b->layout.panel_cols) return "true";
+  const int es = dtype_size(b->dtype), bytes = (int)cuda_const(b->shape[b->rank - 1]) * es;
+  const int widest = bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : 32; /* tc_panel_cols */
+  const int panel = b->layout.panel_cols * es;
+  if (panel == widest) return "2";
+  return panel == 64 ? "64" : panel == 32 ? "32" : "128";
 }
 
 /* Element index of a 2-D (or staged 3-D) shared tile, swizzle applied. */

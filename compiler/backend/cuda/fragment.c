@@ -16,9 +16,43 @@
 
 /* ---- layout formulas (docs/gpu-codegen.md) ---------------------------------- */
 
+/* The warp's row and column in an MMA_C layout's warp grid, as expressions
+ * of tc_warp: ir_layout_warp_pos written out. Every formula of the backend
+ * that maps a warp to its rows or columns (slots, copies, atomics, first
+ * holders, reduction scratch) goes through these two. */
+void cuda_warp_m(StrBuf *sb, const IrLayout *l) {
+  if (l->warp_order == IR_WARP_ORDER_WARPGROUPS)
+    sb_printf(sb, "((tc_warp / %d) * 4 + tc_warp %% 4)", 4 * l->warps_n);
+  else
+    sb_printf(sb, "(tc_warp / %d)", l->warps_n);
+}
+
+void cuda_warp_n(StrBuf *sb, const IrLayout *l) {
+  if (l->warp_order == IR_WARP_ORDER_WARPGROUPS)
+    sb_printf(sb, "((tc_warp / 4) %% %d)", l->warps_n);
+  else
+    sb_printf(sb, "(tc_warp %% %d)", l->warps_n);
+}
+
+/* The warps of warp row 0 (first_m) or of warp column 0 (else): the first
+ * holders of a column vector's or a row vector's elements. */
+void cuda_warp_first(StrBuf *sb, const IrLayout *l, bool first_m) {
+  if (l->warp_order == IR_WARP_ORDER_WARPGROUPS) {
+    if (first_m) cuda_warp_m(sb, l);
+    else cuda_warp_n(sb, l);
+    sb_puts(sb, " == 0");
+  } else if (first_m) {
+    sb_printf(sb, "tc_warp < %d", l->warps_n);
+  } else {
+    sb_printf(sb, "tc_warp %% %d == 0", l->warps_n);
+  }
+}
+
 static void row_expr(StrBuf *sb, const IrLayout *l, const char *rs) {
   int mw = l->rows / l->warps_m;
-  sb_printf(sb, "((tc_warp / %d) * %d + (%s / 2) * 16 + (%s %% 2) * 8 + tc_lane / 4)", l->warps_n, mw, rs, rs);
+  sb_puts(sb, "(");
+  cuda_warp_m(sb, l);
+  sb_printf(sb, " * %d + (%s / 2) * 16 + (%s %% 2) * 8 + tc_lane / 4)", mw, rs, rs);
 }
 
 static void rowgroup_row(StrBuf *sb, const IrLayout *l, int threads, const char *rs) {
@@ -43,7 +77,9 @@ void cuda_row_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *rs) {
 void cuda_col_of(Cuda *C, StrBuf *sb, const IrLayout *l, const char *cs) {
   if (l->frag == IR_FRAG_MMA_C) {
     int nw = l->cols / l->warps_n;
-    sb_printf(sb, "((tc_warp %% %d) * %d + (%s / 2) * 8 + (tc_lane %% 4) * 2 + %s %% 2)", l->warps_n, nw, cs, cs);
+    sb_puts(sb, "(");
+    cuda_warp_n(sb, l);
+    sb_printf(sb, " * %d + (%s / 2) * 8 + (tc_lane %% 4) * 2 + %s %% 2)", nw, cs, cs);
   } else if (l->rows_local == 1 && l->group > 1) {
     sb_printf(sb, "(tc_tid %% %d + %d * %s)", l->group, l->group, cs);
   } else {
@@ -290,6 +326,13 @@ void cuda_emit_parallel(Cuda *C, const IrStmt *s, int depth) {
 void cuda_emit_reduce(Cuda *C, const IrStmt *s, int depth) {
   const IrBuffer *src = s->u.reduce.src, *dst = s->u.reduce.dst;
   const IrLayout *l = &src->layout;
+  if (l->frag == IR_FRAG_MMA_C && l->warp_order == IR_WARP_ORDER_WARPGROUPS) {
+    /* infer-layout does not split N under a reduction; its cross-warp
+     * fold (below) would also need the consumers' barrier. */
+    cuda_fail(C, s->loc, "%s: '%s' is an accumulator whose warpgroups split the columns; reducing its rows is not "
+              "supported", ir_reduce_name(s->u.reduce.kind), src->name);
+    return;
+  }
   if (!ir_layout_same_rows(l, &dst->layout)) {
     cuda_fail(C, s->loc, "%s: '%s' does not hold the rows of '%s'", ir_reduce_name(s->u.reduce.kind), dst->name, src->name);
     return;
@@ -339,7 +382,9 @@ void cuda_emit_reduce(Cuda *C, const IrStmt *s, int depth) {
      * partials of its rows in the same order, so all copies agree. */
     int wn = l->warps_n;
     cuda_indent(C, depth + 1);
-    sb_printf(o, "if ((tc_lane & 3) == 0) %s[(tc_warp %% %d) * %d + ", scratch->name, wn, l->rows);
+    sb_printf(o, "if ((tc_lane & 3) == 0) %s[", scratch->name);
+    cuda_warp_n(o, l);
+    sb_printf(o, " * %d + ", l->rows);
     cuda_row_of(C, o, l, "tc_rs");
     sb_puts(o, "] = tc_r;\n");
     cuda_indent(C, depth);

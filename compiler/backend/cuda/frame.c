@@ -158,7 +158,8 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
               ir_layout_str(C->m->arena, l));
     if (cuda_fp8_pending(C, b)) {
       cuda_indent(C, depth);
-      sb_printf(C->out, "tc_fp8_pending<%d> tc_pend_%s;  // FP8 promotion: the chunk in flight\n", l->cols, b->name);
+      sb_printf(C->out, "tc_fp8_pending<%d> tc_pend_%s;  // FP8 promotion: the chunk in flight\n", ir_layout_wgmma_n(l),
+                b->name);
     }
     return;
   }
@@ -186,7 +187,7 @@ static void emit_fp8_pair_loop(Cuda *C, const IrStmt *s, const IrStmt *wait, int
   const IrStmt *outer = C->fp8_gemm;
   const int outer_part = C->fp8_part;
   C->fp8_gemm = cuda_fp8_alternating(s->u.for_.body);
-  const int n = wait->u.wgmma_wait.acc->layout.cols;
+  const int n = ir_layout_wgmma_n(&wait->u.wgmma_wait.acc->layout);
   cuda_note_wgmma_n(C, n);
   cuda_indent(C, depth);
   sb_printf(o, "{  // FP8 promotion parts alternate: two iterations per trip, then the drain\n");
@@ -354,14 +355,15 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     cuda_indent(C, depth);
     sb_printf(o, "tc_cp_async_wait<%d>();\n", s->u.async_pending);
     return;
-  case IR_STMT_WGMMA_WAIT:
+  case IR_STMT_WGMMA_WAIT: {
     cuda_indent(C, depth);
     for (int i = 0; i < s->u.wgmma_wait.npinned; i++) {
       const IrBuffer *b = s->u.wgmma_wait.pinned[i];
       sb_printf(o, "tc_pin_regs<%d>(%s);\n", b->layout.rows_local * b->layout.cols_local, b->name);
       cuda_indent(C, depth);
     }
-    cuda_note_wgmma_n(C, s->u.wgmma_wait.acc->layout.cols);
+    const int n = ir_layout_wgmma_n(&s->u.wgmma_wait.acc->layout); /* one warpgroup's share */
+    cuda_note_wgmma_n(C, n);
     if (cuda_fp8_pending(C, s->u.wgmma_wait.acc)) {
       /* The FP8 gemm's last chunk is in its part, not yet in acc. */
       if (s->u.wgmma_wait.pending) {
@@ -369,14 +371,14 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
                   s->u.wgmma_wait.acc->name);
         return;
       }
-      sb_printf(o, "tc_wgmma_fp8_drain<%d>(%s, tc_pend_%s);\n", s->u.wgmma_wait.acc->layout.cols,
-                s->u.wgmma_wait.acc->name, s->u.wgmma_wait.acc->name);
-    } else if (s->u.wgmma_wait.pending == 0)
-      sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", s->u.wgmma_wait.acc->layout.cols, s->u.wgmma_wait.acc->name);
-    else
-      sb_printf(o, "tc_wgmma_wait_acc<%d, %d>(%s);\n", s->u.wgmma_wait.pending, s->u.wgmma_wait.acc->layout.cols,
+      sb_printf(o, "tc_wgmma_fp8_drain<%d>(%s, tc_pend_%s);\n", n, s->u.wgmma_wait.acc->name,
                 s->u.wgmma_wait.acc->name);
+    } else if (s->u.wgmma_wait.pending == 0)
+      sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", n, s->u.wgmma_wait.acc->name);
+    else
+      sb_printf(o, "tc_wgmma_wait_acc<%d, %d>(%s);\n", s->u.wgmma_wait.pending, n, s->u.wgmma_wait.acc->name);
     return;
+  }
   case IR_STMT_MBAR_WAIT:
     cuda_emit_mbar_wait(C, s, depth);
     return;

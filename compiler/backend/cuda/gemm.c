@@ -22,7 +22,12 @@
  * the WGMMA_WAIT after the loop becomes tc_wgmma_fp8_drain. Where a tile is
  * an odd number of chunks the part alternates between iterations: frame.c
  * then writes the loop body twice (cuda_fp8_alternating), and each copy
- * names its part (Cuda.fp8_gemm, fp8_part). */
+ * names its part (Cuda.fp8_gemm, fp8_part).
+ * An accumulator whose warpgroups split N (warp order WARPGROUPS,
+ * infer-layout) is written by tc_gemm_wgmma_ss with GN = its warp columns
+ * (each warpgroup an m64n(N/GN)k16 on its slice of B), or, where
+ * swizzle-layout took the gemm back to mma.sync, by tc_gemm_ss with
+ * WG_ORDER (the same warp order); the register-A forms do not take it. */
 #include "cuda_emit.h"
 
 typedef bool (*GemmMatch)(const IrStmt *g, const IrBuffer *b);
@@ -110,6 +115,11 @@ static void emit_gemm_fp8(Cuda *C, const IrStmt *s, int depth) {
               "transpose_B = true, no transpose_A)", a->buf->name, b->buf->name);
     return;
   }
+  if (lc->warp_order != IR_WARP_ORDER_ROWS) {
+    cuda_fail(C, s->loc, "gemm: the FP8 gemm into '%s' cannot write an accumulator whose warpgroups split the columns",
+              c->buf->name);
+    return;
+  }
   int ad[IR_MAX_RANK];
   cuda_tile_dims(a, ad);
   int64_t K = cuda_const(a->extent[ad[1]]);
@@ -157,7 +167,14 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
   /* tc_half and tc_bf16 are both 16-bit storage; the tag picks the mma. */
   const char *T = b->buf->dtype == DTYPE_F16 ? "tc_f16_t" : "tc_bf16_t";
   StrBuf *o = C->out;
-  if (s->u.gemm.wgmma) cuda_note_wgmma_n(C, lc->cols);
+  /* Warpgroups splitting N: the tile templates take the warp order. */
+  const bool wg_order = lc->warp_order == IR_WARP_ORDER_WARPGROUPS;
+  if (wg_order && a->buf->scope == IR_SCOPE_FRAGMENT) {
+    cuda_fail(C, s->loc, "gemm: A from registers ('%s') cannot feed an accumulator whose warpgroups split the columns "
+              "('%s')", a->buf->name, c->buf->name);
+    return;
+  }
+  if (s->u.gemm.wgmma) cuda_note_wgmma_n(C, ir_layout_wgmma_n(lc));
   cuda_indent(C, depth);
   if (a->buf->scope == IR_SCOPE_FRAGMENT) {
     /* A read as 32-bit pairs (the template's PAIRS) where it is also read
@@ -177,14 +194,16 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
       /* Same accumulator layout (one 16-row slice per warp), issued as
        * wgmma by each warpgroup (tilec_wgmma.cuh). */
       sb_printf(o, "tc_gemm_wgmma_ss<%s, %d, %d, %lld, %d, %s, %s, %s, ", T, lc->rows, lc->cols, (long long)K,
-                lc->warps_m, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false");
+                lc->warps_m * lc->warps_n, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf),
+                s->u.gemm.trans_b ? "true" : "false");
       if (s->u.gemm.wgmma_issue_only) sb_puts(o, "TC_WGMMA_ISSUE_ONLY");
       else sb_printf(o, "%d", s->u.gemm.wgmma_async ? 1 : 0);
-      sb_printf(o, "%s>(", ta ? ", true" : "");
+      if (wg_order) sb_printf(o, ", %s, %d>(", ta ? "true" : "false", lc->warps_n); /* A_KM, GN */
+      else sb_printf(o, "%s>(", ta ? ", true" : "");
     } else {
       sb_printf(o, "tc_gemm_ss<%s, %d, %d, %lld, %d, %d, %s, %s, %s%s>(", T, lc->rows, lc->cols, (long long)K,
                 lc->warps_m, lc->warps_n, cuda_swizzle_arg(a->buf), cuda_swizzle_arg(b->buf), s->u.gemm.trans_b ? "true" : "false",
-                ta ? ", true" : "");
+                wg_order ? (ta ? ", true, true" : ", false, true") : ta ? ", true" : ""); /* A_KM, WG_ORDER */
     }
     cuda_tile_base(C, o, a);
     sb_puts(o, ", ");

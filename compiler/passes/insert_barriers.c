@@ -49,7 +49,8 @@ static void note_load(const IrExpr *e, void *ctx) {
 }
 
 /* Shared buffers a statement (and everything under it) reads and writes.
- * Async copies are the pipeline's business and are left out. */
+ * Async copies are the pipeline's business and are left out (but see
+ * async_fill_of). */
 static void access_of(IrStmt *s, void *ctx) {
   Access *a = ctx;
   switch (s->kind) {
@@ -77,6 +78,15 @@ static void access_of(IrStmt *s, void *ctx) {
   default: break;
   }
   ir_stmt_visit_exprs(s, note_load, ctx);
+}
+
+/* The shared tiles async copies (cp.async, TMA) fill. Inside a pipeline
+ * the pipeline orders them itself; but a loop or block that starts filling
+ * a tile which was read (or written) before it, since the last barrier,
+ * needs one before it like any writer. */
+static void async_fill_of(IrStmt *s, void *ctx) {
+  Access *a = ctx;
+  if (s->kind == IR_STMT_COPY && s->u.copy.async) set_add(&a->writes, s->u.copy.dst.buf);
 }
 
 typedef struct State {
@@ -152,6 +162,7 @@ static void place(IrModule *m, IrStmt *seq, State *st) {
       /* Only what the compound touches before its own first barrier matters
        * here; approximating with everything it touches is safe. */
       pass_visit_stmts(s, access_of, &a);
+      if (compound) pass_visit_stmts(s, async_fill_of, &a);
     } else {
       access_of(s, &a);
     }

@@ -130,24 +130,39 @@ int pass_tensor_map_index(IrKernel *k, const IrTensorMap *map) {
 
 /* ---- the mbarriers of a destination -------------------------------------- */
 
+enum { MAX_FILLED = 64 };
+
 typedef struct Lower {
   IrModule *m;
   IrKernel *k;
+  /* Which fill place (a pipelined loop, or a top-level copy) owns each
+   * destination's mbarriers: a waiter's parity counts the fills of its own
+   * place only, so a second place filling the same buffer would wait on a
+   * phase the first already completed. Such copies stay cp.async / plain. */
+  const IrBuffer *filled[MAX_FILLED];
+  const IrStmt *owner[MAX_FILLED];
+  int nfilled;
 } Lower;
 
-/* The mbarriers of TMA destination b (created and allocated right after b
- * on first use), or NULL when b is not allocated at the top level. */
-static IrBuffer *mbarriers_of(Lower *L, IrBuffer *b, int stages) {
-  if (!b->tma_bar) b->tma_bar = pass_add_mbarriers(L->m, L->k, b, arena_printf(L->m->arena, "%s_full", b->name), stages, 1);
+/* The mbarriers of TMA destination b for fill place `owner` (created and
+ * allocated right after b on first use), or NULL when b is not allocated at
+ * the top level or another place fills it by TMA already. */
+static IrBuffer *mbarriers_of(Lower *L, IrBuffer *b, int stages, const IrStmt *owner) {
+  for (int i = 0; i < L->nfilled; i++)
+    if (L->filled[i] == b) return L->owner[i] == owner ? b->tma_bar : NULL;
+  if (L->nfilled == MAX_FILLED || b->tma_bar) return NULL;
+  b->tma_bar = pass_add_mbarriers(L->m, L->k, b, arena_printf(L->m->arena, "%s_full", b->name), stages, 1);
+  if (b->tma_bar) L->filled[L->nfilled] = b, L->owner[L->nfilled++] = owner;
   return b->tma_bar;
 }
 
-/* Turns copy s into a TMA copy if it is a box; false otherwise. */
-static bool make_tma(Lower *L, IrStmt *s, int stages) {
+/* Turns copy s, filled at place `owner`, into a TMA copy if it is a box;
+ * false otherwise. */
+static bool make_tma(Lower *L, IrStmt *s, int stages, const IrStmt *owner) {
   IrTensorMap map;
   if (s->kind != IR_STMT_COPY || !pass_tma_box(L->k, &s->u.copy.src, &s->u.copy.dst, &map)) return false;
   int index = pass_tensor_map_index(L->k, &map);
-  if (index < 0 || !mbarriers_of(L, s->u.copy.dst.buf, stages)) return false;
+  if (index < 0 || !mbarriers_of(L, s->u.copy.dst.buf, stages, owner)) return false;
   s->u.copy.tma = true;
   s->u.copy.async = true;
   s->u.copy.tma_map = index;
@@ -241,7 +256,7 @@ static void lower_pipeline(Lower *L, IrStmt *prologue, IrStmt *loop) {
   bool cp_async_left = false;
   for (int i = 0; i < f.n; i++) {
     IrBuffer *dst = f.copies[i]->u.copy.dst.buf;
-    if (!make_tma(L, f.copies[i], loop->u.for_.num_stages)) {
+    if (!make_tma(L, f.copies[i], loop->u.for_.num_stages, loop)) {
       cp_async_left = true;
       continue;
     }
@@ -286,7 +301,7 @@ static void lower_kernel(Lower *L) {
   for (int i = 0; i < body->u.seq.n; i++) {
     IrStmt *s = body->u.seq.items[i];
     if (s->kind != IR_STMT_COPY || s->u.copy.async) continue;
-    if (referenced_before(L->k, s->u.copy.dst.buf, i) || !make_tma(L, s, 1)) continue;
+    if (referenced_before(L->k, s->u.copy.dst.buf, i) || !make_tma(L, s, 1, s)) continue;
     /* make_tma may have inserted the mbarrier ALLOC before s: find s again. */
     int at = i;
     while (body->u.seq.items[at] != s) at++;
@@ -299,7 +314,7 @@ static void lower_kernel(Lower *L) {
 bool pass_lower_tma(IrModule *m, const PassOptions *opts, Diag *diag) {
   if (opts->target != TILEC_TARGET_SM90A || opts->no_tma) return true;
   for (int i = 0; i < m->nkernels; i++) {
-    Lower L = {m, m->kernels[i]};
+    Lower L = {m, m->kernels[i], {0}, {0}, 0};
     lower_kernel(&L);
   }
   return true;

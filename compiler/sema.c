@@ -1185,8 +1185,10 @@ static bool names_dtype(Sema *s, const AstExpr *e) {
   DType t;
   if (e->kind == AST_EXPR_NAME)
     return dtype_from_name(e->u.name, &t) || (lookup(s, e->u.name) && lookup(s, e->u.name)->kind == ENTITY_DTYPE);
-  return e->kind == AST_EXPR_CALL && strcmp(e->u.call.callee, "if_then_else") == 0 && e->u.call.nargs == 3 &&
-         names_dtype(s, call_arg(e, 1)) && names_dtype(s, call_arg(e, 2));
+  if (e->kind != AST_EXPR_CALL || strcmp(e->u.call.callee, "if_then_else") != 0 || e->u.call.nargs != 3) return false;
+  for (const AstArg *a = e->u.call.args; a; a = a->next)
+    if (a->keyword) return false; /* the value path reports it */
+  return names_dtype(s, call_arg(e, 1)) && names_dtype(s, call_arg(e, 2));
 }
 
 /* The dtype a names_dtype expression picks; the condition of an
@@ -1196,12 +1198,21 @@ static bool dtype_choice(Sema *s, const AstExpr *e, DType *out) {
   if (e->kind == AST_EXPR_NAME) return resolve_dtype(s, e->u.name, e->loc, out);
   int64_t c = 0;
   IrExpr *cond = expr(s, call_arg(e, 0));
+  /* Both branches name dtypes on every target, not only the one taken. */
+  DType when_true, when_false;
+  if (!dtype_choice(s, call_arg(e, 1), &when_true) | !dtype_choice(s, call_arg(e, 2), &when_false)) return false;
+  if (dtype_is_float(cond->dtype)) {
+    diag_error(s->diag, call_arg(e, 0)->loc, "a dtype choice's condition must be an integer or bool, not %s",
+               dtype_name(cond->dtype));
+    return false;
+  }
   if (!sema_const_value(s, cond, &c)) {
     diag_error(s->diag, call_arg(e, 0)->loc,
                "a dtype choice must be known at compile time (target_sm, consts, -D), not at launch");
     return false;
   }
-  return dtype_choice(s, call_arg(e, c ? 1 : 2), out);
+  *out = c ? when_true : when_false;
+  return true;
 }
 
 static void const_decl(Sema *s, const AstConst *c) {

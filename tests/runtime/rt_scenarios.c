@@ -719,3 +719,14 @@ void rt_scenario_validation(RtLoader load, bool exact) {
   tilert_context_destroy(ctx);
   free(dir);
 }
+
+const char rt_test_same_code_src[] =
+    "kernel same(A: f32[n], C: f32[n])\n"
+    "  const (factor = if_then_else(n < 10 || n >= 100, 3, if_then_else(n >= 50, 3, 2)), block = 32)\n"
+    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
+    "{\n"
+    "    a = alloc_fragment([block], f32);\n"
+    "    copy(A[bx*block : (bx+1)*block], a);\n"
+    "    for i in parallel(block) a[i] = a[i] * factor;\n"
+    "    copy(a, C[bx*block : (bx+1)*block]);\n"
+    "}\n";

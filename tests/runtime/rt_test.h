@@ -15,6 +15,11 @@
 
 extern int rt_test_failures;
 
+/* A kernel whose shape classes 1, 2 and 3 generate the same code (factor 3)
+ * and class 0 other code (factor 2 for 10 <= n < 50): the runtime builds
+ * the three once (rt_scenarios.c). */
+extern const char rt_test_same_code_src[];
+
 #define CHECK(cond, ...)                                                    \
   do {                                                                      \
     if (!(cond)) {                                                          \

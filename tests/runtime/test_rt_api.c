@@ -343,16 +343,7 @@ static void test_shape_choices(void) {
  * class 2 (50 <= n < 100) and class 3 (n >= 100) all take factor 3, and
  * their generated code differs only in the comment that says which way
  * each choice went. */
-static const char same_src[] =
-    "kernel same(A: f32[n], C: f32[n])\n"
-    "  const (factor = if_then_else(n < 10 || n >= 100, 3, if_then_else(n >= 50, 3, 2)), block = 32)\n"
-    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
-    "{\n"
-    "    a = alloc_fragment([block], f32);\n"
-    "    copy(A[bx*block : (bx+1)*block], a);\n"
-    "    for i in parallel(block) a[i] = a[i] * factor;\n"
-    "    copy(a, C[bx*block : (bx+1)*block]);\n"
-    "}\n";
+static const char *const same_src = rt_test_same_code_src;
 
 /* A C compiler command that counts its runs: <dir>/cc appends a line to
  * <dir>/runs, then runs cc. */

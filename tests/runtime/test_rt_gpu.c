@@ -407,16 +407,7 @@ static void test_other_kernels(void) {
  * is 2 for 10 <= n < 50 (class 0) and 3 otherwise, so classes 1 (n < 10),
  * 2 (50 <= n < 100) and 3 (n >= 100) differ only in the comment saying
  * which way each choice went. No cache: every build is an NVRTC run. */
-static const char same_src[] =
-    "kernel same(A: f32[n], C: f32[n])\n"
-    "  const (factor = if_then_else(n < 10 || n >= 100, 3, if_then_else(n >= 50, 3, 2)), block = 32)\n"
-    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
-    "{\n"
-    "    a = alloc_fragment([block], f32);\n"
-    "    copy(A[bx*block : (bx+1)*block], a);\n"
-    "    for i in parallel(block) a[i] = a[i] * factor;\n"
-    "    copy(a, C[bx*block : (bx+1)*block]);\n"
-    "}\n";
+static const char *const same_src = rt_test_same_code_src;
 
 static void test_same_code_classes(void) {
   TilertContext *ctx = gpu_ctx(NULL, true);

@@ -505,16 +505,7 @@ static void test_tile_through_nvrtc(void) {
 /* factor is 2 for 10 <= n < 50 (class 0) and 3 otherwise: classes 1, 2
  * and 3 have the same code, up to the comment saying which way each choice
  * went. */
-static const char same_src[] =
-    "kernel same(A: f32[n], C: f32[n])\n"
-    "  const (factor = if_then_else(n < 10 || n >= 100, 3, if_then_else(n >= 50, 3, 2)), block = 32)\n"
-    "  grid (ceildiv(n, block)) threads (block) as (bx)\n"
-    "{\n"
-    "    a = alloc_fragment([block], f32);\n"
-    "    copy(A[bx*block : (bx+1)*block], a);\n"
-    "    for i in parallel(block) a[i] = a[i] * factor;\n"
-    "    copy(a, C[bx*block : (bx+1)*block]);\n"
-    "}\n";
+static const char *const same_src = rt_test_same_code_src;
 
 /* One class's cubin into a cache directory, on a context of its own (as the
  * load's prebuild threads do, tilert.c). */

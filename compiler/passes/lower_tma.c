@@ -283,20 +283,26 @@ static bool referenced_before(const IrKernel *k, const IrBuffer *b, int at) {
 static void lower_kernel(Lower *L) {
   IrStmt *body = L->k->body;
   /* Pipelines at the top level (software-pipeline put each in a SEQ of its
-   * own: prologue, loop, then maybe a wgmma_wait). */
+   * own: prologue, loop, then maybe a wgmma_wait). Found first, lowered
+   * after: lowering inserts mbarrier allocations into the top level, which
+   * would shift a walk over it onto the same loop again. */
+  enum { MAX_PIPELINES = 32 };
+  IrStmt *loops[MAX_PIPELINES], *prologues[MAX_PIPELINES];
+  int npipes = 0;
   for (int i = 0; i < body->u.seq.n; i++) {
     IrStmt *s = body->u.seq.items[i];
     IrStmt *items1[1] = {s};
     IrStmt **items = s->kind == IR_STMT_SEQ ? s->u.seq.items : items1;
     int n = s->kind == IR_STMT_SEQ ? s->u.seq.n : 1;
-    for (int j = 0; j < n; j++) {
+    for (int j = 0; j < n && npipes < MAX_PIPELINES; j++) {
       IrStmt *loop = items[j];
       if (loop->kind != IR_STMT_FOR || loop->u.for_.kind != IR_FOR_PIPELINED) continue;
       IrStmt *prev = j > 0 ? items[j - 1] : NULL;
-      IrStmt *prologue = prev && prev->kind == IR_STMT_FOR && prev->u.for_.kind == IR_FOR_UNROLLED ? prev : NULL;
-      lower_pipeline(L, prologue, loop);
+      prologues[npipes] = prev && prev->kind == IR_STMT_FOR && prev->u.for_.kind == IR_FOR_UNROLLED ? prev : NULL;
+      loops[npipes++] = loop;
     }
   }
+  for (int p = 0; p < npipes; p++) lower_pipeline(L, prologues[p], loops[p]);
   /* Copies at the top level that first fill their destination. */
   for (int i = 0; i < body->u.seq.n; i++) {
     IrStmt *s = body->u.seq.items[i];

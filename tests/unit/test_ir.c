@@ -1377,6 +1377,8 @@ static void test_fills_in_two_places(void) {
     const long first_loop = pos_of(two, "for k in pipelined"), tma_a = pos_of(two, "-> A_s map(");
     CHECK(tma_a > first_loop && (second < 0 || tma_a < second));
     if (second >= 0) CHECK(strstr(two + second, "A_s_full") == NULL); /* the second loop waits on no A_s barrier */
+    /* Each pipeline is lowered once: one wait on D_s's barrier, not two. */
+    CHECK(count_of(two, "mbar_wait D_s_full") == 1);
   }
   free(ir);
 }

@@ -23,7 +23,6 @@
  * one per k-tile instead of two (FP8 GEMM: 12 fewer instructions per k-tile
  * and warp). Rings whose readers differ (attention's K and V) keep their own
  * barriers, so V may still land while K's gemm runs. */
-#include <string.h>
 
 #include "passes.h"
 

@@ -34,9 +34,11 @@
  * The issue and its wait<1> sit on one path (if k > 0 { issue; wait })
  * because ptxas serializes every wgmma (C7514) when it cannot prove the
  * accumulator is not read between start and end of a pipeline stage. */
+#include <stdio.h>
 #include <string.h>
 
 #include "passes.h"
+#include "../simplify.h"
 
 /* ---- finding the pattern -------------------------------------------------------- */
 
@@ -200,9 +202,21 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   for (int j = 0; j < nheld; j++) ir_seq_push(m, out, held[j]);
   loop->u.for_.body = out;
 
-  /* After the loop: G2 of the last iteration (waiting in place). */
+  /* After the loop: G2 of the last iteration (waiting in place). With the
+   * extent bound (-D) the last iteration is a constant; it goes through a
+   * let so that its ring stage and parity stay `k_last % S`, `k_last / S %
+   * 2` rather than folded numbers, the shape pass persistent shifts by the
+   * ring position of the tile (a folded parity cannot be). */
   IrExpr *last = ir_binary(m, IR_OP_SUB, ir_expr_clone(m, loop->u.for_.extent), ir_int(m, 1, loc), loc);
   IrStmt *tail = ir_seq_new(m, loc);
+  int64_t last_value;
+  if (ir_expr_is_int_const(ir_simplify(m, ir_expr_clone(m, last)), &last_value)) {
+    char name[96];
+    snprintf(name, sizeof name, "%s_last", kv->name);
+    IrVar *v = ir_var_new(m, name, IR_VAR_LET, DTYPE_I64, loc);
+    ir_seq_push(m, tail, pass_let(m, v, ir_int(m, last_value, loc), loc));
+    last = ir_var_ref(m, v, loc);
+  }
   ir_seq_push(m, tail, at_iteration(m, wait2, kv, last));
   ir_seq_push(m, tail, at_iteration(m, g2, kv, last));
   ir_seq_push(m, tail, at_iteration(m, arrive2, kv, last));

@@ -78,6 +78,9 @@ int pass_tensor_map_index(IrKernel *k, const IrTensorMap *map);
  * so (swizzle_layout.c). */
 int pass_nsplit_panel_cols(int cols, int slice, int es);
 
+/* `let var = value` (value taken as is). */
+IrStmt *pass_let(IrModule *m, IrVar *var, IrExpr *value, SrcLoc loc);
+
 /* Replaces var by `at` in every expression of s, simplifying each. */
 void pass_subst_var(IrModule *m, IrStmt *s, IrVar *var, const IrExpr *at);
 

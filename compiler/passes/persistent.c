@@ -593,16 +593,9 @@ static bool unalias_staging(IrModule *m, IrKernel *k, const Plan *P) {
 
 /* ---- building -------------------------------------------------------------- */
 
-static IrStmt *let_stmt(IrModule *m, IrVar *v, IrExpr *value, SrcLoc loc) {
-  IrStmt *s = ir_stmt_new(m, IR_STMT_LET, loc);
-  s->u.let.var = v;
-  s->u.let.value = value;
-  return s;
-}
-
 static IrExpr *let_ref(IrModule *m, IrStmt *seq, const char *name, IrExpr *value, SrcLoc loc) {
   IrVar *v = ir_var_new(m, name, IR_VAR_LET, DTYPE_I64, loc);
-  ir_seq_push(m, seq, let_stmt(m, v, ir_simplify(m, value), loc));
+  ir_seq_push(m, seq, pass_let(m, v, ir_simplify(m, value), loc));
   return ir_var_ref(m, v, loc);
 }
 
@@ -655,7 +648,7 @@ static void tile_indices(IrModule *m, const IrKernel *k, IrExpr *gx, IrVar *tile
   for (int d = 0; d < k->ngrid; d++) {
     const IrVar *bv = k->block_vars[d];
     out[d] = ir_var_new(m, bv ? bv->name : "tile_index", IR_VAR_LET, DTYPE_I64, loc);
-    ir_seq_push(m, seq, let_stmt(m, out[d], ir_simplify(m, d == 0 && k->ngrid == 1 ? CLONE(t) : value[d]), loc));
+    ir_seq_push(m, seq, pass_let(m, out[d], ir_simplify(m, d == 0 && k->ngrid == 1 ? CLONE(t) : value[d]), loc));
   }
 }
 
@@ -714,15 +707,15 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const Plan *P, 
     r->blocks[0]->name = "tile_pair_x";
     IrVar *x = ir_var_new(m, k->block_vars[0] ? k->block_vars[0]->name : "tile_x", IR_VAR_LET, DTYPE_I64, loc);
     IrExpr *first = BIN(EQ, ir_var_ref(m, half, loc), ir_int(m, 0, loc));
-    ir_seq_push(m, r->body, let_stmt(m, x, ir_simplify(m, ir_select(m, first, mirror, p, loc)), loc));
+    ir_seq_push(m, r->body, pass_let(m, x, ir_simplify(m, ir_select(m, first, mirror, p, loc)), loc));
     r->blocks[0] = x;
   }
   r->base = ir_var_new(m, "pipe_base", IR_VAR_LET, DTYPE_I64, loc);
   r->iter = count_tiles ? ir_var_new(m, "tile_iter", IR_VAR_LET, DTYPE_I64, loc) : NULL;
   r->base->counter = true;
   if (r->iter) r->iter->counter = true;
-  ir_seq_push(m, r->body, let_stmt(m, r->base, pipe_at(m, pipe, 0, loc), loc));
-  if (count_tiles) ir_seq_push(m, r->body, let_stmt(m, r->iter, pipe_at(m, pipe, 1, loc), loc));
+  ir_seq_push(m, r->body, pass_let(m, r->base, pipe_at(m, pipe, 0, loc), loc));
+  if (count_tiles) ir_seq_push(m, r->body, pass_let(m, r->iter, pipe_at(m, pipe, 1, loc), loc));
   r->work = ir_seq_new(m, loc);
 }
 
@@ -812,7 +805,7 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
     IrStmt *s = P->pre->u.seq.items[i];
     if (s->kind == IR_STMT_LET) { /* the producer's own copy of the value */
       IrVar *v = ir_var_new(m, s->u.let.var->name, IR_VAR_LET, s->u.let.var->dtype, s->loc);
-      ir_seq_push(m, pr.work, let_stmt(m, v, ir_expr_clone(m, s->u.let.value), s->loc));
+      ir_seq_push(m, pr.work, pass_let(m, v, ir_expr_clone(m, s->u.let.value), s->loc));
       renamed[nrenamed][0] = s->u.let.var;
       renamed[nrenamed++][1] = v;
       continue;

@@ -122,6 +122,13 @@ static IrExpr *var_at(IrModule *m, IrExpr *e, void *ctx) {
   return ir_simplify(m, ir_expr_subst(m, e, v->var, v->at));
 }
 
+IrStmt *pass_let(IrModule *m, IrVar *var, IrExpr *value, SrcLoc loc) {
+  IrStmt *s = ir_stmt_new(m, IR_STMT_LET, loc);
+  s->u.let.var = var;
+  s->u.let.value = value;
+  return s;
+}
+
 void pass_subst_var(IrModule *m, IrStmt *s, IrVar *var, const IrExpr *at) {
   VarAt v = {var, at};
   pass_rewrite_stmt(m, s, var_at, &v);

@@ -1025,6 +1025,41 @@ static void test_tma_only_info(void) {
   if (len) CHECK(compile_tma_only("gemm.tile", text, len, TILEC_TARGET_SM90A, all));
 }
 
+/* The flagship at dim 128 on sm_90a is persistent whether seq_len is
+ * dynamic or bound with -D: bound, overlap-wgmma's last P V after the loop
+ * is a constant iteration, which it names through a let (k_last) so that
+ * its ring stage and parity keep the `E % S`, `E / S % 2` shape that pass
+ * persistent shifts (a folded parity cannot be; such kernels stayed one
+ * block per tile). */
+static void test_persistent_bound_shapes(void) {
+  static char text[16384];
+  const size_t len = read_example("flash_attention.tile", text, sizeof text);
+  if (!len) return;
+  static const char *const seq[] = {NULL, "2048", "512"};
+  for (size_t c = 0; c < sizeof seq / sizeof seq[0]; c++) {
+    TilecDefine d[] = {{"dtype", "bf16"}, {"seq_len", seq[c]}, {"batch", "2"}, {"heads", "3"}};
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_CUDA;
+    o.target = TILEC_TARGET_SM90A;
+    o.defines = d;
+    o.ndefines = seq[c] ? 4 : 1;
+    TilecResult *r = NULL;
+    const int rc = tilec_compile("flash_attention.tile", text, len, &o, &r);
+    CHECK(rc == 0);
+    if (rc != 0) {
+      fprintf(stderr, "%s", tilec_result_diagnostics(r));
+    } else {
+      CHECK(tilec_result_kernel(r, 0)->persistent == 1);
+      const char *code = tilec_result_output(r);
+      CHECK(strstr(code, "tile += gridDim.x") != NULL);
+      CHECK((strstr(code, "const long long k_last = ") != NULL) == (seq[c] != NULL));
+      if (seq[c]) CHECK(strstr(code, "(pipe_base + k_last) / 2LL) % 2LL") != NULL);
+    }
+    tilec_result_destroy(r);
+  }
+}
+
 /* examples/gemm.tile's shape choices: on sm_90a two conditions (M <= 64 ||
  * N <= 64; M <= 128) and four classes, each a valid tile whichever way the
  * other condition goes (tilec.splitk.gemm_tile_for mirrors the rule); none
@@ -1819,6 +1854,7 @@ int main(void) {
   test_grid_of_scalar();
   test_target_sm();
   test_persistent_info();
+  test_persistent_bound_shapes();
   test_tma_only_info();
   test_gemm_shape_classes();
   test_defer_wgmma_waits();

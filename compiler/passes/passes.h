@@ -100,7 +100,7 @@ typedef struct PassEffects {
   int nreads, nwrites;
   bool overflow; /* more buffers than the sets hold */
   bool barrier;  /* holds a barrier (an atomic_fetch_add's included) */
-  bool scope;    /* holds a let or an alloc */
+  bool scope;    /* is a let or an alloc (one nested in s is local to s) */
   bool gemm;     /* holds a gemm */
 } PassEffects;
 PassEffects pass_effects(IrStmt *s);

@@ -52,8 +52,6 @@ static void effects_of_one(IrStmt *s, void *ctx) {
   case IR_STMT_MBAR_WAIT: note_read(e, s->u.mbar_wait.bar); break;
   case IR_STMT_MBAR_ARRIVE: note_write(e, s->u.mbar_wait.bar); break;
   case IR_STMT_WGMMA_WAIT: note_write(e, s->u.wgmma_wait.acc); break;
-  case IR_STMT_LET:
-  case IR_STMT_ALLOC: e->scope = true; break;
   case IR_STMT_BARRIER:
   case IR_STMT_ATOMIC_FETCH_ADD: /* its broadcast slot sits between block barriers */
     e->barrier = true;
@@ -67,6 +65,10 @@ PassEffects pass_effects(IrStmt *s) {
   PassEffects e;
   memset(&e, 0, sizeof e);
   pass_visit_stmts(s, effects_of_one, &e);
+  /* A let inside an if, a loop or a block is local to it (the back ends
+   * open a scope there): only a statement that is itself a let or an alloc
+   * names something for the statements after it. */
+  e.scope = s->kind == IR_STMT_LET || s->kind == IR_STMT_ALLOC;
   return e;
 }
 

@@ -283,6 +283,51 @@ void tilec_result_grid(const TilecResult *r, int kernel, const int64_t *dyn, int
   tilec_result_grid_of(r, kernel, dyn, NULL, grid);
 }
 
+/* ---- shape choices --------------------------------------------------------- */
+
+/* The runtime picks a build by evaluating the conditions of the loaded one
+ * (every choice false: class 0), folded as that build folds its consts. A
+ * condition that names a const which is itself a choice (seq_len % block_N
+ * with block_N 128 or 176) folds differently in another class, which would
+ * then run for launches its own condition rules out. So every class's
+ * conditions must read as class 0's, bit for bit; sema runs once per class
+ * (consts only matter here; at most 2^8 runs, 4 for the examples). */
+static bool shape_choices_agree(TilecResult *r, const AstModule *ast, const TilecOptions *o, TilecTarget target) {
+  const IrModule *m = r->module;
+  const int n = m->nshape_choices;
+  if (n == 0) return true;
+  const IrModule *base = m;
+  Arena *scratch = arena_create();
+  Diag *quiet = diag_create(NULL);
+  bool ok = true;
+  if (o->shape_class != 0) base = sema_build(scratch, quiet, ast, o->defines, o->ndefines, target, 0);
+  for (unsigned c = 0; ok && base && c < (1u << n); c++) {
+    const IrModule *other = c == o->shape_class ? m : sema_build(scratch, quiet, ast, o->defines, o->ndefines, target, c);
+    if (!other || other->nkernels != base->nkernels) continue; /* that build reports its own errors */
+    for (int ki = 0; ok && ki < other->nkernels; ki++) {
+      const IrKernel *k = other->kernels[ki], *k0 = base->kernels[ki];
+      for (int i = 0; ok && i < k->nshape_choices; i++) {
+        int j = 0;
+        while (j < k0->nshape_choices && k0->shape_choice_bit[j] != k->shape_choice_bit[i]) j++;
+        /* By their text: the two builds have variables of their own. */
+        if (j < k0->nshape_choices && strcmp(ir_expr_to_string(scratch, k0->shape_choice[j]),
+                                             ir_expr_to_string(scratch, k->shape_choice[i])) == 0)
+          continue;
+        diag_error(r->diag, k->shape_choice[i]->loc,
+                   "kernel '%s': shape choice #%d is '%s' in the build for choices 0x%x, but '%s' in the one the "
+                   "runtime tests launches with (every choice false): a condition must not name a const that "
+                   "another shape choice sets; write it in the shape symbols and fixed consts",
+                   k->name, k->shape_choice_bit[i], ir_expr_to_string(scratch, k->shape_choice[i]), c,
+                   j < k0->nshape_choices ? ir_expr_to_string(scratch, k0->shape_choice[j]) : "no condition");
+        ok = false;
+      }
+    }
+  }
+  diag_destroy(quiet);
+  arena_destroy(scratch);
+  return ok;
+}
+
 /* ---- options ----------------------------------------------------------------- */
 
 static bool define_is_known(const AstModule *ast, const char *name) {
@@ -355,6 +400,7 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
   r->module = sema_build(r->arena, r->diag, ast, options->defines, options->ndefines, target,
                          options->shape_class);
   if (!r->module) return 1;
+  if (!shape_choices_agree(r, ast, options, target)) return 1;
 
   DumpCtx ctx = {options, r, r->diag, false};
   /* Dump 00 is sema's output, before any pass. */

@@ -204,9 +204,9 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
 
   /* After the loop: G2 of the last iteration (waiting in place). With the
    * extent bound (-D) the last iteration is a constant; it goes through a
-   * let so that its ring stage and parity stay `k_last % S`, `k_last / S %
-   * 2` rather than folded numbers, the shape pass persistent shifts by the
-   * ring position of the tile (a folded parity cannot be). */
+   * let so that its ring stage and parity stay `k_last % S` and
+   * `k_last / S % 2`, the form pass persistent shifts by the tile's ring
+   * position (a parity folded to a number cannot be shifted). */
   IrExpr *last = ir_binary(m, IR_OP_SUB, ir_expr_clone(m, loop->u.for_.extent), ir_int(m, 1, loc), loc);
   IrStmt *tail = ir_seq_new(m, loc);
   int64_t last_value;

@@ -1025,6 +1025,28 @@ static void test_tma_only_info(void) {
   if (len) CHECK(compile_tma_only("gemm.tile", text, len, TILEC_TARGET_SM90A, all));
 }
 
+/* examples/flash_attention.tile's CUDA for sm_90a with these -D values and
+ * shape class; NULL (diagnostics printed) when it does not compile. The
+ * caller destroys *r either way. */
+static const char *flagship_sm90a(const TilecDefine *d, int nd, unsigned shape_class, TilecResult **r) {
+  static char text[16384];
+  static size_t len;
+  if (!len) len = read_example("flash_attention.tile", text, sizeof text);
+  *r = NULL;
+  if (!len) return NULL;
+  TilecOptions o;
+  tilec_options_init(&o);
+  o.emit = TILEC_EMIT_CUDA;
+  o.target = TILEC_TARGET_SM90A;
+  o.defines = d;
+  o.ndefines = nd;
+  o.shape_class = shape_class;
+  const int rc = tilec_compile("flash_attention.tile", text, len, &o, r);
+  CHECK(rc == 0);
+  if (rc != 0) fprintf(stderr, "%s", tilec_result_diagnostics(*r));
+  return rc == 0 ? tilec_result_output(*r) : NULL;
+}
+
 /* The flagship at dim 128 on sm_90a is persistent whether seq_len is
  * dynamic or bound with -D: bound, overlap-wgmma's last P V after the loop
  * is a constant iteration, which it names through a let (k_last) so that
@@ -1032,26 +1054,13 @@ static void test_tma_only_info(void) {
  * persistent shifts (a folded parity cannot be; such kernels stayed one
  * block per tile). */
 static void test_persistent_bound_shapes(void) {
-  static char text[16384];
-  const size_t len = read_example("flash_attention.tile", text, sizeof text);
-  if (!len) return;
   static const char *const seq[] = {NULL, "2048", "512"};
   for (size_t c = 0; c < sizeof seq / sizeof seq[0]; c++) {
     TilecDefine d[] = {{"dtype", "bf16"}, {"seq_len", seq[c]}, {"batch", "2"}, {"heads", "3"}};
-    TilecOptions o;
-    tilec_options_init(&o);
-    o.emit = TILEC_EMIT_CUDA;
-    o.target = TILEC_TARGET_SM90A;
-    o.defines = d;
-    o.ndefines = seq[c] ? 4 : 1;
-    TilecResult *r = NULL;
-    const int rc = tilec_compile("flash_attention.tile", text, len, &o, &r);
-    CHECK(rc == 0);
-    if (rc != 0) {
-      fprintf(stderr, "%s", tilec_result_diagnostics(r));
-    } else {
+    TilecResult *r;
+    const char *code = flagship_sm90a(d, seq[c] ? 4 : 1, 0, &r);
+    if (code) {
       CHECK(tilec_result_kernel(r, 0)->persistent == 1);
-      const char *code = tilec_result_output(r);
       CHECK(strstr(code, "tile += gridDim.x") != NULL);
       CHECK((strstr(code, "const long long k_last = ") != NULL) == (seq[c] != NULL));
       if (seq[c]) CHECK(strstr(code, "(pipe_base + k_last) / 2LL) % 2LL") != NULL);
@@ -1065,28 +1074,15 @@ static void test_persistent_bound_shapes(void) {
  * mask in an if whose masked branch holds a let, and that if still runs
  * under the late P V gemm, so P V is waited for after the softmax's row
  * max, not before it (a let inside a statement is local to it:
- * stmt_effects.c). Dim 128 and dim 64 (whose default it is). */
+ * stmt_effects.c). Dim 128 and dim 64 (whose default it is); shape class 3,
+ * every choice true: seq_len not a multiple of the key block (ragged_keys). */
 static void test_overlap_post_gemm_mask(void) {
-  static char text[16384];
-  const size_t len = read_example("flash_attention.tile", text, sizeof text);
-  if (!len) return;
   static const char *const dims[] = {"128", "64"};
   for (int c = 0; c < 2; c++) {
     TilecDefine d[] = {{"dtype", "bf16"}, {"mask_after_gemm", "true"}, {"dim", dims[c]}};
-    TilecOptions o;
-    tilec_options_init(&o);
-    o.emit = TILEC_EMIT_CUDA;
-    o.target = TILEC_TARGET_SM90A;
-    o.defines = d;
-    o.ndefines = 3;
-    o.shape_class = 3; /* every choice true: seq_len not a multiple of the key block (ragged_keys) */
-    TilecResult *r = NULL;
-    const int rc = tilec_compile("flash_attention.tile", text, len, &o, &r);
-    CHECK(rc == 0);
-    if (rc != 0) {
-      fprintf(stderr, "%s", tilec_result_diagnostics(r));
-    } else {
-      const char *code = tilec_result_output(r);
+    TilecResult *r;
+    const char *code = flagship_sm90a(d, 3, 3, &r);
+    if (code) {
       const char *rmax = strstr(code, "// reduce_max acc_s -> scores_max");
       const char *drain = strstr(code, c == 0 ? "tc_wgmma_drain<128>(acc_o);" : "tc_wgmma_drain<64>(acc_o);");
       if (!(rmax && drain && rmax < drain)) fprintf(stderr, "post-gemm mask, dim %s: P V waited for early\n", dims[c]);

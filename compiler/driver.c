@@ -105,37 +105,6 @@ static void observe(const IrModule *m, int index, const char *pass_name, void *v
 
 /* ---- signatures ------------------------------------------------------------ */
 
-static int sat_add(int a, int b) { return b > INT32_MAX - a ? INT32_MAX : a + b; }
-
-/* Shared memory of a kernel body as the CUDA backend lays it out (cuda/frame.c) (saturating). */
-static int shared_bytes_of(const IrStmt *s) {
-  if (!s) return 0;
-  int total = 0;
-  switch (s->kind) {
-  case IR_STMT_SEQ:
-    for (int i = 0; i < s->u.seq.n; i++) total = sat_add(total, shared_bytes_of(s->u.seq.items[i]));
-    break;
-  case IR_STMT_ALLOC:
-    if (s->u.alloc->scope == IR_SCOPE_SHARED) {
-      int64_t bytes = ir_buffer_bytes_aligned(s->u.alloc);
-      total = bytes > INT32_MAX ? INT32_MAX : (int)bytes;
-    }
-    break;
-  case IR_STMT_FOR:
-    total = shared_bytes_of(s->u.for_.body);
-    break;
-  case IR_STMT_IF:
-    total = sat_add(shared_bytes_of(s->u.if_.then_), shared_bytes_of(s->u.if_.else_));
-    break;
-  case IR_STMT_WARP_ROLES:
-    total = sat_add(shared_bytes_of(s->u.roles.producer), shared_bytes_of(s->u.roles.consumer));
-    break;
-  default:
-    break;
-  }
-  return total;
-}
-
 /* A dim or stride of a tensor parameter: a dynamic symbol or a constant. */
 static void dim_info(const IrExpr *e, const char *name, TilecDim *dim) {
   dim->name = name;
@@ -208,7 +177,7 @@ static void build_infos(TilecResult *r) {
     int64_t threads = 0;
     ir_expr_is_int_const(k->threads, &threads);
     info->threads = (int)threads;
-    info->shared_bytes = shared_bytes_of(k->body);
+    info->shared_bytes = ir_shared_bytes(k->body, IR_SHARED_ALL);
     TilecTensorMapInfo *maps = ARENA_NEW_ARRAY(r->arena, TilecTensorMapInfo, k->ntma_maps ? k->ntma_maps : 1);
     for (int i = 0; i < k->ntma_maps; i++) {
       maps[i].param = k->tma_maps[i].param;

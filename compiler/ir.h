@@ -403,6 +403,8 @@ struct IrStmt {
       IrStmt *producer, *consumer; /* SEQs */
       int producer_warp;
       int producer_regs, consumer_regs; /* setmaxnreg counts */
+      bool inline_producer; /* one consumer warpgroup: inline-producer folds the
+                               producer back in after overlap-wgmma */
     } roles;
     int async_pending;   /* ASYNC_WAIT: wait until at most this many groups are in flight */
     struct {             /* WGMMA_WAIT: wait until at most `pending` of this warpgroup's
@@ -585,10 +587,16 @@ int ir_layout_wgmma_n(const IrLayout *l);
  * of some threads lies past `cols` and is skipped (docs/gpu-codegen.md). */
 bool ir_layout_cols_padded(const IrLayout *l);
 /* Bytes of a buffer with constant shape, rounded up to its shared-memory
- * alignment (128, or smem_align: the CUDA backend places shared buffers one after
- * the other, so sizes keep every offset aligned); saturates instead of overflowing, and
+ * alignment (128, or smem_align; 8 for mbarriers: the CUDA backend places
+ * shared buffers one after the other, so sizes keep every offset aligned); saturates instead of overflowing, and
  * counts a non-constant dimension as 0. 0 for a buffer that aliases another. */
 int64_t ir_buffer_bytes_aligned(const IrBuffer *b);
+/* Shared memory a kernel body allocates, as the CUDA backend lays it out
+ * (backend/cuda/frame.c): the data buffers one after the other from offset
+ * 0, then the barrier area (every mbarrier array, 8-byte aligned).
+ * Saturates at INT32_MAX. */
+typedef enum IrSharedPart { IR_SHARED_ALL, IR_SHARED_DATA, IR_SHARED_MBARRIERS } IrSharedPart;
+int64_t ir_shared_bytes(const IrStmt *s, IrSharedPart part);
 IrStmt *ir_seq_new(IrModule *m, SrcLoc loc);
 void ir_seq_push(IrModule *m, IrStmt *seq, IrStmt *item);
 void ir_seq_insert(IrModule *m, IrStmt *seq, int at, IrStmt *item); /* before position at */

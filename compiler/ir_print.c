@@ -345,8 +345,8 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     return;
   }
   case IR_STMT_WARP_ROLES:
-    sb_printf(sb, "warp_roles producer(warps %d..%d, regs %d) {", s->u.roles.producer_warp,
-              s->u.roles.producer_warp + 3, s->u.roles.producer_regs);
+    sb_printf(sb, "warp_roles producer(warps %d..%d, regs %d%s) {", s->u.roles.producer_warp,
+              s->u.roles.producer_warp + 3, s->u.roles.producer_regs, s->u.roles.inline_producer ? ", inline" : "");
     print_loc(sb, s->loc);
     print_items(p, s->u.roles.producer, depth + 1);
     sb_indent(sb, depth);

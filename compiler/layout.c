@@ -90,6 +90,38 @@ int64_t ir_buffer_bytes_aligned(const IrBuffer *b) {
     ir_expr_is_int_const(b->shape[i], &d);
     bytes = d <= 0 ? 0 : bytes > INT64_MAX / 4 / d ? INT64_MAX / 4 : bytes * d;
   }
-  const int64_t align = b->smem_align > 128 ? b->smem_align : 128;
+  /* mbarriers live in the barrier area after the data buffers, 8 bytes each
+   * (their alignment), not in a 128- or 1024-byte slot of their own. */
+  const int64_t align = b->is_mbarrier ? 8 : b->smem_align > 128 ? b->smem_align : 128;
   return (bytes + align - 1) / align * align;
+}
+
+static int64_t sat_add64(int64_t a, int64_t b) { return b > INT32_MAX - a ? INT32_MAX : a + b; }
+
+int64_t ir_shared_bytes(const IrStmt *s, IrSharedPart part) {
+  if (!s) return 0;
+  int64_t total = 0;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) total = sat_add64(total, ir_shared_bytes(s->u.seq.items[i], part));
+    break;
+  case IR_STMT_ALLOC: {
+    const IrBuffer *b = s->u.alloc;
+    const bool wanted = part == IR_SHARED_ALL || (part == IR_SHARED_MBARRIERS) == b->is_mbarrier;
+    if (b->scope == IR_SCOPE_SHARED && wanted) total = sat_add64(0, ir_buffer_bytes_aligned(b));
+    break;
+  }
+  case IR_STMT_FOR:
+    total = ir_shared_bytes(s->u.for_.body, part);
+    break;
+  case IR_STMT_IF:
+    total = sat_add64(ir_shared_bytes(s->u.if_.then_, part), ir_shared_bytes(s->u.if_.else_, part));
+    break;
+  case IR_STMT_WARP_ROLES:
+    total = sat_add64(ir_shared_bytes(s->u.roles.producer, part), ir_shared_bytes(s->u.roles.consumer, part));
+    break;
+  default:
+    break;
+  }
+  return total;
 }

@@ -174,6 +174,29 @@ static void building_done(RtBuilding *me) {
   pthread_mutex_unlock(&building_mu);
 }
 
+/* A developer's switch for measuring hand edits of generated code:
+ * TILEC_CUDA_OVERRIDE="GENERATED.cu:EDITED.cu" compiles EDITED.cu wherever
+ * the generated text is byte for byte GENERATED.cu (the host side -- launch,
+ * tensor maps, arguments -- stays the generated kernel's, so the edit must
+ * keep its signature). Returns the edited text (malloc'ed) or NULL. */
+static char *cuda_override(const char *src, size_t len, size_t *out_len) {
+  const char *spec = getenv("TILEC_CUDA_OVERRIDE");
+  const char *colon = spec ? strchr(spec, ':') : NULL;
+  if (!colon) return NULL;
+  char orig_path[1024];
+  snprintf(orig_path, sizeof orig_path, "%.*s", (int)(colon - spec), spec);
+  void *orig = NULL, *edit = NULL;
+  size_t orig_len = 0, edit_len = 0;
+  bool same = rt_read_file(orig_path, &orig, &orig_len) == 0 && orig_len == len && memcmp(orig, src, len) == 0;
+  free(orig);
+  if (!same || rt_read_file(colon + 1, &edit, &edit_len) != 0) return NULL;
+  char *text = realloc(edit, edit_len + 1);
+  if (!text) return free(edit), NULL;
+  text[edit_len] = '\0';
+  *out_len = edit_len;
+  return text;
+}
+
 TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
                           const char *ir, const char *arch, bool force_build, void **cubin,
                           size_t *size, bool *from_cache) {
@@ -181,6 +204,13 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
   *size = 0;
   *from_cache = false;
   if (!ctx->cu) return rt_error(ctx, TILERT_NO_GPU, "%s: NVRTC is not loaded", name);
+  size_t edited_len = 0;
+  char *edited = cuda_override(src, len, &edited_len);
+  if (edited) {
+    fprintf(stderr, "tilec: %s: compiling $TILEC_CUDA_OVERRIDE's edited CUDA\n", name);
+    src = edited;
+    len = edited_len;
+  }
 
   const char *dir = NULL;
   if (!ctx->cache_disabled && ctx->cache_dir) {
@@ -202,6 +232,7 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
     while (!claimed) {
       if (!force_build && rt_cache_read_entry(dir, key, "cubin", cubin, size)) {
         *from_cache = true;
+        free(edited);
         return TILERT_OK;
       }
       claimed = building_claim(&me, dir, key);
@@ -229,6 +260,7 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
     if (err) rt_cache_warn(ctx, dir, strerror(err));
   }
   if (claimed) building_done(&me);
+  free(edited);
   return st;
 }
 

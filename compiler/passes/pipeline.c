@@ -153,7 +153,7 @@ IrBuffer *pass_add_mbarriers(IrModule *m, IrKernel *k, const IrBuffer *after, co
   IrBuffer *bar = ir_buffer_new(m, name, DTYPE_I64, IR_SCOPE_SHARED, 1, shape, after->loc);
   bar->is_mbarrier = true;
   bar->mbar_count = count;
-  bar->smem_align = k->wgmma ? 1024 : 128;
+  bar->smem_align = 8; /* in the barrier area (ir_shared_bytes) */
   IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, after->loc);
   alloc->u.alloc = bar;
   ir_seq_insert(m, body, at + 1, alloc);

@@ -41,10 +41,12 @@
  * that iteration's stage is the one released; the opaque guard keeps ptxas
  * from serializing the wgmmas, see specialize()). Every
  * barrier after the split is among the consumers only (the CUDA backend
- * emits a named barrier). Only kernels with at least two consumer
- * warpgroups are split: with one, the block relies on several blocks per
- * SM to overlap its gemms and softmax, and a fourth of its threads idle in a
- * producer would cost more than it brings. */
+ * emits a named barrier). A kernel of one warpgroup relies on several
+ * blocks per SM to overlap its gemms and softmax, and a producer warpgroup
+ * would cost more than it brings: it is split only where its loop has
+ * attention's shape (a second gemm from a fragment, which overlap-wgmma
+ * reorders), marked `inline`, and pass inline-producer folds the producer
+ * back into the consumers after overlap-wgmma. */
 #include <string.h>
 
 #include "passes.h"
@@ -234,6 +236,7 @@ static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
   roles->u.roles.producer_warp = consumer_warps;
   roles->u.roles.producer_regs = PRODUCER_REGS;
   roles->u.roles.consumer_regs = consumer_registers(threads);
+  roles->u.roles.inline_producer = threads == 128;
 
   /* Replace prologue + loop by the roles. */
   IrStmt *seq = L->seq;
@@ -257,6 +260,16 @@ static void note_thread_smem_write(IrStmt *s, void *ctx) {
   if (s->kind == IR_STMT_REDUCE && s->u.reduce.scratch) *found = true;
 }
 
+/* A wgmma gemm at the loop's top level whose A is a fragment (attention's
+ * P V): the loop overlap-wgmma reorders. */
+static bool gemm_from_fragment(const IrStmt *body) {
+  for (int i = 0; i < body->u.seq.n; i++) {
+    const IrStmt *s = body->u.seq.items[i];
+    if (s->kind == IR_STMT_GEMM && s->u.gemm.wgmma && s->u.gemm.a.buf->scope == IR_SCOPE_FRAGMENT) return true;
+  }
+  return false;
+}
+
 static bool threads_write_smem_before(IrKernel *k, const Loop *L) {
   bool found = false;
   for (int i = 0; i < k->body->u.seq.n; i++) {
@@ -273,8 +286,9 @@ bool pass_warp_specialize(IrModule *m, const PassOptions *opts, Diag *diag) {
     IrKernel *k = m->kernels[i];
     int64_t threads = 0;
     Loop L;
-    if (!ir_expr_is_int_const(k->threads, &threads) || threads % 128 != 0 || threads < 256) continue;
+    if (!ir_expr_is_int_const(k->threads, &threads) || threads % 128 != 0 || threads < 128) continue;
     if (!find_loop(k->body, &L) || threads_write_smem_before(k, &L)) continue;
+    if (threads == 128 && !gemm_from_fragment(L.loop->u.for_.body)) continue;
     specialize(m, k, &L, (int)threads);
   }
   return true;

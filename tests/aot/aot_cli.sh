@@ -49,6 +49,17 @@ check_cubin "$out/fa_sm90a_class1.cubin" 90
 cmp -s "$out/fa_sm90a.cubin" "$out/fa_sm90a_class1.cubin" && fail "shape class 1's cubin is class 0's"
 echo "ok: shape class 1 stored beside class 0"
 
+# The runtime builds every other shape class of a loaded module in the
+# background (prebuild threads): the ragged build (bit 1, seq_len % 128 != 0)
+# goes in too, so aot_gpu_load's process never needs NVRTC. Class 3 is class
+# 1's build (ragged_keys folds to true with 176-key blocks): the same entry.
+for c in 2 3; do
+  err=$(TILEC_AOT_VERBOSE=1 "$tilec" "$tile" --emit=cubin --target=sm_90a -D dtype=bf16 --shape-class=$c \
+          --cache-dir="$cache" -o "$out/fa_sm90a_class$c.cubin" 2>&1) || fail "--shape-class=$c: $err"
+done
+cmp -s "$out/fa_sm90a_class1.cubin" "$out/fa_sm90a_class3.cubin" || fail "shape class 3's cubin is not class 1's"
+echo "ok: shape classes 2 and 3 in the cache (3 is class 1's entry)"
+
 # libnvrtc is opened by a compile only: the dynamic loader's own trace
 # (glibc LD_DEBUG=files) shows it for a miss (another arch) and not for a
 # hit. Where the loader prints no trace (not glibc) this check says so.

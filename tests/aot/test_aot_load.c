@@ -6,8 +6,10 @@
  * A CUDA context on CACHE_DIR loads FILE (the same path string aot_cli gave
  * tilec --emit=cubin --cache-dir, dtype=bf16) and must find the cubin there
  * (tilert_module_from_cache); the time of that load is printed. Then one
- * launch (batch 1, seq_len 200, 2 heads, dim 128) is checked against a
- * double-precision reference. libnvrtc must not be mapped into this
+ * launch (batch 1, seq_len 200, 2 heads, dim 128: shape class 2, the
+ * ragged-keys build, 200 % 128 != 0) is checked against a
+ * double-precision reference. The runtime also builds the module's other
+ * classes in the background (prebuild threads): aot_cli stores every one. libnvrtc must not be mapped into this
  * process at any point (/proc/self/maps): context creation leaves it to the
  * first compile, and a cache hit needs none. Then a launch at seq_len 8192,
  * where the flagship's shape choice (dim 128 reads 176 keys per block from

@@ -39,7 +39,8 @@ typedef struct Cuda {
   Diag *diag;
   bool failed;
   int threads;
-  int smem_offset;
+  int smem_offset; /* next data buffer's offset in tc_smem */
+  int mbar_offset; /* next mbarrier array's: the barrier area follows the data */
   const Nest *nest; /* innermost parallel nest being emitted, or NULL */
   bool in_producer;    /* emitting the producer role (one elected thread) */
   bool consumers_only; /* after the warp roles split: barriers are named, among consumers */

@@ -133,8 +133,10 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
                 b->alias_of->name);
       return;
     }
+    /* Data buffers from offset 0, mbarriers in the area after them (ir_shared_bytes). */
+    int *offset = b->is_mbarrier ? &C->mbar_offset : &C->smem_offset;
     cuda_indent(C, depth);
-    sb_printf(C->out, "%s *const %s = (%s *)(tc_smem + %d);  // [", t, b->name, t, C->smem_offset);
+    sb_printf(C->out, "%s *const %s = (%s *)(tc_smem + %d);  // [", t, b->name, t, *offset);
     for (int d = 0; d < b->rank; d++) sb_printf(C->out, "%s%lld", d ? ", " : "", (long long)cuda_const(b->shape[d]));
     if (b->layout.panel_cols && !b->is_mbarrier)
       sb_printf(C->out, "] %d-column panels\n", b->layout.panel_cols);
@@ -143,7 +145,7 @@ static void emit_alloc(Cuda *C, const IrBuffer *b, int depth) {
                 b->is_mbarrier                         ? "mbarriers"
                 : b->layout.kind == IR_LAYOUT_SWIZZLED ? "swizzled"
                                                        : "row-major");
-    C->smem_offset += (int)ir_buffer_bytes_aligned(b);
+    *offset += (int)ir_buffer_bytes_aligned(b);
     if (b->is_mbarrier) cuda_emit_mbarrier_init(C, b, depth);
     return;
   }
@@ -422,6 +424,7 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
   StrBuf *o = C->out;
   C->k = k;
   C->smem_offset = 0;
+  C->mbar_offset = (int)ir_shared_bytes(k->body, IR_SHARED_DATA);
   int64_t threads = cuda_const(k->threads);
   C->threads = (int)threads;
   ir_print_kernel_config(o, "//", k); /* which target_sm-dependent defaults were chosen */

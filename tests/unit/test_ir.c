@@ -1095,6 +1095,41 @@ static void test_overlap_post_gemm_mask(void) {
   }
 }
 
+/* Pass inline-producer: the flagship at dim 64 causal below seq_len 4096
+ * (64 x 128 blocks, one warpgroup) is split by warp-specialize, overlapped
+ * by overlap-wgmma, and folded back: 128 threads, no setmaxnreg and no
+ * empty mbarriers; S is waited for with P V in flight (FA3's overlap); each
+ * release became a block barrier then its refill, K two iterations ahead,
+ * V one (under the release's `k > 0`). At dim 128 (two consumer
+ * warpgroups) the producer stays. */
+static void test_inline_producer(void) {
+  TilecDefine d[] = {{"dtype", "bf16"}, {"dim", "64"}, {"is_causal", "true"}};
+  TilecResult *r;
+  const char *code = flagship_sm90a(d, 3, 0, &r);
+  if (code) {
+    CHECK(tilec_result_kernel(r, 0)->threads == 128);
+    CHECK(tilec_result_kernel(r, 0)->persistent == 0);
+    CHECK(strstr(code, "setmaxnreg") == NULL);
+    CHECK(strstr(code, "_empty") == NULL);
+    const char *s_wait = strstr(code, "tc_wgmma_wait_acc<1, 128>(acc_s);");
+    const char *k_bar = s_wait ? strstr(s_wait, "__syncthreads();") : NULL;
+    const char *k_refill = k_bar ? strstr(k_bar, "if (((k + 2LL) < loop_range)) {") : NULL;
+    const char *o_wait = k_refill ? strstr(k_refill, "tc_wgmma_drain<64>(acc_o);") : NULL;
+    const char *v_bar = o_wait ? strstr(o_wait, "__syncthreads();") : NULL;
+    const char *v_refill = v_bar ? strstr(v_bar, "if (((k > 0LL) && ((k + 1LL) < loop_range))) {") : NULL;
+    if (!v_refill) fprintf(stderr, "inline-producer: the flagship's dim 64 causal loop is not in the folded form\n");
+    CHECK(v_refill != NULL);
+  }
+  tilec_result_destroy(r);
+  TilecDefine d128[] = {{"dtype", "bf16"}, {"dim", "128"}, {"is_causal", "true"}};
+  code = flagship_sm90a(d128, 3, 0, &r);
+  if (code) {
+    CHECK(tilec_result_kernel(r, 0)->threads == 384);
+    CHECK(strstr(code, "setmaxnreg") != NULL);
+  }
+  tilec_result_destroy(r);
+}
+
 /* examples/gemm.tile's shape choices: on sm_90a two conditions (M <= 64 ||
  * N <= 64; M <= 128) and four classes, each a valid tile whichever way the
  * other condition goes (tilec.splitk.gemm_tile_for mirrors the rule); none
@@ -1891,6 +1926,7 @@ int main(void) {
   test_persistent_info();
   test_persistent_bound_shapes();
   test_overlap_post_gemm_mask();
+  test_inline_producer();
   test_tma_only_info();
   test_gemm_shape_classes();
   test_defer_wgmma_waits();

@@ -171,16 +171,6 @@ static void drop_releases(Fold *f, IrStmt *seq) {
   }
 }
 
-static void drop_alloc(IrStmt *seq, const IrBuffer *b) {
-  for (int i = 0; i < seq->u.seq.n; i++) {
-    IrStmt *s = seq->u.seq.items[i];
-    if (s->kind != IR_STMT_ALLOC || s->u.alloc != b) continue;
-    for (int j = i; j + 1 < seq->u.seq.n; j++) seq->u.seq.items[j] = seq->u.seq.items[j + 1];
-    seq->u.seq.n--;
-    return;
-  }
-}
-
 static bool inline_roles(IrModule *m, IrKernel *k, IrStmt *seq, int at) {
   IrStmt *roles = seq->u.seq.items[at];
   IrStmt *consumer = roles->u.roles.consumer;
@@ -212,7 +202,7 @@ static bool inline_roles(IrModule *m, IrKernel *k, IrStmt *seq, int at) {
   seq->u.seq.items[at] = folded;
 
   for (int r = 0; r < f.nrings; r++) {
-    drop_alloc(k->body, f.rings[r].buf->empty_bar);
+    pass_drop_alloc(k, f.rings[r].buf->empty_bar);
     f.rings[r].buf->empty_bar = NULL;
   }
   k->threads = ir_int(m, k->producer_warp * 32, k->threads->loc);

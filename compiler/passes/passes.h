@@ -55,10 +55,12 @@ void pass_rewrite_stmt(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx);
  * and mbarrier operations do not count. */
 int pass_count_reads(IrStmt *s, const IrBuffer *b);
 
+/* Removes b's allocation from k's top level (a buffer no statement names any more). */
+void pass_drop_alloc(IrKernel *k, const IrBuffer *b);
 /* A new mbarrier buffer `name` of `stages` barriers, `count` arrivals per
  * phase, allocated at the kernel's top level right after `after` (whose
- * ALLOC must be there: NULL otherwise). Aligned like the kernel's other
- * shared buffers so the ones after it stay aligned. */
+ * ALLOC must be there: NULL otherwise). Its storage is in the barrier area
+ * after the data buffers (ir_shared_bytes), 8 bytes per barrier. */
 IrBuffer *pass_add_mbarriers(IrModule *m, IrKernel *k, const IrBuffer *after, const char *name, int stages,
                              int count);
 

@@ -142,6 +142,16 @@ IrStmt *pass_mbar_stmt(IrModule *m, IrStmtKind kind, IrBuffer *bar, IrExpr *stag
   return w;
 }
 
+void pass_drop_alloc(IrKernel *k, const IrBuffer *b) {
+  IrStmt *body = k->body;
+  int n = 0;
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    if (!(s->kind == IR_STMT_ALLOC && s->u.alloc == b)) body->u.seq.items[n++] = s;
+  }
+  body->u.seq.n = n;
+}
+
 IrBuffer *pass_add_mbarriers(IrModule *m, IrKernel *k, const IrBuffer *after, const char *name, int stages,
                              int count) {
   IrStmt *body = k->body;

@@ -167,16 +167,6 @@ static void drop_y(IrStmt *s, void *ctx) {
   s->u.seq.n = n;
 }
 
-static void free_alloc(IrKernel *k, const IrBuffer *b) {
-  IrStmt *body = k->body;
-  int n = 0;
-  for (int i = 0; i < body->u.seq.n; i++) {
-    IrStmt *s = body->u.seq.items[i];
-    if (!(s->kind == IR_STMT_ALLOC && s->u.alloc == b)) body->u.seq.items[n++] = s;
-  }
-  body->u.seq.n = n;
-}
-
 static bool share_one(IrKernel *k, IrBuffer **dsts, int ndsts) {
   for (int a = 0; a < ndsts; a++)
     for (int b = 0; b < ndsts; b++) {
@@ -191,8 +181,8 @@ static bool share_one(IrKernel *k, IrBuffer **dsts, int ndsts) {
       xf->mbar_count = (xf->mbar_count > 1 ? xf->mbar_count : 1) + 1; /* one arrive.expect_tx per ring */
       p.y->tma_bar = xf;
       p.y->empty_bar = p.x->empty_bar;
-      free_alloc(k, old_full);
-      if (old_empty) free_alloc(k, old_empty);
+      pass_drop_alloc(k, old_full);
+      if (old_empty) pass_drop_alloc(k, old_empty);
       return true;
     }
   return false;

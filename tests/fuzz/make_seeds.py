@@ -46,6 +46,10 @@ VARIANTS = [
     (4, {"num_stages": 1, "panel_size": 0, "dtype": 3}),
     # 2 + 5, 4 + 5: sm_90a CUDA / IR with cluster_multicast (b / 5 odd).
     (7, {"dtype": 1}),
+    # sm_90a CUDA / IR at dim 64 causal: the flagship's one-warpgroup kernel
+    # (pass inline-producer).
+    (2, {"dim": 7, "is_causal": 0, "dtype": 1}),
+    (4, {"dim": 7, "is_causal": 0, "dtype": 1}),
     (9, {"M": 3, "N": 5, "K": 3}),
 ]
 

@@ -103,11 +103,23 @@ typedef struct Release {
   IrExpr *iteration, *guard;
 } Release;
 
-static int count_releases(Fold *f, IrStmt *s);
+/* Releases of the rings anywhere in s. */
+static void note_release(IrStmt *s, void *ctx) {
+  Fold *f = ((void **)ctx)[0];
+  int *count = ((void **)ctx)[1];
+  if (s->kind == IR_STMT_MBAR_ARRIVE && ring_of_empty(f, s->u.mbar_wait.bar)) ++*count;
+}
 
-/* Takes the releases out of the loop's body (top level, or alone in an if
- * with no else) and puts one barrier and their refills where the last was.
- * Changes nothing unless every release in the body is of that form. */
+static int count_releases(Fold *f, IrStmt *s) {
+  int count = 0;
+  void *ctx[2] = {f, &count};
+  pass_visit_stmts(s, note_release, ctx);
+  return count;
+}
+
+/* Replaces each release in the loop's body (at its top level, or alone in
+ * an if with no else) by a barrier and the stage's refill. Changes nothing
+ * unless every release in the body is of that form. */
 static bool fold_loop(IrModule *m, Fold *f, IrStmt *loop) {
   IrStmt *body = loop->u.for_.body;
   Release rel[MAX_RINGS * 2];
@@ -138,20 +150,6 @@ static bool fold_loop(IrModule *m, Fold *f, IrStmt *loop) {
     ir_seq_insert(m, body, at[r], ir_stmt_new(m, IR_STMT_BARRIER, loc));
   }
   return true;
-}
-
-/* Releases of the rings anywhere in s. */
-static void note_release(IrStmt *s, void *ctx) {
-  Fold *f = ((void **)ctx)[0];
-  int *count = ((void **)ctx)[1];
-  if (s->kind == IR_STMT_MBAR_ARRIVE && ring_of_empty(f, s->u.mbar_wait.bar)) ++*count;
-}
-
-static int count_releases(Fold *f, IrStmt *s) {
-  int count = 0;
-  void *ctx[2] = {f, &count};
-  pass_visit_stmts(s, note_release, ctx);
-  return count;
 }
 
 /* Drops the releases from the statements after the loop (recursively in ifs). */

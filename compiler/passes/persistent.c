@@ -41,8 +41,9 @@
  * not fit in shared memory, or whose shape differs, stay as they are.
  * Tiles of different pipeline lengths would leave a static round-robin
  * unbalanced: where x alone sets the length (causal attention), the loop
- * walks pairs (x, gx - 1 - x), the longer first, with an inner
- * `for tile_half in serial(2)` (1 for the middle tile of an odd gx); any
+ * walks pairs of tiles t and T - 1 - t of the flattened grid (x fastest:
+ * their x are x and gx - 1 - x), the longer first, with an inner
+ * `for tile_half in serial(2)` (1 for the middle tile of an odd T); any
  * other dependence on the tile keeps the kernel as it is (plan_lengths).
  * An in-flight GEMM loop also releases its last stage after its final
  * wgmma_wait (release_last_stage): with one tile per block nothing refilled
@@ -313,8 +314,8 @@ static bool depends_on_block(const IrKernel *k, const Plan *P, const IrExpr *n, 
  * blocks with far more work than others (measured: causal attention 4-16 %
  * slower than one block per tile, where the hardware's block scheduler
  * balances). Where only x sets the length (causal: query block x reads
- * x + 1 key blocks), the loop walks pairs (x, gx - 1 - x) of equal total
- * length (Plan.paired); any other dependence keeps the kernel as it is (a
+ * x + 1 key blocks), the loop walks pairs of tiles whose x are x and
+ * gx - 1 - x, of equal total length (Plan.paired, role_begin); any other dependence keeps the kernel as it is (a
  * dynamic tile scheduler would take those; not built). */
 static bool plan_lengths(const IrKernel *k, Plan *P) {
   const IrExpr *n = P->consumer_loop->u.for_.extent;
@@ -671,10 +672,15 @@ typedef struct Role {
   IrVar *base, *iter;
 } Role;
 
-/* paired: the loop walks pairs of x tiles (p, gx - 1 - p), the longer one
- * first, so every step of the loop does the same work where a tile's length
- * grows linearly with x (causal attention): a static round-robin of such
- * steps keeps the blocks balanced. */
+/* paired: the loop walks pairs of tiles t and T - 1 - t of the flattened
+ * grid (T tiles, x fastest), the longer one first. Their x are x and
+ * gx - 1 - x, so every step of the loop does the same work where a tile's
+ * length grows linearly with x (causal attention), and a static round-robin
+ * of such steps keeps the blocks balanced. (Pairs within one row, (x, y)
+ * with (gx - 1 - x, y), left the middle tile of an odd gx alone: one
+ * half-length step per row, which fell on the same few blocks whenever the
+ * resident blocks were a multiple of the steps per row -- dim 64 causal
+ * 192-row tiles at seq_len 2048: 11 x tiles, 6 steps per row, 132 SMs.) */
 /* count_tiles: the role also counts its tiles (tile_iter, tc_pipe[1]), which
  * only the per-tile buffers' barrier parities need. */
 static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const Plan *P, bool count_tiles, Role *r) {
@@ -685,30 +691,33 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const Plan *P, 
   if (count_tiles) ir_seq_push(m, r->seq, pipe_set(m, pipe, 1, ir_int(m, 0, loc), loc));
   IrVar *tile = ir_var_new(m, paired ? "tile_pair" : "tile", IR_VAR_LOOP, DTYPE_I64, loc);
   r->tile_body = ir_seq_new(m, loc);
-  IrExpr *gx = paired ? ir_call(m, IR_INTRINSIC_CEILDIV, CLONE(k->grid[0]), ir_int(m, 2, loc), loc) : CLONE(k->grid[0]);
-  IrExpr *tiles = CLONE(gx);
+  IrExpr *tiles = CLONE(k->grid[0]);
   for (int d = 1; d < k->ngrid; d++) {
     IrExpr *g = CLONE(k->grid[d]);
     if (d == 1 && P->cluster) /* 2 ceil(y / 2): whole pairs */
       g = BIN(MUL, ir_call(m, IR_INTRINSIC_CEILDIV, g, ir_int(m, 2, loc), loc), ir_int(m, 2, loc));
     tiles = BIN(MUL, tiles, g);
   }
-  ir_seq_push(m, r->seq, ir_for_new(m, IR_FOR_PERSISTENT, tile, ir_simplify(m, tiles), r->tile_body, loc));
-  tile_indices(m, k, gx, tile, P->cluster, r->tile_body, r->blocks);
-  r->body = r->tile_body;
-  if (paired) {
-    /* for half in serial(p == gx - 1 - p ? 1 : 2): x = half == 0 ? gx - 1 - p : p */
+  IrExpr *steps = paired ? ir_call(m, IR_INTRINSIC_CEILDIV, CLONE(tiles), ir_int(m, 2, loc), loc) : tiles;
+  ir_seq_push(m, r->seq, ir_for_new(m, IR_FOR_PERSISTENT, tile, ir_simplify(m, steps), r->tile_body, loc));
+  if (!paired) {
+    tile_indices(m, k, CLONE(k->grid[0]), tile, P->cluster, r->tile_body, r->blocks);
+    r->body = r->tile_body;
+  } else {
+    /* for half in serial(t == T - 1 - t ? 1 : 2):
+     *   tile = (half == 0) == (x of t is the longer) ? t : T - 1 - t */
+    IrExpr *t = ir_var_ref(m, tile, loc);
+    IrExpr *mirror = let_ref(m, r->tile_body, "tile_mirror", BIN(SUB, BIN(SUB, tiles, ir_int(m, 1, loc)), CLONE(t)), loc);
+    IrExpr *x = BIN(MOD, CLONE(t), CLONE(k->grid[0]));
+    IrExpr *t_longer = BIN(GE, BIN(MUL, x, ir_int(m, 2, loc)), BIN(SUB, CLONE(k->grid[0]), ir_int(m, 1, loc)));
     IrVar *half = ir_var_new(m, "tile_half", IR_VAR_LOOP, DTYPE_I64, loc);
-    IrExpr *p = ir_var_ref(m, r->blocks[0], loc);
-    IrExpr *mirror = BIN(SUB, BIN(SUB, CLONE(k->grid[0]), ir_int(m, 1, loc)), CLONE(p));
-    IrExpr *count = ir_select(m, BIN(EQ, CLONE(p), CLONE(mirror)), ir_int(m, 1, loc), ir_int(m, 2, loc), loc);
+    IrExpr *count = ir_select(m, BIN(EQ, CLONE(t), CLONE(mirror)), ir_int(m, 1, loc), ir_int(m, 2, loc), loc);
     r->body = ir_seq_new(m, loc);
     ir_seq_push(m, r->tile_body, ir_for_new(m, IR_FOR_SERIAL, half, ir_simplify(m, count), r->body, loc));
-    r->blocks[0]->name = "tile_pair_x";
-    IrVar *x = ir_var_new(m, k->block_vars[0] ? k->block_vars[0]->name : "tile_x", IR_VAR_LET, DTYPE_I64, loc);
     IrExpr *first = BIN(EQ, ir_var_ref(m, half, loc), ir_int(m, 0, loc));
-    ir_seq_push(m, r->body, pass_let(m, x, ir_simplify(m, ir_select(m, first, mirror, p, loc)), loc));
-    r->blocks[0] = x;
+    IrVar *this_tile = ir_var_new(m, "tile", IR_VAR_LET, DTYPE_I64, loc);
+    ir_seq_push(m, r->body, pass_let(m, this_tile, ir_simplify(m, ir_select(m, BIN(EQ, first, t_longer), CLONE(t), mirror, loc)), loc));
+    tile_indices(m, k, CLONE(k->grid[0]), this_tile, false, r->body, r->blocks);
   }
   r->base = ir_var_new(m, "pipe_base", IR_VAR_LET, DTYPE_I64, loc);
   r->iter = count_tiles ? ir_var_new(m, "tile_iter", IR_VAR_LET, DTYPE_I64, loc) : NULL;

@@ -288,8 +288,7 @@ bool pass_warp_specialize(IrModule *m, const PassOptions *opts, Diag *diag) {
     Loop L;
     if (!ir_expr_is_int_const(k->threads, &threads) || threads % 128 != 0 || threads < 128) continue;
     if (!find_loop(k->body, &L) || threads_write_smem_before(k, &L)) continue;
-    /* One warpgroup: only what inline-producer folds back (2+ stages). */
-    if (threads == 128 && (!gemm_from_fragment(L.loop->u.for_.body) || L.loop->u.for_.num_stages < 2)) continue;
+    if (threads == 128 && !gemm_from_fragment(L.loop->u.for_.body)) continue;
     specialize(m, k, &L, (int)threads);
   }
   return true;

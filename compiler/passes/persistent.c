@@ -315,8 +315,9 @@ static bool depends_on_block(const IrKernel *k, const Plan *P, const IrExpr *n, 
  * slower than one block per tile, where the hardware's block scheduler
  * balances). Where only x sets the length (causal: query block x reads
  * x + 1 key blocks), the loop walks pairs of tiles whose x are x and
- * gx - 1 - x, of equal total length (Plan.paired, role_begin); any other dependence keeps the kernel as it is (a
- * dynamic tile scheduler would take those; not built). */
+ * gx - 1 - x, of equal total length (Plan.paired, role_begin); any other
+ * dependence keeps the kernel as it is (a dynamic tile scheduler would take
+ * those; not built). */
 static bool plan_lengths(const IrKernel *k, Plan *P) {
   const IrExpr *n = P->consumer_loop->u.for_.extent;
   for (int d = 1; d < k->ngrid; d++)
@@ -609,12 +610,11 @@ static IrExpr *let_ref(IrModule *m, IrStmt *seq, const char *name, IrExpr *value
  * cluster: tile is a slot of the pair grid (x, ceil(y / 2), z): slot / 2
  * picks the pair as above, slot % 2 (the block's rank in its cluster, the
  * loop stepping by an even gridDim.x) its y within the pair. */
-static void tile_indices(IrModule *m, const IrKernel *k, IrExpr *gx, IrVar *tile, bool cluster, IrStmt *seq,
+static void tile_indices(IrModule *m, const IrKernel *k, IrVar *tile, bool cluster, IrStmt *seq,
                          IrVar *out[IR_MAX_GRID]) {
   SrcLoc loc = k->loc;
   IrExpr *g[IR_MAX_GRID];
   for (int d = 0; d < IR_MAX_GRID; d++) g[d] = d < k->ngrid && k->grid[d] ? k->grid[d] : ir_int(m, 1, loc);
-  g[0] = gx;
   IrExpr *t = ir_var_ref(m, tile, loc);
   IrExpr *rank = NULL;
   int64_t panel_size = k->raster_panel;
@@ -701,7 +701,7 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const Plan *P, 
   IrExpr *steps = paired ? ir_call(m, IR_INTRINSIC_CEILDIV, CLONE(tiles), ir_int(m, 2, loc), loc) : tiles;
   ir_seq_push(m, r->seq, ir_for_new(m, IR_FOR_PERSISTENT, tile, ir_simplify(m, steps), r->tile_body, loc));
   if (!paired) {
-    tile_indices(m, k, CLONE(k->grid[0]), tile, P->cluster, r->tile_body, r->blocks);
+    tile_indices(m, k, tile, P->cluster, r->tile_body, r->blocks);
     r->body = r->tile_body;
   } else {
     /* for half in serial(t == T - 1 - t ? 1 : 2):
@@ -717,7 +717,7 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const Plan *P, 
     IrExpr *first = BIN(EQ, ir_var_ref(m, half, loc), ir_int(m, 0, loc));
     IrVar *this_tile = ir_var_new(m, "tile", IR_VAR_LET, DTYPE_I64, loc);
     ir_seq_push(m, r->body, pass_let(m, this_tile, ir_simplify(m, ir_select(m, BIN(EQ, first, t_longer), CLONE(t), mirror, loc)), loc));
-    tile_indices(m, k, CLONE(k->grid[0]), this_tile, false, r->body, r->blocks);
+    tile_indices(m, k, this_tile, false, r->body, r->blocks);
   }
   r->base = ir_var_new(m, "pipe_base", IR_VAR_LET, DTYPE_I64, loc);
   r->iter = count_tiles ? ir_var_new(m, "tile_iter", IR_VAR_LET, DTYPE_I64, loc) : NULL;

@@ -96,29 +96,30 @@ int64_t ir_buffer_bytes_aligned(const IrBuffer *b) {
   return (bytes + align - 1) / align * align;
 }
 
-static int64_t sat_add64(int64_t a, int64_t b) { return b > INT32_MAX - a ? INT32_MAX : a + b; }
+/* a + b, capped at INT32_MAX (TilecKernelInfo.shared_bytes is an int). */
+static int64_t add_capped_int32(int64_t a, int64_t b) { return b > INT32_MAX - a ? INT32_MAX : a + b; }
 
 int64_t ir_shared_bytes(const IrStmt *s, IrSharedPart part) {
   if (!s) return 0;
   int64_t total = 0;
   switch (s->kind) {
   case IR_STMT_SEQ:
-    for (int i = 0; i < s->u.seq.n; i++) total = sat_add64(total, ir_shared_bytes(s->u.seq.items[i], part));
+    for (int i = 0; i < s->u.seq.n; i++) total = add_capped_int32(total, ir_shared_bytes(s->u.seq.items[i], part));
     break;
   case IR_STMT_ALLOC: {
     const IrBuffer *b = s->u.alloc;
     const bool wanted = part == IR_SHARED_ALL || (part == IR_SHARED_MBARRIERS) == b->is_mbarrier;
-    if (b->scope == IR_SCOPE_SHARED && wanted) total = sat_add64(0, ir_buffer_bytes_aligned(b));
+    if (b->scope == IR_SCOPE_SHARED && wanted) total = add_capped_int32(0, ir_buffer_bytes_aligned(b));
     break;
   }
   case IR_STMT_FOR:
     total = ir_shared_bytes(s->u.for_.body, part);
     break;
   case IR_STMT_IF:
-    total = sat_add64(ir_shared_bytes(s->u.if_.then_, part), ir_shared_bytes(s->u.if_.else_, part));
+    total = add_capped_int32(ir_shared_bytes(s->u.if_.then_, part), ir_shared_bytes(s->u.if_.else_, part));
     break;
   case IR_STMT_WARP_ROLES:
-    total = sat_add64(ir_shared_bytes(s->u.roles.producer, part), ir_shared_bytes(s->u.roles.consumer, part));
+    total = add_capped_int32(ir_shared_bytes(s->u.roles.producer, part), ir_shared_bytes(s->u.roles.consumer, part));
     break;
   default:
     break;

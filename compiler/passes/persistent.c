@@ -491,24 +491,22 @@ static void note_map_use(IrStmt *s, void *ctx) {
 
 /* The epilogue's staged TMA store `copy F -> S; copy.tma S -> G` (stage-stores,
  * S reusing a TMA destination) as one statement that sends the tile out in
- * rounds of w columns through two slots of S (`copy.tma F -> G via(S)`, S
- * now [2, rows, w]), w the widest of 128/64/32-byte rows for which the
- * kernel's shared memory (`others` bytes besides S) fits. S shrinks from the
- * whole tile (64 KB for gemm.tile's 128 x 256 bf16 C) to two panels (16 KB
- * at w = 32), which is what lets a 4-stage GEMM ring stay persistent:
- * 4 x 48 KB + 4 KB of mbarriers + 16 KB = 212 KB, where the whole tile
- * would need 260 KB. Why rounds rather than the alternatives: packing the
- * mbarriers (1 KB apart in wgmma kernels) would need the frame to lay out
- * buffers of mixed alignment, and stores straight from registers would
- * write 4-byte pieces of 512-byte rows where TMA writes whole boxes and
- * clips the tile's edges itself. Two slots let the threads write one panel
- * while TMA reads the other, with one barrier per round (cuda/tma.c's
- * emit_staged_store orders the slots' reuse: the issuing thread waits for
- * its earlier stores to have read their slot before that barrier). The
- * fragment's columns must split into rounds by column slot: an f32 MMA_C
- * accumulator whose warps split only the rows (every wgmma accumulator),
- * stored into a 16-bit tile. Returns false (nothing changed) where any of
- * that does not hold. */
+ * rounds of w columns through n slots of S (`copy.tma F -> G via(S)`, S
+ * now [n, rows, w]): as many of the tile's columns as fit in the kernel's
+ * shared memory (`others` bytes besides S) go into slots, the wider rounds
+ * (128/64/32-byte rows) on ties. gemm.tile's 128 x 256 bf16 C is 64 KB:
+ * beside a 4-stage ring (192 KB) two 64-column slots fit (32 KB), beside 3
+ * stages the whole tile in four. The slots let the threads write one panel
+ * while TMA reads others, and thread 0 waits for a slot's earlier store
+ * only where a round is about to rewrite it; a tile that fits its slots
+ * never waits within the tile, its writes drain under the next tile's main
+ * loop (cuda/tma.c's emit_staged_store). Why rounds rather than the
+ * alternatives: stores straight from registers would write 4-byte pieces
+ * of 512-byte rows where TMA writes whole boxes and clips the tile's edges
+ * itself. The fragment's columns must split into rounds by column slot: an
+ * f32 MMA_C accumulator whose warps split only the rows (every wgmma
+ * accumulator), stored into a 16-bit tile. Returns false (nothing changed)
+ * where any of that does not hold. */
 static bool stage_in_rounds(IrModule *m, IrKernel *k, const Plan *P, int64_t others) {
   IrStmt *post = P->post;
   for (int i = 0; i + 1 < post->u.seq.n; i++) {
@@ -528,13 +526,22 @@ static bool stage_in_rounds(IrModule *m, IrKernel *k, const Plan *P, int64_t oth
       return false;
     /* Slots start 1 KB aligned, as TMA's swizzle wants (every offset is, in a wgmma kernel). */
     const int64_t align = 1024;
-    for (int64_t w = 64; w >= 16; w /= 2) {
-      const int64_t slots_bytes = (2 * rows * w * 2 + align - 1) / align * align;
-      if (cols % w != 0 || others + slots_bytes > SMEM_LIMIT_SM90) continue;
+    int64_t w = 0, nslots = 0;
+    for (int64_t width = 64; width >= 16; width /= 2) {
+      if (cols % width != 0) continue;
+      const int64_t nrounds = cols / width;
+      /* Two slots at least, so that a round's writes overlap the last store's read. */
+      for (int64_t n = nrounds; n >= (nrounds == 1 ? 1 : 2); n--) {
+        if (others + (n * rows * width * 2 + align - 1) / align * align > SMEM_LIMIT_SM90) continue;
+        if (n * width > nslots * w) w = width, nslots = n;
+        break;
+      }
+    }
+    if (w) {
       /* The box of one round: G's rows, w columns (TMA clips it at the edges). */
       IrRegion gw = *G;
       gw.extent[G->rank - 1] = ir_int(m, w, store->loc);
-      IrExpr *shape[3] = {ir_int(m, 2, S->loc), ir_int(m, rows, S->loc), ir_int(m, w, S->loc)};
+      IrExpr *shape[3] = {ir_int(m, nslots, S->loc), ir_int(m, rows, S->loc), ir_int(m, w, S->loc)};
       IrBuffer slot = *S;
       slot.rank = 3;
       for (int d = 0; d < 3; d++) slot.shape[d] = shape[d];

@@ -287,8 +287,13 @@ TC_DEVICE void tc_tma_store(unsigned smem_src, const tc_tensor_map *map, const i
 /* Closes this thread's TMA stores issued so far into one bulk group. */
 TC_DEVICE void tc_tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 
-/* Waits until every bulk group of this thread has READ its shared tile. */
-TC_DEVICE void tc_tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+/* Waits until all but the PENDING most recent bulk groups of this thread
+ * have READ their shared tiles (PENDING 0: every group). */
+template <int PENDING = 0>
+TC_DEVICE void tc_tma_store_wait_read() {
+  static_assert(PENDING >= 0 && PENDING <= 63, "wait_group takes 0..63");
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
+}
 
 #endif /* __CUDA_ARCH__ >= 900 */
 #endif /* TILEC_TMA_CUH */

@@ -12,7 +12,7 @@
  * panel, a bulk group, and a wait until the tile has been READ, so the
  * tile may be reused and the block may exit while the bytes go out.
  * A fragment's store in rounds (IrStmt copy.via, pass persistent) writes
- * one panel at a time into two slots and stores each (emit_staged_store).
+ * one panel at a time into its slots and stores each (emit_staged_store).
  * In a 2-block cluster (pass persistent) a multicast ring's tile is loaded
  * half by each block into both, and its empty barriers are released in
  * both blocks (tc_mbar_arrive_pair). */
@@ -95,19 +95,35 @@ static void emit_boxes(Cuda *C, const IrStmt *s, const IrRegion *g, const IrRegi
 }
 
 /* A fragment's TMA store in rounds (`copy.tma F -> G map(i) via(S)`, pass
- * persistent): S is [2, rows, w], round p writes F's columns
- * [p w, (p + 1) w) into slot p % 2 as 32-bit pairs (copy.c's pair store,
- * restricted to the column slots of that panel: an MMA_C fragment whose
- * warps split only the rows holds column c in slot (c / 8) * 2 + c % 2),
- * fences them for the async proxy, and after a barrier among the writers
- * thread 0 stores the panel (one box, tensor map i) and commits it. The
- * slots' reuse: round p + 1 rewrites the slot that round p - 1's store
- * reads, and the only barrier between them is round p's, so thread 0 waits
- * for its earlier stores to have READ their slots (wait_group.read 0: only
- * round p - 1's can still be reading) just before that barrier, after its
- * own writes of round p. The next tile's first rounds are covered the same
- * way; the consumers' role ends with one more wait (the block must not exit
+ * persistent): S is [slots, rows, w], round p writes F's columns
+ * [p w, (p + 1) w) into slot p % slots as 32-bit pairs (copy.c's pair
+ * store, restricted to the column slots of that panel: an MMA_C fragment
+ * whose warps split only the rows holds column c in slot (c / 8) * 2 + c %
+ * 2), fences them for the async proxy, and after a barrier among the
+ * writers thread 0 stores the panel (one box, tensor map i) and commits it.
+ * Only the issuing thread can wait for its stores to have READ their slots,
+ * and the others learn it at a barrier, so a slot's reuse is waited for as
+ * late as a barrier allows:
+ * - within the tile, round p + 1 rewrites the slot of round p + 1 - slots,
+ *   and round p's barrier is the last before it: thread 0 waits there until
+ *   at most slots - 2 newer stores are unread (none when the tile fits in
+ *   the slots);
+ * - the first rounds of the next tile rewrite this tile's slots: the store
+ *   opens with thread 0 waiting for every earlier store and a barrier. Those
+ *   stores were issued a main loop ago, so the wait is normally free, and
+ *   the last rounds' global writes drain under the next tile's main loop
+ *   instead of holding the tensor cores (when all blocks end their tiles
+ *   together they write at once: on an H100 each exposed wait cost about a
+ *   microsecond per tile, bench/results/2026-11-24-nvidia-h100-session9-notes.md).
+ * The consumers' role ends with one more wait (the block must not exit
  * while TMA still reads its shared memory). */
+/* The barrier among the threads that write the staging slots. */
+static void writers_barrier(Cuda *C, int depth) {
+  cuda_indent(C, depth);
+  if (C->consumers_only) sb_printf(C->out, "tc_consumer_sync<%d>();\n", C->threads);
+  else sb_puts(C->out, "__syncthreads();\n");
+}
+
 static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   const IrRegion *frag = &s->u.copy.src, *g = &s->u.copy.dst;
   const IrBuffer *via = s->u.copy.via;
@@ -117,8 +133,8 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   const int64_t cols = cuda_const(g->extent[g->buf->rank - 1]);
   const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
   if (frag->buf->dtype != DTYPE_F32 || !cuda_is_16bit(via->dtype) || l->kind != IR_LAYOUT_FRAGMENT ||
-      l->frag != IR_FRAG_MMA_C || l->warps_n != 1 || slots != 2 || w % 8 != 0 || cols % w != 0 ||
-      (int64_t)l->cols_local * 4 != cols || l->rows != rows || map->box[g->buf->rank - 1] != w) {
+      l->frag != IR_FRAG_MMA_C || l->warps_n != 1 || w % 8 != 0 || cols % w != 0 || slots < (cols / w > 1 ? 2 : 1) ||
+      slots > cols / w || (int64_t)l->cols_local * 4 != cols || l->rows != rows || map->box[g->buf->rank - 1] != w) {
     cuda_fail(C, s->loc, "TMA store of fragment '%s' in rounds through '%s': unsupported layout", frag->buf->name,
               via->name);
     return;
@@ -129,11 +145,15 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   const char *src = frag->buf->name;
   const int64_t per_round = w / 4; /* column slots of a thread per panel */
   cuda_indent(C, depth);
-  sb_printf(o, "{  // copy.tma %s -> %s (store) in %lld rounds of %lld columns through %s's 2 slots\n", src,
-            g->buf->name, (long long)(cols / w), (long long)w, via->name);
+  const int64_t nrounds = cols / w;
+  sb_printf(o, "{  // copy.tma %s -> %s (store) in %lld rounds of %lld columns through %s's %lld slots\n", src,
+            g->buf->name, (long long)nrounds, (long long)w, via->name, (long long)slots);
   cuda_indent(C, depth + 1);
   sb_puts(o, "const int tc_lane = (int)((unsigned)tc_tid % 32u);  // known non-negative: the swizzle folds\n");
-  for (int64_t p = 0; p < cols / w; p++) {
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "if (tc_tid == 0) tc_tma_store_wait_read();  // the last tile's stores have read the slots\n");
+  writers_barrier(C, depth + 1);
+  for (int64_t p = 0; p < nrounds; p++) {
     IrExpr *idx[3] = {ir_int(m, p % slots, s->loc), ir_var_ref(m, &rv, s->loc), ir_var_ref(m, &cv, s->loc)};
     char round[96];
     snprintf(round, sizeof round, "round %lld: columns %lld..%lld -> slot %lld", (long long)p, (long long)(p * w),
@@ -142,11 +162,12 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
                         (long long)(p * w), round, s->loc, depth + 1);
     cuda_indent(C, depth + 1);
     sb_printf(o, "tc_fence_proxy_async();\n");
-    cuda_indent(C, depth + 1);
-    sb_printf(o, "if (tc_tid == 0) tc_tma_store_wait_read();  // the other slot has been read\n");
-    cuda_indent(C, depth + 1);
-    if (C->consumers_only) sb_printf(o, "tc_consumer_sync<%d>();\n", C->threads);
-    else sb_puts(o, "__syncthreads();\n");
+    if (p + 1 < nrounds && p + 1 >= slots) {
+      cuda_indent(C, depth + 1);
+      sb_printf(o, "if (tc_tid == 0) tc_tma_store_wait_read<%lld>();  // round %lld's slot has been read\n",
+                (long long)(slots - 2), (long long)(p + 1 - slots));
+    }
+    writers_barrier(C, depth + 1);
     cuda_indent(C, depth + 1);
     sb_printf(o, "if (tc_tid == 0) {\n");
     cuda_indent(C, depth + 2);

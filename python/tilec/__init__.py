@@ -375,10 +375,20 @@ class Module:
 
 # ---- launches ----
 
+# CU_STREAM_LEGACY: the legacy default stream as an explicit CUstream, which
+# tilert_launch treats like any caller's stream (asynchronous).
+CU_STREAM_LEGACY = 1
+
+
 def _stream_handle(stream):
-    """A launch stream as an integer CUstream: None/0 is the default stream;
-    an int is taken as the raw handle; objects with .cuda_stream (PyTorch)
-    or .ptr (CuPy) give theirs."""
+    """A launch stream as an integer CUstream: None/0 is the default stream
+    (the launch waits for the kernel); an int is taken as the raw handle;
+    objects with .cuda_stream (PyTorch) or .ptr (CuPy) give theirs. A stream
+    OBJECT for the default stream (torch.cuda.current_stream() when nothing
+    set another, handle 0) becomes CU_STREAM_LEGACY: the same stream, and
+    asynchronous like any stream object (as the docstring of Kernel says),
+    instead of a launch that silently waits and leaves the GPU idle between
+    kernels."""
     if stream is None:
         return 0
     if isinstance(stream, numbers.Integral):
@@ -386,7 +396,7 @@ def _stream_handle(stream):
     for attr in ("cuda_stream", "ptr", "handle"):
         v = getattr(stream, attr, None)
         if isinstance(v, numbers.Integral):
-            return int(v)
+            return int(v) or CU_STREAM_LEGACY
     raise TypeError("tilec: stream must be None, an int (CUstream) or a stream object with "
                     ".cuda_stream / .ptr, not %r" % (stream,))
 
@@ -409,7 +419,7 @@ def _same_torch_stream(obj, dev, dl_stream, seen):
     idx = int(dev[1])
     if idx not in seen:
         seen[idx] = torch.cuda.current_stream(idx).cuda_stream
-    return seen[idx] == dl_stream
+    return seen[idx] == dl_stream or (seen[idx] == 0 and dl_stream == CU_STREAM_LEGACY)
 
 
 def _tensor_arg(info, i, obj, dl_stream, seen=None):

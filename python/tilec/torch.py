@@ -106,10 +106,6 @@ def _device_type(device):
     return device.type
 
 
-# CU_STREAM_LEGACY: the legacy default stream as an explicit CUstream.
-_CU_STREAM_LEGACY = 1
-
-
 def _stream_for(device_type):
     """The CUstream to launch on: torch's current stream. When that is the
     default stream (handle 0), CU_STREAM_LEGACY names the same stream: a NULL
@@ -117,7 +113,7 @@ def _stream_for(device_type):
     contract), and torch ops never wait."""
     if device_type != "cuda":
         return None
-    return torch.cuda.current_stream().cuda_stream or _CU_STREAM_LEGACY
+    return torch.cuda.current_stream().cuda_stream or tilec.CU_STREAM_LEGACY
 
 
 def _source_key(source):

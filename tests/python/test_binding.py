@@ -156,4 +156,24 @@ def test_close_and_lifetimes():
     assert math.isfinite(c[0])
 
 
+def test_stream_handles():
+    """None and the int 0 mean the default stream, waited for; a stream
+    object passes its handle, and one whose handle is 0 (torch's default
+    stream) passes CU_STREAM_LEGACY: the same stream, asynchronous, as the
+    Kernel docstring promises for stream objects."""
+    class FakeStream:
+        def __init__(self, handle):
+            self.cuda_stream = handle
+    sh = tilec._stream_handle
+    assert sh(None) == 0 and sh(0) == 0 and sh(12345) == 12345
+    assert sh(FakeStream(777)) == 777
+    assert sh(FakeStream(0)) == tilec.CU_STREAM_LEGACY == 1
+    try:
+        sh("stream")
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("a string was taken as a stream")
+
+
 harness.main(globals())

@@ -35,15 +35,23 @@ shapes.
 Every variant is checked before it is timed: fresh random inputs, the
 output poisoned with NaN, the result compared to a float32 torch product
 (max|out - ref| / max|ref| <= 4 ulps of the output dtype); a wrong result is
-reported, not timed. Times: bench_attention.Timer (CUDA events, L2 flushed,
-median of >= 20 runs). TFLOP/s = 2 M N K / t.
+reported, not timed. Times (--timing): "flush" (default),
+bench_attention.Timer: CUDA events around each run, L2 flushed before it,
+median of >= 20 runs -- every run starts cold and the GPU idles between
+runs; "sustained": back-to-back runs for --sustained-ms after as long a
+warm-up, total time / runs -- the steady state of a training loop, where
+an H100 sits at its power limit and lowers its clock (a kernel's standing
+against cuBLAS differs between the two: bench/results/
+2026-11-24-nvidia-h100-session9-notes.md). TFLOP/s = 2 M N K / t.
 
-The tilec rows run in a child process (--worker): a crash, a hang (per-row
+The rows run in child processes (--worker): a crash, a hang (per-row
 timeout) or a sticky CUDA error there fails that row only, and a fresh worker
-takes the next rows. torch runs in this process after the workers; a failing
-peer row is reported and skipped. Tables are printed last and written with
-the GPU's name in the file names: <out-dir>/<date>-<gpu>-gemm.md, .json,
-and .png (when matplotlib is there).
+takes the next rows. Each row's peer (torch) is timed in the same worker
+right after tilec's variants, on the same GPU state; with --rounds N the
+worker times the row's tilec variants and its peer N times in turn and
+reports the medians. A failing peer is reported and skipped. Tables are
+printed last and written with the GPU's name in the file names:
+<out-dir>/<date>-<gpu>-gemm.md, .json, and .png (when matplotlib is there).
 """
 
 import argparse
@@ -114,11 +122,60 @@ def split_candidates(tilec, m, n, k, sms, smem):
     return out
 
 
+class SustainedTimer:
+    """Mean time of fn() in ms over back-to-back runs (no flush, no gaps)
+    for rep_ms, after warmup_ms of the same: the steady state of a loop of
+    launches, clocks and power included."""
+
+    def __init__(self, torch, min_runs=20, rep_ms=1000.0, warmup_ms=1000.0):
+        self.torch, self.min_runs, self.rep_ms, self.warmup_ms = torch, min_runs, rep_ms, warmup_ms
+
+    def __call__(self, fn):
+        torch = self.torch
+        fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        runs = 0
+        while time.perf_counter() - t0 < self.warmup_ms / 1e3 or runs < 3:
+            fn()
+            runs += 1
+            if runs % 8 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        est = max((time.perf_counter() - t0) * 1e3 / runs, 1e-3)
+        n = max(self.min_runs, int(self.rep_ms / est))
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) / n, n
+
+
+def median_of_rounds(entries, m, n, k):
+    """One variant's (or the peer's) result over a row's rounds: the median
+    ms (TFLOP/s recomputed) with every round's ms in "rounds"; the first
+    failure as it is, if any round failed."""
+    bad = [e for e in entries if not e or "ms" not in e]
+    if bad:
+        return bad[0] or {"error": "missing in a round"}
+    out = dict(entries[0])
+    mss = sorted(e["ms"] for e in entries)
+    out["ms"] = mss[len(mss) // 2]
+    out["rounds"] = [e["ms"] for e in entries]
+    out["tflops"] = tflops(m, n, k, out["ms"])
+    return out
+
+
 def worker_main(spec_path):
     w = worker_start(spec_path, ba.Timer, ba.short)
     if w is None:
         return 0
     torch, tilec, ctx, timer, stream = w.torch, w.tilec, w.ctx, w.timer, w.stream
+    if w.spec.get("timing") == "sustained":
+        timer = SustainedTimer(torch, rep_ms=w.spec["sustained_ms"], warmup_ms=w.spec["sustained_ms"])
+    rounds = max(1, int(w.spec.get("rounds", 1)))
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
     smem = 227 * 1024 if props.major >= 9 else 163 * 1024 if (props.major, props.minor) == (8, 0) else 99 * 1024
@@ -130,10 +187,23 @@ def worker_main(spec_path):
             gemms[key] = tilec.splitk.Gemm(ctx, dt, splitk_defines=tilec.splitk.SPLITK_TILES.get(label, {}))
         return gemms[key]
 
-    def run_row(row):
+    def one_round(row):
         if row["kind"] == "fp8":
-            return tilec_fp8(torch, tilec, ctx, timer, row, stream)
-        return tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem)
+            res = tilec_fp8(torch, tilec, ctx, timer, row, stream)
+        else:
+            res = tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem)
+        res["torch"] = torch_row(torch, timer, row)
+        return res
+
+    def run_row(row):
+        results = [one_round(row) for _ in range(rounds)]
+        res, (m, n, k) = results[0], (row["m"], row["n"], row["k"])
+        res["variants"] = {l: median_of_rounds([r["variants"].get(l) for r in results], m, n, k)
+                           for l in res["variants"]}
+        res["torch"] = median_of_rounds([r["torch"] for r in results], m, n, k)
+        ok = {l: v for l, v in res["variants"].items() if "ms" in v}
+        res["best"] = min(ok, key=lambda l: ok[l]["ms"]) if ok else None
+        return res
 
     return worker_loop(w, run_row, ba.short, empty_cache=True)
 
@@ -248,7 +318,8 @@ def run_tilec_rows(rows, args):
     """{row id: result}, each row in a worker process; a crash or a timeout
     fails that row and a fresh worker resumes after it."""
     return run_worker_rows(rows, [sys.executable, os.path.abspath(__file__), "--worker"],
-                           {"seed": args.seed, "min_runs": args.min_runs, "rep_ms": args.rep_ms},
+                           {"seed": args.seed, "min_runs": args.min_runs, "rep_ms": args.rep_ms,
+                            "timing": args.timing, "sustained_ms": args.sustained_ms, "rounds": args.rounds},
                            args.row_timeout, log, summary, "bench-gemm-cache-",
                            "tilec worker died (exit %s): %s")
 
@@ -259,6 +330,8 @@ def summary(r):
     parts = []
     for label, v in r.get("variants", {}).items():
         parts.append("%s %s" % (label, "%.1f TF/s" % v["tflops"] if "tflops" in v else "ERROR " + v["error"][:80]))
+    peer = r.get("torch") or {}
+    parts.append("torch %s" % ("%.1f TF/s" % peer["tflops"] if "tflops" in peer else "ERROR"))
     return "; ".join(parts) + " | best %s, plan %s" % (r.get("best"), r.get("plan"))
 
 
@@ -406,6 +479,11 @@ def main():
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--row-timeout", type=int, default=300, help="seconds per tilec row")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timing", choices=("flush", "sustained"), default="flush",
+                    help="flush: median of cold runs (L2 flushed); sustained: back-to-back runs at steady state")
+    ap.add_argument("--sustained-ms", type=float, default=1000.0,
+                    help="--timing sustained: warm-up and measured time per entry (ms)")
+    ap.add_argument("--rounds", type=int, default=1, help="time each row's tilec variants and peer N times in turn")
     args = ap.parse_args()
     if args.worker:
         return worker_main(args.worker)
@@ -427,15 +505,11 @@ def main():
     tres = run_tilec_rows(rows, args)
     for row in rows:
         row["tilec"] = tres.get(row["id"], {"error": "no result"})
-    timer = ba.Timer(torch, min_runs=args.min_runs, rep_ms=args.rep_ms)
-    torch.manual_seed(args.seed)
-    for i, row in enumerate(rows):
-        row["torch"] = torch_row(torch, timer, row)
-        log("torch [%d/%d] %s: %s" % (i + 1, len(rows), row["id"], fmt(row["torch"]) if not row["torch"].get("error")
-                                      else row["torch"]["error"]))
+        row["torch"] = row["tilec"].pop("torch", None) or {"error": "not timed (the row's worker failed)"}
     os.makedirs(args.out_dir, exist_ok=True)
     slug = re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-")
-    base = os.path.join(args.out_dir, "%s-%s-gemm" % (datetime.date.today().isoformat(), slug))
+    base = os.path.join(args.out_dir, "%s-%s-gemm%s" % (datetime.date.today().isoformat(), slug,
+                                                         "-sustained" if args.timing == "sustained" else ""))
     lines = table(rows)
     fails = failures(rows)
     with open(base + ".md", "w") as f:

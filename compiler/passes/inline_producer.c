@@ -29,7 +29,9 @@
  * split kernel with GQA at 8k-32k keys, whose K then loaded later: H100,
  * bench/results/2026-11-24-nvidia-h100-session8-notes.md, call 6.)
  * Releases after the loop free stages no iteration refills: they go, and
- * so do the empty mbarriers.
+ * so do the empty mbarriers. The producer never waited for the tiles
+ * loaded once before the split (Q), so neither does the folded prologue:
+ * their wait moves after it (wait_after_prologue).
  * A split this pass cannot fold (a release it does not find at the loop's
  * top level or alone under an if) stays a warp-specialized kernel. */
 #include <string.h>
@@ -169,7 +171,48 @@ static void drop_releases(Fold *f, IrStmt *seq) {
   }
 }
 
-static bool inline_roles(IrModule *m, IrKernel *k, IrStmt *seq, int at) {
+/* May a wait on mbarrier `bar` move past statement s: s touches neither
+ * the barrier nor a tile it fills, and holds no barrier or gemm? */
+static bool wait_may_pass(IrStmt *s, const IrBuffer *bar) {
+  PassEffects e = pass_effects(s);
+  if (e.overflow || e.barrier || e.gemm) return false;
+  for (int i = 0; i < e.nreads + e.nwrites; i++) {
+    const IrBuffer *b = i < e.nreads ? e.reads[i] : e.writes[i - e.nreads];
+    if (b == bar || b->tma_bar == bar) return false;
+  }
+  return true;
+}
+
+/* The producer issued its first stages without waiting for anything; the
+ * consumers' wait for a tile loaded once before the split (flash
+ * attention's Q: `copy.tma Q; mbar_wait Q_full` at the top) must not hold
+ * those loads back now that the consumers issue them. The nearest
+ * mbar_wait before the split in the kernel's top-level sequence (body[j],
+ * or outer[r] inside the top-level SEQ body[j]) moves to just before the
+ * loop (folded[nprologue]) when nothing it passes needs its tile. Saves a
+ * memory round trip per block (Q's) before the first K and V loads. */
+static void wait_after_prologue(IrModule *m, IrKernel *k, int j, IrStmt *outer, int r, IrStmt *folded,
+                                int nprologue) {
+  IrStmt *body = k->body;
+  int w = j - 1;
+  while (w >= 0 && body->u.seq.items[w]->kind != IR_STMT_MBAR_WAIT) w--;
+  if (w < 0) return;
+  IrStmt *wait = body->u.seq.items[w];
+  const IrBuffer *bar = wait->u.mbar_wait.bar;
+  for (int i = w + 1; i < j; i++)
+    if (!wait_may_pass(body->u.seq.items[i], bar)) return;
+  for (int i = 0; outer && i < r; i++)
+    if (!wait_may_pass(outer->u.seq.items[i], bar)) return;
+  for (int i = 0; i < nprologue; i++)
+    if (!wait_may_pass(folded->u.seq.items[i], bar)) return;
+  for (int i = w; i + 1 < body->u.seq.n; i++) body->u.seq.items[i] = body->u.seq.items[i + 1];
+  body->u.seq.n--;
+  ir_seq_insert(m, folded, nprologue, wait);
+}
+
+/* Folds the split at seq[at]; seq is the kernel's body (top == at) or the
+ * top-level SEQ body[top]. */
+static bool inline_roles(IrModule *m, IrKernel *k, IrStmt *seq, int at, int top) {
   IrStmt *roles = seq->u.seq.items[at];
   IrStmt *consumer = roles->u.roles.consumer;
   Fold f;
@@ -198,6 +241,7 @@ static bool inline_roles(IrModule *m, IrKernel *k, IrStmt *seq, int at) {
   }
   for (int i = 0; i < consumer->u.seq.n; i++) ir_seq_push(m, folded, consumer->u.seq.items[i]);
   seq->u.seq.items[at] = folded;
+  wait_after_prologue(m, k, top, seq == k->body ? NULL : seq, at, folded, f.stages);
 
   for (int r = 0; r < f.nrings; r++) {
     pass_drop_alloc(k, f.rings[r].buf->empty_bar);
@@ -214,13 +258,16 @@ bool pass_inline_producer(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int i = 0; i < m->nkernels; i++) {
     IrKernel *k = m->kernels[i];
     if (k->producer_warp != 4) continue; /* one consumer warpgroup */
-    /* At the top level or in a SEQ there, where warp-specialize put it. */
-    for (int j = 0; j < k->body->u.seq.n; j++) {
+    /* At the top level or in a SEQ there, where warp-specialize put it
+     * (one split per kernel: the scan ends at the first fold, which may
+     * move a statement of the body). */
+    bool folded = false;
+    for (int j = 0; j < k->body->u.seq.n && !folded; j++) {
       IrStmt *s = k->body->u.seq.items[j], *seq = s->kind == IR_STMT_SEQ ? s : k->body;
       const int from = s->kind == IR_STMT_SEQ ? 0 : j, to = s->kind == IR_STMT_SEQ ? s->u.seq.n : j + 1;
-      for (int r = from; r < to; r++) {
+      for (int r = from; r < to && !folded; r++) {
         IrStmt *roles = seq->u.seq.items[r];
-        if (roles->kind == IR_STMT_WARP_ROLES && roles->u.roles.inline_producer) inline_roles(m, k, seq, r);
+        if (roles->kind == IR_STMT_WARP_ROLES && roles->u.roles.inline_producer) folded = inline_roles(m, k, seq, r, j);
       }
     }
   }

@@ -1119,6 +1119,15 @@ static void test_inline_producer(void) {
     const char *v_refill = v_bar ? strstr(v_bar, "if (((k > 0LL) && ((k + 1LL) < loop_range))) {") : NULL;
     if (!v_refill) fprintf(stderr, "inline-producer: the flagship's dim 64 causal loop is not in the folded form\n");
     CHECK(v_refill != NULL);
+    /* Q's wait comes after the prologue's K and V loads (the producer never
+     * waited for Q before issuing them), right before the loop. */
+    const char *q_load = strstr(code, "// copy.tma Q -> Q_shared");
+    const char *v1_load = q_load ? strstr(q_load, "if ((1LL < loop_range)) {") : NULL;
+    const char *q_wait = v1_load ? strstr(v1_load, "tc_mbar_wait(tc_smem_addr(Q_shared_full") : NULL;
+    const char *loop = q_wait ? strstr(q_wait, "for (long long k = 0; k < loop_range; ++k)") : NULL;
+    if (!loop) fprintf(stderr, "inline-producer: Q's wait is not between the K/V prologue and the loop\n");
+    CHECK(loop != NULL);
+    CHECK(q_load && strstr(code, "tc_mbar_wait(tc_smem_addr(Q_shared_full") == q_wait);
   }
   tilec_result_destroy(r);
   TilecDefine d128[] = {{"dtype", "bf16"}, {"dim", "128"}, {"is_causal", "true"}};

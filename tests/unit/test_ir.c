@@ -1139,6 +1139,60 @@ static void test_inline_producer(void) {
   tilec_result_destroy(r);
 }
 
+/* Counts non-overlapping occurrences of needle in hay. */
+static int occurrences(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + strlen(needle), needle)) n++;
+  return n;
+}
+
+/* The persistent GEMM's epilogue store in rounds (cuda/tma.c,
+ * emit_staged_store): thread 0 waits for a slot's earlier store only where a
+ * round rewrites it, and the store opens with one wait for the last tile's
+ * stores. gemm.tile's 128 x 256 bf16 C beside 4 stages: four 64-column
+ * rounds through two slots, so rounds 1 and 2 wait (for rounds 0 and 1) and
+ * round 3 does not; beside 3 stages the whole tile fits four slots: no wait
+ * within the tile. The FP8 GEMM's 128 x 128 f16 C: two rounds, two slots,
+ * no wait within the tile. */
+static void test_epilogue_slot_waits(void) {
+  static char text[16384];
+  const char *const files[3] = {"gemm.tile", "gemm.tile", "gemm_fp8_nt.tile"};
+  TilecDefine d4[] = {{"dtype", "bf16"}}, d3[] = {{"dtype", "bf16"}, {"num_stages", "3"}};
+  const TilecDefine *defs[3] = {d4, d3, NULL};
+  const int ndefs[3] = {1, 2, 0}, slots[3] = {2, 4, 2}, in_tile_waits[3] = {2, 0, 0};
+  for (int c = 0; c < 3; c++) {
+    const size_t len = read_example(files[c], text, sizeof text);
+    if (!len) continue;
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_CUDA;
+    o.target = TILEC_TARGET_SM90A;
+    o.defines = defs[c];
+    o.ndefines = ndefs[c];
+    TilecResult *r = NULL;
+    CHECK(tilec_compile(files[c], text, len, &o, &r) == 0);
+    const char *code = tilec_result_output(r);
+    const char *store = code ? strstr(code, "columns through tc_stage_") : NULL;
+    CHECK(store != NULL);
+    if (store) {
+      /* The store's header line names its slots: "... through tc_stage_N's S slots". */
+      char want[32], line[160];
+      snprintf(want, sizeof want, "'s %d slots\n", slots[c]);
+      const char *eol = strchr(store, '\n');
+      snprintf(line, sizeof line, "%.*s", eol ? (int)(eol - store + 1) : 0, store);
+      if (!strstr(line, want)) fprintf(stderr, "%s (%d): store header '%s', want '%s'\n", files[c], c, line, want);
+      CHECK(strstr(line, want) != NULL);
+      const char *opening = strstr(store, "if (tc_tid == 0) tc_tma_store_wait_read();  // the last tile's stores");
+      CHECK(opening != NULL);
+      const int waits = occurrences(store, "tc_tma_store_wait_read<0>();");
+      if (waits != in_tile_waits[c])
+        fprintf(stderr, "%s (%d): %d waits within the tile, want %d\n", files[c], c, waits, in_tile_waits[c]);
+      CHECK(waits == in_tile_waits[c]);
+    }
+    tilec_result_destroy(r);
+  }
+}
+
 /* examples/gemm.tile's shape choices: on sm_90a two conditions (M <= 64 ||
  * N <= 64; M <= 128) and four classes, each a valid tile whichever way the
  * other condition goes (tilec.splitk.gemm_tile_for mirrors the rule); none
@@ -1938,6 +1992,7 @@ int main(void) {
   test_inline_producer();
   test_tma_only_info();
   test_gemm_shape_classes();
+  test_epilogue_slot_waits();
   test_defer_wgmma_waits();
   test_share_barriers();
   test_fills_in_two_places();

@@ -579,8 +579,9 @@ static bool stage_in_rounds(IrModule *m, IrKernel *k, const Plan *P, int64_t oth
  * panels (stage_in_rounds); false when the kernel's shared memory would
  * pass the limit either way. */
 static bool unalias_staging(IrModule *m, IrKernel *k, const Plan *P) {
-  /* The per-tile buffers' empty barriers come on top (8 bytes, aligned). */
-  int64_t bytes = (int64_t)P->nper_tile * (k->wgmma ? 1024 : 128), staging = 0;
+  /* The per-tile buffers' empty barriers come on top: one 8-byte mbarrier
+   * each in the barrier area (pass_add_mbarriers, ir_shared_bytes). */
+  int64_t bytes = (int64_t)P->nper_tile * 8, staging = 0;
   int nstaged = 0;
   for (int i = 0; i < P->allocs->u.seq.n; i++) {
     IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;

@@ -94,6 +94,13 @@ static void emit_boxes(Cuda *C, const IrStmt *s, const IrRegion *g, const IrRegi
   }
 }
 
+/* The barrier among the threads that write the staging slots. */
+static void writers_barrier(Cuda *C, int depth) {
+  cuda_indent(C, depth);
+  if (C->consumers_only) sb_printf(C->out, "tc_consumer_sync<%d>();\n", C->threads);
+  else sb_puts(C->out, "__syncthreads();\n");
+}
+
 /* A fragment's TMA store in rounds (`copy.tma F -> G map(i) via(S)`, pass
  * persistent): S is [slots, rows, w], round p writes F's columns
  * [p w, (p + 1) w) into slot p % slots as 32-bit pairs (copy.c's pair
@@ -117,13 +124,6 @@ static void emit_boxes(Cuda *C, const IrStmt *s, const IrRegion *g, const IrRegi
  *   microsecond per tile, bench/results/2026-11-24-nvidia-h100-session9-notes.md).
  * The consumers' role ends with one more wait (the block must not exit
  * while TMA still reads its shared memory). */
-/* The barrier among the threads that write the staging slots. */
-static void writers_barrier(Cuda *C, int depth) {
-  cuda_indent(C, depth);
-  if (C->consumers_only) sb_printf(C->out, "tc_consumer_sync<%d>();\n", C->threads);
-  else sb_puts(C->out, "__syncthreads();\n");
-}
-
 static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   const IrRegion *frag = &s->u.copy.src, *g = &s->u.copy.dst;
   const IrBuffer *via = s->u.copy.via;
@@ -131,10 +131,13 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
   const int64_t slots = cuda_const(via->shape[0]), rows = cuda_const(via->shape[1]), w = cuda_const(via->shape[2]);
   const int64_t cols = cuda_const(g->extent[g->buf->rank - 1]);
+  const int64_t nrounds = w > 0 ? cols / w : 0;
   const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
+  /* Two slots at least unless the tile is one round; no more than rounds. */
   if (frag->buf->dtype != DTYPE_F32 || !cuda_is_16bit(via->dtype) || l->kind != IR_LAYOUT_FRAGMENT ||
-      l->frag != IR_FRAG_MMA_C || l->warps_n != 1 || w % 8 != 0 || cols % w != 0 || slots < (cols / w > 1 ? 2 : 1) ||
-      slots > cols / w || (int64_t)l->cols_local * 4 != cols || l->rows != rows || map->box[g->buf->rank - 1] != w) {
+      l->frag != IR_FRAG_MMA_C || l->warps_n != 1 || w <= 0 || w % 8 != 0 || cols % w != 0 || slots > nrounds ||
+      slots < (nrounds > 1 ? 2 : 1) || (int64_t)l->cols_local * 4 != cols || l->rows != rows ||
+      map->box[g->buf->rank - 1] != w) {
     cuda_fail(C, s->loc, "TMA store of fragment '%s' in rounds through '%s': unsupported layout", frag->buf->name,
               via->name);
     return;
@@ -145,7 +148,6 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   const char *src = frag->buf->name;
   const int64_t per_round = w / 4; /* column slots of a thread per panel */
   cuda_indent(C, depth);
-  const int64_t nrounds = cols / w;
   sb_printf(o, "{  // copy.tma %s -> %s (store) in %lld rounds of %lld columns through %s's %lld slots\n", src,
             g->buf->name, (long long)nrounds, (long long)w, via->name, (long long)slots);
   cuda_indent(C, depth + 1);
@@ -155,7 +157,7 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   writers_barrier(C, depth + 1);
   for (int64_t p = 0; p < nrounds; p++) {
     IrExpr *idx[3] = {ir_int(m, p % slots, s->loc), ir_var_ref(m, &rv, s->loc), ir_var_ref(m, &cv, s->loc)};
-    char round[96];
+    char round[128];
     snprintf(round, sizeof round, "round %lld: columns %lld..%lld -> slot %lld", (long long)p, (long long)(p * w),
              (long long)(p * w + w - 1), (long long)(p % slots));
     cuda_emit_pair_nest(C, frag->buf, via, idx, (int)(p * per_round), (int)((p + 1) * per_round),

@@ -169,6 +169,37 @@ class Timer:
         return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), n
 
 
+class SustainedTimer:
+    """Mean time of fn() in ms over back-to-back runs (no flush, no gaps)
+    for rep_ms, after warmup_ms of the same: the steady state of a loop of
+    launches, clocks and power included."""
+
+    def __init__(self, torch, min_runs=20, rep_ms=1000.0, warmup_ms=1000.0):
+        self.torch, self.min_runs, self.rep_ms, self.warmup_ms = torch, min_runs, rep_ms, warmup_ms
+
+    def __call__(self, fn):
+        torch = self.torch
+        fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        runs = 0
+        while time.perf_counter() - t0 < self.warmup_ms / 1e3 or runs < 3:
+            fn()
+            runs += 1
+            if runs % 8 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        est = max((time.perf_counter() - t0) * 1e3 / runs, 1e-3)
+        n = max(self.min_runs, int(self.rep_ms / est))
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) / n, n
+
+
 def short(e):
     """One line for tables and summaries: the first line of the message, and
     when that only introduces a log (NVRTC, cc), the log's first error."""

@@ -122,35 +122,10 @@ def split_candidates(tilec, m, n, k, sms, smem):
     return out
 
 
-class SustainedTimer:
-    """Mean time of fn() in ms over back-to-back runs (no flush, no gaps)
-    for rep_ms, after warmup_ms of the same: the steady state of a loop of
-    launches, clocks and power included."""
-
-    def __init__(self, torch, min_runs=20, rep_ms=1000.0, warmup_ms=1000.0):
-        self.torch, self.min_runs, self.rep_ms, self.warmup_ms = torch, min_runs, rep_ms, warmup_ms
-
-    def __call__(self, fn):
-        torch = self.torch
-        fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        runs = 0
-        while time.perf_counter() - t0 < self.warmup_ms / 1e3 or runs < 3:
-            fn()
-            runs += 1
-            if runs % 8 == 0:
-                torch.cuda.synchronize()
-        torch.cuda.synchronize()
-        est = max((time.perf_counter() - t0) * 1e3 / runs, 1e-3)
-        n = max(self.min_runs, int(self.rep_ms / est))
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(n):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        return start.elapsed_time(end) / n, n
+def best_variant(variants):
+    """The label of the fastest variant that ran, or None."""
+    ok = {l: v for l, v in variants.items() if "ms" in v}
+    return min(ok, key=lambda l: ok[l]["ms"]) if ok else None
 
 
 def median_of_rounds(entries, m, n, k):
@@ -174,7 +149,7 @@ def worker_main(spec_path):
         return 0
     torch, tilec, ctx, timer, stream = w.torch, w.tilec, w.ctx, w.timer, w.stream
     if w.spec.get("timing") == "sustained":
-        timer = SustainedTimer(torch, rep_ms=w.spec["sustained_ms"], warmup_ms=w.spec["sustained_ms"])
+        timer = ba.SustainedTimer(torch, rep_ms=w.spec["sustained_ms"], warmup_ms=w.spec["sustained_ms"])
     rounds = max(1, int(w.spec.get("rounds", 1)))
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
@@ -201,8 +176,7 @@ def worker_main(spec_path):
         res["variants"] = {l: median_of_rounds([r["variants"].get(l) for r in results], m, n, k)
                            for l in res["variants"]}
         res["torch"] = median_of_rounds([r["torch"] for r in results], m, n, k)
-        ok = {l: v for l, v in res["variants"].items() if "ms" in v}
-        res["best"] = min(ok, key=lambda l: ok[l]["ms"]) if ok else None
+        res["best"] = best_variant(res["variants"])
         return res
 
     return worker_loop(w, run_row, ba.short, empty_cache=True)
@@ -267,8 +241,7 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
     plan = "gemm" if kind == "gemm" else "%s/%d/2k" % (kind, s)
     if plan not in variants:
         measure(plan, gemm_obj(dt, kind), s, fused=False)
-    ok = {l: v for l, v in variants.items() if "ms" in v}
-    best = min(ok, key=lambda l: ok[l]["ms"]) if ok else None
+    best = best_variant(variants)
     return {"variants": variants, "best": best, "plan": plan}
 
 
@@ -309,8 +282,7 @@ def tilec_fp8(torch, tilec, ctx, timer, row, stream):
             variants[label] = {"error": ba.short(e)}
             if "CUDA_ERROR" in str(e) or "CUDA error" in str(e):
                 raise
-    ok = {l: v for l, v in variants.items() if "ms" in v}
-    best = min(ok, key=lambda l: ok[l]["ms"]) if ok else None
+    best = best_variant(variants)
     return {"variants": variants, "best": best, "plan": "gemm_fp8_nt"}
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import queue
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -162,12 +163,12 @@ def worker_loop(w, run_row, short, detail=False, empty_cache=False):
 
 # ------------------------------------------------- the two-part scripts ---
 
-def run_parts(script, jpath, name):
+def run_parts(script, jpath, name, parts=("peers", "tilec")):
     """Runs `script --part P --json-out jpath` + this process's arguments for
-    P = peers, then tilec (a fresh process each, appending to jpath, emptied
-    first); returns {row id: [entries]}."""
+    each P of parts (default: peers, then tilec; a fresh process each,
+    appending to jpath, emptied first); returns {row id: [entries]}."""
     open(jpath, "w").close()
-    for part in ("peers", "tilec"):
+    for part in parts:
         rc = subprocess.call([sys.executable, os.path.abspath(script), "--part", part, "--json-out", jpath]
                              + sys.argv[1:])
         if rc != 0:
@@ -216,6 +217,29 @@ def json_emitter(f, part):
         f.flush()
         print("%s %s: %s" % (part, rid, res.get("error") or "%.4f ms" % res["ms"]), flush=True)
     return emit
+
+
+def rounds_collector(emit):
+    """(collect, flush) for a part that times every implementation several
+    times in turn: collect(row id, result) keeps each round's result; flush()
+    emits one entry per (row, implementation): the median time of its rounds
+    (all of them in ms_rounds), or its first error."""
+    seen = {}
+
+    def collect(rid, res):
+        seen.setdefault((rid, res.get("impl")), []).append(res)
+
+    def flush():
+        for (rid, _), rs in seen.items():
+            good = [r for r in rs if "ms" in r]
+            if len(good) < len(rs):
+                emit(rid, next(r for r in rs if "ms" not in r))
+                continue
+            res = dict(good[0])
+            res["ms_rounds"] = [r["ms"] for r in good]
+            res["ms"] = statistics.median(res["ms_rounds"])
+            emit(rid, res)
+    return collect, flush
 
 
 def gpu_name():

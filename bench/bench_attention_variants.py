@@ -46,7 +46,11 @@ L2 flushed before each run, median of >= 20 runs).
 
 tilec and the peers run in two child processes (this script with --part
 tilec / --part peers): a fault in tilec's new kernels cannot take the
-peers' numbers with it. Results: <out-dir>/<date>-<gpu>-variants.{md,json};
+peers' numbers with it. With --side-by-side one child times both, tilec's
+rows then the peers' in each of --rounds N rounds, and reports each
+implementation's median round (ms_rounds in the JSON keeps them all): the
+short decoding kernels are then compared at the same moment of the GPU's
+clock and power state rather than minutes apart. Results: <out-dir>/<date>-<gpu>-variants.{md,json};
 the tables are printed last.
 """
 
@@ -63,7 +67,7 @@ ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 from _common import (check_then_time, child_setup, error_result, gpu_name, json_emitter, result_stem,  # noqa: E402
-                     run_parts, write_report)
+                     rounds_collector, run_parts, write_report)
 BOUND = {"f16": 1e-2, "bf16": 4e-2}
 LOG2E = math.log2(math.e)
 
@@ -434,7 +438,14 @@ def child_main(args):
         rows += varlen_rows(args)
     with open(args.json_out, "a") as f:
         emit = json_emitter(f, args.part)
-        if args.part == "peers":
+        if args.part == "both":
+            emit("copy", {"impl": "copy", "ms": 0, "gbs": copy_bandwidth(torch, timer)})
+            collect, flush = rounds_collector(emit)
+            for _ in range(args.rounds):
+                part_tilec(rows, args, torch, timer, collect)
+                part_peers(rows, args, torch, timer, collect)
+            flush()
+        elif args.part == "peers":
             emit("copy", {"impl": "copy", "ms": 0, "gbs": copy_bandwidth(torch, timer)})
             part_peers(rows, args, torch, timer, emit)
         else:
@@ -450,6 +461,9 @@ def bytes_moved(r, elem=2):
 
 def report(args, rows, results, gpu):
     lines = ["# tilec attention variants on %s (%s)" % (gpu, datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")), ""]
+    if args.side_by_side:
+        lines.append("Timing: tilec and the peers side by side in one process, %d round(s) in turn, medians." % args.rounds)
+        lines.append("")
     copy = results.get("copy", [{}])[0].get("gbs")
     if copy:
         lines.append("Measured device copy: %.0f GB/s (read + write); datasheet peak used: %.0f GB/s." % (copy, args.peak_gbs))
@@ -534,7 +548,10 @@ def main():
                     help="NAME=VALUE for the tilec kernels (block sizes)")
     ap.add_argument("--out-dir", default=".")
     ap.add_argument("--quick", action="store_true", help="two sizes per mode")
-    ap.add_argument("--part", choices=("tilec", "peers"), help=argparse.SUPPRESS)
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="tilec and the peers in one process, taking turns --rounds times (medians)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of --side-by-side")
+    ap.add_argument("--part", choices=("tilec", "peers", "both"), help=argparse.SUPPRESS)
     ap.add_argument("--json-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.modes = args.modes.split(",")
@@ -543,11 +560,14 @@ def main():
     args.kv_lens = [int(x) for x in args.kv_lens.split(",")]
     if args.quick:
         args.gqa_seqs, args.kv_lens = args.gqa_seqs[:1], [8192]
+    if args.rounds < 1 or (args.rounds > 1 and not args.side_by_side):
+        ap.error("--rounds N (N >= 1) goes with --side-by-side")
     if args.part:
         return child_main(args)
 
     os.makedirs(args.out_dir, exist_ok=True)
-    results = run_parts(__file__, os.path.join(args.out_dir, "variants-raw.jsonl"), "bench_attention_variants")
+    results = run_parts(__file__, os.path.join(args.out_dir, "variants-raw.jsonl"), "bench_attention_variants",
+                        ("both",) if args.side_by_side else ("peers", "tilec"))
     rows = ((gqa_rows(args) if "gqa" in args.modes else []) + (decoding_rows(args) if "decoding" in args.modes else [])
             + (varlen_rows(args) if "varlen" in args.modes else []))
     gpu = gpu_name()

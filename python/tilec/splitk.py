@@ -163,10 +163,18 @@ def choose_kv_splits(base_blocks, kv_blocks, num_sms, blocks_per_sm=1, max_split
     minimizes it, each split keeping >= min_kv_blocks key blocks. Measured on
     an H100 (bench/results/2026-11-24-nvidia-h100-cluster-notes.md): the
     old rule (4 blocks per SM, while only 2 of these 80 KB blocks fit) put
-    batch 1 x 32 heads at 17 splits, 2.06 waves of 264 slots."""
+    batch 1 x 32 heads at 17 splits, 2.06 waves of 264 slots.
+    A grid that fills 90 % of the slots unsplit is not split (as
+    choose_splits): the model then saw 36 splits 1 % shorter for batch 8 x
+    32 heads at 128k keys, which measured 1-4 % slower with one KV head per
+    query head and 36-40 % slower with GQA (the query heads of a group stop
+    reading their K/V together; bench/results/
+    2026-11-24-nvidia-h100-session10-decoding-side-by-side.md)."""
     if min(base_blocks, kv_blocks, num_sms, blocks_per_sm) < 1:
         raise ValueError("choose_kv_splits: sizes, num_sms and blocks_per_sm must be positive")
     slots = num_sms * blocks_per_sm
+    if base_blocks * 10 >= slots * 9:
+        return 1
     best_time, best = None, 1
     for s in range(1, max_splits + 1):
         if s > 1 and kv_blocks // s < min_kv_blocks:

@@ -285,18 +285,27 @@ struct IrBuffer {
   SrcLoc loc;
 };
 
+/* The edges of a region's dimension that need a check (IrRegion.guard). */
+enum IrGuard {
+  IR_GUARD_UPPER = 1, /* the range may run past shape[d] */
+  IR_GUARD_LOWER = 2, /* ... and its start may be negative (a start read from
+                         a tensor); only with IR_GUARD_UPPER */
+};
+
 /* A rectangular piece of a buffer: the operand of COPY/FILL/GEMM.
  * Dimension d covers [start[d], start[d] + extent[d]). A dimension written as
  * a plain index (`Q[bz, ...]`) has is_index[d] set and extent 1; it is dropped
  * from the region's tile shape. guard[d] is set by guard-bounds when the
- * range may leave [0, shape[d]) at run time. */
+ * range may leave [0, shape[d]) at run time: IR_GUARD_UPPER, with
+ * IR_GUARD_LOWER added where the start is not proven non-negative. Zero
+ * means no check; a pass that drops the checks sets it to 0. */
 typedef struct IrRegion {
   IrBuffer *buf;
   int rank;
   IrExpr *start[IR_MAX_RANK];
   IrExpr *extent[IR_MAX_RANK];
   bool is_index[IR_MAX_RANK];
-  bool guard[IR_MAX_RANK];
+  uint8_t guard[IR_MAX_RANK];
   SrcLoc loc;
 } IrRegion;
 

@@ -4,9 +4,10 @@
  * at each point (kernel level: symbols, scalar params, block variables and
  * tensor params; then FOR variables, LETs and ALLOCs earlier in an enclosing
  * SEQ) and checks: no NULL slot, every VAR and buffer in scope, index counts
- * and region ranks equal to the buffer's rank, integer indices / extents /
- * shapes, bool-or-int conditions, and every expression's dtype equal to what
- * the constructors in ir.c compute (ir_binary_dtype and friends).
+ * and region ranks equal to the buffer's rank, guard flags IR_GUARD_UPPER
+ * alone or with IR_GUARD_LOWER, integer indices / extents / shapes,
+ * bool-or-int conditions, and every expression's dtype equal to what the
+ * constructors in ir.c compute (ir_binary_dtype and friends).
  *
  * The first problem is reported as an internal error naming the pass that
  * broke the invariant, at the offending node's location (or the enclosing
@@ -207,6 +208,10 @@ static void check_region(Verifier *v, const IrRegion *r, const char *what) {
   for (int d = 0; d < r->rank; d++) {
     check_int_expr(v, r->start[d], "region start");
     check_int_expr(v, r->extent[d], "region extent");
+    if (r->guard[d] && r->guard[d] != IR_GUARD_UPPER && r->guard[d] != (IR_GUARD_UPPER | IR_GUARD_LOWER)) {
+      fail(v, loc, "%s region of '%s': dimension %d has guard flags %d", what, r->buf->name, d, r->guard[d]);
+      return;
+    }
   }
 }
 

@@ -434,3 +434,43 @@ bool ir_int_range(const IrExpr *e, IrVarRangeFn range_of, void *ctx, int64_t *lo
     return false;
   }
 }
+
+bool ir_int_nonneg(const IrExpr *e, IrVarRangeFn range_of, IrVarNonnegFn nonneg_var, void *ctx) {
+  int64_t lo, hi;
+  if (ir_int_range(e, range_of, ctx, &lo, &hi) && lo >= 0) return true;
+  switch (e->kind) {
+  case IR_EXPR_INT:
+    return e->u.int_value >= 0;
+  case IR_EXPR_VAR: {
+    const IrVar *v = e->u.var;
+    if (v->kind == IR_VAR_BLOCK_INDEX || v->kind == IR_VAR_LOOP) return true;
+    if (v->kind == IR_VAR_SYMBOL) { /* a dynamic size, or a bound value */
+      int64_t c;
+      return !v->bound || (v->value && ir_expr_is_int_const(v->value, &c) && c >= 0);
+    }
+    return v->kind == IR_VAR_LET && nonneg_var && nonneg_var(v, ctx);
+  }
+  case IR_EXPR_BINARY:
+    switch (e->u.op.op) {
+    case IR_OP_ADD: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_MOD:
+      return ir_int_nonneg(e->u.op.a, range_of, nonneg_var, ctx) && ir_int_nonneg(e->u.op.b, range_of, nonneg_var, ctx);
+    default:
+      return false;
+    }
+  case IR_EXPR_CALL:
+    switch (e->u.call.fn) {
+    case IR_INTRINSIC_MIN: case IR_INTRINSIC_CEILDIV:
+      return ir_int_nonneg(e->u.call.args[0], range_of, nonneg_var, ctx) &&
+             ir_int_nonneg(e->u.call.args[1], range_of, nonneg_var, ctx);
+    case IR_INTRINSIC_MAX:
+      return ir_int_nonneg(e->u.call.args[0], range_of, nonneg_var, ctx) ||
+             ir_int_nonneg(e->u.call.args[1], range_of, nonneg_var, ctx);
+    default:
+      return false;
+    }
+  case IR_EXPR_CAST:
+    return ir_int_nonneg(e->u.cast_src, range_of, nonneg_var, ctx);
+  default:
+    return false;
+  }
+}

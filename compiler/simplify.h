@@ -21,4 +21,13 @@ bool ir_eval_int(const IrExpr *e, IrVarValueFn value_of, void *ctx, int64_t *out
 typedef bool (*IrVarRangeFn)(const IrVar *v, void *ctx, int64_t *lo, int64_t *hi);
 bool ir_int_range(const IrExpr *e, IrVarRangeFn range_of, void *ctx, int64_t *lo, int64_t *hi);
 
+/* Whether an integer expression is never negative: its range (range_of)
+ * says so, or it is built from block indices, loop variables, shape symbols
+ * (dynamic sizes; bound ones by their value), non-negative constants and
+ * the lets nonneg_var vouches for (may be NULL), with + * / % min max
+ * ceildiv and casts (max needs one such operand). Scalar parameters and
+ * values read from tensors are not known to be. */
+typedef bool (*IrVarNonnegFn)(const IrVar *v, void *ctx);
+bool ir_int_nonneg(const IrExpr *e, IrVarRangeFn range_of, IrVarNonnegFn nonneg_var, void *ctx);
+
 #endif

@@ -16,7 +16,8 @@
  * The proof, per dimension, as guard-bounds' plus two symbolic rules:
  *   lower: a value range with lo >= 0, or an expression built from block
  *          indices, loop variables, shape symbols, non-negative constants
- *          and lets of such expressions with + * / % min max ceildiv;
+ *          and lets of such expressions with + * / % min max ceildiv
+ *          (ir_int_nonneg; guard-bounds proves slice starts the same way);
  *   upper: a value range with hi < shape (constant shape), or the index is
  *          a block index whose grid extent is the dimension itself, or a
  *          loop variable whose extent is the dimension itself
@@ -54,46 +55,14 @@ static bool range_of(const IrVar *v, void *ctx, int64_t *lo, int64_t *hi) {
   return false;
 }
 
-static bool nonneg(const Facts *f, const IrExpr *e) {
-  int64_t lo, hi;
-  if (ir_int_range(e, range_of, (void *)f, &lo, &hi) && lo >= 0) return true;
-  switch (e->kind) {
-  case IR_EXPR_INT:
-    return e->u.int_value >= 0;
-  case IR_EXPR_VAR: {
-    const IrVar *v = e->u.var;
-    if (v->kind == IR_VAR_BLOCK_INDEX || v->kind == IR_VAR_LOOP) return true;
-    if (v->kind == IR_VAR_SYMBOL) { /* a dynamic size, or a bound value */
-      int64_t c;
-      return !v->bound || (v->value && ir_expr_is_int_const(v->value, &c) && c >= 0);
-    }
-    if (v->kind == IR_VAR_LET)
-      for (int i = 0; i < f->nn; i++)
-        if (f->nonneg_let[i] == v) return true;
-    return false;
-  }
-  case IR_EXPR_BINARY:
-    switch (e->u.op.op) {
-    case IR_OP_ADD: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_MOD:
-      return nonneg(f, e->u.op.a) && nonneg(f, e->u.op.b);
-    default:
-      return false;
-    }
-  case IR_EXPR_CALL:
-    switch (e->u.call.fn) {
-    case IR_INTRINSIC_MIN: case IR_INTRINSIC_CEILDIV:
-      return nonneg(f, e->u.call.args[0]) && nonneg(f, e->u.call.args[1]);
-    case IR_INTRINSIC_MAX:
-      return nonneg(f, e->u.call.args[0]) || nonneg(f, e->u.call.args[1]);
-    default:
-      return false;
-    }
-  case IR_EXPR_CAST:
-    return nonneg(f, e->u.cast_src);
-  default:
-    return false;
-  }
+static bool let_nonneg(const IrVar *v, void *ctx) {
+  const Facts *f = ctx;
+  for (int i = 0; i < f->nn; i++)
+    if (f->nonneg_let[i] == v) return true;
+  return false;
 }
+
+static bool nonneg(const Facts *f, const IrExpr *e) { return ir_int_nonneg(e, range_of, let_nonneg, (void *)f); }
 
 static bool below(const Facts *f, const IrExpr *idx, const IrExpr *shape) {
   int64_t lo, hi, size;

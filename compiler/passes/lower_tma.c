@@ -166,7 +166,7 @@ static bool make_tma(Lower *L, IrStmt *s, int stages, const IrStmt *owner) {
   s->u.copy.tma = true;
   s->u.copy.async = true;
   s->u.copy.tma_map = index;
-  for (int d = 0; d < s->u.copy.src.rank; d++) s->u.copy.src.guard[d] = false;
+  for (int d = 0; d < s->u.copy.src.rank; d++) s->u.copy.src.guard[d] = 0;
   return true;
 }
 

@@ -157,7 +157,7 @@ static void region_add_stage(Stage *st, IrRegion *r) {
   r->start[0] = ir_expr_clone(st->m, st->stage);
   r->extent[0] = ir_int(st->m, 1, r->loc);
   r->is_index[0] = true;
-  r->guard[0] = false;
+  r->guard[0] = 0;
   r->rank++;
 }
 
@@ -248,7 +248,8 @@ static IrStmt *marker(IrModule *m, IrStmtKind kind, SrcLoc loc) { return ir_stmt
 /* Waits for the wgmmas an in-flight gemm left running on acc. */
 
 /* The condition under which every guarded dimension of the copies in `seq`
- * lies wholly inside its tensor (start <= size - extent), or NULL when no
+ * lies wholly inside its tensor (start <= size - extent, and 0 <= start
+ * where the start may be negative: IR_GUARD_LOWER), or NULL when no
  * dimension is guarded. */
 static IrExpr *all_in_bounds(IrModule *m, const IrStmt *seq, SrcLoc loc) {
   IrExpr *cond = NULL;
@@ -261,13 +262,16 @@ static IrExpr *all_in_bounds(IrModule *m, const IrStmt *seq, SrcLoc loc) {
       /* start <= size - extent: no overflow for any start (size >= 1 and
        * the extent is a tile size), unlike start + extent <= size. */
       IrExpr *last = ir_binary(m, IR_OP_SUB, ir_expr_clone(m, r->buf->shape[d]), ir_expr_clone(m, r->extent[d]), loc);
-      IrExpr *t = ir_binary(m, IR_OP_LE, ir_expr_clone(m, r->start[d]), last, loc);
-      bool seen = false;
-      for (int j = 0; j < nterms && !seen; j++) seen = ir_expr_equal(terms[j], t);
-      if (seen) continue;
-      if (nterms == 32) return NULL;
-      terms[nterms++] = t;
-      cond = cond ? ir_binary(m, IR_OP_AND, cond, t, loc) : t;
+      IrExpr *t[2] = {ir_binary(m, IR_OP_LE, ir_expr_clone(m, r->start[d]), last, loc), NULL};
+      if (r->guard[d] & IR_GUARD_LOWER) t[1] = ir_binary(m, IR_OP_GE, ir_expr_clone(m, r->start[d]), ir_int(m, 0, loc), loc);
+      for (int e = 0; e < 2 && t[e]; e++) {
+        bool seen = false;
+        for (int j = 0; j < nterms && !seen; j++) seen = ir_expr_equal(terms[j], t[e]);
+        if (seen) continue;
+        if (nterms == 32) return NULL;
+        terms[nterms++] = t[e];
+        cond = cond ? ir_binary(m, IR_OP_AND, cond, t[e], loc) : t[e];
+      }
     }
   }
   return cond;
@@ -278,7 +282,7 @@ static IrStmt *unguarded_copies(IrModule *m, const IrStmt *seq, SrcLoc loc) {
   IrStmt *out = ir_seq_new(m, loc);
   for (int i = 0; i < seq->u.seq.n; i++) {
     IrStmt *u = ir_stmt_clone_tile_op(m, seq->u.seq.items[i]);
-    for (int d = 0; d < u->u.copy.src.rank; d++) u->u.copy.src.guard[d] = false;
+    for (int d = 0; d < u->u.copy.src.rank; d++) u->u.copy.src.guard[d] = 0;
     ir_seq_push(m, out, u);
   }
   return out;

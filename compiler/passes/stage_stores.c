@@ -118,7 +118,7 @@ static void make_tma_store(IrKernel *k, IrStmt *to_global) {
   if (index < 0) return;
   to_global->u.copy.tma = true;
   to_global->u.copy.tma_map = index;
-  for (int d = 0; d < to_global->u.copy.dst.rank; d++) to_global->u.copy.dst.guard[d] = false;
+  for (int d = 0; d < to_global->u.copy.dst.rank; d++) to_global->u.copy.dst.guard[d] = 0;
 }
 
 bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {

@@ -77,15 +77,17 @@ TC_DEVICE tc_fp8_e5m2 tc_f32_to_e5m2(float x) {
 
 /* ---- widening global -> shared copy (FP8 codes into a 16-bit tile) ------
  * tc_copy_g2s_fp8_widen<ROWS, COLS, THREADS, SWZ, E5M2, BF16>(smem, g,
- *     g_row_stride, rows_valid, cols_valid, tid)
+ *     g_row_stride, rows_valid, cols_valid, tid[, rows_lo, cols_lo])
  * The copy of an FP8 global slice into an f16 (BF16 false) or bf16 shared
  * tile, [ROWS][COLS] in the layout SWZ of tc_copy_g2s, COLS a multiple of
  * 8: each thread takes 8 codes of a row at a time (one 8-byte load when the
  * slice is 8-byte aligned, row by row, and the 8 lie inside cols_valid;
  * else byte loads), widens them exactly (every E4M3 and E5M2 value is an f16
  * and a bf16) and stores the 16-byte chunk; zeros outside rows_valid /
- * cols_valid. Synchronous: the tile is written when the threads pass the
- * next barrier. Only with tilec_tile.cuh (included before this header). */
+ * cols_valid, and before rows_lo / cols_lo (default 0; as tc_copy_g2s's, a
+ * slice starting before its tensor, taken by byte loads out of line).
+ * Synchronous: the tile is written when the threads pass the next barrier.
+ * Only with tilec_tile.cuh (included before this header). */
 #ifdef TILEC_TILE_CUH
 /* Two codes (low byte first) -> two f16 values (low half first). */
 template <bool E5M2>
@@ -111,12 +113,40 @@ TC_DEVICE unsigned tc_fp8x2_widen(unsigned two) {
     return (unsigned)tc_f32_to_bf16(tc_f16_to_f32((tc_half)(h & 0xffffu))) |
            ((unsigned)tc_f32_to_bf16(tc_f16_to_f32((tc_half)(h >> 16))) << 16);
 }
+/* The path of a slice starting before its tensor: byte loads of the codes
+ * in [rows_lo, rows_valid) x [cols_lo, cols_valid), zeros elsewhere. */
+template <int ROWS, int COLS, int THREADS, int SWZ, bool E5M2, bool BF16>
+TC_COLD void tc_copy_g2s_fp8_widen_edges(unsigned base, const unsigned char *g, long long g_row_stride, int rows_valid,
+                                         int cols_valid, int tid, int rows_lo, int cols_lo) {
+  constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR, ITERS = (CHUNKS + THREADS - 1) / THREADS;
+  for (int j = 0; j < ITERS; ++j) {
+    const int i = tid + j * THREADS;
+    if (CHUNKS % THREADS != 0 && i >= CHUNKS) break;
+    const int r = i / CPR, c0 = (i % CPR) * 8;
+    unsigned lo = 0, hi = 0; /* codes c0 .. c0 + 7, little-endian */
+    if (r >= rows_lo && r < rows_valid)
+      for (int e = 0; e < 8; ++e)
+        if (c0 + e >= cols_lo && c0 + e < cols_valid)
+          (e < 4 ? lo : hi) |= (unsigned)g[(long long)r * g_row_stride + c0 + e] << (8 * (e & 3));
+    tc_u32x4 w;
+    w.x = tc_fp8x2_widen<E5M2, BF16>(lo & 0xffffu);
+    w.y = tc_fp8x2_widen<E5M2, BF16>(lo >> 16);
+    w.z = tc_fp8x2_widen<E5M2, BF16>(hi & 0xffffu);
+    w.w = tc_fp8x2_widen<E5M2, BF16>(hi >> 16);
+    tc_st_shared_16(tc_tile_chunk_addr<ROWS, COLS, SWZ, 2>(base, r, c0), w);
+  }
+}
 template <int ROWS, int COLS, int THREADS, int SWZ, bool E5M2, bool BF16>
 TC_DEVICE void tc_copy_g2s_fp8_widen(unsigned short *smem, const unsigned char *g, long long g_row_stride,
-                                     int rows_valid, int cols_valid, int tid) {
+                                     int rows_valid, int cols_valid, int tid, int rows_lo = 0, int cols_lo = 0) {
   static_assert(ROWS > 0 && COLS > 0 && COLS % 8 == 0, "tc_copy_g2s_fp8_widen: rows must be a multiple of 16 bytes");
   constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR, ITERS = (CHUNKS + THREADS - 1) / THREADS;
   const unsigned base = tc_smem_addr(smem);
+  if (rows_lo > 0 || cols_lo > 0) { /* folds away for the default 0s */
+    tc_copy_g2s_fp8_widen_edges<ROWS, COLS, THREADS, SWZ, E5M2, BF16>(base, g, g_row_stride, rows_valid, cols_valid,
+                                                                      tid, rows_lo, cols_lo);
+    return;
+  }
   const bool vec = ((unsigned long long)g & 7ull) == 0 && g_row_stride % 8 == 0;
 #pragma unroll
   for (int j = 0; j < ITERS; ++j) {

@@ -33,12 +33,22 @@
  * tc_ceildiv(a, b)
  *   ceil(a / b) for b != 0, exact for negative operands too.
  *
+ * tc_index_in(i, n), tc_before_tensor(start, n)
+ *   Both edges of a tensor dimension of size n, for indices and slice
+ *   starts that may be negative (read from a tensor): whether 0 <= i < n;
+ *   how many of the n rows (or columns) of a slice starting at `start` lie
+ *   before the tensor (0 for start >= 0, -start capped at n otherwise).
+ *
  * tc_copy_g2s<ROWS, COLS, THREADS, SWZ>(smem, g, g_row_stride, rows_valid,
- *                                       cols_valid, tid)
+ *                                       cols_valid, tid[, rows_lo, cols_lo])
  *   All THREADS threads (tid in [0, THREADS)) must call it. Copies element
  *   (r, c) = g[r * g_row_stride + c] to smem[tc_smem_index<..>(r, c)] for
- *   r < rows_valid, c < cols_valid; the rest of the tile becomes +0 and its
- *   global memory is never read nor addressed (either count may be <= 0).
+ *   rows_lo <= r < rows_valid, cols_lo <= c < cols_valid; the rest of the
+ *   tile becomes +0 and its global memory is never read nor addressed
+ *   (either count may be <= 0). rows_lo / cols_lo (default 0) are the rows
+ *   and columns before the tensor of a slice whose start may be negative
+ *   (tc_before_tensor; a start read from a tensor): when one is positive
+ *   the copy takes tc_copy_g2s_edges, a scalar path checking both edges.
  *   Vector path: 16-byte cp.async per chunk (zero-fill form for the padding;
  *   no predicates at all for a whole tile, rows_valid >= ROWS and cols_valid
  *   >= COLS) when g is 16-byte aligned and g_row_stride % 8 == 0; then the caller must
@@ -115,6 +125,16 @@ TC_DEVICE long long tc_ceildiv(long long a, long long b) {
   return q;
 }
 
+/* 0 <= i < n for a size n >= 0, in one compare: a negative i converts to
+ * an unsigned value above every size. */
+TC_DEVICE bool tc_index_in(long long i, long long n) { return (unsigned long long)i < (unsigned long long)n; }
+
+/* The slice's rows (or columns) before its tensor; never negates a start
+ * below -n, so any long long is fine. */
+TC_DEVICE int tc_before_tensor(long long start, int n) {
+  return start >= 0 ? 0 : start <= -(long long)n ? n : (int)-start;
+}
+
 /* The panel width (in elements) of a SWZ 2 tile of COLS ES-byte elements:
  * the widest of wgmma's swizzled rows (128, 64 or 32 bytes; 64, 32 or 16
  * columns of a 16-bit type, 128, 64 or 32 of FP8) that divides a row of
@@ -168,20 +188,12 @@ TC_DEVICE unsigned tc_tile_chunk_addr(unsigned base, int r, int c) {
  * Global -> shared tile copy
  * ------------------------------------------------------------------------- */
 
-/* The unaligned path of tc_copy_g2s: plain loads, zero outside, 16-byte
- * shared stores. Rare (a misaligned tensor or row stride), so it is an out-of-
- * line function: inlined at every copy it made kernels larger and NVRTC
- * slower for nothing. */
-#ifndef TC_COLD
-#if defined(__CUDACC__)
-#define TC_COLD static __device__ __noinline__
-#else
-#define TC_COLD static inline
-#endif
-#endif
-template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
-TC_COLD void tc_copy_g2s_scalar(unsigned base, const T *g, long long g_row_stride, int rows_valid, int cols_valid,
-                                int tid) {
+/* The scalar path of tc_copy_g2s: plain loads, zero outside, 16-byte
+ * shared stores; with EDGES, rows below rows_lo and columns below cols_lo
+ * are outside too (a slice starting before its tensor). */
+template <int ROWS, int COLS, int THREADS, int SWZ, typename T, bool EDGES>
+TC_DEVICE void tc_copy_g2s_scalar_body(unsigned base, const T *g, long long g_row_stride, int rows_valid,
+                                       int cols_valid, int tid, int rows_lo, int cols_lo) {
   constexpr int ES = (int)sizeof(T), EPC = 16 / ES; /* bytes per element, elements per chunk */
   constexpr int CPR = COLS / EPC, CHUNKS = ROWS * CPR, ITERS = (CHUNKS + THREADS - 1) / THREADS;
   for (int j = 0; j < ITERS; ++j) {
@@ -191,11 +203,11 @@ TC_COLD void tc_copy_g2s_scalar(unsigned base, const T *g, long long g_row_strid
     unsigned v[EPC]; /* each element's bits */
 #pragma unroll
     for (int e = 0; e < EPC; ++e) v[e] = 0;
-    if (r < rows_valid) {
+    if (r < rows_valid && (!EDGES || r >= rows_lo)) {
       const T *row = g + (long long)r * g_row_stride;
 #pragma unroll
       for (int e = 0; e < EPC; ++e) {
-        if (c0 + e >= cols_valid) continue;
+        if (c0 + e >= cols_valid || (EDGES && c0 + e < cols_lo)) continue;
         if constexpr (ES == 4) v[e] = *reinterpret_cast<const unsigned *>(&row[c0 + e]); /* an f32's bits, not its value */
         else v[e] = (unsigned)row[c0 + e];
       }
@@ -216,14 +228,45 @@ TC_COLD void tc_copy_g2s_scalar(unsigned base, const T *g, long long g_row_strid
   }
 }
 
+/* The unaligned path of tc_copy_g2s, and (tc_copy_g2s_edges) the path of a
+ * slice starting before its tensor. Both are rare (a misaligned tensor or
+ * row stride; bad offsets), so they are out-of-line functions: inlined at
+ * every copy they made kernels larger and NVRTC slower for nothing. */
+#ifndef TC_COLD
+#if defined(__CUDACC__)
+#define TC_COLD static __device__ __noinline__
+#else
+#define TC_COLD static inline
+#endif
+#endif
+template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
+TC_COLD void tc_copy_g2s_scalar(unsigned base, const T *g, long long g_row_stride, int rows_valid, int cols_valid,
+                                int tid) {
+  tc_copy_g2s_scalar_body<ROWS, COLS, THREADS, SWZ, T, false>(base, g, g_row_stride, rows_valid, cols_valid, tid, 0, 0);
+}
+template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
+TC_COLD void tc_copy_g2s_edges(unsigned base, const T *g, long long g_row_stride, int rows_valid, int cols_valid,
+                               int tid, int rows_lo, int cols_lo) {
+  tc_copy_g2s_scalar_body<ROWS, COLS, THREADS, SWZ, T, true>(base, g, g_row_stride, rows_valid, cols_valid, tid,
+                                                             rows_lo, cols_lo);
+}
+
 template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
 TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows_valid,
-                           int cols_valid, int tid) {
+                           int cols_valid, int tid, int rows_lo = 0, int cols_lo = 0) {
   static_assert(sizeof(T) == 2 || sizeof(T) == 1 || sizeof(T) == 4,
                 "tc_copy_g2s: 16-bit, 8-bit (FP8) or 32-bit (f32/i32, SWZ 0) elements only");
   constexpr int ES = (int)sizeof(T), EPC = 16 / ES; /* bytes per element, elements per 16-byte chunk */
   static_assert(ROWS > 0 && COLS > 0 && COLS % EPC == 0, "tc_copy_g2s: rows must be a multiple of 16 bytes");
   static_assert(THREADS > 0, "tc_copy_g2s: THREADS must be positive");
+  /* A slice starting before its tensor (bad offsets read from a tensor):
+   * the scalar path, which checks both edges. With the default 0s of a
+   * start known non-negative this test folds away. */
+  if (rows_lo > 0 || cols_lo > 0) {
+    tc_copy_g2s_edges<ROWS, COLS, THREADS, SWZ, T>(tc_smem_addr(smem), g, g_row_stride, rows_valid, cols_valid, tid,
+                                                   rows_lo, cols_lo);
+    return;
+  }
   /* Panels narrower than 128 bytes: one copy per panel, each a swizzled
    * [ROWS][P] tile of its own. In row-major chunk order the same row of two
    * panels would share bank groups (every panel starts on a 128-byte
@@ -296,17 +339,44 @@ TC_DEVICE void tc_copy_g2s(T *smem, const T *g, long long g_row_stride, int rows
   }
 }
 
+/* tc_copy_s2g's path for a slice starting before its tensor: element by
+ * element, rows in [rows_lo, rows_valid) and columns in [cols_lo,
+ * cols_valid) only. Out of line: bad offsets, never a hot path. */
+template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
+TC_COLD void tc_copy_s2g_edges(T *g, long long g_row_stride, int rows_valid, int cols_valid, unsigned base, int tid,
+                               int rows_lo, int cols_lo) {
+  constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR, ITERS = (CHUNKS + THREADS - 1) / THREADS;
+  for (int j = 0; j < ITERS; ++j) {
+    const int i = tid + j * THREADS;
+    if (CHUNKS % THREADS != 0 && i >= CHUNKS) break;
+    const int r = i / CPR, c0 = (i % CPR) * 8;
+    if (r < rows_lo || r >= rows_valid) continue;
+    const tc_u32x4 v = tc_ld_shared_16(tc_tile_chunk_addr<ROWS, COLS, SWZ>(base, r, c0));
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+    for (int e = 0; e < 8; ++e)
+      if (c0 + e >= cols_lo && c0 + e < cols_valid)
+        g[(long long)r * g_row_stride + c0 + e] = (T)(e & 1 ? tc_unpack_hi(w[e / 2]) : tc_unpack_lo(w[e / 2]));
+  }
+}
+
 /* All THREADS threads copy a [ROWS][COLS] shared tile of 16-bit elements to
  * global memory (element (r, c) to g[r * g_row_stride + c]), 16 bytes per
  * chunk (ld.shared.v4 + st.global.v4) when g is 16-byte aligned and
  * g_row_stride % 8 == 0; rows >= rows_valid and columns >= cols_valid are
- * not written. The caller puts a barrier between the writes of the tile and
- * this call. */
+ * not written, nor rows < rows_lo and columns < cols_lo (default 0: the
+ * rows and columns before the tensor of a slice whose start may be
+ * negative, tc_before_tensor; positive ones take tc_copy_s2g_edges). The
+ * caller puts a barrier between the writes of the tile and this call. */
 template <int ROWS, int COLS, int THREADS, int SWZ, typename T>
-TC_DEVICE void tc_copy_s2g(T *g, long long g_row_stride, int rows_valid, int cols_valid, const T *smem, int tid) {
+TC_DEVICE void tc_copy_s2g(T *g, long long g_row_stride, int rows_valid, int cols_valid, const T *smem, int tid,
+                           int rows_lo = 0, int cols_lo = 0) {
   static_assert(sizeof(T) == 2 && COLS % 8 == 0, "tc_copy_s2g: 16-bit elements, COLS a multiple of 8");
   constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR, ITERS = (CHUNKS + THREADS - 1) / THREADS;
   const unsigned base = tc_smem_addr(smem);
+  if (rows_lo > 0 || cols_lo > 0) { /* folds away for the default 0s */
+    tc_copy_s2g_edges<ROWS, COLS, THREADS, SWZ, T>(g, g_row_stride, rows_valid, cols_valid, base, tid, rows_lo, cols_lo);
+    return;
+  }
   const bool vec = ((unsigned long long)g & 15ull) == 0 && g_row_stride % 8 == 0;
 #pragma unroll
   for (int j = 0; j < ITERS; ++j) {

@@ -101,8 +101,10 @@ bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned *, const 
     auto f = (void (*)(int *, const i64 *, const i64 *, int, i64 *))k->fn;
     body = [=] { f(PTR(0, int *), PTR(1, const i64 *), PTR(2, const i64 *), ARG(3, int), PTR(4, i64 *)); };
   } else if (starts(k->name, "tile_copy_")) {
-    auto f = (void (*)(const u16 *, i64, int, int, u16 *))k->fn;
-    body = [=] { f(PTR(0, const u16 *), ARG(1, i64), ARG(2, int), ARG(3, int), PTR(4, u16 *)); };
+    auto f = (void (*)(const u16 *, i64, int, int, int, int, u16 *))k->fn;
+    body = [=] {
+      f(PTR(0, const u16 *), ARG(1, i64), ARG(2, int), ARG(3, int), ARG(4, int), ARG(5, int), PTR(6, u16 *));
+    };
   } else if (starts(k->name, "tile_copy8_")) {
     auto f = (void (*)(const unsigned char *, i64, int, int, unsigned char *))k->fn;
     body = [=] { f(PTR(0, const unsigned char *), ARG(1, i64), ARG(2, int), ARG(3, int), PTR(4, unsigned char *)); };

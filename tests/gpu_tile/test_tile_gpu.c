@@ -58,18 +58,23 @@ static int host_index(int cols, bool swz, int r, int c) {
 /* A global buffer of poison holding logical (r, c) at g[off + r * stride + c]
  * for r < rv, c < cv (off <= 8); val (optional, [rows][cols]) receives the
  * zero-padded logical tile. */
-static uint16_t *make_global_at(bool bf16, int off, int rows, int cols, long long stride, int rv,
-                                int cv, int salt, float *val) {
+static uint16_t *make_global_lo(bool bf16, int off, int rows, int cols, long long stride, int rv,
+                                int cv, int rlo, int clo, int salt, float *val) {
   uint16_t *g = (uint16_t *)malloc(sizeof *g * (size_t)(rows * stride + 8));
   for (long long i = 0; i < rows * stride + 8; i++) g[i] = POISON;
   for (int r = 0; r < rows; r++)
     for (int c = 0; c < cols; c++) {
-      bool in = r < rv && c < cv;
+      bool in = r >= rlo && r < rv && c >= clo && c < cv;
       float v = tile_test_value(r, c, salt);
       if (in) g[off + r * stride + c] = tile_enc16(bf16, v);
       if (val) val[r * cols + c] = in ? v : 0.0f;
     }
   return g;
+}
+
+static uint16_t *make_global_at(bool bf16, int off, int rows, int cols, long long stride, int rv,
+                                int cv, int salt, float *val) {
+  return make_global_lo(bf16, off, rows, cols, stride, rv, cv, 0, 0, salt, val);
 }
 
 static uint16_t *make_global(bool bf16, int rows, int cols, long long stride, int rv, int cv,
@@ -129,12 +134,12 @@ static int host_tile_index(int rows, int cols, int swz, int r, int c) {
 /* Compares a raw shared tile [rows][cols] (as dumped) with the expected
  * 16-bit contents of logical (r, c): g[r * stride + c] when valid, else 0.
  * swz: 0 plain, 1 swizzled rows, 2 panels. */
-static int check_tile(const char *what, const uint16_t *dump, int rows, int cols, int swz,
-                      const uint16_t *g, long long stride, int rv, int cv) {
+static int check_tile_lo(const char *what, const uint16_t *dump, int rows, int cols, int swz,
+                         const uint16_t *g, long long stride, int rv, int cv, int rlo, int clo) {
   int bad = 0;
   for (int r = 0; r < rows; r++)
     for (int c = 0; c < cols; c++) {
-      uint16_t want = (r < rv && c < cv) ? g[r * stride + c] : 0;
+      uint16_t want = (r >= rlo && r < rv && c >= clo && c < cv) ? g[r * stride + c] : 0;
       uint16_t got = dump[host_tile_index(rows, cols, swz, r, c)];
       if (got != want && bad++ < MAX_REPORT)
         fprintf(stderr, "  %s: shared (%d, %d) at index %d = 0x%04x, want 0x%04x%s\n", what, r, c,
@@ -142,6 +147,11 @@ static int check_tile(const char *what, const uint16_t *dump, int rows, int cols
                 got == POISON ? " (never written, or poison read)" : "");
     }
   return bad;
+}
+
+static int check_tile(const char *what, const uint16_t *dump, int rows, int cols, int swz,
+                      const uint16_t *g, long long stride, int rv, int cv) {
+  return check_tile_lo(what, dump, rows, cols, swz, g, stride, rv, cv, 0, 0);
 }
 
 /* tc_smem_index<ROWS, COLS, SWZ, 1> as docs/gpu-codegen.md defines it:
@@ -216,29 +226,34 @@ static void run_copy(Dev *d, const TileCopyCase *cc) {
   char name[128];
   tile_copy_name(cc, name, sizeof name);
   const int R = cc->rows, C = cc->cols;
-  const int valid[][2] = {{R, C}, {R - (R > 3 ? 3 : 0), C - 5}, {R, 3}, {1, C},
-                          {0, C}, {R, 0}, {-2, -5}, {R + 7, C + 9}};
+  /* rows_valid, cols_valid, rows_lo, cols_lo: lo > 0 is a slice starting
+   * before its tensor (the rows / columns before it read as zeros; the
+   * global data there is poison). */
+  const int valid[][4] = {{R, C, 0, 0}, {R - (R > 3 ? 3 : 0), C - 5, 0, 0}, {R, 3, 0, 0}, {1, C, 0, 0},
+                          {0, C, 0, 0}, {R, 0, 0, 0}, {-2, -5, 0, 0}, {R + 7, C + 9, 0, 0},
+                          {R, C, 3, 0}, {R, C, 0, 5}, {R - 2, C - 3, 1, 8}, {R, C, R, 0}, {R, C, 0, C + 1}};
   int failed = 0;
   for (int path = 0; path < 3; path++) {
     /* 0: cp.async; 1: odd stride; 2: base not 16-byte aligned -> scalar */
     long long stride = path == 1 ? C + 3 : C + 8;
     int off = path == 2 ? 1 : 0;
     for (size_t v = 0; v < sizeof valid / sizeof valid[0]; v++) {
-      int rv = valid[v][0], cv = valid[v][1];
+      int rv = valid[v][0], cv = valid[v][1], rlo = valid[v][2], clo = valid[v][3];
       /* Counts past the tile mean "all of it"; the global data is the tile. */
       int grv = rv > R ? R : rv, gcv = cv > C ? C : cv;
-      uint16_t *g = make_global_at(false, off, R, C, stride, grv, gcv, 7 + (int)v, NULL);
+      uint16_t *g = make_global_lo(false, off, R, C, stride, grv, gcv, rlo, clo, 7 + (int)v, NULL);
       uint16_t *dump = (uint16_t *)malloc(2u * (size_t)(R * C));
       RtCuDevPtr dg = dev_alloc(d, g, 2u * (size_t)(R * stride + 8));
       RtCuDevPtr ddump = dev_alloc(d, NULL, 2u * (size_t)(R * C));
       RtCuDevPtr gp = dg + 2u * (unsigned)off;
-      void *params[] = {&gp, &stride, &rv, &cv, &ddump};
+      void *params[] = {&gp, &stride, &rv, &cv, &rlo, &clo, &ddump};
       dev_launch(d, name, 2u * (size_t)(R * C), params);
       dev_get(d, dump, ddump, 2u * (size_t)(R * C));
       if (dev_done(d, name)) {
         char what[192];
-        snprintf(what, sizeof what, "%s path %d rows_valid %d cols_valid %d", name, path, rv, cv);
-        int bad = check_tile(what, dump, R, C, cc->panels ? 2 : cc->swz, g + off, stride, grv, gcv);
+        snprintf(what, sizeof what, "%s path %d rows_valid %d cols_valid %d rows_lo %d cols_lo %d", name, path, rv,
+                 cv, rlo, clo);
+        int bad = check_tile_lo(what, dump, R, C, cc->panels ? 2 : cc->swz, g + off, stride, grv, gcv, rlo, clo);
         CHECK_MSG(bad == 0, "%s: %d wrong elements", what, bad);
         failed += bad != 0;
       } else {

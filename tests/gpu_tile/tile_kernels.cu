@@ -38,14 +38,16 @@ __device__ __forceinline__ void tile_dump(unsigned short *dst, const unsigned sh
   for (int i = threadIdx.x; i < n; i += TILE_THREADS) dst[i] = s[i];
 }
 
-// ---- tc_copy_g2s alone: the raw shared tile is written to dump. ----
+// ---- tc_copy_g2s alone: the raw shared tile is written to dump. rows_lo /
+// cols_lo > 0: a slice starting before its tensor (tc_copy_g2s_edges). ----
 template <int ROWS, int COLS, int SWZ>
 __device__ void tile_copy_body(const unsigned short *g, long long stride, int rows_valid,
-                               int cols_valid, unsigned short *dump) {
+                               int cols_valid, int rows_lo, int cols_lo, unsigned short *dump) {
   unsigned short *s = (unsigned short *)tile_smem;
   tile_poison(s, ROWS * COLS);
   __syncthreads();
-  tc_copy_g2s<ROWS, COLS, TILE_THREADS, SWZ>(s, g, stride, rows_valid, cols_valid, (int)threadIdx.x);
+  tc_copy_g2s<ROWS, COLS, TILE_THREADS, SWZ>(s, g, stride, rows_valid, cols_valid, (int)threadIdx.x, rows_lo,
+                                             cols_lo);
   tc_cp_async_commit();
   tc_cp_async_wait<0>();
   __syncthreads();
@@ -55,8 +57,8 @@ __device__ void tile_copy_body(const unsigned short *g, long long stride, int ro
 #define TILE_COPY_KERNEL(name, ROWS, COLS, SWZ)                                                   \
   extern "C" __global__ void __launch_bounds__(TILE_THREADS)                                     \
       name(const unsigned short *g, long long stride, int rows_valid, int cols_valid,           \
-           unsigned short *dump) {                                                               \
-    tile_copy_body<ROWS, COLS, SWZ>(g, stride, rows_valid, cols_valid, dump);                    \
+           int rows_lo, int cols_lo, unsigned short *dump) {                                     \
+    tile_copy_body<ROWS, COLS, SWZ>(g, stride, rows_valid, cols_valid, rows_lo, cols_lo, dump);  \
   }
 
 // ---- tc_copy_g2s of 8-bit elements (FP8 codes); SWZ 0, 1 or 2 (panels). ----

@@ -11,8 +11,13 @@
  *   - one side a fragment: every thread moves its own register slots;
  *   - anything else: one element per thread, strided over the tile.
  * Guards set by guard-bounds become bounds checks (rows/cols_valid for the
- * transfers, an `if` around strided stores; loads outside read zero). A fill
- * is a register loop for fragments, a strided store otherwise.
+ * transfers, an `if` around strided stores; loads outside read zero); the
+ * lower edge is tested where guard-bounds could not prove the start
+ * non-negative (IR_GUARD_LOWER: rows/cols_lo for the transfers, `0 <= i`
+ * beside `i < shape` elsewhere), so a start read from a tensor that turns
+ * out negative reads zeros / writes nothing before the tensor, as the C
+ * back end does. A fill is a register loop for fragments, a strided store
+ * otherwise.
  * atomic_add (dst a global f32 slice) takes the fragment or strided path of
  * a copy with `atomicAdd(&dst[...], value)` in place of the store, under the
  * same guards; from a 1-D fragment, whose elements are replicated over
@@ -57,6 +62,26 @@ static void region_offset(Cuda *C, StrBuf *sb, const IrRegion *r) {
   cuda_linear_index(C, sb, r->buf, r->start);
 }
 
+/* The check of index idx of region r's guarded dimension d: idx < shape,
+ * and 0 <= idx first where the start may be negative (IR_GUARD_LOWER). */
+static IrExpr *guard_check(IrModule *m, const IrRegion *r, int d, IrExpr *idx, SrcLoc loc) {
+  IrExpr *hi = ir_binary(m, IR_OP_LT, idx, r->buf->shape[d], loc);
+  if (!(r->guard[d] & IR_GUARD_LOWER)) return hi;
+  return ir_binary(m, IR_OP_AND, ir_binary(m, IR_OP_GE, idx, ir_int(m, 0, loc), loc), hi, loc);
+}
+
+/* `const int tc_<name>_lo = tc_before_tensor(start, n);` for a transfer's
+ * rows or columns whose start may be negative; false (nothing written) for
+ * the others, whose count before the tensor is 0. */
+static bool emit_transfer_lo(Cuda *C, const IrRegion *glob, int d, int64_t n, const char *name, int depth) {
+  if (d < 0 || !(glob->guard[d] & IR_GUARD_LOWER)) return false;
+  cuda_indent(C, depth);
+  sb_printf(C->out, "const int tc_%s_lo = tc_before_tensor(", name);
+  cuda_emit_expr(C, C->out, glob->start[d]);
+  sb_printf(C->out, ", %lld);\n", (long long)n);
+  return true;
+}
+
 /* A 2-D tile moved between a global slice and a whole shared tile by all
  * threads in 16-byte chunks: tc_copy_g2s (global -> shared, cp.async, zero
  * fill outside the tensor) or tc_copy_s2g (shared -> global, skipping what
@@ -85,10 +110,14 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
       if (!glob->is_index[d] || !glob->guard[d]) continue;
       sb_puts(o, first ? "" : " && ");
       first = 0;
-      sb_puts(o, "(");
+      /* Both edges where the index may be negative (a page read from a
+       * block table): one unsigned compare, the index written once. */
+      const bool both = glob->guard[d] & IR_GUARD_LOWER;
+      sb_puts(o, both ? "tc_index_in(" : "(");
       cuda_emit_expr(C, o, glob->start[d]);
-      sb_puts(o, ") < ");
+      sb_puts(o, both ? ", " : ") < ");
       cuda_emit_expr(C, o, g->shape[d]);
+      if (both) sb_puts(o, ")");
     }
     sb_puts(o, ") ? ");
   }
@@ -115,6 +144,12 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
     sb_printf(o, "%lld", (long long)cols);
   }
   sb_puts(o, ";\n");
+  /* Rows / columns before the tensor: a start that may be negative. */
+  const bool rows_lo = emit_transfer_lo(C, glob, rows_dim, rows, "rows", depth + 1);
+  const bool cols_lo = emit_transfer_lo(C, glob, cols_dim, cols, "cols", depth + 1);
+  char lo_args[40] = "";
+  if (rows_lo || cols_lo)
+    snprintf(lo_args, sizeof lo_args, ", %s, %s", rows_lo ? "tc_rows_lo" : "0", cols_lo ? "tc_cols_lo" : "0");
   /* Row stride: the declared stride of the rows dim, else the product of
    * the tensor's dims after it. */
   cuda_indent(C, depth + 1);
@@ -144,13 +179,13 @@ static void emit_tile_transfer(Cuda *C, const IrStmt *s, int depth) {
     cuda_tile_base(C, o, shr);
     sb_printf(o, ", %s + ", g->name);
     region_offset(C, o, glob);
-    sb_puts(o, ", tc_row_stride, tc_rows_valid, tc_cols_valid, tc_tid);\n");
+    sb_printf(o, ", tc_row_stride, tc_rows_valid, tc_cols_valid, tc_tid%s);\n", lo_args);
   } else {
     sb_printf(o, "%s + ", g->name);
     region_offset(C, o, glob);
     sb_puts(o, ", tc_row_stride, tc_rows_valid, tc_cols_valid, ");
     cuda_tile_base(C, o, shr);
-    sb_puts(o, ", tc_tid);\n");
+    sb_printf(o, ", tc_tid%s);\n", lo_args);
   }
   if (to_shared && !s->u.copy.async && !widen) {
     cuda_indent(C, depth + 1);
@@ -293,7 +328,10 @@ static bool pair_atomic_ok(const IrRegion *frag, const IrRegion *other, const in
   if (l->kind != IR_LAYOUT_FRAGMENT || l->frag != IR_FRAG_MMA_C || !l->cols || ir_layout_is_col_vector(l) ||
       l->cols_local % 2 != 0 || ir_layout_cols_padded(l))
     return false;
-  return n == 2 && od[1] == other->rank - 1;
+  /* A pair is added when its first column is inside the tensor; with a
+   * start that may be negative, column 0 can be a pair's second (start
+   * -1): the element path then. */
+  return n == 2 && od[1] == other->rank - 1 && !(other->guard[other->rank - 1] & IR_GUARD_LOWER);
 }
 
 static void emit_pair_atomic(Cuda *C, const IrStmt *s, const IrRegion *frag, const IrRegion *other,
@@ -393,7 +431,7 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
       idx[d] = ir_binary(m, IR_OP_ADD, other->start[d], v, s->loc);
     }
     if (other->guard[d]) {
-      IrExpr *c = ir_binary(m, IR_OP_LT, idx[d], other->buf->shape[d], s->loc);
+      IrExpr *c = guard_check(m, other, d, idx[d], s->loc);
       cond = cond ? ir_binary(m, IR_OP_AND, cond, c, s->loc) : c;
       if (d != other->rank - 1) rows_ok = rows_ok ? ir_binary(m, IR_OP_AND, rows_ok, c, s->loc) : c;
       else col_ok = c;
@@ -505,7 +543,7 @@ static IrExpr *region_point(Cuda *C, const IrRegion *r, IrVar *vars, IrExpr **id
     bool loops = !r->is_index[d] && cuda_const(r->extent[d]) != 1;
     idx[d] = loops ? ir_binary(m, IR_OP_ADD, r->start[d], ir_var_ref(m, &vars[t++], loc), loc) : r->start[d];
     if (r->guard[d]) {
-      IrExpr *c = ir_binary(m, IR_OP_LT, idx[d], r->buf->shape[d], loc);
+      IrExpr *c = guard_check(m, r, d, idx[d], loc);
       cond = cond ? ir_binary(m, IR_OP_AND, cond, c, loc) : c;
     }
   }

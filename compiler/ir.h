@@ -289,7 +289,10 @@ struct IrBuffer {
 enum IrGuard {
   IR_GUARD_UPPER = 1, /* the range may run past shape[d] */
   IR_GUARD_LOWER = 2, /* ... and its start may be negative (a start read from
-                         a tensor); only with IR_GUARD_UPPER */
+                         a tensor); only with IR_GUARD_UPPER, except on a
+                         TMA load's global side, where it stays alone: the
+                         hardware fills both edges, but a wild coordinate
+                         must be clamped (lower-tma) */
 };
 
 /* A rectangular piece of a buffer: the operand of COPY/FILL/GEMM.

@@ -213,7 +213,8 @@ static bool region_is_whole(const IrRegion *r) {
 /* `Q[bz, bx * 64 :+ 64 guard, by, 0 :+ 64]`: an index dim prints its start,
  * a range dim `start :+ extent`, and guard-bounds marks dims with `guard`
  * (checked at the tensor's end) or `guard(both)` (a start that may be
- * negative: checked at both edges). */
+ * negative: checked at both edges); a TMA copy's `clamp` is such a start,
+ * whose coordinate is clamped (the hardware checks the edges). */
 static void print_region(Printer *p, StrBuf *sb, const IrRegion *r) {
   sb_puts(sb, buf_name(p, r->buf));
   if (region_is_whole(r)) return;
@@ -225,7 +226,8 @@ static void print_region(Printer *p, StrBuf *sb, const IrRegion *r) {
       sb_puts(sb, " :+ ");
       print_expr(p, sb, r->extent[d]);
     }
-    if (r->guard[d]) sb_puts(sb, r->guard[d] & IR_GUARD_LOWER ? " guard(both)" : " guard");
+    if (r->guard[d] == IR_GUARD_LOWER) sb_puts(sb, " clamp"); /* a TMA coordinate from data */
+    else if (r->guard[d]) sb_puts(sb, r->guard[d] & IR_GUARD_LOWER ? " guard(both)" : " guard");
   }
   sb_puts(sb, "]");
 }

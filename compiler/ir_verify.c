@@ -195,7 +195,9 @@ static void check_expr(Verifier *v, const IrExpr *e, const char *what) {
          dtype_name(e->dtype), dtype_name(want));
 }
 
-static void check_region(Verifier *v, const IrRegion *r, const char *what) {
+/* tma: the region is a TMA copy's global side, whose only guard flag can
+ * be IR_GUARD_LOWER (a coordinate to clamp). */
+static void check_region_of(Verifier *v, const IrRegion *r, const char *what, bool tma) {
   if (v->failed) return;
   SrcLoc loc = r->loc.line > 0 ? r->loc : v->stmt_loc;
   check_buffer_ref(v, r->buf, loc, what);
@@ -208,12 +210,17 @@ static void check_region(Verifier *v, const IrRegion *r, const char *what) {
   for (int d = 0; d < r->rank; d++) {
     check_int_expr(v, r->start[d], "region start");
     check_int_expr(v, r->extent[d], "region extent");
-    if (r->guard[d] && r->guard[d] != IR_GUARD_UPPER && r->guard[d] != (IR_GUARD_UPPER | IR_GUARD_LOWER)) {
+    const bool ok = tma ? r->guard[d] == 0 || r->guard[d] == IR_GUARD_LOWER
+                        : r->guard[d] == 0 || r->guard[d] == IR_GUARD_UPPER ||
+                              r->guard[d] == (IR_GUARD_UPPER | IR_GUARD_LOWER);
+    if (!ok) {
       fail(v, loc, "%s region of '%s': dimension %d has guard flags %d", what, r->buf->name, d, r->guard[d]);
       return;
     }
   }
 }
+
+static void check_region(Verifier *v, const IrRegion *r, const char *what) { check_region_of(v, r, what, false); }
 
 static void check_shape(Verifier *v, const IrBuffer *b) {
   if (b->rank < 0 || b->rank > IR_MAX_RANK) {
@@ -377,8 +384,8 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     check_int_expr(v, s->u.mbar_wait.stage, "mbar_arrive stage");
     return;
   case IR_STMT_COPY:
-    check_region(v, &s->u.copy.src, "copy source");
-    check_region(v, &s->u.copy.dst, "copy destination");
+    check_region_of(v, &s->u.copy.src, "copy source", s->u.copy.tma);
+    check_region_of(v, &s->u.copy.dst, "copy destination", s->u.copy.tma);
     if (v->failed || !s->u.copy.tma) return;
     if (s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL) { /* a TMA store */
       const IrBuffer *via = s->u.copy.via;

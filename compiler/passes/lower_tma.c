@@ -166,7 +166,10 @@ static bool make_tma(Lower *L, IrStmt *s, int stages, const IrStmt *owner) {
   s->u.copy.tma = true;
   s->u.copy.async = true;
   s->u.copy.tma_map = index;
-  for (int d = 0; d < s->u.copy.src.rank; d++) s->u.copy.src.guard[d] = 0;
+  /* The hardware fills what lies outside the tensor; a start read from
+   * data keeps IR_GUARD_LOWER alone: the CUDA back end clamps its
+   * coordinate (a wild one, such as INT32_MIN, faults the copy). */
+  for (int d = 0; d < s->u.copy.src.rank; d++) s->u.copy.src.guard[d] &= IR_GUARD_LOWER;
   return true;
 }
 

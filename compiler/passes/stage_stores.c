@@ -102,9 +102,15 @@ static bool has_in_flight_gemm(IrKernel *k) {
   return found;
 }
 
-/* to_global (S -> global) as a TMA store, where its slice is a box. */
+/* to_global (S -> global) as a TMA store, where its slice is a box whose
+ * start cannot be negative: a TMA store at a negative coordinate faults
+ * (illegal instruction on an H100) where a load fills zeros, so a start
+ * read from data (IR_GUARD_LOWER) keeps the cooperative store, which skips
+ * both edges. */
 static void make_tma_store(IrKernel *k, IrStmt *to_global) {
   IrTensorMap map;
+  for (int d = 0; d < to_global->u.copy.dst.rank; d++)
+    if (to_global->u.copy.dst.guard[d] & IR_GUARD_LOWER) return;
   if (!pass_tma_box(k, &to_global->u.copy.dst, &to_global->u.copy.src, &map)) return;
   /* TMA stores whole 16-byte chunks of a row: past the tensor's last
    * column, up to the chunk's end, it writes too (seen on an H100). A row

@@ -7,7 +7,8 @@
 // order: the host decides where each element should have landed.
 //
 // TMA_COPY(name, ROWS, BOX_C, PANELS): PANELS boxes of ROWS x BOX_C 16-bit
-//   elements, box p at (x + p * BOX_C, y) into dst + p * ROWS * BOX_C
+//   elements, box p at (x + p * BOX_C, y) (x and y through tc_tma_coord,
+//   so a wild coordinate loads zeros) into dst + p * ROWS * BOX_C
 //   elements (64-column panels when PANELS > 1). The tile is first filled
 //   with TMA_POISON, so zeros must have been written by the TMA unit. Then
 //   the tile goes back out by TMA stores to the same coordinates of a
@@ -59,8 +60,11 @@ __device__ void tma_copy_body(const tc_tensor_map *map, const tc_tensor_map *bac
   if (threadIdx.x == 0) {
     tc_tma_prefetch_desc(map);
     tc_mbar_arrive_expect_tx(bar, PANELS * BOX_BYTES);
-    /* the rank-generic form the compiler emits (coordinates innermost first) */
-    for (int p = 0; p < PANELS; ++p) tc_tma_load(base + p * BOX_BYTES, map, {x + p * BOX_C, y}, bar);
+    /* the rank-generic form the compiler emits (coordinates innermost
+     * first), each clamped as the compiler clamps a start read from data
+     * (the tensors here are far smaller than 2^24 elements a side) */
+    const int cx = tc_tma_coord(x, 1 << 24, PANELS * BOX_C), cy = tc_tma_coord(y, 1 << 24, ROWS);
+    for (int p = 0; p < PANELS; ++p) tc_tma_load(base + p * BOX_BYTES, map, {cx + p * BOX_C, cy}, bar);
   }
   if ((threadIdx.x / 32) % 2 == 0) {
     tc_mbar_wait(bar, 0);

@@ -48,15 +48,27 @@ static void barrier_addr(Cuda *C, StrBuf *sb, const IrRegion *dst) {
 }
 
 /* The coordinates (innermost first) of the box of global region g that
- * panel p covers. */
+ * panel p covers. A start read from data (IR_GUARD_LOWER) is clamped into
+ * [-extent, size] first (tc_tma_coord): a box wholly outside the tensor
+ * stays wholly outside, and the coordinate fits the instruction's 32 bits. */
 static void box_coords(Cuda *C, StrBuf *o, const IrRegion *g, int64_t panel_cols, int64_t p) {
   const int inner = g->buf->rank - 1;
   sb_puts(o, "{");
   for (int d = inner; d >= 0; d--) {
-    sb_puts(o, d == inner ? "(int)(" : ", (int)(");
-    cuda_emit_expr(C, o, g->start[d]);
-    if (d == inner && p) sb_printf(o, " + %lld", (long long)(p * panel_cols));
-    sb_puts(o, ")");
+    sb_puts(o, d == inner ? "" : ", ");
+    if (g->guard[d] & IR_GUARD_LOWER) {
+      sb_puts(o, "tc_tma_coord(");
+      cuda_emit_expr(C, o, g->start[d]);
+      sb_puts(o, ", ");
+      cuda_emit_expr(C, o, g->buf->shape[d]);
+      sb_printf(o, ", %lld)", (long long)cuda_const(g->extent[d]));
+      if (d == inner && p) sb_printf(o, " + %lld", (long long)(p * panel_cols));
+    } else {
+      sb_puts(o, "(int)(");
+      cuda_emit_expr(C, o, g->start[d]);
+      if (d == inner && p) sb_printf(o, " + %lld", (long long)(p * panel_cols));
+      sb_puts(o, ")");
+    }
   }
   sb_puts(o, "}");
 }

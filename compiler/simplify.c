@@ -474,3 +474,28 @@ bool ir_int_nonneg(const IrExpr *e, IrVarRangeFn range_of, IrVarNonnegFn nonneg_
     return false;
   }
 }
+
+bool ir_int_multiple_of(const IrExpr *e, int64_t n) {
+  switch (e->kind) {
+  case IR_EXPR_INT:
+    return e->u.int_value % n == 0;
+  case IR_EXPR_BINARY:
+    switch (e->u.op.op) {
+    case IR_OP_ADD: case IR_OP_SUB:
+      return ir_int_multiple_of(e->u.op.a, n) && ir_int_multiple_of(e->u.op.b, n);
+    case IR_OP_MUL:
+      return ir_int_multiple_of(e->u.op.a, n) || ir_int_multiple_of(e->u.op.b, n);
+    default:
+      return false;
+    }
+  case IR_EXPR_SELECT:
+    return ir_int_multiple_of(e->u.select.then_, n) && ir_int_multiple_of(e->u.select.else_, n);
+  case IR_EXPR_CALL:
+    return (e->u.call.fn == IR_INTRINSIC_MIN || e->u.call.fn == IR_INTRINSIC_MAX) &&
+           ir_int_multiple_of(e->u.call.args[0], n) && ir_int_multiple_of(e->u.call.args[1], n);
+  case IR_EXPR_CAST:
+    return ir_int_multiple_of(e->u.cast_src, n);
+  default:
+    return false;
+  }
+}

@@ -30,4 +30,10 @@ bool ir_int_range(const IrExpr *e, IrVarRangeFn range_of, void *ctx, int64_t *lo
 typedef bool (*IrVarNonnegFn)(const IrVar *v, void *ctx);
 bool ir_int_nonneg(const IrExpr *e, IrVarRangeFn range_of, IrVarNonnegFn nonneg_var, void *ctx);
 
+/* Whether an integer expression is a multiple of n (> 0) whatever its
+ * variables' values: constants, sums and differences of multiples, products
+ * with a multiple, selects, min and max of multiples. A variable alone is
+ * not known to be one. */
+bool ir_int_multiple_of(const IrExpr *e, int64_t n);
+
 #endif

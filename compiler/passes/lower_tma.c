@@ -42,6 +42,7 @@
  * kernel. */
 #include <string.h>
 
+#include "../simplify.h"
 #include "passes.h"
 
 /* ---- which copies are TMA boxes ------------------------------------------- */
@@ -59,6 +60,11 @@ bool pass_tma_box(const IrKernel *k, const IrRegion *src, const IrRegion *dst, I
   int inner = g->rank - 1;
   int64_t inner_size = 0;
   if (src->is_index[inner]) return false;
+  /* The box's first element along the rows must be 16-byte aligned: a
+   * start that is not (a column read from data, say) faults the copy
+   * (illegal instruction on an H100), so unless the start is provably a
+   * multiple of 16 bytes the copy stays on cp.async. */
+  if (!ir_int_multiple_of(src->start[inner], 16 / es)) return false;
   /* A dynamic row length gives a row pitch known only at launch: the
    * runtime checks it when it encodes the map, and launches the kernel's
    * cp.async build (TilecOptions.no_tma) when it is not a multiple of 16

@@ -337,7 +337,7 @@ int main(int argc, char **argv) {
       test_elements(&env, mod, 100, cols[s]);
       test_widen(&env, mod, 100, cols[s]);
     }
-    test_gemm(&env, mod, 300, 200, 96); /* TMA loads and a TMA store on sm_90a */
+    test_gemm(&env, mod, 300, 200, 96); /* B's tiles by TMA on sm_90a */
     test_gemm(&env, mod, 300, 100, 100);
   }
   tilert_module_destroy(mod);

@@ -34,6 +34,7 @@
 #include "diag.h"
 #include "ir.h"
 #include "passes/passes.h"
+#include "simplify.h"
 #include "sema.h"
 #include "tilec.h"
 #include "strbuf.h"
@@ -1862,6 +1863,23 @@ static bool in_warpgroups(const IrBuffer *b) {
          b->layout.warp_order == IR_WARP_ORDER_WARPGROUPS;
 }
 
+/* ir_int_multiple_of, which keeps a TMA box whose first column may be
+ * unaligned on cp.async (lower-tma): k * 64 + 128 is a multiple of 8, a
+ * variable alone, k * 64 + 3 and a select with one odd branch are not. */
+static void test_multiple_of(void) {
+  Arena *arena = arena_create();
+  IrModule *m = ir_module_new(arena, "t");
+  SrcLoc loc = {0};
+  IrVar *k = ir_var_new(m, "k", IR_VAR_LOOP, DTYPE_I64, loc);
+  IrExpr *k64 = ir_binary(m, IR_OP_MUL, ir_var_ref(m, k, loc), ir_int(m, 64, loc), loc);
+  CHECK(ir_int_multiple_of(ir_binary(m, IR_OP_ADD, k64, ir_int(m, 128, loc), loc), 8));
+  CHECK(ir_int_multiple_of(ir_binary(m, IR_OP_SUB, ir_int(m, 0, loc), k64, loc), 16));
+  CHECK(!ir_int_multiple_of(ir_var_ref(m, k, loc), 8));
+  CHECK(!ir_int_multiple_of(ir_binary(m, IR_OP_ADD, k64, ir_int(m, 3, loc), loc), 8));
+  CHECK(!ir_int_multiple_of(k64, 128));
+  arena_destroy(arena);
+}
+
 static void test_nsplit(void) {
   Arena *arena = arena_create();
   /* sm_90a: wgmma, two warpgroups of 64 rows x 48 columns. */
@@ -1999,6 +2017,7 @@ int main(void) {
   test_f32_vector_pipelined();
   test_atomic_add_pairs();
   test_nsplit();
+  test_multiple_of();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -113,6 +113,17 @@ TC_DEVICE unsigned tc_fp8x2_widen(unsigned two) {
     return (unsigned)tc_f32_to_bf16(tc_f16_to_f32((tc_half)(h & 0xffffu))) |
            ((unsigned)tc_f32_to_bf16(tc_f16_to_f32((tc_half)(h >> 16))) << 16);
 }
+/* Eight codes (lo: 0-3, hi: 4-7, little-endian) widened to 16 bits, stored
+ * as one 16-byte chunk at .shared address addr. */
+template <bool E5M2, bool BF16>
+TC_DEVICE void tc_fp8x8_widen_store(unsigned addr, unsigned lo, unsigned hi) {
+  tc_u32x4 w;
+  w.x = tc_fp8x2_widen<E5M2, BF16>(lo & 0xffffu);
+  w.y = tc_fp8x2_widen<E5M2, BF16>(lo >> 16);
+  w.z = tc_fp8x2_widen<E5M2, BF16>(hi & 0xffffu);
+  w.w = tc_fp8x2_widen<E5M2, BF16>(hi >> 16);
+  tc_st_shared_16(addr, w);
+}
 /* The path of a slice starting before its tensor: byte loads of the codes
  * in [rows_lo, rows_valid) x [cols_lo, cols_valid), zeros elsewhere. */
 template <int ROWS, int COLS, int THREADS, int SWZ, bool E5M2, bool BF16>
@@ -128,12 +139,7 @@ TC_COLD void tc_copy_g2s_fp8_widen_edges(unsigned base, const unsigned char *g, 
       for (int e = 0; e < 8; ++e)
         if (c0 + e >= cols_lo && c0 + e < cols_valid)
           (e < 4 ? lo : hi) |= (unsigned)g[(long long)r * g_row_stride + c0 + e] << (8 * (e & 3));
-    tc_u32x4 w;
-    w.x = tc_fp8x2_widen<E5M2, BF16>(lo & 0xffffu);
-    w.y = tc_fp8x2_widen<E5M2, BF16>(lo >> 16);
-    w.z = tc_fp8x2_widen<E5M2, BF16>(hi & 0xffffu);
-    w.w = tc_fp8x2_widen<E5M2, BF16>(hi >> 16);
-    tc_st_shared_16(tc_tile_chunk_addr<ROWS, COLS, SWZ, 2>(base, r, c0), w);
+    tc_fp8x8_widen_store<E5M2, BF16>(tc_tile_chunk_addr<ROWS, COLS, SWZ, 2>(base, r, c0), lo, hi);
   }
 }
 template <int ROWS, int COLS, int THREADS, int SWZ, bool E5M2, bool BF16>
@@ -166,12 +172,7 @@ TC_DEVICE void tc_copy_g2s_fp8_widen(unsigned short *smem, const unsigned char *
           if (c0 + e < cols_valid) (e < 4 ? lo : hi) |= (unsigned)p[e] << (8 * (e & 3));
       }
     }
-    tc_u32x4 w;
-    w.x = tc_fp8x2_widen<E5M2, BF16>(lo & 0xffffu);
-    w.y = tc_fp8x2_widen<E5M2, BF16>(lo >> 16);
-    w.z = tc_fp8x2_widen<E5M2, BF16>(hi & 0xffffu);
-    w.w = tc_fp8x2_widen<E5M2, BF16>(hi >> 16);
-    tc_st_shared_16(tc_tile_chunk_addr<ROWS, COLS, SWZ, 2>(base, r, c0), w);
+    tc_fp8x8_widen_store<E5M2, BF16>(tc_tile_chunk_addr<ROWS, COLS, SWZ, 2>(base, r, c0), lo, hi);
   }
 }
 #endif

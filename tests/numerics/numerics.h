@@ -183,6 +183,29 @@ static inline bool num_arg_common(int argc, char **argv, int *i, DLDataType *dty
   return true;
 }
 
+/* The arguments of a test that runs one .tile file: --file (required) and
+ * --device. 0 when they parse, else 2 after a message (usage: the line to
+ * print when --file is missing). */
+static inline int num_args_file_device(int argc, char **argv, const char *usage, const char **file,
+                                       TilertDevice *device) {
+  *file = NULL;
+  *device = TILERT_DEVICE_CPU;
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    if (host_opt(argc, argv, &i, "--file", &v)) {
+      *file = v;
+    } else if (!num_arg_common(argc, argv, &i, NULL, NULL, NULL, device)) {
+      fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!*file) {
+    fprintf(stderr, "usage: %s\n", usage);
+    return 2;
+  }
+  return 0;
+}
+
 /* A comma list of at most 16 integers in [1, max] (host_parse_long exits
  * with 2 on garbage); replaces *n entries of out. */
 static inline void num_arg_list(const char *name, const char *v, long *out, int *n, long max) {

@@ -118,6 +118,12 @@ static bool offsets_tensor(NumEnv *env, HostTensor *t, const int64_t (*at)[2], c
 
 static bool inside(int64_t i, int64_t n) { return i >= 0 && i < n; }
 
+/* Element (i, j) of block b's read window of the R x C tensor X: 0 outside. */
+static double window_read(const Padded *X, int b, int i, int j, int64_t R, int64_t C) {
+  const int64_t r = read_at[b][0] + i, c = read_at[b][1] + j;
+  return inside(r, R) && inside(c, C) ? padded_get(X, (size_t)(r * C + c)) : 0.0;
+}
+
 /* kernel windows: X window -> Out[b], Y[b] -> W window, page of Xp -> OutP[b]. */
 static void test_windows(NumEnv *env, TilertModule *mod, int64_t R, int64_t C) {
   enum { BM = 32, BN = 64 };
@@ -148,8 +154,7 @@ static void test_windows(NumEnv *env, TilertModule *mod, int64_t R, int64_t C) {
       for (int i = 0; i < BM; i++)
         for (int j = 0; j < BN; j++) {
           const size_t o = ((size_t)b * BM + i) * BN + j;
-          const int64_t r = read_at[b][0] + i, c = read_at[b][1] + j;
-          out[o] = inside(r, R) && inside(c, C) ? padded_get(&X, (size_t)(r * C + c)) : 0.0;
+          out[o] = window_read(&X, b, i, j, R, C);
           const int64_t rw = write_at[b][0] + i, cw = write_at[b][1] + j;
           if (inside(rw, R) && inside(cw, C)) w[rw * C + cw] = padded_get(&Y, o);
           outp[o] = inside(page_of[b], PAGES) ? padded_get(&Xp, ((size_t)page_of[b] * BM + i) * BN + j) : 0.0;
@@ -199,8 +204,7 @@ static void test_elements(NumEnv *env, TilertModule *mod, int64_t R, int64_t C) 
       for (int i = 0; i < BM; i++)
         for (int j = 0; j < BN; j++) {
           const size_t o = ((size_t)b * BM + i) * BN + j;
-          const int64_t r = read_at[b][0] + i, c = read_at[b][1] + j;
-          out[o] = inside(r, R) && inside(c, C) ? padded_get(&X, (size_t)(r * C + c)) : 0.0;
+          out[o] = window_read(&X, b, i, j, R, C);
           const int64_t rw = write_at[b][0] + i, cw = write_at[b][1] + j;
           if (!inside(rw, R) || !inside(cw, C)) continue;
           const size_t at = (size_t)(rw * C + cw);
@@ -307,23 +311,10 @@ static void test_gemm(NumEnv *env, TilertModule *mod, int64_t M, int64_t K, int6
 }
 
 int main(int argc, char **argv) {
-  const char *file = NULL;
-  TilertDevice device = TILERT_DEVICE_CPU;
-  for (int i = 1; i < argc; i++) {
-    const char *v;
-    if (host_opt(argc, argv, &i, "--file", &v)) {
-      file = v;
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (!num_arg_device(v, &device)) return 2;
-    } else {
-      fprintf(stderr, "unknown argument %s\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!file) {
-    fprintf(stderr, "usage: test_data_offsets --file data_offsets.tile [--device cpu|cuda]\n");
-    return 2;
-  }
+  const char *file;
+  TilertDevice device;
+  int bad = num_args_file_device(argc, argv, "test_data_offsets --file data_offsets.tile [--device cpu|cuda]", &file, &device);
+  if (bad) return bad;
   NumEnv env;
   int rc = num_open(&env, device);
   if (rc != 0) return rc;

@@ -175,23 +175,10 @@ static void test_bitops(NumEnv *env, TilertModule *mod) {
 }
 
 int main(int argc, char **argv) {
-  const char *file = NULL;
-  TilertDevice device = TILERT_DEVICE_CPU;
-  for (int i = 1; i < argc; i++) {
-    const char *v;
-    if (host_opt(argc, argv, &i, "--file", &v)) {
-      file = v;
-    } else if (host_opt(argc, argv, &i, "--device", &v)) {
-      if (!num_arg_device(v, &device)) return 2;
-    } else {
-      fprintf(stderr, "unknown argument %s\n", argv[i]);
-      return 2;
-    }
-  }
-  if (!file) {
-    fprintf(stderr, "usage: test_intbits --file intbits.tile [--device cpu|cuda]\n");
-    return 2;
-  }
+  const char *file;
+  TilertDevice device;
+  int bad = num_args_file_device(argc, argv, "test_intbits --file intbits.tile [--device cpu|cuda]", &file, &device);
+  if (bad) return bad;
   NumEnv env;
   int rc = num_open(&env, device);
   if (rc != 0) return rc;

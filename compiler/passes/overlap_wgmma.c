@@ -118,7 +118,11 @@ static IrStmt *at_iteration(IrModule *m, const IrStmt *s, IrVar *k, const IrExpr
  * and measured SLOWER than the overlap alone on an H100 (bf16, dim 128,
  * seq 2048/8192, causal and not: 513-563 against 555-598 TFLOP/s, one
  * device call; bench/results/2026-11-23-nvidia-h100-session2-notes.md).
- * Off: turn() then makes nothing and the dumps show no warpgroup_turn. */
+ * Off: turn() then makes nothing and the dumps show no warpgroup_turn.
+ * Measured again at dim 64 (2026-11-24, tenth session, call 3): 192-row
+ * blocks 1.007x cuDNN against 1.091x without, dim 128 causal 0.963 against
+ * 1.048. Switched on, a one-warpgroup kernel gets no turns (the CUDA back
+ * end's cuda_emit_turn); checked by compiling the flagship's builds. */
 enum { PINGPONG_TURNS = 0 };
 
 static IrStmt *turn(IrModule *m, IrTurn t, SrcLoc loc) {

@@ -291,8 +291,8 @@ enum IrGuard {
   IR_GUARD_LOWER = 2, /* ... and its start may be negative (a start read from
                          a tensor); only with IR_GUARD_UPPER, except on a
                          TMA load's global side, where it stays alone: the
-                         hardware fills both edges, but a wild coordinate
-                         must be clamped (lower-tma) */
+                         hardware fills both edges, but the coordinate is
+                         clamped before its cast to 32 bits (lower-tma) */
 };
 
 /* A rectangular piece of a buffer: the operand of COPY/FILL/GEMM.

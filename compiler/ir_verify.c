@@ -5,7 +5,8 @@
  * tensor params; then FOR variables, LETs and ALLOCs earlier in an enclosing
  * SEQ) and checks: no NULL slot, every VAR and buffer in scope, index counts
  * and region ranks equal to the buffer's rank, guard flags IR_GUARD_UPPER
- * alone or with IR_GUARD_LOWER, integer indices / extents / shapes,
+ * alone or with IR_GUARD_LOWER (a TMA copy: IR_GUARD_LOWER alone, its
+ * `clamp`, or none), integer indices / extents / shapes,
  * bool-or-int conditions, and every expression's dtype equal to what the
  * constructors in ir.c compute (ir_binary_dtype and friends).
  *

@@ -174,7 +174,8 @@ static bool make_tma(Lower *L, IrStmt *s, int stages, const IrStmt *owner) {
   s->u.copy.tma_map = index;
   /* The hardware fills what lies outside the tensor; a start read from
    * data keeps IR_GUARD_LOWER alone: the CUDA back end clamps its
-   * coordinate (a wild one, such as INT32_MIN, faults the copy). */
+   * coordinate, since the instruction's 32 bits would otherwise truncate a
+   * 64-bit start, which could wrap back inside the tensor. */
   for (int d = 0; d < s->u.copy.src.rank; d++) s->u.copy.src.guard[d] &= IR_GUARD_LOWER;
   return true;
 }

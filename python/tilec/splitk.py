@@ -115,6 +115,12 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
+def _fills(blocks, slots):
+    """Whether `blocks` blocks fill at least 90 % of `slots` block slots: the
+    point from which splitting more only adds partial results to combine."""
+    return blocks * 10 >= slots * 9
+
+
 # Arithmetic intensity (FLOP per byte of A and B) below which a product is
 # bound by reading its operands: an H100 runs ~750 TFLOP/s of bf16 against
 # ~3.35 TB/s, about 220 FLOP/B; 200 leaves a margin.
@@ -139,13 +145,13 @@ def choose_splits(m, n, k, num_sms, block_M=64, block_N=128, block_K=64, blocks_
     k_tiles = _cdiv(k, block_K)
     memory_bound = m * n / (m + n) < MEMORY_BOUND_INTENSITY
     target = num_sms if memory_bound else num_sms * blocks_per_sm
-    if tiles * 10 >= target * 9:
+    if _fills(tiles, target):
         return 1
     cands = [s for s in range(2, max_splits + 1) if k_tiles // s >= min_k_tiles]
     if not cands:
         return 1
     for s in cands:
-        if tiles * s * 10 >= target * 9:
+        if _fills(tiles * s, target):
             return s
     return cands[-1]
 
@@ -173,7 +179,7 @@ def choose_kv_splits(base_blocks, kv_blocks, num_sms, blocks_per_sm=1, max_split
     if min(base_blocks, kv_blocks, num_sms, blocks_per_sm) < 1:
         raise ValueError("choose_kv_splits: sizes, num_sms and blocks_per_sm must be positive")
     slots = num_sms * blocks_per_sm
-    if base_blocks * 10 >= slots * 9:
+    if _fills(base_blocks, slots):
         return 1
     best_time, best = None, 1
     for s in range(1, max_splits + 1):
@@ -337,7 +343,7 @@ class Gemm:
             plain_tile = gemm_tile_for(m, n, smem_per_sm >= 200 * 1024)
             plain_tile = (int(self.defines.get("block_M", plain_tile[0])),
                           int(self.defines.get("block_N", plain_tile[1])))
-        if _cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]) * 10 >= num_sms * 9:
+        if _fills(_cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]), num_sms):
             return "gemm", 1
         label = "splitk" if self.splitk_defines else splitk_tile_for(m, n)
         t = self.tile(label)

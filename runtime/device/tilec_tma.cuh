@@ -174,8 +174,9 @@ TC_DEVICE void tc_tma_fence_proxy_async() {
  * `size` elements and a box of `extent`: clamped into [-extent, size], where
  * a box wholly outside the tensor stays wholly outside (the load then fills
  * zeros, as for the start itself) and the value fits the instruction's
- * signed 32 bits. Loads only: a TMA store at a negative coordinate faults
- * (the compiler keeps such stores cooperative, pass stage-stores). */
+ * signed 32 bits (a plain cast of a 64-bit start could wrap back inside the
+ * tensor). Loads only: a TMA store at a negative coordinate faults (the
+ * compiler keeps such stores cooperative, pass stage-stores). */
 TC_DEVICE int tc_tma_coord(long long start, long long size, int extent) {
   const long long hi = size < 0x7fffffffLL - 4096 ? size : 0x7fffffffLL - 4096;
   return (int)(start < -(long long)extent ? -(long long)extent : start > hi ? hi : start);

@@ -70,8 +70,8 @@ static const TmaCase cases[] = {
     /* Panel 1 is columns 64..127 of a 96-column tensor: half outside. */
     {"tma_swz128_edge_panels", 128, 32, 64, 2, 40, 96, 104, 0, 16, 0, 0},
     {"tma_swz128_negative", 128, 64, 64, 1, 64, 64, 64, -8, -3, 0, 0},
-    /* Coordinates read from bad data: clamped (tc_tma_coord), all zeros; as
-     * raw TMA coordinates they faulted on an H100. */
+    /* Coordinates read from bad data: clamped (tc_tma_coord) to a box wholly
+     * outside the tensor, all zeros. */
     {"tma_swz128_wild", 128, 64, 64, 1, 64, 64, 64, INT32_MIN, INT32_MIN + 7, 0, 0},
     /* 3 stages, 9 iterations: every stage's barriers go through phases
      * 0, 1, 0. */

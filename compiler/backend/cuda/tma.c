@@ -50,7 +50,8 @@ static void barrier_addr(Cuda *C, StrBuf *sb, const IrRegion *dst) {
 /* The coordinates (innermost first) of the box of global region g that
  * panel p covers. A start read from data (IR_GUARD_LOWER) is clamped into
  * [-extent, size] first (tc_tma_coord): a box wholly outside the tensor
- * stays wholly outside, and the coordinate fits the instruction's 32 bits. */
+ * stays wholly outside, where the plain (int) cast could wrap a 64-bit
+ * start back inside it. */
 static void box_coords(Cuda *C, StrBuf *o, const IrRegion *g, int64_t panel_cols, int64_t p) {
   const int inner = g->buf->rank - 1;
   sb_puts(o, "{");

@@ -126,14 +126,15 @@ def row_id(r):
 
 def num_split_for(r, sms, splits="auto", kern=None, block_N=64, block_M=64):
     """--splits N, or auto: tilec.splitk.choose_kv_splits for the kernel's
-    blocks per SM (whole waves of splits; at least 2 key blocks each)."""
+    blocks per SM (one K/V stream per SM, or every slot when a GQA group's
+    blocks share their K/V; at least 2 key blocks a split)."""
     if splits != "auto":
         return int(splits)
     import tilec
     base = r["batch"] * r["heads"] * math.ceil(r["seq_q"] / block_M)
     n_blocks = math.ceil(r["seq_kv"] / block_N)
     per_sm = tilec.splitk.blocks_per_sm_of(kern.info) if kern is not None else 1
-    return tilec.splitk.choose_kv_splits(base, n_blocks, sms, per_sm)
+    return tilec.splitk.choose_kv_splits(base, n_blocks, sms, per_sm, kv_share=r["heads"] // r["heads_kv"])
 
 
 def varlen_offsets(torch, r):
@@ -540,7 +541,7 @@ def main():
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--gqa-seqs", default="1024,4096,16384")
     ap.add_argument("--kv-lens", default="1024,8192,32768,131072")
-    ap.add_argument("--splits", default="auto", help="num_split of the decoding rows (auto: 4 blocks per SM)")
+    ap.add_argument("--splits", default="auto", help="num_split of the decoding rows (auto: tilec.splitk.choose_kv_splits)")
     ap.add_argument("--peak-gbs", type=float, default=3350.0)
     ap.add_argument("--min-runs", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1234)

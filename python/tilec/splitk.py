@@ -156,39 +156,44 @@ def choose_splits(m, n, k, num_sms, block_M=64, block_N=128, block_K=64, blocks_
     return cands[-1]
 
 
-def choose_kv_splits(base_blocks, kv_blocks, num_sms, blocks_per_sm=1, max_splits=256, min_kv_blocks=2):
+def choose_kv_splits(base_blocks, kv_blocks, num_sms, blocks_per_sm=1, max_splits=256, min_kv_blocks=2,
+                     kv_share=1):
     """The number of splits of the key axis for a split-KV decoding kernel
     (examples/flash_decoding.tile) whose grid without splitting has
     base_blocks blocks (batch x heads x query blocks) walking kv_blocks key
     blocks each, on num_sms SMs holding blocks_per_sm of its blocks at once
-    (shared memory and threads decide: blocks_per_sm_of). Every block of a
-    wave runs its whole split, so the time goes as waves x (split length +
-    a split's fixed cost, about one key block: its Q load, its partial
-    output and log-sum-exp, its share of the combine):
-    ceil(base * s / slots) * (ceil(kv_blocks / s) + 1); the smallest s that
-    minimizes it, each split keeping >= min_kv_blocks key blocks. Measured on
-    an H100 (bench/results/2026-11-24-nvidia-h100-cluster-notes.md): the
-    old rule (4 blocks per SM, while only 2 of these 80 KB blocks fit) put
-    batch 1 x 32 heads at 17 splits, 2.06 waves of 264 slots.
-    A grid that fills 90 % of the slots unsplit is not split (as
-    choose_splits): the model then saw 36 splits 1 % shorter for batch 8 x
-    32 heads at 128k keys, which measured 1-4 % slower with one KV head per
-    query head and 36-40 % slower with GQA (the query heads of a group stop
-    reading their K/V together; bench/results/
-    2026-11-24-nvidia-h100-session10-decoding-side-by-side.md)."""
-    if min(base_blocks, kv_blocks, num_sms, blocks_per_sm) < 1:
-        raise ValueError("choose_kv_splits: sizes, num_sms and blocks_per_sm must be positive")
+    (shared memory and threads decide: blocks_per_sm_of); kv_share of those
+    blocks read the same K/V (the query heads of a GQA group in the per-head
+    split kernel; 1 when each block streams its own K/V, as in the MHA and
+    the group-packed kernels).
+
+    Decoding is bound by reading K and V, so, as choose_splits does for
+    memory-bound products, the answer is the smallest split count that
+    keeps the memory system busy: one stream of distinct K/V per SM
+    (ceil(base_blocks / kv_share) x s fills 90 % of num_sms), or, when the
+    blocks share their K/V, every block slot filled once (base_blocks x s
+    fills 90 % of num_sms x blocks_per_sm), whichever comes first; each
+    split keeps >= min_kv_blocks key blocks (the largest such count when
+    none fills). More splits only add fixed costs: each split's Q load and
+    pipeline fill, its partial output and log-sum-exp, the combine's work,
+    and more concurrent streams for DRAM to interleave. Measured on an H100
+    (bench/results/2026-11-24-nvidia-h100-session11-notes.md, bf16, dim 128,
+    split + combine): batch 1 x 32 heads at 128k keys 4 splits 714 us
+    against 743 with the 41 of the earlier waves model; GQA packed (8 KV
+    heads) 15-16 splits 195 us against 231 at 41; the per-head split kernel
+    with GQA 32/8 and 16 tokens 8 splits (slots filled) 339 us against 484
+    at 4. A grid that fills 90 % of the slots unsplit is not split."""
+    if min(base_blocks, kv_blocks, num_sms, blocks_per_sm, kv_share) < 1:
+        raise ValueError("choose_kv_splits: sizes, num_sms, blocks_per_sm and kv_share must be positive")
     slots = num_sms * blocks_per_sm
     if _fills(base_blocks, slots):
         return 1
-    best_time, best = None, 1
-    for s in range(1, max_splits + 1):
-        if s > 1 and kv_blocks // s < min_kv_blocks:
-            break
-        time = _cdiv(base_blocks * s, slots) * (_cdiv(kv_blocks, s) + 1)
-        if best_time is None or time < best_time:
-            best_time, best = time, s
-    return best
+    streams = _cdiv(base_blocks, kv_share)
+    cands = [s for s in range(2, max_splits + 1) if kv_blocks // s >= min_kv_blocks]
+    for s in cands:
+        if _fills(streams * s, num_sms) or _fills(base_blocks * s, slots):
+            return s
+    return cands[-1] if cands else 1
 
 
 def blocks_per_sm_of(info, smem_per_sm=228 * 1024, max_threads=2048):

@@ -37,6 +37,10 @@ events, L2 flushed before each run, median of >= 20 runs).
 
 tilec and the peers run in two child processes (--part tilec / --part
 peers): a fault in a tilec kernel cannot take the peers' numbers with it.
+--side-by-side runs both in one child instead, tilec's rows then the
+peers' in each of --rounds N rounds, and reports each implementation's
+median round (for rows whose run-to-run spread is as large as the gap).
+The "default / flash" column is the example's defaults against FA2.
 Results: <out-dir>/<date>-<gpu>-bwd.{md,json}; the table is printed last.
 """
 
@@ -53,7 +57,7 @@ ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 from _common import (child_setup, error_result, gpu_name, json_emitter, rel_error, result_stem,  # noqa: E402
-                     run_parts, write_report)
+                     rounds_collector, run_parts, write_report)
 BOUND = {"f16": 1e-2, "bf16": 4e-2}
 LOG2E = math.log2(math.e)
 DEFAULT_CONFIGS = ["default:", "stages3:bwd_stages=3", "bn64:bwd_block_N=64"]
@@ -121,13 +125,22 @@ def measure(torch, timer, fn, got, refs, dt, impl):
 
 # ----------------------------------------------------------------- tilec ---
 
-def part_tilec(rows, args, torch, timer, emit):
+_TILEC_STATE = None
+
+
+def part_tilec(rows, args, torch, timer, emit, turn=0):
+    """tilec's rows; the configurations run in a rotated order in each
+    --side-by-side round (turn = round index): the same code timed in
+    another place of the sequence (its buffers at other addresses) read up
+    to 2 % apart on an H100, so each configuration takes every place once."""
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import tilec
-    ctx = tilec.Context(device="cuda", cache_dir=tempfile.mkdtemp(prefix="bench-bwd-cache-"))
-    torch.cuda.set_stream(torch.cuda.Stream())
-    stream = torch.cuda.current_stream().cuda_stream
-    mods = {}
+    global _TILEC_STATE
+    if _TILEC_STATE is None:   # one context, stream and module set for every round
+        torch.cuda.set_stream(torch.cuda.Stream())
+        _TILEC_STATE = (tilec.Context(device="cuda", cache_dir=tempfile.mkdtemp(prefix="bench-bwd-cache-")),
+                        torch.cuda.current_stream().cuda_stream, {})
+    ctx, stream, mods = _TILEC_STATE
 
     def kernel(file, name, defines):
         key = (file, tuple(sorted(defines.items())))   # one load per module and -D set
@@ -136,6 +149,8 @@ def part_tilec(rows, args, torch, timer, emit):
         return mods[key].kernel(name)
 
     configs = parse_configs(args)
+    turn %= len(configs)
+    configs = configs[turn:] + configs[:turn]
     for r in rows:
         rid = row_id(r)
         try:
@@ -220,7 +235,13 @@ def child_main(args):
     rows = rows_for(args)
     with open(args.json_out, "a") as f:
         emit = json_emitter(f, args.part)
-        if args.part == "peers":
+        if args.part == "both":
+            collect, flush = rounds_collector(emit)
+            for turn in range(args.rounds):
+                part_tilec(rows, args, torch, timer, collect, turn)
+                part_peers(rows, args, torch, timer, collect)
+            flush()
+        elif args.part == "peers":
             part_peers(rows, args, torch, timer, emit)
         else:
             part_tilec(rows, args, torch, timer, emit)
@@ -233,7 +254,9 @@ def report(args, rows, results, gpu):
              "",
              "TFLOP/s of the backward (2.5 x the forward's 4 B H S^2 D, half when causal); tilec = its three kernels "
              "(preprocess + backward + dQ convert). Forward columns: tilec's forward with the LSE output and the "
-             "flagship without it, TFLOP/s of the forward's FLOPs.", ""]
+             "flagship without it, TFLOP/s of the forward's FLOPs.",
+             ("Timing: tilec and the peers side by side in one process, %d round(s) in turn, medians." % args.rounds
+              if args.side_by_side else "Timing: tilec and the peers in two processes, one after the other."), ""]
     configs = ["tilec-%s" % n for n, _, _ in parse_configs(args)]
     impls = configs + ["sdpa-flash", "sdpa-cudnn"]
 
@@ -246,8 +269,8 @@ def report(args, rows, results, gpu):
         return fmt(x)
 
     lines += ["| dtype | dim | causal | B x S x H | " + " | ".join(impls) +
-              " | best tilec / flash | best tilec / cudnn | fwd-lse | fwd |",
-              "|" + "---|" * (8 + len(impls))]
+              " | default / flash | best tilec / flash | best tilec / cudnn | fwd-lse | fwd |",
+              "|" + "---|" * (9 + len(impls))]
     for r in rows:
         rr = results.get(row_id(r), [])
         fwd_fl = 4.0 * r["batch"] * r["heads"] * r["seq"] ** 2 * r["dim"] / (2 if r["causal"] else 1)
@@ -256,10 +279,11 @@ def report(args, rows, results, gpu):
         tf_fwd = lambda x: "%.0f" % (fwd_fl / (x["ms"] * 1e-3) / 1e12)
         ms = {e["impl"]: e["ms"] for e in rr if "ms" in e}
         best = min([ms[c] for c in configs if c in ms], default=None)
-        ratio = lambda peer: "%.2fx" % (ms[peer] / best) if best and peer in ms else "-"
-        lines.append("| %s | %d | %s | %dx%dx%d | %s | %s | %s | %s | %s |" % (
+        ratio = lambda peer, t=best: "%.2fx" % (ms[peer] / t) if t and peer in ms else "-"
+        lines.append("| %s | %d | %s | %dx%dx%d | %s | %s | %s | %s | %s | %s |" % (
             r["dtype"], r["dim"], "yes" if r["causal"] else "no", r["batch"], r["seq"], r["heads"],
-            " | ".join(cell(rr, i, tf) for i in impls), ratio("sdpa-flash"), ratio("sdpa-cudnn"),
+            " | ".join(cell(rr, i, tf) for i in impls), ratio("sdpa-flash", ms.get("tilec-default")),
+            ratio("sdpa-flash"), ratio("sdpa-cudnn"),
             cell(rr, "tilec-fwd-lse", tf_fwd), cell(rr, "tilec-fwd", tf_fwd)))
     lines.append("")
     lines.append("tilec configurations (-D of the backward kernels): " + "; ".join(
@@ -280,18 +304,24 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--out-dir", default=".")
     ap.add_argument("--quick", action="store_true", help="seq_len 4096 only")
-    ap.add_argument("--part", choices=("tilec", "peers"), help=argparse.SUPPRESS)
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="tilec and the peers in one process, taking turns --rounds times (medians)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of --side-by-side")
+    ap.add_argument("--part", choices=("tilec", "peers", "both"), help=argparse.SUPPRESS)
     ap.add_argument("--json-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.dtypes = args.dtypes.split(",")
     args.seqs = [int(x) for x in args.seqs.split(",")]
     if args.quick:
         args.seqs = [4096]
+    if args.rounds < 1 or (args.rounds > 1 and not args.side_by_side):
+        ap.error("--rounds N (N >= 1) goes with --side-by-side")
     if args.part:
         return child_main(args)
 
     os.makedirs(args.out_dir, exist_ok=True)
-    results = run_parts(__file__, os.path.join(args.out_dir, "bwd-raw.jsonl"), "bench_attention_bwd")
+    results = run_parts(__file__, os.path.join(args.out_dir, "bwd-raw.jsonl"), "bench_attention_bwd",
+                        ("both",) if args.side_by_side else ("peers", "tilec"))
     rows = rows_for(args)
     gpu = gpu_name()
     write_report(args.out_dir, result_stem(gpu, "bwd"), report(args, rows, results, gpu), args, rows, results)

@@ -189,6 +189,7 @@ static void build_infos(TilecResult *r) {
     info->ntensor_maps = k->ntma_maps;
     info->persistent = k->persistent;
     info->cluster = k->cluster;
+    info->pdl_sync = k->pdl_sync;
   }
 }
 

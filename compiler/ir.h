@@ -505,6 +505,12 @@ typedef struct IrKernel {
   IrStmt *body;         /* a SEQ */
   IrVar *target_sm;     /* the builtin const target_sm when the kernel names it
                            (also in symbols), else NULL */
+  /* Programmatic dependent launch (sema, sm_90a only; the statements are
+   * no-ops elsewhere): pdl_sync() -- the kernel waits at its start for the
+   * kernel before it in the stream to finish and its writes to be visible,
+   * so the runtime may launch it before that kernel ends; pdl_trigger() --
+   * the kernel lets the next one start at its own start. */
+  bool pdl_sync, pdl_trigger;
   /* Set by passes. */
   int raster_panel;     /* use_swizzle panel size; 0 = no rasterization */
   bool wgmma;           /* some gemm runs as wgmma (set by swizzle-layout) */

@@ -571,6 +571,9 @@ static void print_kernel(StrBuf *sb, const IrKernel *k) {
   if (k->raster_panel != 0)
     sb_printf(sb, "  raster(panel = %d, order = %s)\n", k->raster_panel,
               k->raster_column_major ? "col" : "row");
+  if (k->pdl_sync || k->pdl_trigger)
+    sb_printf(sb, "  pdl(%s%s%s)\n", k->pdl_sync ? "sync: waits for the previous kernel at its start" : "",
+              k->pdl_sync && k->pdl_trigger ? "; " : "", k->pdl_trigger ? "trigger: lets the next kernel start" : "");
   if (k->persistent) sb_puts(sb, "  persistent(one block per resident slot, tiles in a loop)\n");
   if (k->cluster > 1)
     sb_printf(sb, "  cluster(%d blocks: tiles paired along y, multicast rings loaded once per pair)\n", k->cluster);

@@ -56,6 +56,8 @@ typedef struct Sema {
   IrVar *unlisted[64];
   int nunlisted;
   int parallel; /* parallel loops around the statement being built */
+  IrStmt *top;   /* the kernel body's SEQ, while it is being built */
+  bool want_top; /* the next block_of builds the kernel body */
 } Sema;
 
 /* Deeper expressions are rejected: the parser's stack limit does not catch a
@@ -281,7 +283,8 @@ static IrExpr *call_expr(Sema *s, const AstExpr *e) {
   static const char *const tile_ops[] = {"copy", "atomic_add", "fill", "clear", "gemm", "reduce_max",
                                          "reduce_sum", "reduce_min", "annotate_layout",
                                          "use_swizzle", "alloc_shared", "alloc_fragment",
-                                         "alloc_local", "parallel", "pipelined", "serial"};
+                                         "alloc_local", "parallel", "pipelined", "serial", "pdl_sync",
+                                         "pdl_trigger"};
   if (strcmp(fn, "atomic_add") == 0) {
     diag_error(s->diag, e->loc,
                "'atomic_add' is not a value and cannot be used in an expression (the old value of one "
@@ -849,6 +852,10 @@ static void stmt(Sema *s, const AstStmt *st, IrStmt *seq);
 
 static IrStmt *block_of(Sema *s, const AstStmt *body) {
   IrStmt *seq = ir_seq_new(s->m, body->loc);
+  if (s->want_top) {
+    s->top = seq;
+    s->want_top = false;
+  }
   int mark = s->nscope;
   if (body->kind == AST_STMT_BLOCK)
     for (const AstStmt *c = body->u.block.stmts; c; c = c->next) stmt(s, c, seq);
@@ -1042,6 +1049,77 @@ static void for_stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
   }
 }
 
+/* ---- programmatic dependent launch ------------------------------------------ */
+
+static void note_global_load(const IrExpr *e, void *ctx) {
+  if (e->kind == IR_EXPR_LOAD && e->u.load.buf->scope == IR_SCOPE_GLOBAL) *(bool *)ctx = true;
+}
+
+/* Whether st reads or writes a global tensor anywhere inside it. */
+static bool touches_global(IrStmt *st) {
+  if (!st) return false;
+  bool any = false;
+  switch (st->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < st->u.seq.n && !any; i++) any = touches_global(st->u.seq.items[i]);
+    return any;
+  case IR_STMT_FOR:
+    return touches_global(st->u.for_.body) || (ir_stmt_visit_exprs(st, note_global_load, &any), any);
+  case IR_STMT_IF:
+    return touches_global(st->u.if_.then_) || touches_global(st->u.if_.else_) ||
+           (ir_stmt_visit_exprs(st, note_global_load, &any), any);
+  case IR_STMT_COPY:
+  case IR_STMT_ATOMIC_ADD:
+    if (st->u.copy.src.buf->scope == IR_SCOPE_GLOBAL || st->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL) return true;
+    break;
+  case IR_STMT_FILL:
+    if (st->u.fill.dst.buf->scope == IR_SCOPE_GLOBAL) return true;
+    break;
+  case IR_STMT_STORE:
+  case IR_STMT_ATOMIC_FETCH_ADD:
+    if (st->u.store.buf->scope == IR_SCOPE_GLOBAL) return true;
+    break;
+  default:
+    break;
+  }
+  ir_stmt_visit_exprs(st, note_global_load, &any);
+  return any;
+}
+
+/* pdl_sync() / pdl_trigger() (TileLang's T.pdl_sync / T.pdl_trigger): kernel
+ * flags on sm_90a, emitted at the kernel's start (griddepcontrol.wait /
+ * .launch_dependents), no-ops on other targets. Written where they take
+ * effect: in the kernel body itself, before any statement that reads or
+ * writes a global tensor (so the wait comes before every access to what the
+ * previous kernel writes, and a trigger is not mistaken for one placed after
+ * the work). */
+static bool pdl_stmt(Sema *s, const AstExpr *call, IrStmt *seq) {
+  const char *op = call->u.call.callee;
+  const bool sync = strcmp(op, "pdl_sync") == 0;
+  if (!sync && strcmp(op, "pdl_trigger") != 0) return false;
+  if (call->u.call.nargs != 0) {
+    diag_error(s->diag, call->loc, "'%s' takes no arguments", op);
+    return true;
+  }
+  if (seq != s->top) {
+    diag_error(s->diag, call->loc, "'%s' must be a statement of the kernel body itself, not inside a loop, if or block", op);
+    return true;
+  }
+  for (int i = 0; i < seq->u.seq.n; i++)
+    if (touches_global(seq->u.seq.items[i])) {
+      diag_error(s->diag, call->loc,
+                 "'%s' must come before the kernel's first access to a global tensor (line %d); it takes "
+                 "effect at the kernel's start",
+                 op, seq->u.seq.items[i]->loc.line);
+      return true;
+    }
+  if (s->target_sm >= 90) {
+    if (sync) s->k->pdl_sync = true;
+    else s->k->pdl_trigger = true;
+  }
+  return true;
+}
+
 static void stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
   switch (st->kind) {
   case AST_STMT_ASSIGN:
@@ -1053,6 +1131,7 @@ static void stmt(Sema *s, const AstStmt *st, IrStmt *seq) {
       diag_error(s->diag, e->loc, "expression statement must be a tile operation call");
       return;
     }
+    if (pdl_stmt(s, e, seq)) return;
     IrStmt *op = tile_op(s, e);
     if (op) ir_seq_push(s->m, seq, op);
     return;
@@ -1397,7 +1476,9 @@ static IrKernel *kernel(Sema *s, const AstKernel *ak) {
     k->block_vars[i]->grid_dim = i;
     declare(s, b->name, ENTITY_VAR, b->loc)->var = k->block_vars[i];
   }
+  s->want_top = true;
   k->body = block_of(s, ak->body);
+  s->top = NULL;
   return k;
 }
 

@@ -131,6 +131,10 @@ typedef struct TilecKernelInfo {
    * persistent kernel pairs its tiles, 0 otherwise. The 1-D grid must then
    * be a multiple of it; the tile loop runs over x * 2 ceil(y / 2) * z. */
   int cluster;
+  /* CUDA sm_90a: the kernel says pdl_sync() (it waits at its start for the
+   * kernel before it in the stream): launch it with programmatic stream
+   * serialization so it can start under that kernel's tail. */
+  int pdl_sync;
 } TilecKernelInfo;
 
 typedef struct TilecResult TilecResult;

@@ -143,10 +143,13 @@ class KernelInfo:
     on CUDA, 0 for the C backend), persistent (sm_90a: the kernel loops over
     its grid's tiles and is launched with one block per resident slot),
     cluster (blocks per cluster: 2 when the persistent kernel runs its tiles
-    in pairs that share multicast TMA loads, else 0).
+    in pairs that share multicast TMA loads, else 0), pdl_sync (sm_90a: the
+    kernel says pdl_sync(), so the runtime launches it with programmatic
+    stream serialization).
     """
 
-    __slots__ = ("name", "entry", "params", "dynamic_symbols", "threads", "shared_bytes", "persistent", "cluster")
+    __slots__ = ("name", "entry", "params", "dynamic_symbols", "threads", "shared_bytes", "persistent", "cluster",
+                 "pdl_sync")
 
     def __init__(self, raw):
         self.name = _s(raw.name)
@@ -175,6 +178,7 @@ class KernelInfo:
         self.shared_bytes = int(raw.shared_bytes)
         self.persistent = bool(raw.persistent)
         self.cluster = int(raw.cluster)
+        self.pdl_sync = bool(raw.pdl_sync)
 
     @property
     def param_names(self):

@@ -98,6 +98,7 @@ class TilecKernelInfo(ctypes.Structure):
         ("tensor_maps", ctypes.c_void_p),
         ("persistent", ctypes.c_int),
         ("cluster", ctypes.c_int),
+        ("pdl_sync", ctypes.c_int),
     ]
 
 

@@ -59,6 +59,20 @@ typedef struct RtCuLaunchConfig {
   unsigned nattrs;
 } RtCuLaunchConfig;
 typedef CUresult (*RtCuOccupancyMaxActiveClustersFn)(int *n, RtCuFunction f, const RtCuLaunchConfig *config);
+/* CUlaunchAttribute (cuda.h): the id, padding to 8 bytes, a 64-byte union
+ * of values; CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION is 6 and
+ * takes an int (programmaticStreamSerializationAllowed). */
+typedef struct RtCuLaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization;
+  } value;
+} RtCuLaunchAttribute;
+enum { RT_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+typedef CUresult (*RtCuLaunchKernelExFn)(const RtCuLaunchConfig *config, RtCuFunction f, void **params,
+                                         void **extra);
 typedef CUresult (*RtCuTensorMapEncodeTiledFn)(void *map, int data_type, unsigned rank, void *base,
                                                const uint64_t *dims, const uint64_t *strides,
                                                const uint32_t *box, const uint32_t *elem_strides,
@@ -141,6 +155,7 @@ struct RtCuda {
   /* Optional (CUDA 12+ drivers): NULL when the driver lacks it. */
   RtCuTensorMapEncodeTiledFn cuTensorMapEncodeTiled;
   RtCuOccupancyMaxActiveClustersFn cuOccupancyMaxActiveClusters;
+  RtCuLaunchKernelExFn cuLaunchKernelEx; /* CUDA 12: programmatic dependent launch */
   bool has_device, ctx_retained;
   CUdevice dev;
   CUcontext ctx;
@@ -337,6 +352,7 @@ static bool rt_cuda_open_device(RtCuda *cu, int ordinal, char *why, size_t cap) 
   /* TMA only: an older driver still runs everything else. */
   *(void **)&cu->cuTensorMapEncodeTiled = dlsym(cu->libcuda, "cuTensorMapEncodeTiled");
   *(void **)&cu->cuOccupancyMaxActiveClusters = dlsym(cu->libcuda, "cuOccupancyMaxActiveClusters");
+  *(void **)&cu->cuLaunchKernelEx = dlsym(cu->libcuda, "cuLaunchKernelEx");
   CUresult r = cu->cuInit(0);
   int count = 0;
   if (r == RT_CUDA_ERROR_NO_DEVICE || (r == RT_CUDA_SUCCESS && cu->cuDeviceGetCount(&count) == 0 &&
@@ -731,6 +747,22 @@ bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], 
   }
   return CU_CHECK(cu, cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                      (unsigned)smem_bytes, stream, params, NULL));
+}
+
+bool rt_cuda_launch_kernel_pdl(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], const unsigned block[3],
+                               size_t smem_bytes, RtCuStream stream, void **params) {
+  /* Without cuLaunchKernelEx (a pre-12 driver) the plain launch is still
+   * correct: the kernel's griddepcontrol.wait then finds no dependency, and
+   * stream order alone makes it wait. */
+  if (!cu || !cu->cuLaunchKernelEx || smem_bytes > 0xffffffffu)
+    return rt_cuda_launch_kernel(cu, fn, grid, block, smem_bytes, stream, params);
+  if (!rt_cuda_need_device(cu, "launching a kernel")) return false;
+  RtCuLaunchAttribute attr = {0};
+  attr.id = RT_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmatic_stream_serialization = 1;
+  RtCuLaunchConfig config = {{grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, (unsigned)smem_bytes,
+                             stream, &attr, 1};
+  return CU_CHECK(cu, cuLaunchKernelEx(&config, fn, params, NULL));
 }
 
 bool rt_cuda_synchronize(RtCuda *cu) {

@@ -146,6 +146,13 @@ int rt_cuda_resident_clusters(RtCuda *cu, RtCuFunction fn, int cluster, int thre
  * kernelParams convention). Asynchronous; see rt_cuda_synchronize. */
 bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], const unsigned block[3],
                     size_t smem_bytes, RtCuStream stream, void **params);
+/* The same launch with programmatic stream serialization (CUDA 12+, sm_90):
+ * the kernel may start before the kernel ahead of it in the stream has
+ * finished, so it must wait for it (griddepcontrol.wait: a kernel whose
+ * source says pdl_sync(), TilecKernelInfo.pdl_sync) before touching what
+ * that kernel writes. A plain launch where the driver lacks cuLaunchKernelEx. */
+bool rt_cuda_launch_kernel_pdl(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], const unsigned block[3],
+                               size_t smem_bytes, RtCuStream stream, void **params);
 bool rt_cuda_synchronize(RtCuda *cu);
 
 bool rt_cuda_malloc(RtCuda *cu, size_t bytes, RtCuDevPtr *out);

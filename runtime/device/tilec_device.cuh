@@ -65,6 +65,25 @@ TC_DEVICE unsigned tc_smem_addr(const void *p) {
 /* Block-wide barrier (bar.sync 0). Every thread of the block must reach it. */
 TC_DEVICE void tc_syncthreads() { __syncthreads(); }
 
+/* Programmatic dependent launch (sm_90; the generated code calls these only
+ * in sm_90a kernels whose source says pdl_sync() / pdl_trigger()).
+ * tc_pdl_wait: wait until the grids this one depends on (the kernel before
+ * it in the stream, when the runtime launched this one with programmatic
+ * stream serialization) have completed and their memory is visible; returns
+ * at once without such a dependency. tc_pdl_trigger: the next kernel in the
+ * stream may start launching its blocks (it still waits in tc_pdl_wait for
+ * this one to finish). */
+TC_DEVICE void tc_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+TC_DEVICE void tc_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 /* b, with nvcc unable to see its value: a branch on it stays a branch even
  * where b is a constant (an `if opaque(...)` of the IR). */
 TC_DEVICE bool tc_opaque(bool b) {

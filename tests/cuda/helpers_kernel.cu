@@ -62,6 +62,10 @@ __device__ void tc_test_mma_body(const tc_half *A, int a_rows, int a_cols, const
   tc_cp_async_wait<0>(); // and group 2
   tc_syncthreads();
 
+  // Programmatic dependent launch: no dependency here (a plain launch), so
+  // the wait returns at once; sm_80 compiles both to nothing.
+  tc_pdl_wait();
+  tc_pdl_trigger();
   // The raw shared tile, for checking the swizzle and the zero fill.
   tc_st_global_16(smem_dump + 8 * lane, tc_ld_shared_16(a_s + 16 * lane));
   // 16-byte global loads/stores: copy B.

@@ -461,6 +461,10 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
   sb_printf(o, "  extern __shared__ __align__(%d) unsigned char tc_smem[];\n", k->wgmma ? 1024 : 128);
   sb_puts(o, "  const int tc_tid = threadIdx.x, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
   sb_puts(o, "  (void)tc_warp; (void)tc_lane; (void)tc_smem;\n");
+  /* Programmatic dependent launch (sema sets these on sm_90a only): before
+   * any statement, so every thread waits before its first global access. */
+  if (k->pdl_sync) sb_puts(o, "  tc_pdl_wait();  // pdl_sync: the previous kernel's writes are visible\n");
+  if (k->pdl_trigger) sb_puts(o, "  tc_pdl_trigger();  // pdl_trigger: the next kernel may start\n");
   if (!k->persistent) emit_block_indices(C, k); /* persistent: the tile loop defines them */
   cuda_emit_seq(C, k->body, 0);
   sb_puts(o, "}\n\n");

@@ -1866,6 +1866,49 @@ static bool in_warpgroups(const IrBuffer *b) {
 /* ir_int_multiple_of, which keeps a TMA box whose first column may be
  * unaligned on cp.async (lower-tma): k * 64 + 128 is a multiple of 8, a
  * variable alone, k * 64 + 3 and a select with one odd branch are not. */
+/* pdl_sync() / pdl_trigger(): on sm_90a the kernel info says pdl_sync (the
+ * runtime's launch attribute) and the CUDA waits / triggers at the kernel's
+ * start; on sm_80 and the CPU both are no-ops. */
+static void test_pdl(void) {
+  static const char src[] =
+      "kernel k(A: f32[N], B: f32[N])\n"
+      "  grid (ceildiv(N, 128)) threads (128) as (bx)\n"
+      "{\n"
+      "    a = alloc_fragment([128], f32);\n"
+      "    pdl_sync();\n"
+      "    pdl_trigger();\n"
+      "    copy(A[bx * 128 : (bx + 1) * 128], a);\n"
+      "    copy(a, B[bx * 128 : (bx + 1) * 128]);\n"
+      "}\n";
+  const struct {
+    TilecTarget target;
+    TilecEmit emit;
+    int pdl;
+  } cases[] = {{TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, 1}, {TILEC_TARGET_SM80, TILEC_EMIT_CUDA, 0},
+               {TILEC_TARGET_CPU, TILEC_EMIT_C, 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = cases[c].emit;
+    o.target = cases[c].target;
+    TilecResult *r = NULL;
+    const int rc = tilec_compile("pdl.tile", src, sizeof src - 1, &o, &r);
+    CHECK(rc == 0);
+    if (rc == 0) {
+      CHECK(tilec_result_kernel(r, 0)->pdl_sync == cases[c].pdl);
+      const char *out = tilec_result_output(r);
+      const char *wait = strstr(out, "tc_pdl_wait();"), *trigger = strstr(out, "tc_pdl_trigger();");
+      CHECK((wait != NULL) == (cases[c].pdl == 1));
+      CHECK((trigger != NULL) == (cases[c].pdl == 1));
+      /* Both before the kernel's first statement (its fragment). */
+      if (wait && trigger) CHECK(wait < trigger && trigger < strstr(out, "float a["));
+    } else {
+      fprintf(stderr, "%s", tilec_result_diagnostics(r));
+    }
+    tilec_result_destroy(r);
+  }
+}
+
 static void test_multiple_of(void) {
   Arena *arena = arena_create();
   IrModule *m = ir_module_new(arena, "t");
@@ -2018,6 +2061,7 @@ int main(void) {
   test_atomic_add_pairs();
   test_nsplit();
   test_multiple_of();
+  test_pdl();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -168,11 +168,15 @@ static void run_decoding(NumEnv *env, const Config *c, TilertKernel *ks, TilertK
             "upload failed");
   double scale = 1.0 / sqrt((double)D) * 1.4426950408889634;
   TilertArg a1[] = {tilert_arg_tensor(&q.dl),  tilert_arg_tensor(&kt.dl), tilert_arg_tensor(&v.dl),
-                    tilert_arg_tensor(&op.dl), tilert_arg_tensor(&lp.dl), tilert_arg_f32(scale)};
+                    tilert_arg_tensor(&op.dl), tilert_arg_tensor(&lp.dl), tilert_arg_tensor(&o.dl),
+                    tilert_arg_f32(scale)};
   TilertArg a2[] = {tilert_arg_tensor(&op.dl), tilert_arg_tensor(&lp.dl), tilert_arg_tensor(&o.dl)};
-  TilertStatus st = tilert_launch(ks, a1, 6, NULL);
+  TilertStatus st = tilert_launch(ks, a1, 7, NULL);
   NUM_CHECK(st == TILERT_OK, "launch split: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
-  if (st == TILERT_OK) {
+  /* One split: the split kernel wrote o itself and the combine is not run
+   * (o is checked below as the split left it; the paged and group-packed
+   * paths below still run the combine at one split). */
+  if (st == TILERT_OK && nsplit > 1) {
     st = tilert_launch(kc, a2, 3, NULL);
     NUM_CHECK(st == TILERT_OK, "launch combine: %s: %s", tilert_strerror(st),
               tilert_last_error(env->ctx));
@@ -208,7 +212,8 @@ static void run_decoding(NumEnv *env, const Config *c, TilertKernel *ks, TilertK
     if (kg && sq == 1) { /* the group-packed kernel: one query token */
       host_tensor_poison(&o), host_tensor_poison(&op), host_tensor_poison(&lp);
       NUM_CHECK(host_tensor_upload(&o) && host_tensor_upload(&op) && host_tensor_upload(&lp), "upload");
-      st = tilert_launch(kg, a1, 6, NULL);
+      TilertArg ag[] = {a1[0], a1[1], a1[2], a1[3], a1[4], a1[6]}; /* no Output: always combined */
+      st = tilert_launch(kg, ag, 6, NULL);
       NUM_CHECK(st == TILERT_OK, "launch gqa split: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
       if (st == TILERT_OK) st = tilert_launch(kc, a2, 3, NULL);
       if (st == TILERT_OK && host_tensor_download(&o))

@@ -51,9 +51,14 @@ def test_decoding_and_paged():
         op = harness.poisoned((b, h, ns, sq, d), np.float32)
         lp = harness.poisoned((b, h, ns, sq), np.float32)
         o = harness.poisoned((b, sq, h, d), np.float16)
-        split(q, k, v, op, lp, scale)
+        split(q, k, v, op, lp, o, scale)
         combine(op, lp, o)
         harness.check_close("decoding, 4 splits", o, ref, BOUND)
+        # One split: the split kernel writes o itself (no combine).
+        op1, lp1 = harness.poisoned((b, h, 1, sq, d), np.float32), harness.poisoned((b, h, 1, sq), np.float32)
+        o1 = harness.poisoned((b, sq, h, d), np.float16)
+        split(q, k, v, op1, lp1, o1, scale)
+        harness.check_close("decoding, 1 split, no combine", o1, ref, BOUND)
         # Paged: pages of `page` tokens in shuffled order.
         mp = -(-skv // page)
         perm = rng.permutation(b * mp).astype(np.int32)

@@ -1279,7 +1279,10 @@ static bool dtype_choice(Sema *s, const AstExpr *e, DType *out) {
   IrExpr *cond = expr(s, call_arg(e, 0));
   /* Both branches name dtypes on every target, not only the one taken. */
   DType when_true, when_false;
-  if (!dtype_choice(s, call_arg(e, 1), &when_true) | !dtype_choice(s, call_arg(e, 2), &when_false)) return false;
+  /* Both checked, so both report their errors. */
+  const bool true_ok = dtype_choice(s, call_arg(e, 1), &when_true);
+  const bool false_ok = dtype_choice(s, call_arg(e, 2), &when_false);
+  if (!true_ok || !false_ok) return false;
   if (dtype_is_float(cond->dtype)) {
     diag_error(s->diag, call_arg(e, 0)->loc, "a dtype choice's condition must be an integer or bool, not %s",
                dtype_name(cond->dtype));

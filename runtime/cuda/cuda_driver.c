@@ -51,7 +51,7 @@ enum {
   RT_CU_TMAP_L2_PROMOTION_128B = 2,
   RT_CU_TMAP_OOB_FILL_NONE = 0, /* out-of-bounds elements read as zero */
 };
-/* CUlaunchConfig (cuda.h), for cuOccupancyMaxActiveClusters. */
+/* CUlaunchConfig (cuda.h), for cuOccupancyMaxActiveClusters and cuLaunchKernelEx. */
 typedef struct RtCuLaunchConfig {
   unsigned grid[3], block[3], smem;
   RtCuStream stream;

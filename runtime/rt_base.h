@@ -36,6 +36,7 @@ struct TilertContext {
   char *cache_dir;         /* resolved directory, or NULL when there is none */
   bool cache_disabled;
   bool cache_warned;       /* the "cache unusable" warning went out once */
+  bool pdl_off;            /* $TILEC_PDL=0: pdl_sync kernels get plain launches (A/B runs) */
   char *cc;                /* C compiler command line (may hold arguments) */
   char *last_error;
   int open_modules;        /* modules tilert_module_load_* handed out, not yet destroyed */

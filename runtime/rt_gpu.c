@@ -644,11 +644,12 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
   }
   /* pdl_sync kernels may start under the previous kernel's tail (they wait
    * for it in griddepcontrol.wait); not after a staging copy, which is no
-   * kernel to overlap, nor with $TILEC_PDL=0 (plain launches, for A/B runs). */
-  const char *pdl_env = getenv("TILEC_PDL");
-  const bool pdl = info->pdl_sync && !plan && !(pdl_env && strcmp(pdl_env, "0") == 0);
-  if (!(pdl ? rt_cuda_launch_kernel_pdl : rt_cuda_launch_kernel)(ctx->cu, k->cufn, g3, b3,
-                                                                 (size_t)info->shared_bytes, stream, params)) {
+   * kernel to overlap, nor with $TILEC_PDL=0 (ctx->pdl_off). */
+  const bool pdl = info->pdl_sync && !plan && !ctx->pdl_off;
+  const size_t smem = (size_t)info->shared_bytes;
+  const bool launched = pdl ? rt_cuda_launch_kernel_pdl(ctx->cu, k->cufn, g3, b3, smem, stream, params)
+                            : rt_cuda_launch_kernel(ctx->cu, k->cufn, g3, b3, smem, stream, params);
+  if (!launched) {
     st = rt_error(ctx, TILERT_CUDA_ERROR,
                   "%s: launch failed (grid %u x %u x %u, %u threads, %d bytes of shared "
                   "memory): %s",

@@ -77,6 +77,8 @@ TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out)
   const char *cc = cfg && cfg->cc && *cfg->cc ? cfg->cc : env_nonempty("TILEC_CC");
   ctx->cc = strdup(cc ? cc : "cc");
   ctx->cache_disabled = (cfg && cfg->disable_cache) || env_true("TILEC_CACHE_DISABLE");
+  const char *pdl = getenv("TILEC_PDL");
+  ctx->pdl_off = pdl && strcmp(pdl, "0") == 0;
   ctx->cache_dir = resolve_cache_dir(cfg);
   if (!ctx->cc) {
     tilert_context_destroy(ctx);

@@ -57,7 +57,6 @@ typedef struct Sema {
   int nunlisted;
   int parallel; /* parallel loops around the statement being built */
   IrStmt *top;   /* the kernel body's SEQ, while it is being built */
-  bool want_top; /* the next block_of builds the kernel body */
 } Sema;
 
 /* Deeper expressions are rejected: the parser's stack limit does not catch a
@@ -850,18 +849,19 @@ unknown:
 
 static void stmt(Sema *s, const AstStmt *st, IrStmt *seq);
 
-static IrStmt *block_of(Sema *s, const AstStmt *body) {
-  IrStmt *seq = ir_seq_new(s->m, body->loc);
-  if (s->want_top) {
-    s->top = seq;
-    s->want_top = false;
-  }
+/* The statements of body into seq, in a scope of their own. */
+static void block_into(Sema *s, const AstStmt *body, IrStmt *seq) {
   int mark = s->nscope;
   if (body->kind == AST_STMT_BLOCK)
     for (const AstStmt *c = body->u.block.stmts; c; c = c->next) stmt(s, c, seq);
   else
     stmt(s, body, seq);
   scope_pop(s, mark);
+}
+
+static IrStmt *block_of(Sema *s, const AstStmt *body) {
+  IrStmt *seq = ir_seq_new(s->m, body->loc);
+  block_into(s, body, seq);
   return seq;
 }
 
@@ -1055,35 +1055,30 @@ static void note_global_load(const IrExpr *e, void *ctx) {
   if (e->kind == IR_EXPR_LOAD && e->u.load.buf->scope == IR_SCOPE_GLOBAL) *(bool *)ctx = true;
 }
 
-/* Whether st reads or writes a global tensor anywhere inside it. */
+static bool is_global(const IrBuffer *b) { return b && b->scope == IR_SCOPE_GLOBAL; }
+
+/* Whether st reads or writes a global tensor anywhere inside it: in its own
+ * expressions (element loads), as a tile operand or store target, or in a
+ * nested statement. */
 static bool touches_global(IrStmt *st) {
   if (!st) return false;
-  bool any = false;
+  bool loads = false;
+  ir_stmt_visit_exprs(st, note_global_load, &loads);
+  if (loads) return true;
   switch (st->kind) {
   case IR_STMT_SEQ:
-    for (int i = 0; i < st->u.seq.n && !any; i++) any = touches_global(st->u.seq.items[i]);
-    return any;
-  case IR_STMT_FOR:
-    return touches_global(st->u.for_.body) || (ir_stmt_visit_exprs(st, note_global_load, &any), any);
-  case IR_STMT_IF:
-    return touches_global(st->u.if_.then_) || touches_global(st->u.if_.else_) ||
-           (ir_stmt_visit_exprs(st, note_global_load, &any), any);
+    for (int i = 0; i < st->u.seq.n; i++)
+      if (touches_global(st->u.seq.items[i])) return true;
+    return false;
+  case IR_STMT_FOR: return touches_global(st->u.for_.body);
+  case IR_STMT_IF: return touches_global(st->u.if_.then_) || touches_global(st->u.if_.else_);
   case IR_STMT_COPY:
-  case IR_STMT_ATOMIC_ADD:
-    if (st->u.copy.src.buf->scope == IR_SCOPE_GLOBAL || st->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL) return true;
-    break;
-  case IR_STMT_FILL:
-    if (st->u.fill.dst.buf->scope == IR_SCOPE_GLOBAL) return true;
-    break;
+  case IR_STMT_ATOMIC_ADD: return is_global(st->u.copy.src.buf) || is_global(st->u.copy.dst.buf);
+  case IR_STMT_FILL: return is_global(st->u.fill.dst.buf);
   case IR_STMT_STORE:
-  case IR_STMT_ATOMIC_FETCH_ADD:
-    if (st->u.store.buf->scope == IR_SCOPE_GLOBAL) return true;
-    break;
-  default:
-    break;
+  case IR_STMT_ATOMIC_FETCH_ADD: return is_global(st->u.store.buf);
+  default: return false;
   }
-  ir_stmt_visit_exprs(st, note_global_load, &any);
-  return any;
 }
 
 /* pdl_sync() / pdl_trigger() (TileLang's T.pdl_sync / T.pdl_trigger): kernel
@@ -1479,8 +1474,8 @@ static IrKernel *kernel(Sema *s, const AstKernel *ak) {
     k->block_vars[i]->grid_dim = i;
     declare(s, b->name, ENTITY_VAR, b->loc)->var = k->block_vars[i];
   }
-  s->want_top = true;
-  k->body = block_of(s, ak->body);
+  k->body = s->top = ir_seq_new(s->m, ak->body->loc);
+  block_into(s, ak->body, k->body);
   s->top = NULL;
   return k;
 }

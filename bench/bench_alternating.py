@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import _common  # noqa: E402
 import bench_attention as ba  # noqa: E402
+import bench_gemm  # noqa: E402
 
 GEMM_BOUND = ba.GEMM_BOUND
 
@@ -60,22 +61,10 @@ class AlternatingTimer:
         self.min_steps, self.rep_ms, self.warmup_ms, self.max_steps = min_steps, rep_ms, warmup_ms, max_steps
         self.flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
 
-    def _estimate_ms(self, fn):
-        torch = self.torch
-        fn()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(3):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        return max(start.elapsed_time(end) / 3, 1e-3)
-
     def times(self, fns):
         torch = self.torch
         names = list(fns)
-        est = {n: self._estimate_ms(fns[n]) for n in names}
+        est = {n: ba.estimate_ms(torch, fns[n]) for n in names}
         for _ in range(min(int(self.warmup_ms / max(est.values())), 100)):
             for n in names:
                 fns[n]()
@@ -182,14 +171,7 @@ def gemm_fns(torch, tilec, ctx, row, stream, sms, smem, variants):
     if kind == "gemm":
         fn = g.gemm_kernel().bind(a, b, c, stream=stream)
     else:
-        part, reduce = g.splitk_kernels()
-        ws = g._workspace[:splits * m * n]
-        p1 = part.bind(a, b, ws.view(splits, m, n), stream=stream)
-        p2 = reduce.bind(ws.view(splits, m * n), c.view(m * n), stream=stream)
-
-        def fn():
-            p1()
-            p2()
+        fn = bench_gemm.two_kernel_fn(g, a, b, c, splits, stream)
 
     fns = {"tilec": fn}
     errs = {}

@@ -134,6 +134,20 @@ def attn_reference(torch, q, k, v, causal):
     return out.transpose(1, 2)
 
 
+def estimate_ms(torch, fn):
+    """fn's time in ms from three back-to-back runs after one more (the
+    timers' first guess, which sizes their warm-up and run counts)."""
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(3):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return max(start.elapsed_time(end) / 3, 1e-3)
+
+
 class Timer:
     """Median CUDA-event time of fn() in ms: warm-up, then >= min_runs runs
     (more while under rep_ms), each after an L2 flush (what
@@ -146,15 +160,7 @@ class Timer:
 
     def __call__(self, fn):
         torch = self.torch
-        fn()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(3):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        est = max(start.elapsed_time(end) / 3, 1e-3)
+        est = estimate_ms(torch, fn)
         for _ in range(min(int(self.warmup_ms / est), 100)):
             fn()
         n = max(self.min_runs, min(self.max_runs, int(self.rep_ms / est)))

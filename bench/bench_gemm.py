@@ -122,6 +122,21 @@ def split_candidates(tilec, m, n, k, sms, smem):
     return out
 
 
+def two_kernel_fn(g, a, b, c, splits, stream):
+    """tilec.splitk.Gemm g's split-K as two bound launches (the partial
+    products into g's workspace, then the reduction into c), one callable."""
+    m, n = c.shape
+    part, reduce = g.splitk_kernels()
+    ws = g._workspace[:splits * m * n]
+    p1 = part.bind(a, b, ws.view(splits, m, n), stream=stream)
+    p2 = reduce.bind(ws.view(splits, m * n), c.view(m * n), stream=stream)
+
+    def fn():
+        p1()
+        p2()
+    return fn
+
+
 def best_variant(variants):
     """The label of the fastest variant that ran, or None."""
     ok = {l: v for l, v in variants.items() if "ms" in v}
@@ -207,14 +222,7 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
                 counters = g.counter_buffer(a, g.counter_tiles(m, n))
                 fn = g.fused_kernel().bind(a, b, ws.view(splits, m, n), c, counters, stream=stream)
             else:
-                part, reduce = g.splitk_kernels()
-                ws = g._workspace[:splits * m * n]
-                p1 = part.bind(a, b, ws.view(splits, m, n), stream=stream)
-                p2 = reduce.bind(ws.view(splits, m * n), c.view(m * n), stream=stream)
-
-                def fn():
-                    p1()
-                    p2()
+                fn = two_kernel_fn(g, a, b, c, splits, stream)
             ms, runs = timer(fn)
             variants[label] = {"ms": ms, "runs": runs, "tflops": tflops(m, n, k, ms), "err": err}
         except Exception as e:

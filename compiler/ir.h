@@ -162,6 +162,7 @@ typedef enum IrVarKind {
   IR_VAR_SYMBOL,       /* shape symbol or const (seq_len, block_M): integer/bool */
   IR_VAR_SCALAR_PARAM, /* a scalar kernel parameter (scale: f32) */
   IR_VAR_BLOCK_INDEX,  /* bx, by, bz */
+  IR_VAR_GRID_SIZE,    /* gridDim.x of a persistent kernel: its tile loops' step (pass persistent) */
   IR_VAR_LOOP,         /* a for-loop variable */
   IR_VAR_LET,          /* `loop_range = ...;` a scalar bound once */
 } IrVarKind;
@@ -387,6 +388,10 @@ struct IrStmt {
                             completing on dst.buf->tma_bar; a TMA_WAIT makes it
                             visible. Also `async`: no thread waits in place. */
       int tma_map;
+      bool prefetch_l2;  /* with tma: only pull the source boxes into L2 (pass
+                            persistent: the next tile's per-tile boxes under
+                            this tile's work); dst names the tile the boxes
+                            will land in later, which this copy does not write */
       IrBuffer *via;     /* a TMA store of a fragment (pass persistent): the tile
                             leaves in rounds of via's columns through via's
                             slots (via: [slots, rows, w] shared, laid out as TMA
@@ -502,6 +507,7 @@ typedef struct IrKernel {
   int ngrid;
   IrExpr *threads;
   IrVar *block_vars[IR_MAX_GRID];
+  IrVar *grid_size;    /* IR_VAR_GRID_SIZE, when pass persistent names it */
   IrStmt *body;         /* a SEQ */
   IrVar *target_sm;     /* the builtin const target_sm when the kernel names it
                            (also in symbols), else NULL */

@@ -382,6 +382,8 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
       sb_printf(sb, " map(%d)", s->u.copy.tma_map);
       if (s->u.copy.via) sb_printf(sb, " via(%s)", buf_name(p, s->u.copy.via));
     }
+    else if (s->u.copy.tma && s->u.copy.prefetch_l2)
+      sb_printf(sb, " map(%d) prefetch(L2)", s->u.copy.tma_map);
     else if (s->u.copy.tma)
       sb_printf(sb, " map(%d) mbarrier(%s)", s->u.copy.tma_map, buf_name(p, s->u.copy.dst.buf->tma_bar));
     break;

@@ -508,6 +508,13 @@ static void check_kernel(Verifier *v, const IrKernel *k) {
     }
     push(v, b);
   }
+  if (k->grid_size) {
+    if (k->grid_size->kind != IR_VAR_GRID_SIZE || !k->persistent) {
+      fail(v, k->grid_size->loc, "grid size '%s' of a kernel that is not persistent", k->grid_size->name);
+      return;
+    }
+    push(v, k->grid_size);
+  }
   check_block(v, k->body, "kernel body");
 }
 

@@ -443,7 +443,7 @@ bool ir_int_nonneg(const IrExpr *e, IrVarRangeFn range_of, IrVarNonnegFn nonneg_
     return e->u.int_value >= 0;
   case IR_EXPR_VAR: {
     const IrVar *v = e->u.var;
-    if (v->kind == IR_VAR_BLOCK_INDEX || v->kind == IR_VAR_LOOP) return true;
+    if (v->kind == IR_VAR_BLOCK_INDEX || v->kind == IR_VAR_GRID_SIZE || v->kind == IR_VAR_LOOP) return true;
     if (v->kind == IR_VAR_SYMBOL) { /* a dynamic size, or a bound value */
       int64_t c;
       return !v->bound || (v->value && ir_expr_is_int_const(v->value, &c) && c >= 0);

@@ -86,7 +86,7 @@ static void access_of(IrStmt *s, void *ctx) {
  * needs one before it like any writer. */
 static void async_fill_of(IrStmt *s, void *ctx) {
   Access *a = ctx;
-  if (s->kind == IR_STMT_COPY && s->u.copy.async) set_add(&a->writes, s->u.copy.dst.buf);
+  if (s->kind == IR_STMT_COPY && s->u.copy.async && !s->u.copy.prefetch_l2) set_add(&a->writes, s->u.copy.dst.buf);
 }
 
 typedef struct State {

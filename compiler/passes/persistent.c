@@ -45,6 +45,10 @@
  * their x are x and gx - 1 - x), the longer first, with an inner
  * `for tile_half in serial(2)` (1 for the middle tile of an odd T); any
  * other dependence on the tile keeps the kernel as it is (plan_lengths).
+ * After its loop for a tile the producer pulls the next tile's one-stage
+ * boxes (attention's Q) into L2 (next_tile_prefetch; the loop's step is
+ * the kernel's grid_size, gridDim.x), so the next tile starts without a
+ * DRAM round trip.
  * An in-flight GEMM loop also releases its last stage after its final
  * wgmma_wait (release_last_stage): with one tile per block nothing refilled
  * it. tile_iter and its counter exist only where a per-tile buffer needs
@@ -678,6 +682,8 @@ typedef struct Role {
   IrStmt *seq, *tile_body, *body, *work; /* body: tile_body, or the pair loop's */
   IrVar *blocks[IR_MAX_GRID];
   IrVar *base, *iter;
+  IrVar *loop, *half; /* the tile (or pair) loop's variable; paired: the half's */
+  IrExpr *tiles;      /* the flattened grid's tile count */
 } Role;
 
 /* paired: the loop walks pairs of tiles t and T - 1 - t of the flattened
@@ -708,6 +714,9 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const Plan *P, 
   }
   IrExpr *steps = paired ? ir_call(m, IR_INTRINSIC_CEILDIV, CLONE(tiles), ir_int(m, 2, loc), loc) : tiles;
   ir_seq_push(m, r->seq, ir_for_new(m, IR_FOR_PERSISTENT, tile, ir_simplify(m, steps), r->tile_body, loc));
+  r->loop = tile;
+  r->half = NULL;
+  r->tiles = tiles;
   if (!paired) {
     tile_indices(m, k, tile, P->cluster, r->tile_body, r->blocks);
     r->body = r->tile_body;
@@ -719,6 +728,7 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const Plan *P, 
     IrExpr *x = BIN(MOD, CLONE(t), CLONE(k->grid[0]));
     IrExpr *t_longer = BIN(GE, BIN(MUL, x, ir_int(m, 2, loc)), BIN(SUB, CLONE(k->grid[0]), ir_int(m, 1, loc)));
     IrVar *half = ir_var_new(m, "tile_half", IR_VAR_LOOP, DTYPE_I64, loc);
+    r->half = half;
     IrExpr *count = ir_select(m, BIN(EQ, CLONE(t), CLONE(mirror)), ir_int(m, 1, loc), ir_int(m, 2, loc), loc);
     r->body = ir_seq_new(m, loc);
     ir_seq_push(m, r->tile_body, ir_for_new(m, IR_FOR_SERIAL, half, ir_simplify(m, count), r->body, loc));
@@ -795,6 +805,69 @@ static void release_last_stage(IrModule *m, const Plan *P) {
   }
 }
 
+/* A copy whose region names only block indices, symbols and constants: the
+ * same copy for another tile is the copy with other block indices. */
+static void note_let_use(const IrExpr *e, void *ctx) {
+  if (e->kind == IR_EXPR_VAR && e->u.var->kind == IR_VAR_LET) *(bool *)ctx = true;
+}
+
+static bool region_by_block_only(IrStmt *copy) {
+  bool uses_let = false;
+  ir_stmt_visit_exprs(copy, note_let_use, &uses_let);
+  return !uses_let;
+}
+
+/* `if (next tile exists) { its block indices; copy.tma ... prefetch(L2) }`:
+ * the producer pulls the per-tile boxes (attention's Q) of the tile it
+ * runs next into L2 while this tile's loop runs, so the consumers do not
+ * wait for them from DRAM at the next tile's start (dim 64 causal, two
+ * consumer warpgroups, bf16 on an H100: +13 % at 2048, +6 % at 4096,
+ * bench/results/2026-11-25-nvidia-h100-session12-notes.md). The next tile
+ * is this one + gridDim.x, or for paired loops the pair's other half, else
+ * the next pair's first (the order role_begin walks). */
+static IrStmt *next_tile_prefetch(IrModule *m, IrKernel *k, const Plan *P, const Role *r, IrStmt *copy) {
+  SrcLoc loc = copy->loc;
+  if (!k->grid_size) k->grid_size = ir_var_new(m, "tc_num_blocks", IR_VAR_GRID_SIZE, DTYPE_I64, loc);
+  IrExpr *step = ir_var_ref(m, k->grid_size, loc), *t = ir_var_ref(m, r->loop, loc);
+  IrStmt *then_ = ir_seq_new(m, loc);
+  IrExpr *exists, *next;
+  if (!r->half) {
+    next = BIN(ADD, CLONE(t), step);
+    exists = BIN(LT, CLONE(next), CLONE(r->tiles));
+  } else {
+    IrExpr *h = ir_var_ref(m, r->half, loc), *one = ir_int(m, 1, loc), *zero = ir_int(m, 0, loc);
+    IrExpr *mirror = BIN(SUB, BIN(SUB, CLONE(r->tiles), one), CLONE(t));
+    IrExpr *count = ir_select(m, BIN(EQ, CLONE(t), mirror), ir_int(m, 1, loc), ir_int(m, 2, loc), loc);
+    IrExpr *last_half = BIN(GE, BIN(ADD, CLONE(h), ir_int(m, 1, loc)), count);
+    IrExpr *pair = let_ref(m, then_, "next_pair", ir_select(m, CLONE(last_half), BIN(ADD, CLONE(t), step), CLONE(t), loc), loc);
+    IrExpr *nh = ir_select(m, last_half, zero, BIN(ADD, h, ir_int(m, 1, loc)), loc);
+    IrExpr *x = BIN(MOD, CLONE(pair), CLONE(k->grid[0]));
+    IrExpr *x_longer = BIN(GE, BIN(MUL, x, ir_int(m, 2, loc)), BIN(SUB, CLONE(k->grid[0]), ir_int(m, 1, loc)));
+    IrExpr *nm = BIN(SUB, BIN(SUB, CLONE(r->tiles), ir_int(m, 1, loc)), CLONE(pair));
+    next = ir_select(m, BIN(EQ, BIN(EQ, nh, ir_int(m, 0, loc)), x_longer), CLONE(pair), nm, loc);
+    /* The pair exists (the same bound as the loop's: ceil(tiles / 2)). */
+    exists = BIN(LT, CLONE(pair), ir_call(m, IR_INTRINSIC_CEILDIV, CLONE(r->tiles), ir_int(m, 2, loc), loc));
+  }
+  IrVar *nt = ir_var_new(m, "next_tile", IR_VAR_LET, DTYPE_I64, loc);
+  ir_seq_push(m, then_, pass_let(m, nt, ir_simplify(m, next), loc));
+  IrVar *blocks[IR_MAX_GRID];
+  tile_indices(m, k, nt, false, then_, blocks);
+  IrStmt *c = ir_stmt_clone_tile_op(m, copy);
+  c->u.copy.prefetch_l2 = true;
+  for (int d = 0; d < k->ngrid; d++)
+    if (k->block_vars[d]) pass_subst_var(m, c, k->block_vars[d], ir_var_ref(m, blocks[d], loc));
+  ir_seq_push(m, then_, c);
+  (void)P;
+  if (!r->half) return ir_if_new(m, exists, then_, NULL, loc);
+  /* paired: the pair index needs its let before the test */
+  IrStmt *outer = ir_seq_new(m, loc);
+  ir_seq_push(m, outer, then_->u.seq.items[0]); /* next_pair */
+  for (int i = 1; i < then_->u.seq.n; i++) then_->u.seq.items[i - 1] = then_->u.seq.items[i];
+  then_->u.seq.n--;
+  ir_seq_push(m, outer, ir_if_new(m, ir_simplify(m, exists), then_, NULL, loc));
+  return outer;
+}
+
 static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
   SrcLoc loc = k->loc;
   IrStmt *prod_loop = P->roles->u.roles.producer->u.seq.items[0];
@@ -818,6 +891,8 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
   role_begin(m, k, pipe, P, P->nper_tile > 0, &pr);
   IrVar *renamed[MAX_LETS][2];
   int nrenamed = 0;
+  IrStmt *prefetch[MAX_PER_TILE];
+  int nprefetch = 0;
   for (int i = 0; i < P->pre->u.seq.n; i++) {
     IrStmt *s = P->pre->u.seq.items[i];
     if (s->kind == IR_STMT_LET) { /* the producer's own copy of the value */
@@ -835,8 +910,13 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
     ir_seq_push(m, wait, pass_mbar_stmt(m, IR_STMT_MBAR_WAIT, empty[e], ir_int(m, 0, loc), parity, s->loc));
     ir_seq_push(m, pr.work, ir_if_new(m, BIN(GE, ir_var_ref(m, pr.iter, loc), ir_int(m, 1, loc)), wait, NULL, s->loc));
     ir_seq_push(m, pr.work, s);
+    if (!P->cluster && region_by_block_only(s) && nprefetch < MAX_PER_TILE)
+      prefetch[nprefetch++] = next_tile_prefetch(m, k, P, &pr, s);
   }
   ir_seq_push(m, pr.work, prod_loop);
+  /* After this tile's loads: ahead of the loop they held up its first
+   * stages (dim 128, 32 KB of Q: 1-2 % slower, session 12 call 18). */
+  for (int i = 0; i < nprefetch; i++) ir_seq_push(m, pr.work, prefetch[i]);
   for (int i = 0; i < nrenamed; i++) pass_subst_var(m, pr.work, renamed[i][0], ir_var_ref(m, renamed[i][1], loc));
   role_end(m, k, pipe, &pr, ir_expr_clone(m, prod_loop->u.for_.extent));
 

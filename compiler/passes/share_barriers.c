@@ -56,7 +56,7 @@ static const IrStmt *guarded_wait(const IrStmt *s, const IrBuffer *bar) {
 }
 
 static bool is_tma_into(const IrStmt *s, const IrBuffer *b) {
-  return s->kind == IR_STMT_COPY && s->u.copy.tma && s->u.copy.dst.buf == b;
+  return s->kind == IR_STMT_COPY && s->u.copy.tma && !s->u.copy.prefetch_l2 && s->u.copy.dst.buf == b;
 }
 
 /* Checks one sequence's statements for the pair; counts Y's matched uses. */
@@ -130,7 +130,7 @@ static void count_refs(IrStmt *s, void *ctx) {
   IrBuffer *yf = p->y->tma_bar, *ye = p->y->empty_bar;
   if (s->kind == IR_STMT_MBAR_WAIT || s->kind == IR_STMT_MBAR_ARRIVE) {
     if (s->u.mbar_wait.bar == yf || (ye && s->u.mbar_wait.bar == ye)) p->refs_y++;
-  } else if (s->kind == IR_STMT_COPY && s->u.copy.dst.buf == p->y) {
+  } else if (s->kind == IR_STMT_COPY && s->u.copy.dst.buf == p->y && !s->u.copy.prefetch_l2) {
     if (s->u.copy.tma) p->refs_y++;
     else p->ok = false; /* Y is also written another way */
   } else if (s->kind == IR_STMT_STORE && s->u.store.buf == p->y) {

@@ -296,6 +296,33 @@ TC_DEVICE void tc_tma_store(unsigned smem_src, const tc_tensor_map *map, const i
                  : "memory");
 }
 
+/* Pulls one box of the tensor into L2 without writing shared memory or
+ * completing any mbarrier (a later tc_tma_load of the same box then hits
+ * L2): a persistent kernel's producer fetches the next tile's per-tile
+ * boxes so while the consumers work on this one. */
+template <int RANK>
+TC_DEVICE void tc_tma_prefetch_l2(const tc_tensor_map *map, const int (&c)[RANK]) {
+  static_assert(RANK >= 1 && RANK <= 5, "TMA tensors have rank 1 to 5");
+  const unsigned long long m = reinterpret_cast<unsigned long long>(map);
+  if constexpr (RANK == 1)
+    asm volatile("cp.async.bulk.prefetch.tensor.1d.L2.global.tile [%0, {%1}];" ::"l"(m), "r"(c[0]) : "memory");
+  else if constexpr (RANK == 2)
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(m), "r"(c[0]), "r"(c[1])
+                 : "memory");
+  else if constexpr (RANK == 3)
+    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];" ::"l"(m), "r"(c[0]), "r"(c[1]),
+                 "r"(c[2])
+                 : "memory");
+  else if constexpr (RANK == 4)
+    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];" ::"l"(m), "r"(c[0]),
+                 "r"(c[1]), "r"(c[2]), "r"(c[3])
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.prefetch.tensor.5d.L2.global.tile [%0, {%1, %2, %3, %4, %5}];" ::"l"(m), "r"(c[0]),
+                 "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])
+                 : "memory");
+}
+
 /* Closes this thread's TMA stores issued so far into one bulk group. */
 TC_DEVICE void tc_tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 

@@ -64,6 +64,9 @@ __device__ void tma_copy_body(const tc_tensor_map *map, const tc_tensor_map *bac
      * first), each clamped as the compiler clamps a start read from data
      * (the tensors here are far smaller than 2^24 elements a side) */
     const int cx = tc_tma_coord(x, 1 << 24, PANELS * BOX_C), cy = tc_tma_coord(y, 1 << 24, ROWS);
+    /* the boxes pulled into L2 first (a persistent producer's prefetch of
+     * its next tile): no shared write, no barrier, the loads read the same */
+    for (int p = 0; p < PANELS; ++p) tc_tma_prefetch_l2(map, {cx + p * BOX_C, cy});
     for (int p = 0; p < PANELS; ++p) tc_tma_load(base + p * BOX_BYTES, map, {cx + p * BOX_C, cy}, bar);
   }
   if ((threadIdx.x / 32) % 2 == 0) {

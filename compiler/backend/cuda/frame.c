@@ -466,6 +466,7 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
   if (k->pdl_sync) sb_puts(o, "  tc_pdl_wait();  // pdl_sync: the previous kernel's writes are visible\n");
   if (k->pdl_trigger) sb_puts(o, "  tc_pdl_trigger();  // pdl_trigger: the next kernel may start\n");
   if (!k->persistent) emit_block_indices(C, k); /* persistent: the tile loop defines them */
+  if (k->grid_size) sb_printf(o, "  const long long %s = gridDim.x;  // the tile loops' step\n", k->grid_size->name);
   cuda_emit_seq(C, k->body, 0);
   sb_puts(o, "}\n\n");
 }

@@ -213,7 +213,32 @@ bool cuda_has_staged_store(const IrStmt *s) {
   }
 }
 
+/* A prefetch (`copy.tma G -> S map(i) prefetch(L2)`): G's boxes into L2. */
+static void emit_prefetch(Cuda *C, const IrStmt *s, int depth) {
+  const IrRegion *g = &s->u.copy.src;
+  const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
+  const int64_t box_cols = map->box[g->buf->rank - 1];
+  int64_t rows, cols;
+  tile_extent(g, &rows, &cols);
+  StrBuf *o = C->out;
+  cuda_indent(C, depth);
+  sb_printf(o, "%s {  // copy.tma %s -> L2 (prefetch: the boxes %s will take)\n", C->in_producer ? "" : "if (tc_tid == 0)",
+            g->buf->name, s->u.copy.dst.buf->name);
+  for (int64_t p = 0; p < cols / box_cols; p++) {
+    cuda_indent(C, depth + 1);
+    sb_printf(o, "tc_tma_prefetch_l2(&tc_tmap_%d, ", s->u.copy.tma_map);
+    box_coords(C, o, g, box_cols, p);
+    sb_puts(o, ");\n");
+  }
+  cuda_indent(C, depth);
+  sb_puts(o, "}\n");
+}
+
 void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth) {
+  if (s->u.copy.prefetch_l2) {
+    emit_prefetch(C, s, depth);
+    return;
+  }
   const bool store = s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL;
   if (store && s->u.copy.via) {
     emit_staged_store(C, s, depth);

@@ -825,7 +825,7 @@ static bool region_by_block_only(IrStmt *copy) {
  * bench/results/2026-11-25-nvidia-h100-session12-notes.md). The next tile
  * is this one + gridDim.x, or for paired loops the pair's other half, else
  * the next pair's first (the order role_begin walks). */
-static IrStmt *next_tile_prefetch(IrModule *m, IrKernel *k, const Plan *P, const Role *r, IrStmt *copy) {
+static IrStmt *next_tile_prefetch(IrModule *m, IrKernel *k, const Role *r, IrStmt *copy) {
   SrcLoc loc = copy->loc;
   if (!k->grid_size) k->grid_size = ir_var_new(m, "tc_num_blocks", IR_VAR_GRID_SIZE, DTYPE_I64, loc);
   IrExpr *step = ir_var_ref(m, k->grid_size, loc), *t = ir_var_ref(m, r->loop, loc);
@@ -857,7 +857,6 @@ static IrStmt *next_tile_prefetch(IrModule *m, IrKernel *k, const Plan *P, const
   for (int d = 0; d < k->ngrid; d++)
     if (k->block_vars[d]) pass_subst_var(m, c, k->block_vars[d], ir_var_ref(m, blocks[d], loc));
   ir_seq_push(m, then_, c);
-  (void)P;
   if (!r->half) return ir_if_new(m, exists, then_, NULL, loc);
   /* paired: the pair index needs its let before the test */
   IrStmt *outer = ir_seq_new(m, loc);
@@ -911,7 +910,7 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
     ir_seq_push(m, pr.work, ir_if_new(m, BIN(GE, ir_var_ref(m, pr.iter, loc), ir_int(m, 1, loc)), wait, NULL, s->loc));
     ir_seq_push(m, pr.work, s);
     if (!P->cluster && region_by_block_only(s) && nprefetch < MAX_PER_TILE)
-      prefetch[nprefetch++] = next_tile_prefetch(m, k, P, &pr, s);
+      prefetch[nprefetch++] = next_tile_prefetch(m, k, &pr, s);
   }
   ir_seq_push(m, pr.work, prod_loop);
   /* After this tile's loads: ahead of the loop they held up its first

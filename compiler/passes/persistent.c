@@ -686,6 +686,21 @@ typedef struct Role {
   IrExpr *tiles;      /* the flattened grid's tile count */
 } Role;
 
+/* A paired loop's tile count at pair t (mirror: T - 1 - t): 1 for the
+ * middle tile of an odd T, else 2. */
+static IrExpr *pair_halves(IrModule *m, const IrExpr *t, IrExpr *mirror, SrcLoc loc) {
+  return ir_select(m, BIN(EQ, CLONE(t), mirror), ir_int(m, 1, loc), ir_int(m, 2, loc), loc);
+}
+
+/* The tile a paired loop runs at (pair t, half h): the pair's longer tile
+ * first (t's x is the longer one when 2x >= gx - 1), then the other. */
+static IrExpr *pair_tile(IrModule *m, const IrKernel *k, const IrExpr *t, IrExpr *h, IrExpr *mirror, SrcLoc loc) {
+  IrExpr *x = BIN(MOD, CLONE(t), CLONE(k->grid[0]));
+  IrExpr *t_longer = BIN(GE, BIN(MUL, x, ir_int(m, 2, loc)), BIN(SUB, CLONE(k->grid[0]), ir_int(m, 1, loc)));
+  IrExpr *first = BIN(EQ, h, ir_int(m, 0, loc));
+  return ir_select(m, BIN(EQ, first, t_longer), CLONE(t), mirror, loc);
+}
+
 /* paired: the loop walks pairs of tiles t and T - 1 - t of the flattened
  * grid (T tiles, x fastest), the longer one first. Their x are x and
  * gx - 1 - x, so every step of the loop does the same work where a tile's
@@ -725,16 +740,13 @@ static void role_begin(IrModule *m, IrKernel *k, IrBuffer *pipe, const Plan *P, 
      *   tile = (half == 0) == (x of t is the longer) ? t : T - 1 - t */
     IrExpr *t = ir_var_ref(m, tile, loc);
     IrExpr *mirror = let_ref(m, r->tile_body, "tile_mirror", BIN(SUB, BIN(SUB, tiles, ir_int(m, 1, loc)), CLONE(t)), loc);
-    IrExpr *x = BIN(MOD, CLONE(t), CLONE(k->grid[0]));
-    IrExpr *t_longer = BIN(GE, BIN(MUL, x, ir_int(m, 2, loc)), BIN(SUB, CLONE(k->grid[0]), ir_int(m, 1, loc)));
     IrVar *half = ir_var_new(m, "tile_half", IR_VAR_LOOP, DTYPE_I64, loc);
     r->half = half;
-    IrExpr *count = ir_select(m, BIN(EQ, CLONE(t), CLONE(mirror)), ir_int(m, 1, loc), ir_int(m, 2, loc), loc);
     r->body = ir_seq_new(m, loc);
-    ir_seq_push(m, r->tile_body, ir_for_new(m, IR_FOR_SERIAL, half, ir_simplify(m, count), r->body, loc));
-    IrExpr *first = BIN(EQ, ir_var_ref(m, half, loc), ir_int(m, 0, loc));
+    ir_seq_push(m, r->tile_body, ir_for_new(m, IR_FOR_SERIAL, half, ir_simplify(m, pair_halves(m, t, CLONE(mirror), loc)), r->body, loc));
     IrVar *this_tile = ir_var_new(m, "tile", IR_VAR_LET, DTYPE_I64, loc);
-    ir_seq_push(m, r->body, pass_let(m, this_tile, ir_simplify(m, ir_select(m, BIN(EQ, first, t_longer), CLONE(t), mirror, loc)), loc));
+    IrExpr *at = pair_tile(m, k, t, ir_var_ref(m, half, loc), mirror, loc);
+    ir_seq_push(m, r->body, pass_let(m, this_tile, ir_simplify(m, at), loc));
     tile_indices(m, k, this_tile, false, r->body, r->blocks);
   }
   r->base = ir_var_new(m, "pipe_base", IR_VAR_LET, DTYPE_I64, loc);
@@ -817,54 +829,48 @@ static bool region_by_block_only(IrStmt *copy) {
   return !uses_let;
 }
 
-/* `if (next tile exists) { its block indices; copy.tma ... prefetch(L2) }`:
- * the producer pulls the per-tile boxes (attention's Q) of the tile it
- * runs next into L2 while this tile's loop runs, so the consumers do not
- * wait for them from DRAM at the next tile's start (dim 64 causal, two
- * consumer warpgroups, bf16 on an H100: +13 % at 2048, +6 % at 4096,
- * bench/results/2026-11-25-nvidia-h100-session12-notes.md). The next tile
- * is this one + gridDim.x, or for paired loops the pair's other half, else
- * the next pair's first (the order role_begin walks). */
-static IrStmt *next_tile_prefetch(IrModule *m, IrKernel *k, const Role *r, IrStmt *copy) {
-  SrcLoc loc = copy->loc;
+/* `if (next tile exists) { its block indices; copy.tma ... prefetch(L2) }`
+ * for the per-tile copies (attention's Q): the producer pulls the boxes
+ * of the tile it runs next into L2 while this tile's loop runs, so the
+ * consumers do not wait for them from DRAM at the next tile's start (dim
+ * 64 causal, two consumer warpgroups, bf16 on an H100: +13 % at 2048, +6 %
+ * at 4096, bench/results/2026-11-25-nvidia-h100-session12-notes.md). The
+ * next tile is this one + gridDim.x, or for paired loops the pair's other
+ * half, else the next pair's first (the order role_begin walks). */
+static IrStmt *next_tile_prefetch(IrModule *m, IrKernel *k, const Role *r, IrStmt *const *copies, int n) {
+  SrcLoc loc = copies[0]->loc;
   if (!k->grid_size) k->grid_size = ir_var_new(m, "tc_num_blocks", IR_VAR_GRID_SIZE, DTYPE_I64, loc);
   IrExpr *step = ir_var_ref(m, k->grid_size, loc), *t = ir_var_ref(m, r->loop, loc);
-  IrStmt *then_ = ir_seq_new(m, loc);
+  IrStmt *out = ir_seq_new(m, loc), *then_ = ir_seq_new(m, loc);
   IrExpr *exists, *next;
   if (!r->half) {
     next = BIN(ADD, CLONE(t), step);
     exists = BIN(LT, CLONE(next), CLONE(r->tiles));
   } else {
-    IrExpr *h = ir_var_ref(m, r->half, loc), *one = ir_int(m, 1, loc), *zero = ir_int(m, 0, loc);
-    IrExpr *mirror = BIN(SUB, BIN(SUB, CLONE(r->tiles), one), CLONE(t));
-    IrExpr *count = ir_select(m, BIN(EQ, CLONE(t), mirror), ir_int(m, 1, loc), ir_int(m, 2, loc), loc);
-    IrExpr *last_half = BIN(GE, BIN(ADD, CLONE(h), ir_int(m, 1, loc)), count);
-    IrExpr *pair = let_ref(m, then_, "next_pair", ir_select(m, CLONE(last_half), BIN(ADD, CLONE(t), step), CLONE(t), loc), loc);
-    IrExpr *nh = ir_select(m, last_half, zero, BIN(ADD, h, ir_int(m, 1, loc)), loc);
-    IrExpr *x = BIN(MOD, CLONE(pair), CLONE(k->grid[0]));
-    IrExpr *x_longer = BIN(GE, BIN(MUL, x, ir_int(m, 2, loc)), BIN(SUB, CLONE(k->grid[0]), ir_int(m, 1, loc)));
-    IrExpr *nm = BIN(SUB, BIN(SUB, CLONE(r->tiles), ir_int(m, 1, loc)), CLONE(pair));
-    next = ir_select(m, BIN(EQ, BIN(EQ, nh, ir_int(m, 0, loc)), x_longer), CLONE(pair), nm, loc);
-    /* The pair exists (the same bound as the loop's: ceil(tiles / 2)). */
+    /* (pair, half + 1) while the pair has another half, else (pair + gridDim.x, 0) */
+    IrExpr *h = ir_var_ref(m, r->half, loc);
+    IrExpr *mirror = BIN(SUB, BIN(SUB, CLONE(r->tiles), ir_int(m, 1, loc)), CLONE(t));
+    IrExpr *last_half = BIN(GE, BIN(ADD, CLONE(h), ir_int(m, 1, loc)), pair_halves(m, t, mirror, loc));
+    IrExpr *pair = let_ref(m, out, "next_pair", ir_select(m, CLONE(last_half), BIN(ADD, CLONE(t), step), CLONE(t), loc), loc);
+    IrExpr *nh = ir_select(m, last_half, ir_int(m, 0, loc), BIN(ADD, h, ir_int(m, 1, loc)), loc);
+    next = pair_tile(m, k, pair, nh, BIN(SUB, BIN(SUB, CLONE(r->tiles), ir_int(m, 1, loc)), CLONE(pair)), loc);
     exists = BIN(LT, CLONE(pair), ir_call(m, IR_INTRINSIC_CEILDIV, CLONE(r->tiles), ir_int(m, 2, loc), loc));
   }
   IrVar *nt = ir_var_new(m, "next_tile", IR_VAR_LET, DTYPE_I64, loc);
   ir_seq_push(m, then_, pass_let(m, nt, ir_simplify(m, next), loc));
   IrVar *blocks[IR_MAX_GRID];
   tile_indices(m, k, nt, false, then_, blocks);
-  IrStmt *c = ir_stmt_clone_tile_op(m, copy);
-  c->u.copy.prefetch_l2 = true;
-  for (int d = 0; d < k->ngrid; d++)
-    if (k->block_vars[d]) pass_subst_var(m, c, k->block_vars[d], ir_var_ref(m, blocks[d], loc));
-  ir_seq_push(m, then_, c);
-  if (!r->half) return ir_if_new(m, exists, then_, NULL, loc);
-  /* paired: the pair index needs its let before the test */
-  IrStmt *outer = ir_seq_new(m, loc);
-  ir_seq_push(m, outer, then_->u.seq.items[0]); /* next_pair */
-  for (int i = 1; i < then_->u.seq.n; i++) then_->u.seq.items[i - 1] = then_->u.seq.items[i];
-  then_->u.seq.n--;
-  ir_seq_push(m, outer, ir_if_new(m, ir_simplify(m, exists), then_, NULL, loc));
-  return outer;
+  for (int i = 0; i < n; i++) {
+    IrStmt *c = ir_stmt_clone_tile_op(m, copies[i]);
+    c->u.copy.prefetch_l2 = true;
+    for (int d = 0; d < k->ngrid; d++)
+      if (k->block_vars[d]) pass_subst_var(m, c, k->block_vars[d], ir_var_ref(m, blocks[d], loc));
+    ir_seq_push(m, then_, c);
+  }
+  IrStmt *test = ir_if_new(m, ir_simplify(m, exists), then_, NULL, loc);
+  if (!out->u.seq.n) return test; /* no next_pair let to go before it */
+  ir_seq_push(m, out, test);
+  return out;
 }
 
 static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
@@ -890,8 +896,8 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
   role_begin(m, k, pipe, P, P->nper_tile > 0, &pr);
   IrVar *renamed[MAX_LETS][2];
   int nrenamed = 0;
-  IrStmt *prefetch[MAX_PER_TILE];
-  int nprefetch = 0;
+  IrStmt *prefetched[MAX_PER_TILE];
+  int nprefetched = 0;
   for (int i = 0; i < P->pre->u.seq.n; i++) {
     IrStmt *s = P->pre->u.seq.items[i];
     if (s->kind == IR_STMT_LET) { /* the producer's own copy of the value */
@@ -909,13 +915,12 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
     ir_seq_push(m, wait, pass_mbar_stmt(m, IR_STMT_MBAR_WAIT, empty[e], ir_int(m, 0, loc), parity, s->loc));
     ir_seq_push(m, pr.work, ir_if_new(m, BIN(GE, ir_var_ref(m, pr.iter, loc), ir_int(m, 1, loc)), wait, NULL, s->loc));
     ir_seq_push(m, pr.work, s);
-    if (!P->cluster && region_by_block_only(s) && nprefetch < MAX_PER_TILE)
-      prefetch[nprefetch++] = next_tile_prefetch(m, k, &pr, s);
+    if (!P->cluster && region_by_block_only(s) && nprefetched < MAX_PER_TILE) prefetched[nprefetched++] = s;
   }
   ir_seq_push(m, pr.work, prod_loop);
   /* After this tile's loads: ahead of the loop they held up its first
    * stages (dim 128, 32 KB of Q: 1-2 % slower, session 12 call 18). */
-  for (int i = 0; i < nprefetch; i++) ir_seq_push(m, pr.work, prefetch[i]);
+  if (nprefetched) ir_seq_push(m, pr.work, next_tile_prefetch(m, k, &pr, prefetched, nprefetched));
   for (int i = 0; i < nrenamed; i++) pass_subst_var(m, pr.work, renamed[i][0], ir_var_ref(m, renamed[i][1], loc));
   role_end(m, k, pipe, &pr, ir_expr_clone(m, prod_loop->u.for_.extent));
 

@@ -1147,45 +1147,6 @@ static int occurrences(const char *hay, const char *needle) {
   return n;
 }
 
-/* Pass persistent's L2 prefetch of the next tile's Q: after the producer's
- * K/V loop (before it, it held up the tile's first stages), one prefetch
- * per TMA box of Q (dim 128: two 64-column panels), guarded by the next
- * tile's existence and stepping by the kernel's gridDim.x; the causal
- * flagship walks tile pairs, so its next tile is the pair's other half or
- * the next pair's. gemm.tile has no per-tile copy and gets none. */
-static void test_persistent_q_prefetch(void) {
-  static const char *const causal[] = {"false", "true"};
-  for (int c = 0; c < 2; c++) {
-    TilecDefine d[] = {{"dtype", "bf16"}, {"is_causal", causal[c]}};
-    TilecResult *r;
-    const char *code = flagship_sm90a(d, 2, 0, &r);
-    if (code) {
-      CHECK(occurrences(code, "tc_tma_prefetch_l2(&tc_tmap_") == 2);
-      CHECK(strstr(code, "const long long tc_num_blocks = gridDim.x;") != NULL);
-      const char *loop = strstr(code, "for (long long k_fetch = 0;");
-      const char *pf = strstr(code, "tc_tma_prefetch_l2(");
-      if (!(loop && pf && loop < pf)) fprintf(stderr, "Q prefetch (causal %s): not after the producer's loop\n", causal[c]);
-      CHECK(loop && pf && loop < pf);
-      CHECK((strstr(code, "next_pair") != NULL) == (c == 1));
-    }
-    tilec_result_destroy(r);
-  }
-  static char text[16384];
-  const size_t len = read_example("gemm.tile", text, sizeof text);
-  if (!len) return;
-  TilecOptions o;
-  tilec_options_init(&o);
-  o.emit = TILEC_EMIT_CUDA;
-  o.target = TILEC_TARGET_SM90A;
-  TilecDefine dg[] = {{"dtype", "bf16"}};
-  o.defines = dg;
-  o.ndefines = 1;
-  TilecResult *r = NULL;
-  CHECK(tilec_compile("gemm.tile", text, len, &o, &r) == 0);
-  const char *code = tilec_result_output(r);
-  CHECK(code && strstr(code, "tile += gridDim.x") && !strstr(code, "tc_tma_prefetch_l2("));
-  tilec_result_destroy(r);
-}
 
 /* The persistent GEMM's epilogue store in rounds (cuda/tma.c,
  * emit_staged_store): thread 0 waits for a slot's earlier store only where a
@@ -1310,6 +1271,36 @@ static char *compile_text(const char *name, const char *src, TilecTarget target,
   }
   tilec_result_destroy(r);
   return out;
+}
+
+/* Pass persistent's L2 prefetch of the next tile's Q: after the producer's
+ * K/V loop (before it, it held up the tile's first stages), one prefetch
+ * per TMA box of Q (dim 128: two 64-column panels), guarded by the next
+ * tile's existence and stepping by the kernel's gridDim.x; the causal
+ * flagship walks tile pairs, so its next tile is the pair's other half or
+ * the next pair's. gemm.tile has no per-tile copy and gets none. */
+static void test_persistent_q_prefetch(void) {
+  static const char *const causal[] = {"false", "true"};
+  for (int c = 0; c < 2; c++) {
+    TilecDefine d[] = {{"dtype", "bf16"}, {"is_causal", causal[c]}};
+    TilecResult *r;
+    const char *code = flagship_sm90a(d, 2, 0, &r);
+    if (code) {
+      CHECK(occurrences(code, "tc_tma_prefetch_l2(&tc_tmap_") == 2);
+      CHECK(strstr(code, "const long long tc_num_blocks = gridDim.x;") != NULL);
+      const char *loop = strstr(code, "for (long long k_fetch = 0;");
+      const char *pf = strstr(code, "tc_tma_prefetch_l2(");
+      if (!(loop && pf && loop < pf)) fprintf(stderr, "Q prefetch (causal %s): not after the producer's loop\n", causal[c]);
+      CHECK(loop && pf && loop < pf);
+      CHECK((strstr(code, "next_pair") != NULL) == (c == 1));
+    }
+    tilec_result_destroy(r);
+  }
+  static char text[16384];
+  if (!read_example("gemm.tile", text, sizeof text)) return;
+  char *code = compile_text("gemm.tile", text, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, NULL);
+  CHECK(code && strstr(code, "tile += gridDim.x") && !strstr(code, "tc_tma_prefetch_l2("));
+  free(code);
 }
 
 static int count_of(const char *text, const char *needle) {

@@ -85,8 +85,9 @@ static void tile_extent(const IrRegion *g, int64_t *rows, int64_t *cols) {
 
 /* One `fn(shared panel p, &map, box coordinates<tail>);` per panel of the
  * tile that TMA copy s moves between global region g and shared tile sh
- * (a load: tail ", tc_bar"; a store: none); half >= 0: only that half of
- * the panels (a multicast load's share of one block of a pair). */
+ * (a load: tail ", tc_bar"; a store: none; sh NULL: no shared operand, a
+ * prefetch into L2); half >= 0: only that half of the panels (a multicast
+ * load's share of one block of a pair). */
 static void emit_boxes(Cuda *C, const IrStmt *s, const IrRegion *g, const IrRegion *sh, const char *fn,
                        const char *tail, int depth, int half) {
   const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
@@ -98,10 +99,14 @@ static void emit_boxes(Cuda *C, const IrStmt *s, const IrRegion *g, const IrRegi
   for (int64_t p = 0; p < panels; p++) {
     if (half >= 0 && p * 2 / panels != half) continue;
     cuda_indent(C, depth);
-    sb_printf(o, "%s(tc_smem_addr(", fn);
-    cuda_tile_base(C, o, sh);
-    if (p) sb_printf(o, " + %lld", (long long)(p * rows * box_cols));
-    sb_printf(o, "), &tc_tmap_%d, ", s->u.copy.tma_map);
+    sb_printf(o, "%s(", fn);
+    if (sh) {
+      sb_puts(o, "tc_smem_addr(");
+      cuda_tile_base(C, o, sh);
+      if (p) sb_printf(o, " + %lld", (long long)(p * rows * box_cols));
+      sb_puts(o, "), ");
+    }
+    sb_printf(o, "&tc_tmap_%d, ", s->u.copy.tma_map);
     box_coords(C, o, g, box_cols, p);
     sb_printf(o, "%s);\n", tail);
   }
@@ -215,21 +220,11 @@ bool cuda_has_staged_store(const IrStmt *s) {
 
 /* A prefetch (`copy.tma G -> S map(i) prefetch(L2)`): G's boxes into L2. */
 static void emit_prefetch(Cuda *C, const IrStmt *s, int depth) {
-  const IrRegion *g = &s->u.copy.src;
-  const IrTensorMap *map = &C->k->tma_maps[s->u.copy.tma_map];
-  const int64_t box_cols = map->box[g->buf->rank - 1];
-  int64_t rows, cols;
-  tile_extent(g, &rows, &cols);
   StrBuf *o = C->out;
   cuda_indent(C, depth);
   sb_printf(o, "%s {  // copy.tma %s -> L2 (prefetch: the boxes %s will take)\n", C->in_producer ? "" : "if (tc_tid == 0)",
-            g->buf->name, s->u.copy.dst.buf->name);
-  for (int64_t p = 0; p < cols / box_cols; p++) {
-    cuda_indent(C, depth + 1);
-    sb_printf(o, "tc_tma_prefetch_l2(&tc_tmap_%d, ", s->u.copy.tma_map);
-    box_coords(C, o, g, box_cols, p);
-    sb_puts(o, ");\n");
-  }
+            s->u.copy.src.buf->name, s->u.copy.dst.buf->name);
+  emit_boxes(C, s, &s->u.copy.src, NULL, "tc_tma_prefetch_l2", "", depth + 1, -1);
   cuda_indent(C, depth);
   sb_puts(o, "}\n");
 }

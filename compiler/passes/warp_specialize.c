@@ -39,7 +39,9 @@
  *     }
  * (the gemm returns once the previous iteration's wgmmas have completed, so
  * that iteration's stage is the one released; the opaque guard keeps ptxas
- * from serializing the wgmmas, see specialize()). Every
+ * from serializing the wgmmas, see guard_in_flight()). An in-flight gemm
+ * loop the pass leaves alone (copies still on cp.async: a start read from
+ * data, the --no-tma build) gets the same guard around it and its wait. Every
  * barrier after the split is among the consumers only (the CUDA backend
  * emits a named barrier). A kernel of one warpgroup relies on several
  * blocks per SM to overlap its gemms and softmax, and a producer warpgroup
@@ -79,6 +81,21 @@ static bool no_cp_async(IrStmt *body) {
   return true;
 }
 
+/* The gemm software-pipeline left in flight at the end of loop's body, or NULL. */
+static IrStmt *in_flight_gemm(const IrStmt *loop) {
+  const IrStmt *b = loop->u.for_.body;
+  IrStmt *last = b->u.seq.n ? b->u.seq.items[b->u.seq.n - 1] : NULL;
+  return last && last->kind == IR_STMT_GEMM && last->u.gemm.wgmma_async ? last : NULL;
+}
+
+/* The wait for `gemm`, the in-flight gemm of the loop at seq[at], when it
+ * follows the loop (software-pipeline puts it there), else NULL. */
+static IrStmt *in_flight_wait(IrStmt *seq, int at, const IrStmt *gemm) {
+  IrStmt *wait = at + 1 < seq->u.seq.n ? seq->u.seq.items[at + 1] : NULL;
+  return gemm && wait && wait->kind == IR_STMT_WGMMA_WAIT && wait->u.wgmma_wait.acc == gemm->u.gemm.c.buf ? wait
+                                                                                                           : NULL;
+}
+
 /* The first pipelined loop at the kernel's top level (or in a SEQ there)
  * that has the shape above. */
 static bool find_loop(IrStmt *body, Loop *L) {
@@ -94,8 +111,7 @@ static bool find_loop(IrStmt *body, Loop *L) {
       /* Two shapes: fetch first and a closing barrier, or (a gemm kept in
        * flight) a barrier, the fetch, ..., the in-flight gemm last. */
       IrStmt *last = b->u.seq.items[b->u.seq.n - 1];
-      const bool in_flight = last->kind == IR_STMT_GEMM && last->u.gemm.wgmma_async &&
-                             b->u.seq.items[0]->kind == IR_STMT_BARRIER;
+      const bool in_flight = in_flight_gemm(loop) && b->u.seq.items[0]->kind == IR_STMT_BARRIER;
       if (!in_flight && last->kind != IR_STMT_BARRIER) continue;
       IrStmt *f = b->u.seq.items[in_flight ? 1 : 0];
       if (f->kind != IR_STMT_IF || f->u.if_.else_ || !all_tma_copies(f->u.if_.then_)) continue;
@@ -134,6 +150,47 @@ static int consumer_registers(int consumers) {
   const int at_launch = REGS_PER_SM / total / 8 * 8;
   const int regs = (total * at_launch - 128 * PRODUCER_REGS) / consumers / 8 * 8;
   return regs > MAX_CONSUMER_REGS ? MAX_CONSUMER_REGS : regs;
+}
+
+/* `if opaque(n > 0) body`, body being an in-flight gemm loop over n
+ * and the wait after it: where a path that issued no wgmma meets the loop's
+ * exit with one in flight, ptxas cannot tell what is in flight at the
+ * accumulator's next reader and serializes every wgmma (C7514, C7515). The
+ * guard is opaque, so it stays where n is a constant too. */
+static IrStmt *guard_in_flight(IrModule *m, const IrStmt *loop, IrStmt *body) {
+  SrcLoc loc = loop->loc;
+  IrExpr *any = ir_binary(m, IR_OP_GT, ir_expr_clone(m, loop->u.for_.extent), ir_int(m, 0, loc), loc);
+  IrStmt *guard = ir_if_new(m, any, body, NULL, loc);
+  guard->u.if_.opaque = true;
+  return guard;
+}
+
+/* The in-flight gemm loops left unspecialized (their copies stay on
+ * cp.async: a start read from data, or the --no-tma build) get the same
+ * guard, loop and wait together. Warp roles are done already. */
+static void guard_unspecialized(IrModule *m, IrStmt *s) {
+  if (s->kind == IR_STMT_FOR) {
+    guard_unspecialized(m, s->u.for_.body);
+  } else if (s->kind == IR_STMT_IF) {
+    guard_unspecialized(m, s->u.if_.then_);
+    if (s->u.if_.else_) guard_unspecialized(m, s->u.if_.else_);
+  } else if (s->kind == IR_STMT_SEQ) {
+    for (int i = 0; i < s->u.seq.n; i++) {
+      IrStmt *c = s->u.seq.items[i];
+      IrStmt *gemm = c->kind == IR_STMT_FOR && c->u.for_.kind == IR_FOR_PIPELINED ? in_flight_gemm(c) : NULL;
+      IrStmt *wait = gemm ? in_flight_wait(s, i, gemm) : NULL;
+      if (!wait) {
+        guard_unspecialized(m, c);
+        continue;
+      }
+      IrStmt *body = ir_seq_new(m, c->loc);
+      ir_seq_push(m, body, c);
+      ir_seq_push(m, body, wait);
+      s->u.seq.items[i] = guard_in_flight(m, c, body);
+      for (int j = i + 1; j + 1 < s->u.seq.n; j++) s->u.seq.items[j] = s->u.seq.items[j + 1];
+      s->u.seq.n--;
+    }
+  }
 }
 
 static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
@@ -210,24 +267,17 @@ static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
   loop->u.for_.body = cbody;
   IrStmt *consumer = ir_seq_new(m, loc);
   ir_seq_push(m, consumer, loop);
-  if (L->in_flight) {
-    /* The wait for the last in-flight gemm joins the loop, both under
-     * `if (n > 0)`: where a path that issued no wgmma meets the loop's exit
-     * with one in flight, ptxas cannot tell what is in flight at the
-     * accumulator's next reader and serializes every wgmma (C7514). */
-    IrStmt *wait = L->loop_at + 1 < L->seq->u.seq.n ? L->seq->u.seq.items[L->loop_at + 1] : NULL;
-    if (wait && wait->kind == IR_STMT_WGMMA_WAIT && wait->u.wgmma_wait.acc == L->in_flight->u.gemm.c.buf) {
-      ir_seq_push(m, consumer, wait);
-      IrStmt *seq = L->seq;
-      for (int i = L->loop_at + 1; i + 1 < seq->u.seq.n; i++) seq->u.seq.items[i] = seq->u.seq.items[i + 1];
-      seq->u.seq.n--;
-      IrExpr *any = ir_binary(m, IR_OP_GT, ir_expr_clone(m, loop->u.for_.extent), ir_int(m, 0, loc), loc);
-      IrStmt *guarded = ir_seq_new(m, loc);
-      IrStmt *guard = ir_if_new(m, any, consumer, NULL, loc);
-      guard->u.if_.opaque = true; /* kept where n is a constant too: without it, C7514 */
-      ir_seq_push(m, guarded, guard);
-      consumer = guarded;
-    }
+  IrStmt *wait = L->in_flight ? in_flight_wait(L->seq, L->loop_at, L->in_flight) : NULL;
+  if (wait) {
+    /* The wait for the last in-flight gemm joins the loop, both under the
+     * guard (guard_in_flight). */
+    ir_seq_push(m, consumer, wait);
+    IrStmt *seq = L->seq;
+    for (int i = L->loop_at + 1; i + 1 < seq->u.seq.n; i++) seq->u.seq.items[i] = seq->u.seq.items[i + 1];
+    seq->u.seq.n--;
+    IrStmt *guarded = ir_seq_new(m, loc);
+    ir_seq_push(m, guarded, guard_in_flight(m, loop, consumer));
+    consumer = guarded;
   }
 
   IrStmt *roles = ir_stmt_new(m, IR_STMT_WARP_ROLES, loc);
@@ -286,10 +336,11 @@ bool pass_warp_specialize(IrModule *m, const PassOptions *opts, Diag *diag) {
     IrKernel *k = m->kernels[i];
     int64_t threads = 0;
     Loop L;
-    if (!ir_expr_is_int_const(k->threads, &threads) || threads % 128 != 0 || threads < 128) continue;
-    if (!find_loop(k->body, &L) || threads_write_smem_before(k, &L)) continue;
-    if (threads == 128 && !gemm_from_fragment(L.loop->u.for_.body)) continue;
-    specialize(m, k, &L, (int)threads);
+    if (ir_expr_is_int_const(k->threads, &threads) && threads % 128 == 0 && threads >= 128 &&
+        find_loop(k->body, &L) && !threads_write_smem_before(k, &L) &&
+        (threads != 128 || gemm_from_fragment(L.loop->u.for_.body)))
+      specialize(m, k, &L, (int)threads);
+    guard_unspecialized(m, k->body);
   }
   return true;
 }

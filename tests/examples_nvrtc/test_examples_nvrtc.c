@@ -6,7 +6,15 @@
  * given -D bindings, then NVRTC in NVRTC-only mode (no GPU needed) and
  * asserts a non-empty cubin. Exits 77 (skip) when libnvrtc cannot be opened.
  * --expect-error=TEXT: the compilation must instead fail with a located
- * error containing TEXT (a target limit; NVRTC is not needed then). */
+ * error containing TEXT (a target limit; NVRTC is not needed then).
+ *
+ * The compile log must not report a "Potential Performance Loss" (ptxas
+ * C7510-C7515: wgmma serialized, e.g. because a non-wgmma instruction touches
+ * an accumulator while its wgmma is in flight): the kernel would still be
+ * right but run its tensor cores one instruction at a time, which only a GPU
+ * benchmark would otherwise notice. --allow-serialized-wgmma lets a case
+ * through that serializes on purpose. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +46,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *path = argv[1], *arch = argv[2], *expect = NULL;
-  for (int i = 3; i < argc; i++)
+  bool allow_serialized = false;
+  for (int i = 3; i < argc; i++) {
     if (strncmp(argv[i], "--expect-error=", 15) == 0) expect = argv[i] + 15;
+    if (strcmp(argv[i], "--allow-serialized-wgmma") == 0) allow_serialized = true;
+  }
   char why[256] = "";
   RtCuda *cu = expect ? NULL : rt_cuda_open(RT_CUDA_NVRTC_ONLY, 0, why, sizeof why);
   if (!cu && !expect) {
@@ -91,6 +102,9 @@ int main(int argc, char **argv) {
     size_t size = 0;
     if (!rt_cuda_compile(cu, tilec_result_output(r), "example.cu", arch, NULL, 0, &cubin, &size) || size == 0) {
       fprintf(stderr, "FAIL: NVRTC (%s):\n%s\n", arch, rt_cuda_last_error(cu));
+      status = 1;
+    } else if (!allow_serialized && strstr(rt_cuda_compile_log(cu), "Potential Performance Loss")) {
+      fprintf(stderr, "FAIL: ptxas serialized wgmmas (%s):\n%s\n", arch, rt_cuda_compile_log(cu));
       status = 1;
     } else {
       const TilecKernelInfo *k = tilec_result_kernel(r, 0);

@@ -70,6 +70,30 @@ def cpu_context(**kw):
     return tilec.Context(device="cpu", **kw)
 
 
+_loaded = {}
+
+
+def run_in_place(path, name, *arrays):
+    """Runs kernel `name` of the .tile file at `path` on numpy arrays, which
+    it updates in place: on $TILEC_TEST_DEVICE (the CPU back end, or the GPU
+    through torch copies that are copied back). The file is loaded once per
+    process."""
+    device = os.environ.get("TILEC_TEST_DEVICE", "cpu")
+    if path not in _loaded:
+        ctx = (tilec.Context(device="cuda", cache_dir=CACHE_DIR) if device == "cuda" else cpu_context())
+        _loaded[path] = ctx.load_file(path)
+    k = _loaded[path].kernel(name)
+    if device != "cuda":
+        k(*arrays)
+        return
+    import torch
+    ts = [torch.from_numpy(a).cuda() for a in arrays]
+    k(*ts)
+    torch.cuda.synchronize()
+    for a, t in zip(arrays, ts):
+        a[...] = t.cpu().numpy()
+
+
 def poisoned(shape, dtype):
     return np.full(shape, np.nan, dtype=dtype)
 

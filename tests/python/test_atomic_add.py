@@ -110,27 +110,10 @@ def test_row_and_column_vectors_mma():
 
 
 ELEMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "atomic_add_element.tile")
-_element_module = []
 
 
 def launch(name, *arrays):
-    """Runs kernel `name` of atomic_add_element.tile on the arrays (in place;
-    on the GPU through torch copies, copied back)."""
-    device = os.environ.get("TILEC_TEST_DEVICE", "cpu")
-    if not _element_module:
-        ctx = (harness.tilec.Context(device="cuda", cache_dir=harness.CACHE_DIR) if device == "cuda"
-               else harness.cpu_context())
-        _element_module.append(ctx.load_file(ELEMENT))
-    k = _element_module[0].kernel(name)
-    if device != "cuda":
-        k(*arrays)
-        return
-    import torch
-    ts = [torch.from_numpy(a).cuda() for a in arrays]
-    k(*ts)
-    torch.cuda.synchronize()
-    for a, t in zip(arrays, ts):
-        a[...] = t.cpu().numpy()
+    harness.run_in_place(ELEMENT, name, *arrays)
 
 
 def check_exact(what, got, want):

@@ -19,27 +19,10 @@ import numpy as np
 harness.test_device()  # SKIP for a cuda run without PyTorch's GPU
 
 KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "passes", "wgmma_nsplit.tile")
-_module = []
 
 
 def launch(name, *arrays):
-    """Runs kernel `name` on the arrays (in place; on the GPU through torch
-    copies, copied back)."""
-    device = os.environ.get("TILEC_TEST_DEVICE", "cpu")
-    if not _module:
-        ctx = (harness.tilec.Context(device="cuda", cache_dir=harness.CACHE_DIR) if device == "cuda"
-               else harness.cpu_context())
-        _module.append(ctx.load_file(KERNEL))
-    k = _module[0].kernel(name)
-    if device != "cuda":
-        k(*arrays)
-        return
-    import torch
-    ts = [torch.from_numpy(a).cuda() for a in arrays]
-    k(*ts)
-    torch.cuda.synchronize()
-    for a, t in zip(arrays, ts):
-        a[...] = t.cpu().numpy()
+    harness.run_in_place(KERNEL, name, *arrays)
 
 
 def ints(lo, hi, shape, dtype):

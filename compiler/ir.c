@@ -334,6 +334,12 @@ void ir_seq_insert(IrModule *m, IrStmt *seq, int at, IrStmt *item) {
   seq->u.seq.items[at] = item;
 }
 
+void ir_seq_remove(IrStmt *seq, int at) {
+  TILEC_ASSERT(seq->kind == IR_STMT_SEQ && at >= 0 && at < seq->u.seq.n);
+  for (int i = at; i + 1 < seq->u.seq.n; i++) seq->u.seq.items[i] = seq->u.seq.items[i + 1];
+  seq->u.seq.n--;
+}
+
 IrStmt *ir_for_new(IrModule *m, IrForKind kind, IrVar *var, IrExpr *extent, IrStmt *body,
                    SrcLoc loc) {
   IrStmt *s = ir_stmt_new(m, IR_STMT_FOR, loc);

@@ -624,6 +624,7 @@ int64_t ir_shared_bytes(const IrStmt *s, IrSharedPart part);
 IrStmt *ir_seq_new(IrModule *m, SrcLoc loc);
 void ir_seq_push(IrModule *m, IrStmt *seq, IrStmt *item);
 void ir_seq_insert(IrModule *m, IrStmt *seq, int at, IrStmt *item); /* before position at */
+void ir_seq_remove(IrStmt *seq, int at);                              /* the item at position at */
 IrStmt *ir_for_new(IrModule *m, IrForKind kind, IrVar *var, IrExpr *extent, IrStmt *body, SrcLoc loc);
 IrStmt *ir_store_new(IrModule *m, IrBuffer *buf, IrExpr *const *idx, IrExpr *value, SrcLoc loc);
 IrStmt *ir_if_new(IrModule *m, IrExpr *cond, IrStmt *then_, IrStmt *else_, SrcLoc loc);

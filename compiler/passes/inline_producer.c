@@ -145,8 +145,7 @@ static bool fold_loop(IrModule *m, Fold *f, IrStmt *loop) {
    * so the positions before stay valid). */
   SrcLoc loc = loop->loc;
   for (int r = nrel - 1; r >= 0; r--) {
-    for (int j = at[r]; j + 1 < body->u.seq.n; j++) body->u.seq.items[j] = body->u.seq.items[j + 1];
-    body->u.seq.n--;
+    ir_seq_remove(body, at[r]);
     IrExpr *next = ir_binary(m, IR_OP_ADD, ir_expr_clone(m, rel[r].iteration), ir_int(m, f->stages, loc), loc);
     ir_seq_insert(m, body, at[r], refill(m, f, rel[r].ring, next, rel[r].guard, loc));
     ir_seq_insert(m, body, at[r], ir_stmt_new(m, IR_STMT_BARRIER, loc));
@@ -164,8 +163,7 @@ static void drop_releases(Fold *f, IrStmt *seq) {
     } else if (s->kind == IR_STMT_SEQ) {
       drop_releases(f, s);
     } else if (s->kind == IR_STMT_MBAR_ARRIVE && ring_of_empty(f, s->u.mbar_wait.bar)) {
-      for (int j = i; j + 1 < seq->u.seq.n; j++) seq->u.seq.items[j] = seq->u.seq.items[j + 1];
-      seq->u.seq.n--;
+      ir_seq_remove(seq, i);
       i--;
     }
   }
@@ -205,8 +203,7 @@ static void wait_after_prologue(IrModule *m, IrKernel *k, int j, IrStmt *outer, 
     if (!wait_may_pass(outer->u.seq.items[i], bar)) return;
   for (int i = 0; i < nprologue; i++)
     if (!wait_may_pass(folded->u.seq.items[i], bar)) return;
-  for (int i = w; i + 1 < body->u.seq.n; i++) body->u.seq.items[i] = body->u.seq.items[i + 1];
-  body->u.seq.n--;
+  ir_seq_remove(body, w);
   ir_seq_insert(m, folded, nprologue, wait);
 }
 

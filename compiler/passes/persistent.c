@@ -568,8 +568,7 @@ static bool stage_in_rounds(IrModule *m, IrKernel *k, const Plan *P, int64_t oth
       store->u.copy.src = *F;
       store->u.copy.via = S;
       store->u.copy.tma_map = index;
-      for (int j = i + 1; j < post->u.seq.n; j++) post->u.seq.items[j - 1] = post->u.seq.items[j];
-      post->u.seq.n--;
+      ir_seq_remove(post, i); /* to_tile: the store takes F itself now */
       return true;
     }
     return false;
@@ -763,8 +762,7 @@ static void drop_unused_index(IrStmt *tile_body, const IrVar *v) {
   for (int i = 0; i < tile_body->u.seq.n; i++) {
     IrStmt *s = tile_body->u.seq.items[i];
     if (s->kind != IR_STMT_LET || s->u.let.var != v) continue;
-    for (int j = i + 1; j < tile_body->u.seq.n; j++) tile_body->u.seq.items[j - 1] = tile_body->u.seq.items[j];
-    tile_body->u.seq.n--;
+    ir_seq_remove(tile_body, i);
     return;
   }
 }

@@ -205,8 +205,7 @@ static void version(IrModule *m, IrStmt *seq) {
         if (next && next->kind == IR_STMT_GEMM && next->u.gemm.c.buf == n.store->u.store.buf) {
           ir_seq_push(m, then_, next);
           ir_seq_push(m, else_, ir_stmt_clone_tile_op(m, next));
-          for (int j = i + 1; j + 1 < seq->u.seq.n; j++) seq->u.seq.items[j] = seq->u.seq.items[j + 1];
-          seq->u.seq.n--;
+          ir_seq_remove(seq, i + 1);
         }
         seq->u.seq.items[i] = ir_if_new(m, u, then_, else_, s->loc);
       }

@@ -167,7 +167,10 @@ static IrStmt *guard_in_flight(IrModule *m, const IrStmt *loop, IrStmt *body) {
 
 /* The in-flight gemm loops left unspecialized (their copies stay on
  * cp.async: a start read from data, or the --no-tma build) get the same
- * guard, loop and wait together. Warp roles are done already. */
+ * guard, loop and wait together. Warp roles are done already. Here rather
+ * than in software-pipeline, which makes the in-flight form: lower-tma and
+ * this pass find a pipeline by its top-level shape (prologue, loop, wait),
+ * which the guard would hide. */
 static void guard_unspecialized(IrModule *m, IrStmt *s) {
   if (s->kind == IR_STMT_FOR) {
     guard_unspecialized(m, s->u.for_.body);
@@ -187,8 +190,7 @@ static void guard_unspecialized(IrModule *m, IrStmt *s) {
       ir_seq_push(m, body, c);
       ir_seq_push(m, body, wait);
       s->u.seq.items[i] = guard_in_flight(m, c, body);
-      for (int j = i + 1; j + 1 < s->u.seq.n; j++) s->u.seq.items[j] = s->u.seq.items[j + 1];
-      s->u.seq.n--;
+      ir_seq_remove(s, i + 1);
     }
   }
 }
@@ -272,9 +274,7 @@ static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
     /* The wait for the last in-flight gemm joins the loop, both under the
      * guard (guard_in_flight). */
     ir_seq_push(m, consumer, wait);
-    IrStmt *seq = L->seq;
-    for (int i = L->loop_at + 1; i + 1 < seq->u.seq.n; i++) seq->u.seq.items[i] = seq->u.seq.items[i + 1];
-    seq->u.seq.n--;
+    ir_seq_remove(L->seq, L->loop_at + 1);
     IrStmt *guarded = ir_seq_new(m, loc);
     ir_seq_push(m, guarded, guard_in_flight(m, loop, consumer));
     consumer = guarded;

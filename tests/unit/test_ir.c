@@ -702,6 +702,29 @@ static const char half_test_main[] =
     "  return bad != 0;\n"
     "}\n";
 
+/* ir_seq_insert and ir_seq_remove keep the other items in order. */
+static void test_seq_insert_remove(void) {
+  Arena *arena = arena_create();
+  IrModule *m = ir_module_new(arena, "seq.tile");
+  SrcLoc L = {"seq.tile", 1, 1};
+  IrStmt *seq = ir_seq_new(m, L), *item[4];
+  for (int i = 0; i < 4; i++) item[i] = ir_seq_new(m, L);
+  ir_seq_push(m, seq, item[0]);
+  ir_seq_push(m, seq, item[2]);
+  ir_seq_insert(m, seq, 1, item[1]);
+  ir_seq_push(m, seq, item[3]);
+  CHECK(seq->u.seq.n == 4);
+  for (int i = 0; i < 4; i++) CHECK(seq->u.seq.items[i] == item[i]);
+  ir_seq_remove(seq, 1); /* middle */
+  CHECK(seq->u.seq.n == 3 && seq->u.seq.items[0] == item[0] && seq->u.seq.items[1] == item[2] &&
+        seq->u.seq.items[2] == item[3]);
+  ir_seq_remove(seq, 2); /* last */
+  CHECK(seq->u.seq.n == 2 && seq->u.seq.items[1] == item[2]);
+  ir_seq_remove(seq, 0); /* first */
+  CHECK(seq->u.seq.n == 1 && seq->u.seq.items[0] == item[2]);
+  arena_destroy(arena);
+}
+
 static void test_half_helpers(void) {
   StrBuf src;
   sb_init(&src);
@@ -2071,6 +2094,7 @@ int main(void) {
   }
   atexit(cleanup);
   test_printer();
+  test_seq_insert_remove();
   test_verify_negative();
   test_vadd();
   test_rowmax();

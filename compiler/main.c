@@ -9,7 +9,10 @@
  * (tilert_compile_aot, runtime/rt_aot.c; libnvrtc is dlopen'ed, no GPU is
  * needed); --cache-dir also stores the cubin in that runtime cache, under
  * the key a load of the same FILE (the path as written) on a GPU of that
- * arch looks up. Built without the runtime, those two are refused.
+ * arch looks up. Built without the runtime, those two are refused. The
+ * warnings in NVRTC's log of that build (ptxas's "Potential Performance
+ * Loss" advisories included) are printed as diagnostics; the exit status
+ * stays 0.
  *
  * Exit status: 0 success; 1 the input has errors (diagnostics on stderr, no
  * output file written); 2 bad usage. The output file is written to a
@@ -28,7 +31,8 @@
 static const char usage[] =
     "usage: tilec FILE.tile [options]\n"
     "  --emit=cuda|c|ir|cubin|ptx   what to write (default cuda); cubin and ptx run\n"
-    "                         NVRTC (libnvrtc, no GPU needed) for --target\n"
+    "                         NVRTC (libnvrtc, no GPU needed) for --target and print\n"
+    "                         its warnings (a serialized-wgmma advisory: a slow kernel)\n"
     "  -o PATH                output file (default stdout)\n"
     "  -D NAME=VALUE          bind a constant, shape or stride symbol (repeatable)\n"
     "  --target=sm_80|sm_90a|cpu   (default: cpu for --emit=c, sm_80 otherwise);\n"
@@ -101,11 +105,52 @@ static bool write_atomically(const char *path, const char *data, size_t len) {
 }
 
 #ifdef TILEC_CLI_AOT
+/* The warnings in NVRTC's log of a build that succeeded, as diagnostics on
+ * stderr: NVRTC's own ("gemm.cu(12): warning #177-D: ...", with the source
+ * lines it quotes), ptxas's ("ptxas warning : ..."), and the ptxas
+ * advisories that the kernel will be slow, which ptxas files under "info"
+ * ("ptxas info : (C7511) Potential Performance Loss: wgmma.mma_async
+ * instructions are serialized ..."). Other info lines (C7519 "warpgroup.arrive
+ * is injected", -v statistics) and NVRTC's "Remark:" ask nothing of the
+ * user: not printed (docs/cuda-runtime.md, "The compile log"). */
+static void print_log_warnings(const char *log, const char *input) {
+  char *text = strdup(log);
+  if (!text) abort();
+  bool slow = false, quoting = false; /* quoting: the lines under an NVRTC warning */
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    const char *colon = strchr(line, ':');
+    bool ptxas = strncmp(line, "ptxas", 5) == 0 && colon;
+    const char *msg = ptxas ? colon + 1 + strspn(colon + 1, " ") : line;
+    if (quoting && line[0] == ' ') {
+      fprintf(stderr, "%s\n", line);
+      continue;
+    }
+    quoting = false;
+    if (ptxas && strstr(msg, "Potential Performance Loss")) {
+      fprintf(stderr, "tilec: warning: slow kernel: ptxas: %s\n", msg);
+      slow = true;
+    } else if (ptxas && strstr(line, "warning") && strstr(line, "warning") < colon) {
+      fprintf(stderr, "tilec: warning: ptxas: %s\n", msg);
+    } else if (!ptxas && line[0] != ' ' && strstr(line, "): warning")) {
+      fprintf(stderr, "tilec: warning: nvrtc: %s\n", line);
+      quoting = true;
+    }
+  }
+  if (slow)
+    fprintf(stderr,
+            "tilec: note: %s: ptxas serialized the kernel's wgmma instructions: its results are right, but its "
+            "tensor cores run one instruction at a time (docs/cuda-runtime.md, \"The compile log\")\n",
+            input);
+  free(text);
+}
+
 /* --emit=cubin|ptx: tilert_compile_aot on a CPU context (libnvrtc is
  * opened when it compiles: not for a cubin already in --cache-dir), its
  * cache the --cache-dir one or none. The binary goes to
  * -o (stdout for PTX; a cubin needs -o). Exit 1 on any failure, with the
- * runtime's full message (diagnostics, or NVRTC's log). */
+ * runtime's full message (diagnostics, or NVRTC's log); on success the
+ * log's warnings go to stderr (print_log_warnings) and the exit is 0. */
 static int emit_aot(const char *input, const char *text, size_t len, const TilecDefine *defines,
                     int ndefines, unsigned shape_class, const char *arch, bool ptx, const char *cache_dir,
                     const char *output) {
@@ -113,6 +158,10 @@ static int emit_aot(const char *input, const char *text, size_t len, const Tilec
     fprintf(stderr, "tilec: --emit=cubin writes a binary: give -o PATH\n");
     return 2;
   }
+  /* With a driver installed, NVRTC keeps ptxas's output in the driver's
+   * compute cache (~/.nv/ComputeCache), and a compile that hits it logs no
+   * ptxas line: the slow-kernel advisory would show only the first time. */
+  setenv("CUDA_CACHE_DISABLE", "1", 1);
   TilertConfig cfg = {TILERT_DEVICE_CPU, cache_dir, cache_dir == NULL, NULL};
   TilertContext *ctx = NULL;
   if (tilert_context_create(&cfg, &ctx) != TILERT_OK) {
@@ -139,6 +188,7 @@ static int emit_aot(const char *input, const char *text, size_t len, const Tilec
     fprintf(stderr, "tilec: cannot write to stdout\n");
     rc = 1;
   }
+  if (rc == 0) print_log_warnings(tilert_compile_aot_log(ctx), input);
   if (rc == 0 && getenv("TILEC_AOT_VERBOSE"))
     fprintf(stderr, "tilec: %s %s, %zu bytes%s\n", arch, ptx ? "PTX" : "cubin", n,
             !cache_dir ? "" : hit ? " (from the cache)" : " (stored in the cache)");

@@ -13,8 +13,8 @@
  * NVRTC (a CPU context) gets an NVRTC-only handle for the call.
  * PTX is never cached: it is NVRTC's text for the virtual arch
  * (compute_90a), for tools and for drivers newer than the cubin's, built
- * with the cubin's options. */
-#include <stdio.h>
+ * with the cubin's options. Each call keeps NVRTC's log in the context
+ * (tilert_compile_aot_log): ptxas advisories come with a successful build. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +45,8 @@ TilertStatus tilert_compile_aot_class(TilertContext *ctx, const char *name, cons
                                       const char *arch, TilertBinaryKind kind, void **binary, size_t *size,
                                       bool *from_cache) {
   if (!ctx) return TILERT_INVALID_ARGUMENT;
+  free(ctx->aot_log); /* the log is this call's, or none */
+  ctx->aot_log = NULL;
   if (binary) *binary = NULL;
   if (size) *size = 0;
   bool hit_unused;
@@ -82,36 +84,13 @@ TilertStatus tilert_compile_aot_class(TilertContext *ctx, const char *name, cons
                                     TILEC_EMIT_CUDA, target, RT_BUILD_DEFAULT, shape_class, &res);
   if (st == TILERT_OK && kind == TILERT_BINARY_CUBIN) {
     st = rt_gpu_cubin(ctx, name, tilec_result_output(res), tilec_result_output_size(res),
-                      tilec_result_specialized_ir(res), arch, false, binary, size, from_cache);
+                      tilec_result_specialized_ir(res), arch, false, binary, size, from_cache,
+                      &ctx->aot_log);
   } else if (st == TILERT_OK) {
-    /* The cubin's options: the runtime's defaults, then $TILEC_NVRTC_FLAGS. */
-    const char *opts[32];
-    char buf[1024];
-    int nopts = 0;
-    for (int i = 0; i < rt_gpu_nvrtc_nopts && nopts < 32; i++) opts[nopts++] = rt_gpu_nvrtc_opts[i];
-    const char *extra = getenv("TILEC_NVRTC_FLAGS");
-    if (extra && *extra) {
-      snprintf(buf, sizeof buf, "%s", extra);
-      char *save = NULL;
-      for (char *tok = strtok_r(buf, " \t", &save); tok && nopts < 32; tok = strtok_r(NULL, " \t", &save))
-        opts[nopts++] = tok;
-    }
-    char cu_name[256];
-    rt_gpu_source_name(name, cu_name, sizeof cu_name);
     char *ptx = NULL;
-    if (!rt_cuda_nvrtc_load(ctx->cu)) {
-      st = rt_error(ctx, TILERT_NO_GPU, "%s: ahead-of-time compilation needs NVRTC: %s", name,
-                    rt_cuda_last_error(ctx->cu));
-    } else {
-      ctx->nvrtc_runs++;
-      if (rt_cuda_compile_ptx(ctx->cu, tilec_result_output(res), cu_name, arch, opts, nopts, &ptx,
-                              size)) {
-        *binary = ptx;
-        if (*size > 0 && ptx[*size - 1] == '\0') (*size)--; /* the text, not its NUL */
-      } else {
-        st = rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
-      }
-    }
+    st = rt_gpu_ptx(ctx, name, tilec_result_output(res), tilec_result_output_size(res), arch, &ptx, size,
+                    &ctx->aot_log);
+    *binary = ptx;
   }
   tilec_result_destroy(res);
   if (own) {
@@ -119,4 +98,8 @@ TilertStatus tilert_compile_aot_class(TilertContext *ctx, const char *name, cons
     rt_cuda_close(own);
   }
   return st;
+}
+
+const char *tilert_compile_aot_log(const TilertContext *ctx) {
+  return ctx && ctx->aot_log ? ctx->aot_log : "";
 }

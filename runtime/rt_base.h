@@ -39,6 +39,7 @@ struct TilertContext {
   bool pdl_off;            /* $TILEC_PDL=0: pdl_sync kernels get plain launches (A/B runs) */
   char *cc;                /* C compiler command line (may hold arguments) */
   char *last_error;
+  char *aot_log;           /* the NVRTC log of the last tilert_compile_aot* call; NULL: none */
   int open_modules;        /* modules tilert_module_load_* handed out, not yet destroyed */
   bool closing;            /* tilert_context_destroy ran while some were open: the
                               context goes with the last of them (tilert.c) */
@@ -73,6 +74,10 @@ struct TilertModule {
   struct RtShapeBuilds *shape_builds; /* a module with shape choices: its source and the
                                          builds for other classes, made at the first
                                          launch that wants each (tilert.c) */
+  char *compile_log;            /* CUDA: the NVRTC log of its build, then those of the builds
+                                   made later (rt_module_add_log); NULL: none */
+  TilertModule *log_to;         /* the module whose log gets this one's later builds' logs
+                                   (a shape class's build: the loaded module); NULL: itself */
 };
 
 /* ---- errors (rt_error.c) ---- */
@@ -116,6 +121,12 @@ TilertModule *rt_module_new(TilertContext *ctx, TilecResult *result, int nkernel
 /* Frees the shell and the result, once the path has released its binary
  * (rt_cpu_module_unload / rt_gpu_module_unload). Accepts NULL. */
 void rt_module_free(TilertModule *mod);
+/* Appends `log`, the NVRTC log of a build of mod made after its load (a
+ * shape class, the cp.async or cluster build), to mod->log_to's log (mod's
+ * own without one), after a line "--- <fmt...> ---". Nothing for an empty
+ * or NULL log. Out of memory drops this part of the log, never the build. */
+void rt_module_add_log(TilertModule *mod, const char *log, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* What a module was loaded from, kept to build its other variants later
  * (the GPU path's cp.async and cluster builds, the shape classes). */

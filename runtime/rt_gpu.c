@@ -73,7 +73,9 @@ static int nvrtc_options(const char **opts, char *buf, size_t cap) {
   const char *extra = getenv("TILEC_NVRTC_FLAGS");
   if (!extra || !*extra) return n;
   snprintf(buf, cap, "%s", extra);
-  for (char *tok = strtok(buf, " \t"); tok && n < RT_GPU_MAX_OPTS; tok = strtok(NULL, " \t")) opts[n++] = tok;
+  char *save = NULL; /* the load's prebuild threads get here at once */
+  for (char *tok = strtok_r(buf, " \t", &save); tok && n < RT_GPU_MAX_OPTS; tok = strtok_r(NULL, " \t", &save))
+    opts[n++] = tok;
   return n;
 }
 
@@ -178,8 +180,9 @@ static void building_done(RtBuilding *me) {
  * TILEC_CUDA_OVERRIDE="GENERATED.cu:EDITED.cu" compiles EDITED.cu wherever
  * the generated text is byte for byte GENERATED.cu (the host side -- launch,
  * tensor maps, arguments -- stays the generated kernel's, so the edit must
- * keep its signature). Returns the edited text (malloc'ed) or NULL. */
-static char *cuda_override(const char *src, size_t len, size_t *out_len) {
+ * keep its signature). Returns the edited text (malloc'ed), after a note
+ * on stderr, or NULL. */
+static char *cuda_override(const char *name, const char *src, size_t len, size_t *out_len) {
   const char *spec = getenv("TILEC_CUDA_OVERRIDE");
   const char *colon = spec ? strchr(spec, ':') : NULL;
   if (!colon) return NULL;
@@ -194,20 +197,26 @@ static char *cuda_override(const char *src, size_t len, size_t *out_len) {
   if (!text) return free(edit), NULL;
   text[edit_len] = '\0';
   *out_len = edit_len;
+  fprintf(stderr, "tilec: %s: compiling $TILEC_CUDA_OVERRIDE's edited CUDA\n", name);
   return text;
+}
+
+char *rt_gpu_log_copy(const RtCuda *cu) {
+  const char *log = rt_cuda_compile_log(cu);
+  return *log ? strdup(log) : NULL;
 }
 
 TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
                           const char *ir, const char *arch, bool force_build, void **cubin,
-                          size_t *size, bool *from_cache) {
+                          size_t *size, bool *from_cache, char **log) {
   *cubin = NULL;
   *size = 0;
   *from_cache = false;
+  if (log) *log = NULL;
   if (!ctx->cu) return rt_error(ctx, TILERT_NO_GPU, "%s: NVRTC is not loaded", name);
   size_t edited_len = 0;
-  char *edited = cuda_override(src, len, &edited_len);
+  char *edited = cuda_override(name, src, len, &edited_len);
   if (edited) {
-    fprintf(stderr, "tilec: %s: compiling $TILEC_CUDA_OVERRIDE's edited CUDA\n", name);
     src = edited;
     len = edited_len;
   }
@@ -248,6 +257,7 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
     ctx->nvrtc_runs++;
     if (!rt_cuda_compile(ctx->cu, src, cu_name, arch, opts, nopts, cubin, size))
       st = rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
+    if (log) *log = rt_gpu_log_copy(ctx->cu);
   }
   if (st == TILERT_OK && dir) {
     /* The stamp said one version and the library opened says another: the
@@ -260,6 +270,33 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
     if (err) rt_cache_warn(ctx, dir, strerror(err));
   }
   if (claimed) building_done(&me);
+  free(edited);
+  return st;
+}
+
+TilertStatus rt_gpu_ptx(TilertContext *ctx, const char *name, const char *src, size_t len, const char *arch,
+                        char **ptx, size_t *size, char **log) {
+  *ptx = NULL;
+  *size = 0;
+  if (log) *log = NULL;
+  if (!ctx->cu) return rt_error(ctx, TILERT_NO_GPU, "%s: NVRTC is not loaded", name);
+  if (!rt_cuda_nvrtc_load(ctx->cu))
+    return rt_error(ctx, TILERT_NO_GPU, "%s: ahead-of-time compilation needs NVRTC: %s", name,
+                    rt_cuda_last_error(ctx->cu));
+  size_t edited_len = 0;
+  char *edited = cuda_override(name, src, len, &edited_len);
+  const char *opts[RT_GPU_MAX_OPTS];
+  char opt_buf[1024], cu_name[256];
+  int nopts = nvrtc_options(opts, opt_buf, sizeof opt_buf);
+  rt_gpu_source_name(name, cu_name, sizeof cu_name);
+  ctx->nvrtc_runs++;
+  TilertStatus st = TILERT_OK;
+  if (rt_cuda_compile_ptx(ctx->cu, edited ? edited : src, cu_name, arch, opts, nopts, ptx, size)) {
+    if (*size > 0 && (*ptx)[*size - 1] == '\0') (*size)--; /* the text, not its NUL */
+  } else {
+    st = rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
+  }
+  if (log) *log = rt_gpu_log_copy(ctx->cu);
   free(edited);
   return st;
 }
@@ -384,15 +421,15 @@ static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *t
   void *cubin = NULL;
   size_t size = 0;
   bool hit = false;
-  st = rt_gpu_cubin(ctx, name, src, src_len, ir, arch, false, &cubin, &size, &hit);
+  st = rt_gpu_cubin(ctx, name, src, src_len, ir, arch, false, &cubin, &size, &hit, &mod->compile_log);
   if (st == TILERT_OK) st = load_cubin(ctx, mod, name, arch, cubin, size);
   if (st != TILERT_OK && hit) {
     /* A verified entry the driver refuses (written by another driver?):
-     * rebuild it once rather than fail forever. */
+     * rebuild it once rather than fail forever. A hit has no log to free. */
     rt_gpu_module_unload(mod);
     free(cubin);
     cubin = NULL;
-    st = rt_gpu_cubin(ctx, name, src, src_len, ir, arch, true, &cubin, &size, &hit);
+    st = rt_gpu_cubin(ctx, name, src, src_len, ir, arch, true, &cubin, &size, &hit, &mod->compile_log);
     if (st == TILERT_OK) st = load_cubin(ctx, mod, name, arch, cubin, size);
   }
   free(cubin);
@@ -443,6 +480,11 @@ static TilertStatus other_build_kernel(TilertKernel *k, RtBuild build, TilertKer
         gpu_load(k->mod->ctx, src->name, src->text, src->len, src->defines, src->ndefines, build, src->shape_class,
                  NULL, NULL, m);
     if (st != TILERT_OK) return st;
+    const char *which = build == RT_BUILD_NO_TMA ? "cp.async" : "cluster";
+    if (src->shape_class)
+      rt_module_add_log(k->mod, (*m)->compile_log, "the %s build of shape class %u", which, src->shape_class);
+    else
+      rt_module_add_log(k->mod, (*m)->compile_log, "the %s build", which);
   }
   if ((*m)->nkernels != k->mod->nkernels || strcmp((*m)->kernels[k->index].info->name, k->info->name))
     return rt_error(k->mod->ctx, TILERT_LOAD_FAILED, "%s: its %s build has other kernels", k->info->name,

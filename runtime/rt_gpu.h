@@ -44,10 +44,23 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
  * two shape classes with the same code run NVRTC once). force_build skips
  * the lookup (a cached cubin did not load).
  * NVRTC_FAILED leaves `name`, the target and the annotated log in the last
- * error. *cubin is malloc'd. */
+ * error. *cubin is malloc'd. *log (log may be NULL): NVRTC's annotated log
+ * when NVRTC ran, failing or not, and wrote one (rt_gpu_log_copy), else
+ * NULL; the caller frees it. */
 TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
                           const char *ir, const char *arch, bool force_build, void **cubin,
-                          size_t *size, bool *from_cache);
+                          size_t *size, bool *from_cache, char **log);
+/* The PTX text of CUDA text `src` (NUL-terminated, len = strlen) for the
+ * virtual arch of `arch` ("sm_90a" -> compute_90a), with a cubin's options
+ * and $TILEC_CUDA_OVERRIDE as rt_gpu_cubin has them; never cached. *ptx is
+ * malloc'd and NUL-terminated, *size counts the text only. NO_GPU without
+ * libnvrtc, NVRTC_FAILED with the log; *log as rt_gpu_cubin's. */
+TilertStatus rt_gpu_ptx(TilertContext *ctx, const char *name, const char *src, size_t len, const char *arch,
+                        char **ptx, size_t *size, char **log);
+/* A malloc'd copy of the log of cu's last compile (rt_cuda_compile_log),
+ * NULL when it is empty or memory is short: what a module or an
+ * ahead-of-time build keeps (tilert_module_compile_log). */
+char *rt_gpu_log_copy(const struct RtCuda *cu);
 /* The NVRTC version for a cache lookup in dir (rt_gpu_nvrtc.c): libnvrtc's
  * own when it is open, else the one dir's stamp records while the stamp
  * still holds (same $TILEC_NVRTC_LIB, $LD_LIBRARY_PATH, /etc/ld.so.cache

@@ -4,7 +4,12 @@
  * Each path makes the shell with rt_module_new, loads its binary into its
  * own slots (CPU: dl and the kernels' fn; CUDA: cumod and cufn), and on
  * failure releases that binary itself before rt_module_free. So freeing a
- * half-built module never needs the public tilert_module_destroy above. */
+ * half-built module never needs the public tilert_module_destroy above.
+ * The shell also keeps the NVRTC log of the module's builds
+ * (tilert_module_compile_log): the GPU path sets its load's, and each build
+ * made later appends its own under a header line (rt_module_add_log). */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,8 +33,28 @@ TilertModule *rt_module_new(TilertContext *ctx, TilecResult *result, int nkernel
 void rt_module_free(TilertModule *mod) {
   if (!mod) return;
   tilec_result_destroy(mod->result);
+  free(mod->compile_log);
   free(mod->kernels);
   free(mod);
+}
+
+void rt_module_add_log(TilertModule *mod, const char *log, const char *fmt, ...) {
+  if (!log || !*log) return;
+  TilertModule *to = mod->log_to ? mod->log_to : mod;
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  const char *old = to->compile_log ? to->compile_log : "";
+  size_t n = strlen(old);
+  const char *sep = n && old[n - 1] != '\n' ? "\n" : ""; /* each header on a line of its own */
+  size_t cap = n + strlen(sep) + strlen(what) + strlen(log) + 16;
+  char *joined = malloc(cap);
+  if (!joined) return;
+  snprintf(joined, cap, "%s%s--- %s ---\n%s", old, sep, what, log);
+  free(to->compile_log);
+  to->compile_log = joined;
 }
 
 RtSource *rt_source_keep(const char *name, const char *text, size_t len, const TilecDefine *defines,

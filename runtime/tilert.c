@@ -123,6 +123,7 @@ static void context_free(TilertContext *ctx) {
   free(ctx->cache_dir);
   free(ctx->cc);
   free(ctx->last_error);
+  free(ctx->aot_log);
   free(ctx);
 }
 
@@ -177,6 +178,7 @@ typedef struct RtPrebuild {
   unsigned shape_class;
   bool running;      /* thread started and not yet joined */
   pthread_t thread;
+  char *log;         /* the thread's NVRTC log (NULL: none); read once joined */
 } RtPrebuild;
 struct RtShapeBuilds {
   RtSource *src;
@@ -189,7 +191,7 @@ struct RtShapeBuilds {
 };
 
 static void *prebuild_class(void *arg) {
-  const RtPrebuild *p = arg;
+  RtPrebuild *p = arg;
   const RtShapeBuilds *b = p->builds;
   TilertConfig cfg = {TILERT_DEVICE_CPU, b->cache_dir, false, NULL};
   TilertContext *ctx = NULL;
@@ -202,6 +204,9 @@ static void *prebuild_class(void *arg) {
     tilert_compile_aot_class(ctx, src->name, src->text, src->len, src->defines, src->ndefines, p->shape_class,
                              b->arch, TILERT_BINARY_CUBIN, &bin, &size, &hit);
     free(bin);
+    /* The class's launch finds this cubin in the cache: the log is only here. */
+    p->log = ctx->aot_log;
+    ctx->aot_log = NULL;
   }
   tilert_context_destroy(ctx);
   return NULL;
@@ -223,6 +228,7 @@ static void module_free(TilertModule *mod);
 static void shape_builds_free(RtShapeBuilds *b) {
   if (!b) return;
   join_prebuild(b, 0);
+  for (int i = 0; i < RT_PREBUILD_CLASSES; i++) free(b->prebuild[i].log);
   free(b->cache_dir);
   for (int i = 0; i < b->n; i++) module_free(b->builds[i]);
   rt_source_free(b->src);
@@ -391,6 +397,10 @@ void tilert_module_destroy(TilertModule *mod) {
 
 bool tilert_module_from_cache(const TilertModule *mod) { return mod && mod->from_cache; }
 
+const char *tilert_module_compile_log(const TilertModule *mod) {
+  return mod && mod->compile_log ? mod->compile_log : "";
+}
+
 TilertStatus tilert_module_get_kernel(TilertModule *mod, const char *name, TilertKernel **out) {
   if (!mod) return TILERT_INVALID_ARGUMENT;
   if (!out || !name)
@@ -437,8 +447,17 @@ static TilertStatus class_build(TilertKernel *k, unsigned want, TilertModule **o
     TilertStatus st = load_build(ctx, src->name, src->text, src->len, src->defines, src->ndefines, want,
                                  class_front_end_done, &cl, &build);
     if (st != TILERT_OK) return st;
-    if (build) b->builds[b->n++] = build;
-    else build = cl.same; /* the same code: nothing was compiled */
+    if (build) {
+      b->builds[b->n++] = build;
+      /* Its log goes in the module's, and so do those of its own later
+       * builds (log_to); a cubin the prebuild made comes with that log. */
+      const RtPrebuild *p = want >= 1 && want <= RT_PREBUILD_CLASSES ? &b->prebuild[want - 1] : NULL;
+      const char *log = build->compile_log ? build->compile_log : p && p->shape_class == want ? p->log : NULL;
+      rt_module_add_log(mod, log, "the build for shape class %u", want);
+      build->log_to = mod;
+    } else {
+      build = cl.same; /* the same code: nothing was compiled */
+    }
     b->classes_run[b->nclasses_run++] = (RtClassBuild){want, build};
   }
   if (build->nkernels != mod->nkernels || strcmp(build->kernels[k->index].info->name, k->info->name) != 0)

@@ -345,6 +345,18 @@ class Module:
         """True when the binary came from the disk cache (no compiler ran)."""
         return bool(self.context._lib.tilert_module_from_cache(self._h()))
 
+    @property
+    def compile_log(self):
+        """NVRTC's log of the compiles that built the module
+        (tilert_module_compile_log): warnings and ptxas advisories such as
+        "Potential Performance Loss: wgmma.mma_async instructions are
+        serialized" (right results, slow kernel). "" when NVRTC did not run
+        (a CPU module, a binary from the cache) or wrote nothing. Builds
+        made at later launches (other shape classes) append theirs."""
+        ctx = self.context
+        with ctx._lock:
+            return _s(ctx._lib.tilert_module_compile_log(self._h()))
+
     def kernel(self, name):
         """The kernel `name` (TilecError NOT_FOUND lists the module's kernels)."""
         k = self._kernels.get(name)

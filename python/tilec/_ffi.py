@@ -187,6 +187,7 @@ def _declare(lib):
             c_int, [c_void_p, c_char_p, c_char_p, c_size_t, ctypes.POINTER(TilecDefine), c_int, pp]),
         "tilert_module_destroy": (None, [c_void_p]),
         "tilert_module_from_cache": (ctypes.c_bool, [c_void_p]),
+        "tilert_module_compile_log": (c_char_p, [c_void_p]),
         "tilert_module_get_kernel": (c_int, [c_void_p, c_char_p, pp]),
         "tilert_kernel_info": (ctypes.POINTER(TilecKernelInfo), [c_void_p]),
         "tilert_launch": (c_int, [c_void_p, ctypes.POINTER(TilertArg), c_int, c_void_p]),

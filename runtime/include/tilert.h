@@ -101,6 +101,26 @@ TilertStatus tilert_module_load_string(TilertContext *ctx, const char *name,
 void tilert_module_destroy(TilertModule *mod);
 /* True when the module's binary came from the disk cache (no compiler ran). */
 bool tilert_module_from_cache(const TilertModule *mod);
+/* NVRTC's log of the compiles that built the module: its warnings and
+ * ptxas's advisories, which a successful build may carry -- "Potential
+ * Performance Loss: wgmma.mma_async instructions are serialized ..."
+ * means right results from a much slower kernel. The text is NVRTC's, with
+ * the source line quoted after each `FILE(LINE): ...` message as in an
+ * NVRTC_FAILED error. Never NULL: "" when NVRTC ran and wrote nothing, and
+ * when it did not run: a CPU module, or a cubin from the disk cache (one
+ * put there ahead of time by tilert_compile_aot or tilec --emit=cubin
+ * included: the cache keeps no logs). The load's own compile comes first,
+ * as it stands. A build made later, at the first launch that needs it
+ * (another shape class, the cp.async or cluster build), appends its log, if
+ * it has one, after a line "--- the build for shape class 1 ---" (or "---
+ * the cp.async build ---", ...); a shape class whose cubin the load's
+ * background compile made counts with that compile's log. Valid until the
+ * next tilert_launch of one of the module's kernels (which may append) or
+ * tilert_module_destroy. Where an NVIDIA driver is installed, NVRTC keeps
+ * ptxas's output in the driver's compute cache (~/.nv/ComputeCache) and a
+ * compile that hits it logs no ptxas line; $CUDA_CACHE_DISABLE=1 in the
+ * process's environment turns that cache off (tilec --emit=cubin does). */
+const char *tilert_module_compile_log(const TilertModule *mod);
 
 TilertStatus tilert_module_get_kernel(TilertModule *mod, const char *name, TilertKernel **out);
 const TilecKernelInfo *tilert_kernel_info(const TilertKernel *k);
@@ -174,7 +194,7 @@ float tilert_bf16_to_f32(uint16_t h);
  * PTX: the PTX text for the virtual arch (compute_90a), not cached.
  * *binary is malloc'd (release it with free()); NO_GPU when libnvrtc is
  * missing and the binary must be built, NVRTC_FAILED with the log as for a
- * load. */
+ * load. The log of a build that succeeds is tilert_compile_aot_log's. */
 typedef enum TilertBinaryKind { TILERT_BINARY_CUBIN, TILERT_BINARY_PTX } TilertBinaryKind;
 TilertStatus tilert_compile_aot(TilertContext *ctx, const char *name, const char *text, size_t len,
                                 const TilecDefine *defines, int ndefines, const char *arch,
@@ -188,6 +208,13 @@ TilertStatus tilert_compile_aot_class(TilertContext *ctx, const char *name, cons
                                       const TilecDefine *defines, int ndefines, unsigned shape_class,
                                       const char *arch, TilertBinaryKind kind, void **binary, size_t *size,
                                       bool *from_cache);
+/* NVRTC's log of the last tilert_compile_aot* call on ctx, in the form of
+ * tilert_module_compile_log (for a cubin, ptxas's advisories included; PTX
+ * runs no ptxas). Never NULL: "" when that call found its cubin in the
+ * cache, failed before NVRTC ran, or NVRTC wrote nothing; on NVRTC_FAILED
+ * it is the log that tilert_last_error quotes. Valid until the next
+ * tilert_compile_aot* call on ctx or tilert_context_destroy. */
+const char *tilert_compile_aot_log(const TilertContext *ctx);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 """test_binding.py - the binding itself: its declarations agree with the C
 headers, kernel signatures read back right, scalars convert, the disk cache
-is hit on a second load, modules and contexts close cleanly.
+is hit on a second load, a module's compile log, modules and contexts close
+cleanly.
 """
 import math
 import os
@@ -139,6 +140,18 @@ def test_cache_hit_on_second_load():
     # disable_cache compiles every time
     with harness.cpu_context(disable_cache=True) as ctx:
         assert not ctx.load(path, defines=defs).from_cache
+
+
+def test_compile_log():
+    # The CPU path runs no NVRTC: "" (a str, never None), built or from the
+    # cache. NVRTC's text itself is checked by runtime_compile_log (C).
+    for expect_cached in (False, True):
+        with harness.cpu_context() as ctx:
+            mod = ctx.load(SCALE_ADD, defines={"block": 32})
+            assert mod.from_cache == expect_cached
+            assert mod.compile_log == "", repr(mod.compile_log)
+            mod.close()
+            harness.expect_error("INVALID_ARGUMENT", lambda: mod.compile_log, "the module is closed")
 
 
 def test_close_and_lifetimes():

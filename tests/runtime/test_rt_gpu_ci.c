@@ -202,7 +202,7 @@ static TilertContext *nvrtc_ctx(const char *dir, bool disable, RtCuda **cu) {
 
 static TilertStatus cubin(TilertContext *ctx, const char *src, const char *arch, bool force,
                           void **bin, size_t *size, bool *hit) {
-  return rt_gpu_cubin(ctx, "t.tile", src, strlen(src), "ir", arch, force, bin, size, hit);
+  return rt_gpu_cubin(ctx, "t.tile", src, strlen(src), "ir", arch, force, bin, size, hit, NULL);
 }
 
 static void flip_byte(const char *path, long at) {
@@ -229,7 +229,7 @@ static void test_cubin_cache(void) {
 
   /* A compile error: the log names the generated file and quotes its line. */
   TilertStatus st = rt_gpu_cubin(ctx, "dir/bad.tile", bad_cu, strlen(bad_cu), "ir", "sm_80", false,
-                                 &b1, &n1, &hit);
+                                 &b1, &n1, &hit, NULL);
   CHECK_STATUS(st, TILERT_NVRTC_FAILED, ctx);
   CHECK(b1 == NULL && n1 == 0 && !hit, "failed build returned a cubin");
   CHECK_CONTAINS(tilert_last_error(ctx), "dir/bad.tile: ");
@@ -473,7 +473,7 @@ static void test_tile_through_nvrtc(void) {
       unsigned runs = ctx->nvrtc_runs;
       st = rt_gpu_cubin(ctx, s ? "mixed.tile" : "gpu.tile", tilec_result_output(res),
                         tilec_result_output_size(res), tilec_result_specialized_ir(res),
-                        targets[t].arch, false, &bin, &size, &hit);
+                        targets[t].arch, false, &bin, &size, &hit, NULL);
       CHECK_STATUS(st, TILERT_OK, ctx);
       CHECK(!hit && size > 0 && ctx->nvrtc_runs == runs + 1, "%s for %s: hit %d, %zu bytes",
             s ? "mixed.tile" : "gpu.tile", targets[t].arch, hit, size);

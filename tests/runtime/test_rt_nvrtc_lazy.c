@@ -78,7 +78,7 @@ static bool fetch(const char *dir, const char *src, void **bin, size_t *size, un
   unsigned before = rt_cuda_nvrtc_opens();
   if (ctx && ctx->cu) {
     TilertStatus st = rt_gpu_cubin(ctx, "t.tile", src, strlen(src), "ir", "sm_80", false, bin,
-                                   size, &hit);
+                                   size, &hit, NULL);
     CHECK_STATUS(st, TILERT_OK, ctx);
     CHECK(hit == (ctx->nvrtc_runs == 0), "hit %d but %u NVRTC runs", hit, ctx->nvrtc_runs);
   }
@@ -111,7 +111,7 @@ static int fill_cache(const char *dir) {
   size_t size = 0;
   bool hit = true;
   TilertStatus st = rt_gpu_cubin(ctx, "t.tile", src_a, strlen(src_a), "ir", "sm_80", false, &bin,
-                                 &size, &hit);
+                                 &size, &hit, NULL);
   if (st == TILERT_NO_GPU) {
     printf("skipped: %s\n", tilert_last_error(ctx));
     return 77;
@@ -226,7 +226,7 @@ int main(void) {
   if (none && none->cu) {
     static const char src_c[] = "extern \"C\" __global__ void tilec_never_built(float *x) { x[0] = 4.0f; }\n";
     bool hit = true;
-    CHECK_STATUS(rt_gpu_cubin(none, "c.tile", src_c, strlen(src_c), "ir", "sm_80", false, &bin, &size, &hit),
+    CHECK_STATUS(rt_gpu_cubin(none, "c.tile", src_c, strlen(src_c), "ir", "sm_80", false, &bin, &size, &hit, NULL),
                  TILERT_NO_GPU, none);
     CHECK_CONTAINS(tilert_last_error(none), "c.tile: no cached cubin, and building one needs NVRTC");
     CHECK_CONTAINS(tilert_last_error(none), "/nonexistent-tilec-lazy-test/libnvrtc.so");

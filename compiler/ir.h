@@ -165,6 +165,7 @@ typedef enum IrVarKind {
   IR_VAR_GRID_SIZE,    /* gridDim.x of a persistent kernel: its tile loops' step (pass persistent) */
   IR_VAR_LOOP,         /* a for-loop variable */
   IR_VAR_LET,          /* `loop_range = ...;` a scalar bound once */
+  IR_VAR_WARPGROUP,    /* the consumer warpgroup's index, 0.. (WARP_ROLES' warpgroup) */
 } IrVarKind;
 
 typedef struct IrExpr IrExpr;
@@ -422,6 +423,9 @@ struct IrStmt {
       int producer_regs, consumer_regs; /* setmaxnreg counts */
       bool inline_producer; /* one consumer warpgroup: inline-producer folds the
                                producer back in after overlap-wgmma */
+      IrVar *warpgroup;     /* NULL, or the IR_VAR_WARPGROUP the consumer
+                               statements name (trim-masked-iterations): which
+                               warpgroup of consumers runs them, 0 first */
     } roles;
     int async_pending;   /* ASYNC_WAIT: wait until at most this many groups are in flight */
     struct {             /* WGMMA_WAIT: wait until at most `pending` of this warpgroup's

@@ -354,8 +354,18 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     print_loc(sb, s->loc);
     print_items(p, s->u.roles.producer, depth + 1);
     sb_indent(sb, depth);
-    sb_printf(sb, "} consumers(regs %d) {\n", s->u.roles.consumer_regs);
-    print_items(p, s->u.roles.consumer, depth + 1);
+    sb_printf(sb, "} consumers(regs %d)", s->u.roles.consumer_regs);
+    {
+      int saved = p->visible.n;
+      const IrVar *wg = s->u.roles.warpgroup;
+      if (wg) {
+        bind(p, wg, wg->name, false);
+        sb_printf(sb, " as (%s)", var_name(p, wg));
+      }
+      sb_puts(sb, " {\n");
+      print_items(p, s->u.roles.consumer, depth + 1);
+      name_table_truncate(&p->visible, saved);
+    }
     sb_indent(sb, depth);
     sb_puts(sb, "}\n");
     return;

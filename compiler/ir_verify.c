@@ -372,10 +372,19 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     if (s->u.if_.else_) check_block(v, s->u.if_.else_, "else branch");
     return;
   }
-  case IR_STMT_WARP_ROLES:
+  case IR_STMT_WARP_ROLES: {
     check_block(v, s->u.roles.producer, "producer role");
+    const IrVar *wg = s->u.roles.warpgroup;
+    if (wg && wg->kind != IR_VAR_WARPGROUP) {
+      fail(v, s->loc, "consumer role's warpgroup '%s' is not a WARPGROUP variable", wg->name);
+      return;
+    }
+    int saved = v->scope.n;
+    if (wg) push(v, wg); /* the consumers' statements only */
     check_block(v, s->u.roles.consumer, "consumer role");
+    name_table_truncate(&v->scope, saved);
     return;
+  }
   case IR_STMT_WG_TURN:
     if ((unsigned)s->u.turn > IR_TURN_END) fail(v, s->loc, "warpgroup_turn with a bad kind %d", (int)s->u.turn);
     return;

@@ -443,7 +443,9 @@ bool ir_int_nonneg(const IrExpr *e, IrVarRangeFn range_of, IrVarNonnegFn nonneg_
     return e->u.int_value >= 0;
   case IR_EXPR_VAR: {
     const IrVar *v = e->u.var;
-    if (v->kind == IR_VAR_BLOCK_INDEX || v->kind == IR_VAR_GRID_SIZE || v->kind == IR_VAR_LOOP) return true;
+    if (v->kind == IR_VAR_BLOCK_INDEX || v->kind == IR_VAR_GRID_SIZE || v->kind == IR_VAR_LOOP ||
+        v->kind == IR_VAR_WARPGROUP)
+      return true;
     if (v->kind == IR_VAR_SYMBOL) { /* a dynamic size, or a bound value */
       int64_t c;
       return !v->bound || (v->value && ir_expr_is_int_const(v->value, &c) && c >= 0);
@@ -498,4 +500,10 @@ bool ir_int_multiple_of(const IrExpr *e, int64_t n) {
   default:
     return false;
   }
+}
+
+bool ir_linear_coefficient(IrModule *m, const IrExpr *e, const IrVar *var, int64_t *coef) {
+  IrExpr *plus = ir_binary(m, IR_OP_ADD, ir_var_ref(m, (IrVar *)var, e->loc), ir_int(m, 1, e->loc), e->loc);
+  IrExpr *d = ir_simplify(m, ir_binary(m, IR_OP_SUB, ir_expr_subst(m, e, var, plus), ir_expr_clone(m, e), e->loc));
+  return ir_expr_is_int_const(d, coef);
 }

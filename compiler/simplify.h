@@ -36,4 +36,9 @@ bool ir_int_nonneg(const IrExpr *e, IrVarRangeFn range_of, IrVarNonnegFn nonneg_
  * not known to be one. */
 bool ir_int_multiple_of(const IrExpr *e, int64_t n);
 
+/* The coefficient of var in e when e is linear in var with a constant one
+ * (computed by differencing, e(var + 1) - e(var), which ir_simplify folds);
+ * false otherwise. */
+bool ir_linear_coefficient(IrModule *m, const IrExpr *e, const IrVar *var, int64_t *coef);
+
 #endif

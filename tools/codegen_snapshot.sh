@@ -27,6 +27,9 @@ for dt in f16 bf16; do
     done
   done
   emit "fa-$dt-bound" "$top/examples/flash_attention.tile" -D dtype=$dt -D seq_len=1000 -D block_M=64 -D block_N=64
+  # the builds of shape choices the cases above do not take (seq_len >= 4096)
+  emit "fa-$dt-64-true-long" "$top/examples/flash_attention.tile" -D dtype=$dt -D dim=64 -D is_causal=true --shape-class=1
+  emit "fa-$dt-256-true" "$top/examples/flash_attention.tile" -D dtype=$dt -D dim=256 -D is_causal=true
   emit "gemm-$dt" "$top/examples/gemm.tile" -D dtype=$dt
   emit "gemm-$dt-big" "$top/examples/gemm.tile" -D dtype=$dt -D block_N=256 -D num_stages=4
   emit "gemm-$dt-small" "$top/examples/gemm.tile" -D dtype=$dt -D block_M=32 -D block_N=32 -D block_K=16 -D M=100 -D N=70 -D K=45

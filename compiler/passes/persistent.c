@@ -314,6 +314,11 @@ static bool depends_on_block(const IrKernel *k, const Plan *P, const IrExpr *n, 
   return false;
 }
 
+/* The producer's loop (make_plan checks it is the role's only statement):
+ * its trip count is the ring positions a tile uses. A consumer
+ * warpgroup's own loop may stop earlier (trim-masked-iterations). */
+static IrStmt *producer_loop(const Plan *P) { return P->roles->u.roles.producer->u.seq.items[0]; }
+
 /* Tiles of different lengths: a static round-robin of them leaves some
  * blocks with far more work than others (measured: causal attention 4-16 %
  * slower than one block per tile, where the hardware's block scheduler
@@ -323,7 +328,7 @@ static bool depends_on_block(const IrKernel *k, const Plan *P, const IrExpr *n, 
  * dependence keeps the kernel as it is (a dynamic tile scheduler would take
  * those; not built). */
 static bool plan_lengths(const IrKernel *k, Plan *P) {
-  const IrExpr *n = P->consumer_loop->u.for_.extent;
+  const IrExpr *n = producer_loop(P)->u.for_.extent;
   for (int d = 1; d < k->ngrid; d++)
     if (depends_on_block(k, P, n, d)) return false;
   P->paired = depends_on_block(k, P, n, 0);
@@ -873,7 +878,10 @@ static IrStmt *next_tile_prefetch(IrModule *m, IrKernel *k, const Role *r, IrStm
 
 static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
   SrcLoc loc = k->loc;
-  IrStmt *prod_loop = P->roles->u.roles.producer->u.seq.items[0];
+  IrStmt *prod_loop = producer_loop(P);
+  /* A tile's ring positions, in the lets the consumers keep (the producer
+   * gets its own copies of them below). */
+  IrExpr *positions = ir_expr_clone(m, prod_loop->u.for_.extent);
   release_last_stage(m, P);
 
   IrExpr *two[1] = {ir_int(m, 2, loc)};
@@ -946,7 +954,7 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
   for (int i = 0; i < P->post->u.seq.n; i++) ir_seq_push(m, co.work, P->post->u.seq.items[i]);
   if (read_later)
     for (int i = 0; i < release->u.seq.n; i++) ir_seq_push(m, co.work, release->u.seq.items[i]);
-  role_end(m, k, pipe, &co, ir_expr_clone(m, P->consumer_loop->u.for_.extent));
+  role_end(m, k, pipe, &co, positions);
   for (int i = 0; i < P->nper_tile; i++) P->per_tile[i]->empty_bar = empty[i];
 
   P->roles->u.roles.producer = pr.seq;

@@ -34,15 +34,6 @@
 #include "../simplify.h"
 #include "passes.h"
 
-/* Coefficient of var in the linear form of e (integer, constant), or false
- * when e is not linear in var with a constant coefficient. Computed by
- * differencing: e(var + 1) - e(var), which the simplifier folds. */
-static bool coefficient(IrModule *m, const IrExpr *e, const IrVar *var, int64_t *coef) {
-  IrExpr *plus = ir_binary(m, IR_OP_ADD, ir_var_ref(m, (IrVar *)var, e->loc), ir_int(m, 1, e->loc), e->loc);
-  IrExpr *d = ir_simplify(m, ir_binary(m, IR_OP_SUB, ir_expr_subst(m, e, var, plus), ir_expr_clone(m, e), e->loc));
-  return ir_expr_is_int_const(d, coef);
-}
-
 typedef struct Nest {
   IrVar *var[2];
   int64_t extent[2];
@@ -93,7 +84,7 @@ static IrExpr *uniform_condition(IrModule *m, const Nest *n, IrExpr *cond) {
   bool want_max = op == IR_OP_LT || op == IR_OP_LE;
   for (int v = 0; v < n->n; v++) {
     int64_t coef;
-    if (!coefficient(m, d, n->var[v], &coef)) return NULL;
+    if (!ir_linear_coefficient(m, d, n->var[v], &coef)) return NULL;
     int64_t corner = (coef > 0) == want_max ? n->extent[v] - 1 : 0;
     d = ir_simplify(m, ir_expr_subst(m, d, n->var[v], ir_int(m, corner, cond->loc)));
   }
@@ -153,7 +144,7 @@ static IrStmt *narrow_condition(IrModule *m, const Nest *n) {
   int64_t lo = 0, hi = 0;
   for (int k = 0; k < n->n; k++) {
     int64_t coef;
-    if (!coefficient(m, d, n->var[k], &coef)) return NULL;
+    if (!ir_linear_coefficient(m, d, n->var[k], &coef)) return NULL;
     if (coef == 0) continue;
     int64_t far = coef * (n->extent[k] - 1);
     lo += far < 0 ? far : 0;
@@ -166,7 +157,7 @@ static IrStmt *narrow_condition(IrModule *m, const Nest *n) {
   IrExpr *rest = ir_simplify(m, ir_binary(m, IR_OP_SUB, ir_expr_clone(m, d), ir_expr_clone(m, part), loc));
   for (int k = 0; k < n->n; k++) { /* rest must not depend on the nest */
     int64_t coef;
-    if (!coefficient(m, rest, n->var[k], &coef) || coef != 0) return NULL;
+    if (!ir_linear_coefficient(m, rest, n->var[k], &coef) || coef != 0) return NULL;
   }
   IrExpr *bound = ir_simplify(m, ir_binary(m, IR_OP_SUB, ir_int(m, 0, loc), rest, loc));
   bound = ir_call(m, IR_INTRINSIC_MIN, ir_int(m, hi + 1, loc), bound, loc);

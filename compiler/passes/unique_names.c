@@ -75,10 +75,14 @@ static void walk(Names *n, IrStmt *s) {
     walk(n, s->u.if_.then_);
     walk(n, s->u.if_.else_);
     return;
-  case IR_STMT_WARP_ROLES:
+  case IR_STMT_WARP_ROLES: {
     walk(n, s->u.roles.producer);
+    const int height = n->visible.n;
+    if (s->u.roles.warpgroup) declare(n, (const char **)&s->u.roles.warpgroup->name);
     walk(n, s->u.roles.consumer);
+    name_table_truncate(&n->visible, height);
     return;
+  }
   default:
     return;
   }

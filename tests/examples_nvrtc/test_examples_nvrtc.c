@@ -52,6 +52,10 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--allow-serialized-wgmma") == 0) allow_serialized = true;
   }
   char why[256] = "";
+  /* With a driver installed, NVRTC reuses ptxas output from its compute
+   * cache, and a cached compile's log has no ptxas lines: the advisory
+   * check below would pass on a rerun (docs/cuda-runtime.md, "The compile log"). */
+  setenv("CUDA_CACHE_DISABLE", "1", 1);
   RtCuda *cu = expect ? NULL : rt_cuda_open(RT_CUDA_NVRTC_ONLY, 0, why, sizeof why);
   if (!cu && !expect) {
     printf("SKIP: NVRTC unavailable: %s\n", why);

@@ -42,6 +42,12 @@ void cuda_emit_warp_roles(Cuda *C, const IrStmt *s, int depth) {
   cuda_indent(C, depth);
   sb_printf(o, "tc_setmaxnreg_inc<%d>();  // consumer warpgroups\n", s->u.roles.consumer_regs);
   C->consumers_only = true;
+  if (s->u.roles.warpgroup) {
+    /* warp-uniform, so ptxas keeps what depends on it (trip counts) in uniform registers */
+    cuda_indent(C, depth);
+    sb_printf(o, "const long long %s = tc_warp_uniform(tc_warp / 4);  // this consumer warpgroup\n",
+              s->u.roles.warpgroup->name);
+  }
   cuda_emit_seq(C, s->u.roles.consumer, depth);
   if (cuda_has_staged_store(s->u.roles.consumer)) {
     /* The last TMA stores in rounds still read their slots: not past the block's end. */

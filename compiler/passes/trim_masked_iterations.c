@@ -28,6 +28,8 @@
  * two warpgroups skip up to a block per tile, 3 % of the tensor work at
  * seq_len 4096: on an H100 3-4 % faster there, 1-2 % at 8192
  * (bench/results/2026-11-25-nvidia-h100-session14-notes.md).
+ * The masked fragment must feed an exp2 (or exp) in the loop, so a hidden
+ * element weighs exactly 0: the softmax the bound's promise rests on.
  * Rows must not meet across warpgroups inside the loop, so the loop may
  * write only fragments whose rows the warpgroups split (MMA_C, warps only
  * along the rows, or row vectors of one), reduce only along the rows, run
@@ -159,6 +161,36 @@ static void note_mask(IrStmt *s, void *ctx) {
   k->found++;
   if (!d) return;
   k->i = i, k->j = j, k->frag = x, k->rows = probe.rows, k->cols = probe.cols, k->keep = d;
+}
+
+/* The masked fragment feeds a softmax: some store in the loop takes exp2 (or
+ * exp) of an expression that reads it, so a hidden element weighs exactly 0
+ * (exp2(-inf) = 0). A loop that uses the -inf otherwise (counts, sums of S)
+ * is left alone even when its bound matches. */
+typedef struct ExpUse {
+  const IrBuffer *x;
+  bool found;
+} ExpUse;
+
+static void note_exp_read(const IrExpr *e, void *ctx) {
+  ExpUse *u = ctx;
+  if (e->kind == IR_EXPR_LOAD && e->u.load.buf == u->x) u->found = true;
+}
+
+static void note_exp(const IrExpr *e, void *ctx) {
+  ExpUse *u = ctx;
+  if (e->kind == IR_EXPR_CALL && (e->u.call.fn == IR_INTRINSIC_EXP2 || e->u.call.fn == IR_INTRINSIC_EXP))
+    ir_expr_visit(e->u.call.args[0], note_exp_read, u);
+}
+
+static void note_exp_store(IrStmt *s, void *ctx) {
+  if (s->kind == IR_STMT_STORE) ir_expr_visit(s->u.store.value, note_exp, ctx);
+}
+
+static bool feeds_softmax(IrStmt *body, const IrBuffer *x) {
+  ExpUse u = {x, false};
+  pass_visit_stmts(body, note_exp_store, &u);
+  return u.found;
 }
 
 /* ---- rows stay within their warpgroup --------------------------------------- */
@@ -331,7 +363,8 @@ static void trim(IrModule *m, IrStmt *roles, const Lets *lets) {
     SrcLoc loc = loop->loc;
     Mask mk = {.lets = lets, .m = m};
     pass_visit_stmts(body, note_mask, &mk);
-    if (mk.found != 1 || !mk.keep || mk.rows % groups || !rows_stay(body, warps, mk.rows) || !barriers_at_top(body))
+    if (mk.found != 1 || !mk.keep || mk.rows % groups || !feeds_softmax(body, mk.frag) ||
+        !rows_stay(body, warps, mk.rows) || !barriers_at_top(body))
       continue;
     const int64_t per = mk.rows / groups;
     Form f;

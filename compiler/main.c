@@ -150,7 +150,8 @@ static void print_log_warnings(const char *log, const char *input) {
  * cache the --cache-dir one or none. The binary goes to
  * -o (stdout for PTX; a cubin needs -o). Exit 1 on any failure, with the
  * runtime's full message (diagnostics, or NVRTC's log); on success the
- * log's warnings go to stderr (print_log_warnings) and the exit is 0. */
+ * log's warnings go to stderr (print_log_warnings) and the exit is 0 --
+ * for a cubin found in --cache-dir, those of the log stored with it. */
 static int emit_aot(const char *input, const char *text, size_t len, const TilecDefine *defines,
                     int ndefines, unsigned shape_class, const char *arch, bool ptx, const char *cache_dir,
                     const char *output) {

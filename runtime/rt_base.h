@@ -183,11 +183,20 @@ int rt_mkdir_p(const char *path);
 /* True when <dir>/<key>.so exists and <dir>/<key>.sum matches its bytes. */
 bool rt_cache_entry_valid(const char *dir, const char *key);
 /* Publishes <dir>/<key>.<ext> ("so", "cubin") holding `data` (file mode
- * `mode`) and its <key>.sum: both are written to temp files in dir first,
- * then renamed, the binary first. A failed write (ENOSPC, EROFS, EACCES)
- * leaves no file behind. Returns 0 or an errno. */
+ * `mode`), its <key>.sum and, when `log` (NVRTC's log of the build; may be
+ * NULL) is not empty, <key>.log: all are written to temp files in dir
+ * first, then renamed, the log first and the .sum last. A failed write
+ * (ENOSPC, EROFS, EACCES) leaves no file behind. Returns 0 or an errno. */
 int rt_cache_publish_bytes(const char *dir, const char *key, const char *ext, const void *data,
-                           size_t size, unsigned mode);
+                           size_t size, unsigned mode, const char *log);
+/* The most of a <key>.log that rt_cache_read_log reads back. */
+#define RT_CACHE_LOG_MAX ((size_t)1 << 20)
+/* The text of <dir>/<key>.log (malloc'd, NUL-terminated), or NULL when
+ * there is none, it is empty or it cannot be read. A file longer than
+ * RT_CACHE_LOG_MAX gives its first RT_CACHE_LOG_MAX bytes and a line
+ * saying the log is cut there. The text is not checked: it is what the
+ * file holds, up to its first NUL. */
+char *rt_cache_read_log(const char *dir, const char *key);
 /* Writes all of `data` to fd, a temp file in the cache directory; every
  * byte the cache writes goes through here. Returns 0 or an errno. */
 int rt_cache_write_fd(int fd, const void *data, size_t len);

@@ -5,13 +5,18 @@
  *     <key>.so     the shared object the C compiler produced (CPU), or
  *     <key>.cubin  the cubin NVRTC produced (CUDA; the key differs)
  *     <key>.sum    "tilert-sum 1\nsize <bytes>\nsha256 <hex>\n" of the binary
- * Both are written in full to temp files in the same directory and only then
- * rename()d, binary first, so a reader sees a whole file or none, and a write
- * that fails (a full disk: ENOSPC) leaves nothing behind. The binary is
- * trusted only when the .sum names its exact size and hash; anything else is
- * a miss and gets rebuilt. Every byte written into the cache directory goes
- * through rt_cache_write_fd, where the tests inject write failures
- * (rt_cache_fault_errno).
+ *     <key>.log    CUDA only, when NVRTC's log of the build is not empty: its
+ *                  text, for tilert_module_compile_log on a later hit
+ * All are written in full to temp files in the same directory and only then
+ * rename()d, log first and .sum last, so a reader sees a whole file or none,
+ * an entry that is a hit already has its log, and a write that fails (a
+ * full disk: ENOSPC) leaves nothing behind. The binary is trusted only when
+ * the .sum names its exact size and hash; anything else is a miss and gets
+ * rebuilt. The log is advice, not code: no .sum covers it, a missing or
+ * unreadable one reads as "" (caches from before logs were kept have none),
+ * and no more than RT_CACHE_LOG_MAX bytes of it are read back. Every byte
+ * written into the cache directory goes through rt_cache_write_fd, where
+ * the tests inject write failures (rt_cache_fault_errno).
  *
  * Floor 1 (rt_base.h): the store and the key's framing. What goes into a
  * key is each path's business (rt_cpu_cache_key, rt_gpu_cache_key); the
@@ -208,6 +213,20 @@ bool rt_cache_entry_valid(const char *dir, const char *key) {
   return ok;
 }
 
+/* Reads up to cap bytes of fd into buf; *len says how many (fewer at the
+ * end of the file). False on a read error. */
+static bool read_upto(int fd, void *buf, size_t cap, size_t *len) {
+  *len = 0;
+  while (*len < cap) {
+    ssize_t r = read(fd, (char *)buf + *len, cap - *len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return false;
+    if (r == 0) break;
+    *len += (size_t)r;
+  }
+  return true;
+}
+
 bool rt_cache_read_entry(const char *dir, const char *key, const char *ext, void **data,
                          size_t *size) {
   *data = NULL;
@@ -224,15 +243,9 @@ bool rt_cache_read_entry(const char *dir, const char *key, const char *ext, void
   /* One byte more than the .sum says, to notice a longer file. */
   size_t cap = (size_t)want_size + 1, len = 0;
   unsigned char *buf = malloc(cap);
-  while (buf && len < cap) {
-    ssize_t r = read(fd, buf + len, cap - len);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    len += (size_t)r;
-  }
+  bool read_ok = buf && read_upto(fd, buf, cap, &len);
   close(fd);
-  if (!buf) return false;
-  if (len == want_size) {
+  if (read_ok && len == want_size) {
     rt_sha256_hex(buf, len, have_hex);
     if (strcmp(have_hex, want_hex) == 0) {
       *data = buf;
@@ -286,31 +299,62 @@ static int stage(const char *dir, const char *tag, const void *data, size_t len,
 }
 
 int rt_cache_publish_bytes(const char *dir, const char *key, const char *ext, const void *data,
-                           size_t size, unsigned mode) {
+                           size_t size, unsigned mode, const char *log) {
   char hex[65], text[128];
   rt_sha256_hex(data, size, hex);
   snprintf(text, sizeof text, "tilert-sum 1\nsize %llu\nsha256 %s\n", (unsigned long long)size,
            hex);
+  bool with_log = log && *log;
   char *bin = entry_path(dir, key, ext), *sum = entry_path(dir, key, "sum");
-  char *bin_tmp = NULL, *sum_tmp = NULL;
-  int err = bin && sum ? 0 : ENOMEM;
-  /* Both files are written in full before either is renamed: a full disk
-   * or an I/O error fails here and leaves nothing behind. */
+  char *lg = with_log ? entry_path(dir, key, "log") : NULL;
+  char *bin_tmp = NULL, *sum_tmp = NULL, *log_tmp = NULL;
+  int err = bin && sum && (lg || !with_log) ? 0 : ENOMEM;
+  /* Every file is written in full before any is renamed: a full disk or
+   * an I/O error fails here and leaves nothing behind. */
   if (!err) err = stage(dir, key, data, size, mode, &bin_tmp);
   if (!err) err = stage(dir, "sum", text, strlen(text), 0644, &sum_tmp);
-  /* The binary first: a reader between the two renames sees a new binary
-   * with an old (or no) .sum, which is a miss, never a wrong hit. */
+  if (!err && with_log) err = stage(dir, "log", log, strlen(log), 0644, &log_tmp);
+  /* The log first, so a reader that finds the entry finds its log; then
+   * the binary: a reader between the last two renames sees a new binary
+   * with an old (or no) .sum, which is a miss, never a wrong hit. An empty
+   * log leaves an older <key>.log alone: the key fixes the compile, and a
+   * compile NVRTC served from the driver's compute cache logs no ptxas
+   * lines (docs/cuda-runtime.md). */
+  if (!err && log_tmp && rename(log_tmp, lg) != 0) err = errno;
   if (!err && rename(bin_tmp, bin) != 0) err = errno;
   if (!err && rename(sum_tmp, sum) != 0) err = errno;
   if (err) {
     if (bin_tmp) unlink(bin_tmp); /* already gone when renamed */
     if (sum_tmp) unlink(sum_tmp);
+    if (log_tmp) unlink(log_tmp);
   }
   free(bin_tmp);
   free(sum_tmp);
+  free(log_tmp);
   free(bin);
   free(sum);
+  free(lg);
   return err;
+}
+
+char *rt_cache_read_log(const char *dir, const char *key) {
+  static const char cut[] = "\n--- tilert: the cached log is cut here, after its first 1 MiB ---\n";
+  char *path = entry_path(dir, key, "log");
+  int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  free(path);
+  struct stat st;
+  if (fd < 0) return NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return close(fd), NULL;
+  /* The file's size says how much to read (at most RT_CACHE_LOG_MAX): a
+   * garbage file costs a bounded read, never the process's memory. */
+  size_t want = (uint64_t)st.st_size > RT_CACHE_LOG_MAX ? RT_CACHE_LOG_MAX : (size_t)st.st_size, len = 0;
+  char *text = malloc(want + sizeof cut);
+  bool ok = text && read_upto(fd, text, want, &len);
+  close(fd);
+  if (!ok || len == 0) return free(text), NULL;
+  if ((uint64_t)st.st_size > RT_CACHE_LOG_MAX) memcpy(text + len, cut, sizeof cut);
+  else text[len] = '\0';
+  return text;
 }
 
 int rt_read_file(const char *path, void **data, size_t *size) {

@@ -179,7 +179,7 @@ static TilertStatus load_cached(TilertContext *ctx, TilertModule *mod, const cha
     void *bytes = NULL;
     size_t size = 0;
     int err = rt_read_file(built, &bytes, &size);
-    if (!err) err = rt_cache_publish_bytes(dir, key, "so", bytes, size, 0755);
+    if (!err) err = rt_cache_publish_bytes(dir, key, "so", bytes, size, 0755, NULL);
     free(bytes);
     if (err) {
       rt_cache_warn(ctx, dir, strerror(err));

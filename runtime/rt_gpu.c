@@ -11,9 +11,10 @@
  *         -> the caller's front-end hook (tilert.c: a shape class whose
  *            code the module already has a build of stops here)
  *         -> cubin: <key>.cubin from the cache (verified against <key>.sum,
- *            NVRTC does not run), or NVRTC for the device's arch
- *            (rt_cuda_target: "sm_90a", "sm_86", ...) and the entry
- *            published atomically (rt_cache_publish_bytes: complete temp
+ *            NVRTC does not run; the module's compile log is <key>.log's),
+ *            or NVRTC for the device's arch (rt_cuda_target: "sm_90a",
+ *            "sm_86", ...) and the entry, with NVRTC's log when it wrote
+ *            one, published atomically (rt_cache_publish_bytes: complete temp
  *            files, then rename; a read-only or full cache directory only
  *            costs a warning, once per context, as the cubin is in memory;
  *            a thread of this process already building the same entry is
@@ -241,6 +242,7 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
     while (!claimed) {
       if (!force_build && rt_cache_read_entry(dir, key, "cubin", cubin, size)) {
         *from_cache = true;
+        if (log) *log = rt_cache_read_log(dir, key); /* the log of the build that made it */
         free(edited);
         return TILERT_OK;
       }
@@ -265,7 +267,7 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
     if (nv != rt_cuda_nvrtc_version(ctx->cu))
       rt_gpu_cache_key(arch, rt_cuda_nvrtc_version(ctx->cu), opts, nopts, ir, src, len, key);
     rt_gpu_nvrtc_stamp(ctx->cu, dir);
-    int err = rt_cache_publish_bytes(dir, key, "cubin", *cubin, *size, 0644);
+    int err = rt_cache_publish_bytes(dir, key, "cubin", *cubin, *size, 0644, rt_cuda_compile_log(ctx->cu));
     /* The cubin is in memory: an unwritable cache only costs the next load. */
     if (err) rt_cache_warn(ctx, dir, strerror(err));
   }
@@ -425,10 +427,12 @@ static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *t
   if (st == TILERT_OK) st = load_cubin(ctx, mod, name, arch, cubin, size);
   if (st != TILERT_OK && hit) {
     /* A verified entry the driver refuses (written by another driver?):
-     * rebuild it once rather than fail forever. A hit has no log to free. */
+     * rebuild it once rather than fail forever; the rebuild brings its own log. */
     rt_gpu_module_unload(mod);
     free(cubin);
     cubin = NULL;
+    free(mod->compile_log);
+    mod->compile_log = NULL;
     st = rt_gpu_cubin(ctx, name, src, src_len, ir, arch, true, &cubin, &size, &hit, &mod->compile_log);
     if (st == TILERT_OK) st = load_cubin(ctx, mod, name, arch, cubin, size);
   }

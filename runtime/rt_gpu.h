@@ -45,8 +45,10 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
  * the lookup (a cached cubin did not load).
  * NVRTC_FAILED leaves `name`, the target and the annotated log in the last
  * error. *cubin is malloc'd. *log (log may be NULL): NVRTC's annotated log
- * when NVRTC ran, failing or not, and wrote one (rt_gpu_log_copy), else
- * NULL; the caller frees it. */
+ * when NVRTC ran, failing or not, and wrote one (rt_gpu_log_copy); on a
+ * hit, the log the entry's build stored beside it (rt_cache_read_log);
+ * else NULL. The caller frees it. A published entry stores NVRTC's log
+ * whether or not the caller asked for it. */
 TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
                           const char *ir, const char *arch, bool force_build, void **cubin,
                           size_t *size, bool *from_cache, char **log);

@@ -178,7 +178,6 @@ typedef struct RtPrebuild {
   unsigned shape_class;
   bool running;      /* thread started and not yet joined */
   pthread_t thread;
-  char *log;         /* the thread's NVRTC log (NULL: none); read once joined */
 } RtPrebuild;
 struct RtShapeBuilds {
   RtSource *src;
@@ -191,7 +190,7 @@ struct RtShapeBuilds {
 };
 
 static void *prebuild_class(void *arg) {
-  RtPrebuild *p = arg;
+  const RtPrebuild *p = arg;
   const RtShapeBuilds *b = p->builds;
   TilertConfig cfg = {TILERT_DEVICE_CPU, b->cache_dir, false, NULL};
   TilertContext *ctx = NULL;
@@ -203,10 +202,7 @@ static void *prebuild_class(void *arg) {
     /* A failure here is the launch's to report, when it compiles itself. */
     tilert_compile_aot_class(ctx, src->name, src->text, src->len, src->defines, src->ndefines, p->shape_class,
                              b->arch, TILERT_BINARY_CUBIN, &bin, &size, &hit);
-    free(bin);
-    /* The class's launch finds this cubin in the cache: the log is only here. */
-    p->log = ctx->aot_log;
-    ctx->aot_log = NULL;
+    free(bin); /* the class's launch finds it in the cache, with its log (<key>.log) */
   }
   tilert_context_destroy(ctx);
   return NULL;
@@ -228,7 +224,6 @@ static void module_free(TilertModule *mod);
 static void shape_builds_free(RtShapeBuilds *b) {
   if (!b) return;
   join_prebuild(b, 0);
-  for (int i = 0; i < RT_PREBUILD_CLASSES; i++) free(b->prebuild[i].log);
   free(b->cache_dir);
   for (int i = 0; i < b->n; i++) module_free(b->builds[i]);
   rt_source_free(b->src);
@@ -450,10 +445,9 @@ static TilertStatus class_build(TilertKernel *k, unsigned want, TilertModule **o
     if (build) {
       b->builds[b->n++] = build;
       /* Its log goes in the module's, and so do those of its own later
-       * builds (log_to); a cubin the prebuild made comes with that log. */
-      const RtPrebuild *p = want >= 1 && want <= RT_PREBUILD_CLASSES ? &b->prebuild[want - 1] : NULL;
-      const char *log = build->compile_log ? build->compile_log : p && p->shape_class == want ? p->log : NULL;
-      rt_module_add_log(mod, log, "the build for shape class %u", want);
+       * builds (log_to); a cubin the prebuild made comes from the cache
+       * with the log that build stored. */
+      rt_module_add_log(mod, build->compile_log, "the build for shape class %u", want);
       build->log_to = mod;
     } else {
       build = cl.same; /* the same code: nothing was compiled */

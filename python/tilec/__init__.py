@@ -350,8 +350,9 @@ class Module:
         """NVRTC's log of the compiles that built the module
         (tilert_module_compile_log): warnings and ptxas advisories such as
         "Potential Performance Loss: wgmma.mma_async instructions are
-        serialized" (right results, slow kernel). "" when NVRTC did not run
-        (a CPU module, a binary from the cache) or wrote nothing. Builds
+        serialized" (right results, slow kernel); for a cubin from the disk
+        cache, the log its build stored there. "" for a CPU module, when
+        NVRTC wrote nothing or a cached cubin has no stored log. Builds
         made at later launches (other shape classes) append theirs."""
         ctx = self.context
         with ctx._lock:

@@ -106,15 +106,18 @@ bool tilert_module_from_cache(const TilertModule *mod);
  * Performance Loss: wgmma.mma_async instructions are serialized ..."
  * means right results from a much slower kernel. The text is NVRTC's, with
  * the source line quoted after each `FILE(LINE): ...` message as in an
- * NVRTC_FAILED error. Never NULL: "" when NVRTC ran and wrote nothing, and
- * when it did not run: a CPU module, or a cubin from the disk cache (one
- * put there ahead of time by tilert_compile_aot or tilec --emit=cubin
- * included: the cache keeps no logs). The load's own compile comes first,
- * as it stands. A build made later, at the first launch that needs it
- * (another shape class, the cp.async or cluster build), appends its log, if
- * it has one, after a line "--- the build for shape class 1 ---" (or "---
- * the cp.async build ---", ...); a shape class whose cubin the load's
- * background compile made counts with that compile's log. Valid until the
+ * NVRTC_FAILED error. A cubin from the disk cache (one put there ahead of
+ * time by tilert_compile_aot or tilec --emit=cubin included) comes with the
+ * log of the build that stored it: the cache keeps a non-empty log beside
+ * the cubin (<key>.log; at most its first 1 MiB is read back). Never NULL:
+ * "" for a CPU module, when NVRTC wrote nothing, and for a cached cubin
+ * without a log file (stored before the cache kept logs, or its log
+ * deleted). The load's own compile comes first, as it
+ * stands. A build made later, at the first launch that needs it (another
+ * shape class, the cp.async or cluster build), appends its log, if it has
+ * one, after a line "--- the build for shape class 1 ---" (or "--- the
+ * cp.async build ---", ...); a shape class whose cubin the load's
+ * background compile made finds that compile's log in the cache. Valid until the
  * next tilert_launch of one of the module's kernels (which may append) or
  * tilert_module_destroy. Where an NVIDIA driver is installed, NVRTC keeps
  * ptxas's output in the driver's compute cache (~/.nv/ComputeCache) and a
@@ -210,9 +213,11 @@ TilertStatus tilert_compile_aot_class(TilertContext *ctx, const char *name, cons
                                       bool *from_cache);
 /* NVRTC's log of the last tilert_compile_aot* call on ctx, in the form of
  * tilert_module_compile_log (for a cubin, ptxas's advisories included; PTX
- * runs no ptxas). Never NULL: "" when that call found its cubin in the
- * cache, failed before NVRTC ran, or NVRTC wrote nothing; on NVRTC_FAILED
- * it is the log that tilert_last_error quotes. Valid until the next
+ * runs no ptxas). When the call found its cubin in the cache, the log the
+ * build that stored it kept there (as for a module). Never NULL: "" when
+ * the call failed before NVRTC ran, NVRTC wrote nothing, or a cached cubin
+ * has no log file; on NVRTC_FAILED it is the log that tilert_last_error
+ * quotes. Valid until the next
  * tilert_compile_aot* call on ctx or tilert_context_destroy. */
 const char *tilert_compile_aot_log(const TilertContext *ctx);
 

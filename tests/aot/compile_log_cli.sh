@@ -36,6 +36,20 @@ expect "$out/ptx.err" "tilec: warning: nvrtc: compile_log.cu(19): warning #177-D
 if grep ptxas "$out/ptx.err"; then fail "--emit=ptx printed a ptxas line"; fi
 echo "ok: --emit=ptx prints the NVRTC warning"
 
+# --cache-dir keeps the log beside the cubin (<key>.log): a second run, a
+# cache hit, prints the same warnings (as ccache replays a compiler's).
+for run in 1 2; do
+  TILEC_AOT_VERBOSE=1 "$tilec" "$tile" --emit=cubin --target=sm_90a --cache-dir="$out/cache" -o "$out/c$run.cubin" \
+    2> "$out/c$run.all" || fail "--cache-dir run $run: $(cat "$out/c$run.all")"
+  grep -v "^tilec: sm_90a cubin, " "$out/c$run.all" > "$out/c$run.err"
+done
+grep -q "(stored in the cache)" "$out/c1.all" && grep -q "(from the cache)" "$out/c2.all" \
+  || fail "not a store then a hit: $(cat "$out/c1.all" "$out/c2.all")"
+[ "$(ls "$out/cache" | grep -c '\.log$')" = 1 ] || fail "no single <key>.log in the cache: $(ls "$out/cache")"
+cmp -s "$out/cubin.err" "$out/c1.err" && cmp -s "$out/c1.err" "$out/c2.err" \
+  || fail "the hit's warnings differ: $(diff "$out/c1.err" "$out/c2.err")"
+echo "ok: --cache-dir stores the log; a cache hit prints the same warnings"
+
 # A clean kernel whose log is all ptxas information (-v): nothing printed.
 unset TILEC_CUDA_OVERRIDE
 TILEC_NVRTC_FLAGS=--ptxas-options=-v "$tilec" "$clean" --emit=cubin --target=sm_90a -o "$out/clean.cubin" \

@@ -8,15 +8,26 @@
  * "Potential Performance Loss" and a ptxas info line (tests/aot/compile_log.cu).
  *   - no NVRTC: "" (never NULL) for a CPU module, loaded and from the cache,
  *     and for NULL handles; rt_module_add_log's header lines and log_to;
+ *     the cache's <key>.log (rt_cache_publish_bytes, rt_cache_read_log):
+ *     written beside the entry only when not empty, nothing left by a failed
+ *     write, NULL when missing, empty or not a file, garbage read as it
+ *     stands up to a NUL, a long file cut at RT_CACHE_LOG_MAX;
  *   - NVRTC, no GPU: tilert_compile_aot_log is byte for byte the log of a
- *     direct rt_cuda_compile of the same text, name and options; "" for the
- *     cache hit that follows, for a call refused before NVRTC and for a
- *     clean kernel; PTX has the NVRTC warning and no ptxas; on NVRTC_FAILED
- *     the log is the one the last error quotes;
- *   - on an sm_90 GPU: a module's log is that same text, and "" when the
- *     next load comes from the cache.
+ *     direct rt_cuda_compile of the same text, name and options, and so is
+ *     the <key>.log the build stored; the cache hit that follows gives that
+ *     stored log, "" once the .log is gone, garbage .log text as it stands;
+ *     "" for a call refused before NVRTC and for a clean kernel (which
+ *     stores no .log); PTX has the NVRTC warning and no ptxas; on
+ *     NVRTC_FAILED the log is the one the last error quotes;
+ *   - on an sm_90 GPU: a module's log is that same text, built and again
+ *     when the next load comes from the cache.
+ * (docs/cuda-runtime.md, "The compile log".)
  * Exits 77 when libnvrtc cannot be opened, after the checks that need none. */
+#include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rt_internal.h"
 #include "rt_test.h"
@@ -92,6 +103,74 @@ static void test_add_log(void) {
   tilert_context_destroy(ctx);
 }
 
+/* The path of the one <key>.log in dir (malloc'd), or NULL. */
+static char *cache_log_path(const char *dir) {
+  DIR *d = opendir(dir);
+  char *found = NULL;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    size_t l = strlen(e->d_name);
+    if (l > 4 && strcmp(e->d_name + l - 4, ".log") == 0 && !found) {
+      size_t n = strlen(dir) + l + 2;
+      found = malloc(n);
+      if (found) snprintf(found, n, "%s/%s", dir, e->d_name);
+    }
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* <key>.log through rt_cache.c's own functions: no NVRTC needed. */
+static void test_cache_log_files(void) {
+  char *dir = rt_test_mkdtemp("log-unit"), path[1200];
+  static const char bin[] = "cubin bytes";
+  CHECK(rt_cache_publish_bytes(dir, "k1", "cubin", bin, sizeof bin, 0644, "w1\n") == 0, "publish with a log");
+  snprintf(path, sizeof path, "%s/k1.log", dir);
+  char *got = rt_cache_read_log(dir, "k1");
+  CHECK(got && strcmp(got, "w1\n") == 0, "k1.log reads back '%s'", got ? got : "NULL");
+  free(got);
+  struct stat st;
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644, "k1.log's mode %o", (unsigned)st.st_mode);
+  /* An empty log writes no file, and leaves an older one alone (same key,
+   * same compile: rt_cache.c). */
+  CHECK(rt_cache_publish_bytes(dir, "k2", "cubin", bin, sizeof bin, 0644, "") == 0, "publish, empty log");
+  CHECK(rt_cache_publish_bytes(dir, "k3", "cubin", bin, sizeof bin, 0644, NULL) == 0, "publish, no log");
+  CHECK(rt_test_count(dir, ".log") == 1, "%d .log files for one non-empty log", rt_test_count(dir, ".log"));
+  CHECK(rt_cache_read_log(dir, "k2") == NULL && rt_cache_read_log(dir, "k3") == NULL, "a log from no file");
+  CHECK(rt_cache_publish_bytes(dir, "k1", "cubin", bin, sizeof bin, 0644, NULL) == 0, "republish, no log");
+  got = rt_cache_read_log(dir, "k1");
+  CHECK(got && strcmp(got, "w1\n") == 0, "a republish without a log dropped k1.log: '%s'", got ? got : "NULL");
+  free(got);
+  /* A full disk: the log's write fails like the others and leaves nothing. */
+  int before = rt_test_count(dir, "");
+  rt_cache_fault_errno = ENOSPC;
+  CHECK(rt_cache_publish_bytes(dir, "k4", "cubin", bin, sizeof bin, 0644, "w4\n") == ENOSPC, "ENOSPC not reported");
+  rt_cache_fault_errno = 0;
+  CHECK(rt_test_count(dir, "") == before, "a failed publish left %d files", rt_test_count(dir, "") - before);
+
+  /* What a later reader may find instead of a log it wrote. */
+  write_text(path, "", 0);
+  CHECK(rt_cache_read_log(dir, "k1") == NULL, "an empty .log is not NULL");
+  write_text(path, "garbage\0\xff\xfe", 11);
+  got = rt_cache_read_log(dir, "k1");
+  CHECK(got && strcmp(got, "garbage") == 0, "garbage reads '%s'", got ? got : "NULL");
+  free(got);
+  unlink(path);
+  CHECK(mkdir(path, 0755) == 0 && rt_cache_read_log(dir, "k1") == NULL, "a directory named k1.log reads as a log");
+  rmdir(path);
+  size_t big = RT_CACHE_LOG_MAX + 4096;
+  char *text = malloc(big);
+  if (!text) exit(2);
+  memset(text, 'x', big);
+  write_text(path, text, big);
+  got = rt_cache_read_log(dir, "k1");
+  static const char cut[] = "\n--- tilert: the cached log is cut here, after its first 1 MiB ---\n";
+  CHECK(got && strlen(got) == RT_CACHE_LOG_MAX + strlen(cut) && strcmp(got + RT_CACHE_LOG_MAX, cut) == 0,
+        "a %zu-byte .log read back as %zu bytes", big, got ? strlen(got) : 0);
+  free(got);
+  free(text);
+  free(dir);
+}
+
 /* NVRTC's own log for `cuda` built as the runtime builds `tile_path`. */
 static char *direct_log(RtCuda *cu, const char *tile_path, const char *cuda) {
   char name[256];
@@ -115,7 +194,7 @@ static void aot(TilertContext *ctx, const char *name, const char *text, TilertBi
 }
 
 /* On a GPU of compute capability 9.x: loads through the override give the
- * same log, then "" from the cache. */
+ * same log, built and then from the cache. */
 static void test_gpu_module(const char *tile_path, const char *tile, size_t len, const char *want) {
   RtCuda *probe = rt_cuda_open(RT_CUDA_DEVICE, 0, NULL, 0);
   int arch = probe ? rt_cuda_arch(probe) : 0;
@@ -134,12 +213,12 @@ static void test_gpu_module(const char *tile_path, const char *tile, size_t len,
     if (mod) {
       CHECK(tilert_module_from_cache(mod) == (round == 1), "GPU round %d: from_cache", round);
       const char *log = tilert_module_compile_log(mod);
-      CHECK(strcmp(log, round == 0 ? want : "") == 0, "GPU round %d: log '%s'", round, log);
+      CHECK(strcmp(log, want) == 0, "GPU round %d: log '%s'", round, log);
     }
     tilert_module_destroy(mod);
     tilert_context_destroy(ctx);
   }
-  printf("ok: a GPU module's log, then \"\" from the cache\n");
+  printf("ok: a GPU module's log, built and from the cache\n");
   free(dir);
 }
 
@@ -154,6 +233,7 @@ int main(int argc, char **argv) {
   setenv("CUDA_CACHE_DISABLE", "1", 1);
   test_cpu_module();
   test_add_log();
+  test_cache_log_files();
   if (rt_test_failures) return 1;
 
   RtCuda *cu = rt_cuda_open(RT_CUDA_NVRTC_ONLY, 0, NULL, 0);
@@ -193,8 +273,23 @@ int main(int argc, char **argv) {
   rt_test_stderr_begin(); /* the override's note */
   aot(ctx, tile_path, tile, TILERT_BINARY_CUBIN, "sm_90a", TILERT_OK, false);
   CHECK(strcmp(tilert_compile_aot_log(ctx), want) == 0, "AOT log:\n%s\nwant:\n%s", tilert_compile_aot_log(ctx), want);
+  /* The entry's <key>.log holds that same text ... */
+  char *log_path = cache_log_path(dir);
+  char *stored = log_path ? read_text(log_path, NULL) : NULL;
+  CHECK(stored && strcmp(stored, want) == 0, "<key>.log: '%s'", stored ? stored : "(no file)");
+  free(stored);
+  /* ... and the hit gives it back: the log of the build that made the cubin. */
   aot(ctx, tile_path, tile, TILERT_BINARY_CUBIN, "sm_90a", TILERT_OK, true);
-  CHECK(strcmp(tilert_compile_aot_log(ctx), "") == 0, "cache hit: '%s'", tilert_compile_aot_log(ctx));
+  CHECK(strcmp(tilert_compile_aot_log(ctx), want) == 0, "cache hit: '%s'", tilert_compile_aot_log(ctx));
+  /* Garbage in the .log is read as it stands; no .log (a cache written
+   * before logs were kept) is "", still a hit. */
+  if (log_path) write_text(log_path, "junk\0junk", 9);
+  aot(ctx, tile_path, tile, TILERT_BINARY_CUBIN, "sm_90a", TILERT_OK, true);
+  CHECK(strcmp(tilert_compile_aot_log(ctx), "junk") == 0, "garbage .log: '%s'", tilert_compile_aot_log(ctx));
+  if (log_path) unlink(log_path);
+  aot(ctx, tile_path, tile, TILERT_BINARY_CUBIN, "sm_90a", TILERT_OK, true);
+  CHECK(strcmp(tilert_compile_aot_log(ctx), "") == 0, "hit without a .log: '%s'", tilert_compile_aot_log(ctx));
+  free(log_path);
 
   aot(ctx, tile_path, tile, TILERT_BINARY_PTX, "sm_90a", TILERT_OK, false);
   const char *ptx_log = tilert_compile_aot_log(ctx);
@@ -217,8 +312,11 @@ int main(int argc, char **argv) {
   unsetenv("TILEC_CUDA_OVERRIDE");
   aot(ctx, "scale.tile", rt_test_tile_src, TILERT_BINARY_CUBIN, "sm_80", TILERT_OK, false);
   CHECK(strcmp(tilert_compile_aot_log(ctx), "") == 0, "clean kernel: '%s'", tilert_compile_aot_log(ctx));
+  CHECK(rt_test_count(dir, ".log") == 0 && rt_test_count(dir, ".cubin") == 2,
+        "a clean kernel: %d .log files, %d cubins", rt_test_count(dir, ".log"), rt_test_count(dir, ".cubin"));
   tilert_context_destroy(ctx);
-  printf("ok: the AOT log is NVRTC's, verbatim; \"\" for a cache hit, a refused call, a clean kernel\n");
+  printf("ok: the AOT log is NVRTC's, verbatim, and the cache's <key>.log gives it back on a hit; \"\" for a hit "
+         "without a .log, a refused call, a clean kernel\n");
 
   snprintf(spec, sizeof spec, "%s:%s", gen, fixture_path);
   setenv("TILEC_CUDA_OVERRIDE", spec, 1);

@@ -170,11 +170,11 @@ static void test_full_cache(void) {
   /* rt_cache_publish_bytes itself: a failure leaves no file at all. */
   static const char bytes[] = "0123456789abcdef";
   rt_cache_fault_errno = EIO;
-  CHECK(rt_cache_publish_bytes(dir, "k1", "bin", bytes, sizeof bytes, 0644) == EIO,
+  CHECK(rt_cache_publish_bytes(dir, "k1", "bin", bytes, sizeof bytes, 0644, NULL) == EIO,
         "the injected EIO was not reported");
   rt_cache_fault_errno = 0;
   CHECK(rt_test_count(dir, "") == 2, "a failed publish left files: %d entries", rt_test_count(dir, ""));
-  CHECK(rt_cache_publish_bytes(dir, "k1", "bin", bytes, sizeof bytes, 0644) == 0, "publish");
+  CHECK(rt_cache_publish_bytes(dir, "k1", "bin", bytes, sizeof bytes, 0644, NULL) == 0, "publish");
   void *back = NULL;
   size_t n = 0;
   CHECK(rt_cache_read_entry(dir, "k1", "bin", &back, &n) && n == sizeof bytes &&

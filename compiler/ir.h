@@ -666,6 +666,8 @@ void ir_stmt_visit_exprs(IrStmt *s, IrExprVisitor fn, void *ctx);
 int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b);
 /* How many of those are element loads in its expressions. */
 int ir_stmt_buffer_loads(IrStmt *s, const IrBuffer *b);
+/* How many element loads of b the expression e holds. */
+int ir_expr_buffer_loads(const IrExpr *e, const IrBuffer *b);
 
 /* ---- Printing and verification (ir_print.c, ir_verify.c) ---------------- */
 

@@ -88,3 +88,9 @@ int ir_stmt_buffer_loads(IrStmt *s, const IrBuffer *b) {
   ir_stmt_visit_exprs(s, count_load, &rc);
   return rc.count;
 }
+
+int ir_expr_buffer_loads(const IrExpr *e, const IrBuffer *b) {
+  RefCount rc = {b, 0};
+  ir_expr_visit(e, count_load, &rc);
+  return rc.count;
+}

@@ -172,15 +172,11 @@ typedef struct ExpUse {
   bool found;
 } ExpUse;
 
-static void note_exp_read(const IrExpr *e, void *ctx) {
-  ExpUse *u = ctx;
-  if (e->kind == IR_EXPR_LOAD && e->u.load.buf == u->x) u->found = true;
-}
-
 static void note_exp(const IrExpr *e, void *ctx) {
   ExpUse *u = ctx;
-  if (e->kind == IR_EXPR_CALL && (e->u.call.fn == IR_INTRINSIC_EXP2 || e->u.call.fn == IR_INTRINSIC_EXP))
-    ir_expr_visit(e->u.call.args[0], note_exp_read, u);
+  if (e->kind == IR_EXPR_CALL && (e->u.call.fn == IR_INTRINSIC_EXP2 || e->u.call.fn == IR_INTRINSIC_EXP) &&
+      ir_expr_buffer_loads(e->u.call.args[0], u->x) > 0)
+    u->found = true;
 }
 
 static void note_exp_store(IrStmt *s, void *ctx) {

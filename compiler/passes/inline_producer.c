@@ -215,9 +215,12 @@ static bool inline_roles(IrModule *m, IrKernel *k, IrStmt *seq, int at, int top)
   Fold f;
   memset(&f, 0, sizeof f);
   if (!read_producer(roles->u.roles.producer, &f)) return false;
-  /* The consumers: the pipelined loop first, then what follows it. */
-  if (consumer->u.seq.n < 1) return false;
-  IrStmt *loop = consumer->u.seq.items[0];
+  /* The consumers: lets (trim-masked-iterations' k_half), the pipelined
+   * loop, then what follows it. */
+  int first = 0;
+  while (first < consumer->u.seq.n && consumer->u.seq.items[first]->kind == IR_STMT_LET) first++;
+  if (first == consumer->u.seq.n) return false;
+  IrStmt *loop = consumer->u.seq.items[first];
   if (loop->kind != IR_STMT_FOR || loop->u.for_.kind != IR_FOR_PIPELINED || loop->u.for_.num_stages < 2) return false;
   f.stages = loop->u.for_.num_stages;
   if (!fold_loop(m, &f, loop)) return false;

@@ -1,5 +1,6 @@
 /* trim_masked_iterations.c - pass "trim-masked-iterations" (GPU, sm_90a):
- * each consumer warpgroup of a causal loop stops at its own rows' diagonal.
+ * each consumer warpgroup of a causal loop stops at its own rows' diagonal;
+ * with one warpgroup, a last key block the mask half hides runs on half.
  *
  * Needs: warp-specialize (the consumers' `for k in pipelined(n)`, its
  * mbar_waits on full barriers and mbar_arrives on empty ones, in the order
@@ -38,7 +39,26 @@
  * from the block's (a mask that ignores the row, such as the length mask of
  * the last key block; block_M a multiple of block_N with the warpgroup that
  * sees least still reaching the block's last key block: dim 128's 128 x 128
- * tiles), or anything above does not hold, the kernel is left as it is. */
+ * tiles), or anything above does not hold, the kernel is left as it is.
+ *
+ * One consumer warpgroup (the 64 x 128 dim 64 causal kernel, which
+ * inline-producer folds back) has no rows to split, but a query tile with
+ * an even index ends half-way into its last 128-key block: keys 64..127 of
+ * it are hidden from every row, yet S, the softmax and P V ran over all
+ * 128. The same checks hold, and then
+ *     let k_half = (n > 0 && iteration n - 1 hides columns [N/2, N) from every row) ? 1 : 0
+ *     for k in pipelined(n - k_half) { ...unchanged... }
+ *     if (k_half > 0) { let k_last = n - 1; the body, on S and P halves
+ *       ([rows, N/2], the first half of the layout's columns) and the first
+ *       N/2 key rows of the K and V stages }
+ * overlap-wgmma drains the loop's last P V before it; inline-producer
+ * refills from the producer's trip count, so the last stage still loads.
+ * Not where K or V is stored in panels (dims 48, 80, 96, 128 and up): a
+ * gemm over half the rows would step between panels by the wrong stride.
+ * Written as straight-line code after the loop, not as a predicated choice
+ * between two wgmma shapes in it (ptxas then injected warpgroup.arrive:
+ * 3-4 % slower, session 12). H100, dim 64 causal 2048: 0.98 -> 0.99x
+ * cuDNN, 1024 0.97-0.99 -> 0.99-1.00 (session 14 notes, calls 12-14). */
 #include <math.h>
 
 #include "passes.h"
@@ -347,10 +367,284 @@ static bool barriers_at_top(IrStmt *body) {
   return waits > 0 && waits == arrives && nested == 0;
 }
 
-static void trim(IrModule *m, IrStmt *roles, const Lets *lets) {
+/* ---- one warpgroup: the half-hidden last key block ------------------------ */
+
+/* A copy of a loop body of the kinds a consumer loop holds before
+ * overlap-wgmma (lets and loops get fresh variables); NULL for any other
+ * kind, and the body is then not peeled. */
+static IrStmt *clone_stmt(IrModule *m, const IrStmt *s) {
+  switch (s->kind) {
+  case IR_STMT_SEQ: {
+    IrStmt *seq = ir_seq_new(m, s->loc);
+    for (int i = 0; i < s->u.seq.n; i++) {
+      IrStmt *c = clone_stmt(m, s->u.seq.items[i]);
+      if (!c) return NULL;
+      ir_seq_push(m, seq, c);
+    }
+    /* later statements name the copies' lets */
+    for (int i = 0; i < s->u.seq.n; i++) {
+      const IrStmt *o = s->u.seq.items[i];
+      if (o->kind != IR_STMT_LET) continue;
+      for (int j = i + 1; j < seq->u.seq.n; j++)
+        pass_subst_var(m, seq->u.seq.items[j], o->u.let.var, ir_var_ref(m, seq->u.seq.items[i]->u.let.var, o->loc));
+    }
+    return seq;
+  }
+  case IR_STMT_LET: {
+    IrVar *v = ir_var_new(m, s->u.let.var->name, IR_VAR_LET, s->u.let.var->dtype, s->loc);
+    return pass_let(m, v, ir_expr_clone(m, s->u.let.value), s->loc);
+  }
+  case IR_STMT_STORE: {
+    if (s->u.store.atomic || s->u.store.guard) return NULL;
+    IrExpr *idx[IR_MAX_RANK];
+    for (int d = 0; d < s->u.store.nidx; d++) idx[d] = ir_expr_clone(m, s->u.store.idx[d]);
+    return ir_store_new(m, s->u.store.buf, idx, ir_expr_clone(m, s->u.store.value), s->loc);
+  }
+  case IR_STMT_FOR: {
+    IrStmt *body = clone_stmt(m, s->u.for_.body);
+    if (!body) return NULL;
+    IrVar *v = ir_var_new(m, s->u.for_.var->name, IR_VAR_LOOP, s->u.for_.var->dtype, s->loc);
+    pass_subst_var(m, body, s->u.for_.var, ir_var_ref(m, v, s->loc));
+    IrStmt *f = ir_for_new(m, s->u.for_.kind, v, ir_expr_clone(m, s->u.for_.extent), body, s->loc);
+    f->u.for_.num_stages = s->u.for_.num_stages;
+    return f;
+  }
+  case IR_STMT_IF: {
+    IrStmt *t = clone_stmt(m, s->u.if_.then_), *e = s->u.if_.else_ ? clone_stmt(m, s->u.if_.else_) : NULL;
+    if (!t || (s->u.if_.else_ && !e)) return NULL;
+    IrStmt *c = ir_if_new(m, ir_expr_clone(m, s->u.if_.cond), t, e, s->loc);
+    c->u.if_.opaque = s->u.if_.opaque;
+    return c;
+  }
+  case IR_STMT_COPY:
+  case IR_STMT_FILL:
+  case IR_STMT_GEMM: return ir_stmt_clone_tile_op(m, s);
+  case IR_STMT_REDUCE: {
+    IrStmt *r = ir_stmt_new(m, IR_STMT_REDUCE, s->loc);
+    r->u.reduce = s->u.reduce;
+    return r;
+  }
+  case IR_STMT_MBAR_WAIT:
+  case IR_STMT_MBAR_ARRIVE:
+    return pass_mbar_stmt(m, s->kind, s->u.mbar_wait.bar, ir_expr_clone(m, s->u.mbar_wait.stage),
+                          s->u.mbar_wait.parity ? ir_expr_clone(m, s->u.mbar_wait.parity) : NULL, s->loc);
+  default: return NULL;
+  }
+}
+
+/* S and P of a key block (the masked scores and the gemm operand made from
+ * them) and their copies over the first half of the keys. */
+typedef struct Narrow {
+  IrBuffer *from[2], *to[2];
+  int64_t cols;
+  bool ok;
+} Narrow;
+
+static IrBuffer *narrowed(const Narrow *n, const IrBuffer *b) {
+  for (int i = 0; i < 2; i++)
+    if (n->from[i] == b) return n->to[i];
+  return NULL;
+}
+
+/* A fragment [rows, cols / 2] laid out like b over its first columns. */
+static IrBuffer *half_of(IrModule *m, IrBuffer *b) {
+  int64_t rows, cols;
+  if (b->rank != 2 || !ir_expr_is_int_const(b->shape[0], &rows) || !ir_expr_is_int_const(b->shape[1], &cols) ||
+      b->layout.frag != IR_FRAG_MMA_C || b->layout.cols_local % 2)
+    return NULL;
+  IrExpr *shape[2] = {ir_int(m, rows, b->shape[0]->loc), ir_int(m, cols / 2, b->shape[1]->loc)};
+  IrBuffer *h = ir_buffer_new(m, arena_printf(m->arena, "%s_half", b->name), b->dtype, IR_SCOPE_FRAGMENT, 2, shape, b->loc);
+  h->layout = b->layout;
+  h->layout.cols /= 2;
+  h->layout.cols_local /= 2;
+  return h;
+}
+
+/* Where b is allocated at the kernel's top level, or -1. */
+static int alloc_at(const IrKernel *k, const IrBuffer *b) {
+  for (int i = 0; i < k->body->u.seq.n; i++)
+    if (k->body->u.seq.items[i]->kind == IR_STMT_ALLOC && k->body->u.seq.items[i]->u.alloc == b) return i;
+  return -1;
+}
+
+static void alloc_after(IrModule *m, IrKernel *k, const IrBuffer *b, IrBuffer *h) {
+  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, h->loc);
+  alloc->u.alloc = h;
+  ir_seq_insert(m, k->body, alloc_at(k, b) + 1, alloc);
+}
+
+/* A whole-buffer region of S or P moves to its half. */
+static void narrow_region(IrModule *m, Narrow *n, IrRegion *r) {
+  IrBuffer *h = narrowed(n, r->buf);
+  if (!h) return;
+  int64_t e, st;
+  if (r->rank != 2 || !ir_expr_is_int_const(r->extent[1], &e) || e != n->cols ||
+      !ir_expr_is_int_const(r->start[1], &st) || st != 0) {
+    n->ok = false;
+    return;
+  }
+  r->buf = h;
+  r->extent[1] = ir_int(m, n->cols / 2, r->loc);
+}
+
+/* A gemm's B region (K or V) keeps the first half of its key rows: tile
+ * dim `tile_dim` of the region. Not of a tile stored in panels (rows of
+ * other than 32, 64 or 128 bytes: dims 48, 80, 96, 128 and up): the gemm
+ * would step from panel to panel by the half's row count. */
+static void narrow_keys(IrModule *m, Narrow *n, IrRegion *b, int tile_dim) {
+  if (b->buf->layout.panel_cols) {
+    n->ok = false;
+    return;
+  }
+  int seen = 0;
+  for (int d = 0; d < b->rank; d++) {
+    if (b->is_index[d] || seen++ != tile_dim) continue;
+    int64_t e;
+    if (!ir_expr_is_int_const(b->extent[d], &e) || e != n->cols) break;
+    b->extent[d] = ir_int(m, n->cols / 2, b->loc);
+    return;
+  }
+  n->ok = false;
+}
+
+/* The peeled body's expressions are its own (clone_stmt): loads of S and P
+ * move to the halves in place. */
+static void narrow_load(const IrExpr *e, void *ctx) {
+  IrBuffer *h = e->kind == IR_EXPR_LOAD ? narrowed(ctx, e->u.load.buf) : NULL;
+  if (h) ((IrExpr *)e)->u.load.buf = h;
+}
+
+typedef struct NarrowCtx {
+  IrModule *m;
+  Narrow *n;
+  const IrVar *col; /* narrow_nests: the nest variable being classified */
+  bool narrow, other;
+} NarrowCtx;
+
+static void narrow_stmt(IrStmt *s, void *ctx) {
+  NarrowCtx *c = ctx;
+  IrModule *m = c->m;
+  Narrow *n = c->n;
+  ir_stmt_visit_exprs(s, narrow_load, n);
+  switch (s->kind) {
+  case IR_STMT_COPY: narrow_region(m, n, &s->u.copy.src); narrow_region(m, n, &s->u.copy.dst); break;
+  case IR_STMT_FILL: narrow_region(m, n, &s->u.fill.dst); break;
+  case IR_STMT_GEMM: {
+    const bool makes_s = narrowed(n, s->u.gemm.c.buf) != NULL, reads_p = narrowed(n, s->u.gemm.a.buf) != NULL;
+    if (makes_s == reads_p) { /* each gemm makes S or reads P */
+      n->ok = false;
+      return;
+    }
+    /* S = A B^T with B [keys, K]; O += P B with B [keys, N] (tile dims) */
+    narrow_keys(m, n, &s->u.gemm.b, makes_s != s->u.gemm.trans_b ? 1 : 0);
+    narrow_region(m, n, &s->u.gemm.a);
+    narrow_region(m, n, &s->u.gemm.c);
+    break;
+  }
+  case IR_STMT_REDUCE:
+    if (narrowed(n, s->u.reduce.dst)) n->ok = false;
+    else if (narrowed(n, s->u.reduce.src)) s->u.reduce.src = narrowed(n, s->u.reduce.src);
+    break;
+  case IR_STMT_STORE:
+    if (narrowed(n, s->u.store.buf)) s->u.store.buf = narrowed(n, s->u.store.buf);
+    break;
+  default: break;
+  }
+}
+
+/* Whether buffer b, indexed [.., idx1], takes the nest variable as its
+ * column: a half (narrow) or another buffer (other). */
+static void classify_column(NarrowCtx *c, const IrBuffer *b, IrExpr *const *idx, int nidx) {
+  if (nidx != 2 || idx[1]->kind != IR_EXPR_VAR || idx[1]->u.var != c->col) return;
+  if (b == c->n->to[0] || b == c->n->to[1]) c->narrow = true;
+  else c->other = true;
+}
+
+static void column_load(const IrExpr *e, void *ctx) {
+  if (e->kind == IR_EXPR_LOAD) classify_column(ctx, e->u.load.buf, e->u.load.idx, e->u.load.nidx);
+}
+
+static void column_stmt(IrStmt *s, void *ctx) {
+  ir_stmt_visit_exprs(s, column_load, ctx);
+  if (s->kind == IR_STMT_STORE) classify_column(ctx, s->u.store.buf, s->u.store.idx, s->u.store.nidx);
+}
+
+/* A parallel nest whose variable is the column of S or P runs over half
+ * of the keys (one that also indexes another buffer's columns stops the
+ * peel). */
+static void narrow_nests(IrStmt *s, void *ctx) {
+  NarrowCtx *c = ctx;
+  if (s->kind != IR_STMT_FOR || s->u.for_.kind != IR_FOR_PARALLEL) return;
+  c->col = s->u.for_.var, c->narrow = c->other = false;
+  pass_visit_stmts(s->u.for_.body, column_stmt, c);
+  int64_t e;
+  if (!c->narrow) return;
+  if (c->other || !ir_expr_is_int_const(s->u.for_.extent, &e) || e != c->n->cols) c->n->ok = false;
+  else s->u.for_.extent = ir_int(c->m, c->n->cols / 2, s->loc);
+}
+
+/* The fragment the body's second gemm reads: P, made from S by a copy. */
+static IrBuffer *operand_of_scores(IrStmt *body, const IrBuffer *s_buf) {
+  IrBuffer *p = NULL;
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *st = body->u.seq.items[i];
+    if (st->kind == IR_STMT_COPY && st->u.copy.src.buf == s_buf && st->u.copy.dst.buf->scope == IR_SCOPE_FRAGMENT)
+      p = st->u.copy.dst.buf;
+  }
+  return p;
+}
+
+/* With one warpgroup, a last key block whose second half the mask hides
+ * from every row runs on its first half: the loop stops one early where
+ * `<k>_half` is 1 and the block's body follows, on S and P of half the
+ * columns and the first half of the K and V stages. */
+static bool peel_half(IrModule *m, IrKernel *k, IrStmt *consumer, int at, const Mask *mk, const Form *f) {
+  IrStmt *loop = consumer->u.seq.items[at], *body = loop->u.for_.body;
+  IrVar *kv = loop->u.for_.var;
+  SrcLoc loc = loop->loc;
+  IrBuffer *p_buf = operand_of_scores(body, mk->frag);
+  /* the hidden half is the upper one (cj < 0), a wgmma width apart */
+  if (f->cj >= 0 || mk->cols % 32 || !p_buf || alloc_at(k, mk->frag) < 0 || alloc_at(k, p_buf) < 0) return false;
+  /* half: n > 0 and iteration n - 1 hides columns [cols / 2, cols) from
+   * every row: r + max(ci i) + cj cols / 2 + a (n - 1) < 0 (not when that
+   * folds to false: sizes bound by -D) */
+  IrExpr *nx = loop->u.for_.extent;
+  IrExpr *last = ir_binary(m, IR_OP_SUB, ir_expr_clone(m, nx), ir_int(m, 1, loc), loc);
+  const int64_t c_max = (f->ci > 0 ? f->ci * (mk->rows - 1) : 0) + f->cj * (mk->cols / 2);
+  IrExpr *top = ir_binary(m, IR_OP_ADD, ir_binary(m, IR_OP_ADD, ir_expr_clone(m, f->r), ir_int(m, c_max, loc), loc),
+                          ir_binary(m, IR_OP_MUL, ir_int(m, f->a, loc), ir_expr_clone(m, last), loc), loc);
+  IrExpr *cond = ir_simplify(m, ir_binary(m, IR_OP_AND, ir_binary(m, IR_OP_GT, ir_expr_clone(m, nx), ir_int(m, 0, loc), loc),
+                                          ir_binary(m, IR_OP_LT, top, ir_int(m, 0, loc), loc), loc));
+  int64_t never;
+  if (ir_expr_is_int_const(cond, &never) && !never) return false;
+  IrBuffer *half_s = half_of(m, mk->frag), *half_p = half_of(m, p_buf);
+  IrStmt *peel = half_s && half_p ? clone_stmt(m, body) : NULL;
+  if (!peel) return false;
+  Narrow n = {{mk->frag, p_buf}, {half_s, half_p}, mk->cols, true};
+  NarrowCtx c = {m, &n, NULL, false, false};
+  pass_visit_stmts(peel, narrow_stmt, &c);
+  pass_visit_stmts(peel, narrow_nests, &c);
+  if (!n.ok) return false;
+
+  alloc_after(m, k, mk->frag, half_s);
+  alloc_after(m, k, p_buf, half_p);
+  IrVar *half = ir_var_new(m, arena_printf(m->arena, "%s_half", kv->name), IR_VAR_LET, DTYPE_I64, loc);
+  IrStmt *let_half = pass_let(m, half, ir_select(m, cond, ir_int(m, 1, loc), ir_int(m, 0, loc), loc), loc);
+  loop->u.for_.extent = ir_binary(m, IR_OP_SUB, ir_expr_clone(m, nx), ir_var_ref(m, half, loc), loc);
+
+  IrVar *kl = ir_var_new(m, arena_printf(m->arena, "%s_last", kv->name), IR_VAR_LET, DTYPE_I64, loc);
+  pass_subst_var(m, peel, kv, ir_var_ref(m, kl, loc));
+  ir_seq_insert(m, peel, 0, pass_let(m, kl, last, loc));
+  IrStmt *when = ir_if_new(m, ir_binary(m, IR_OP_GT, ir_var_ref(m, half, loc), ir_int(m, 0, loc), loc), peel, NULL, loc);
+  ir_seq_insert(m, consumer, at, let_half);
+  ir_seq_insert(m, consumer, at + 2, when);
+  return true;
+}
+
+static void trim(IrModule *m, IrKernel *k, IrStmt *roles, const Lets *lets) {
   IrStmt *consumer = roles->u.roles.consumer;
   const int warps = roles->u.roles.producer_warp, groups = warps / 4;
-  if (groups < 2 || warps % 4) return;
+  if (groups < 1 || warps % 4) return;
   for (int at = 0; at < consumer->u.seq.n; at++) {
     IrStmt *loop = consumer->u.seq.items[at];
     if (loop->kind != IR_STMT_FOR || loop->u.for_.kind != IR_FOR_PIPELINED) continue;
@@ -368,6 +662,10 @@ static void trim(IrModule *m, IrStmt *roles, const Lets *lets) {
     IrExpr *block_reach = reach(m, &mk, &f, ir_int(m, 0, loc), ir_int(m, mk.rows - 1, loc), loc);
     IrExpr *whole = first_hidden(m, &f, block_reach, loc);
     if (!whole || !bound_is(lets, loop->u.for_.extent, whole)) continue;
+    if (groups == 1) {
+      peel_half(m, k, consumer, at, &mk, &f);
+      return;
+    }
     /* the warpgroup that sees least: the first when later rows see more */
     const int64_t least = f.ci > 0 ? 0 : mk.rows - per;
     IrExpr *least_reach = reach(m, &mk, &f, ir_int(m, least, loc), ir_int(m, least + per - 1, loc), loc);
@@ -414,7 +712,7 @@ bool pass_trim_masked_iterations(IrModule *m, const PassOptions *opts, Diag *dia
     if (!find.roles) continue;
     Lets lets = {.n = 0};
     pass_visit_stmts(k->body, note_let, &lets);
-    trim(m, find.roles, &lets);
+    trim(m, k, find.roles, &lets);
   }
   return true;
 }

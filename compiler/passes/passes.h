@@ -57,6 +57,16 @@ int pass_count_reads(IrStmt *s, const IrBuffer *b);
 
 /* Removes b's allocation from k's top level (a buffer no statement names any more). */
 void pass_drop_alloc(IrKernel *k, const IrBuffer *b);
+/* Where b's ALLOC sits in k's top level, or -1. */
+int pass_alloc_index(const IrKernel *k, const IrBuffer *b);
+/* Allocates b at k's top level right after after's ALLOC (which must be there). */
+void pass_alloc_after(IrModule *m, IrKernel *k, const IrBuffer *after, IrBuffer *b);
+/* A deep copy of a statement tree of the kinds a loop body holds before
+ * overlap-wgmma (SEQ, LET, STORE, FOR, IF, COPY, FILL, GEMM, REDUCE,
+ * MBAR_WAIT/ARRIVE; its lets and loops get fresh variables), sharing no
+ * expression with s; NULL when the tree holds any other kind (or an
+ * atomic or guarded store). */
+IrStmt *pass_clone_stmt(IrModule *m, const IrStmt *s);
 /* A new mbarrier buffer `name` of `stages` barriers, `count` arrivals per
  * phase, allocated at the kernel's top level right after `after` (whose
  * ALLOC must be there: NULL otherwise). Its storage is in the barrier area

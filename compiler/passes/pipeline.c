@@ -152,20 +152,86 @@ void pass_drop_alloc(IrKernel *k, const IrBuffer *b) {
   body->u.seq.n = n;
 }
 
+int pass_alloc_index(const IrKernel *k, const IrBuffer *b) {
+  for (int i = 0; i < k->body->u.seq.n; i++)
+    if (k->body->u.seq.items[i]->kind == IR_STMT_ALLOC && k->body->u.seq.items[i]->u.alloc == b) return i;
+  return -1;
+}
+
+void pass_alloc_after(IrModule *m, IrKernel *k, const IrBuffer *after, IrBuffer *b) {
+  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, b->loc);
+  alloc->u.alloc = b;
+  ir_seq_insert(m, k->body, pass_alloc_index(k, after) + 1, alloc);
+}
+
 IrBuffer *pass_add_mbarriers(IrModule *m, IrKernel *k, const IrBuffer *after, const char *name, int stages,
                              int count) {
-  IrStmt *body = k->body;
-  int at = -1;
-  for (int i = 0; i < body->u.seq.n && at < 0; i++)
-    if (body->u.seq.items[i]->kind == IR_STMT_ALLOC && body->u.seq.items[i]->u.alloc == after) at = i;
-  if (at < 0) return NULL;
+  if (pass_alloc_index(k, after) < 0) return NULL;
   IrExpr *shape[1] = {ir_int(m, stages, after->loc)};
   IrBuffer *bar = ir_buffer_new(m, name, DTYPE_I64, IR_SCOPE_SHARED, 1, shape, after->loc);
   bar->is_mbarrier = true;
   bar->mbar_count = count;
   bar->smem_align = 8; /* in the barrier area (ir_shared_bytes) */
-  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, after->loc);
-  alloc->u.alloc = bar;
-  ir_seq_insert(m, body, at + 1, alloc);
+  pass_alloc_after(m, k, after, bar);
   return bar;
+}
+
+IrStmt *pass_clone_stmt(IrModule *m, const IrStmt *s) {
+  switch (s->kind) {
+  case IR_STMT_SEQ: {
+    IrStmt *seq = ir_seq_new(m, s->loc);
+    for (int i = 0; i < s->u.seq.n; i++) {
+      IrStmt *c = pass_clone_stmt(m, s->u.seq.items[i]);
+      if (!c) return NULL;
+      ir_seq_push(m, seq, c);
+    }
+    /* later statements name the copies' lets */
+    for (int i = 0; i < s->u.seq.n; i++) {
+      const IrStmt *o = s->u.seq.items[i];
+      if (o->kind != IR_STMT_LET) continue;
+      for (int j = i + 1; j < seq->u.seq.n; j++)
+        pass_subst_var(m, seq->u.seq.items[j], o->u.let.var, ir_var_ref(m, seq->u.seq.items[i]->u.let.var, o->loc));
+    }
+    return seq;
+  }
+  case IR_STMT_LET: {
+    IrVar *v = ir_var_new(m, s->u.let.var->name, IR_VAR_LET, s->u.let.var->dtype, s->loc);
+    return pass_let(m, v, ir_expr_clone(m, s->u.let.value), s->loc);
+  }
+  case IR_STMT_STORE: {
+    if (s->u.store.atomic || s->u.store.guard) return NULL;
+    IrExpr *idx[IR_MAX_RANK];
+    for (int d = 0; d < s->u.store.nidx; d++) idx[d] = ir_expr_clone(m, s->u.store.idx[d]);
+    return ir_store_new(m, s->u.store.buf, idx, ir_expr_clone(m, s->u.store.value), s->loc);
+  }
+  case IR_STMT_FOR: {
+    IrStmt *body = pass_clone_stmt(m, s->u.for_.body);
+    if (!body) return NULL;
+    IrVar *v = ir_var_new(m, s->u.for_.var->name, IR_VAR_LOOP, s->u.for_.var->dtype, s->loc);
+    pass_subst_var(m, body, s->u.for_.var, ir_var_ref(m, v, s->loc));
+    IrStmt *f = ir_for_new(m, s->u.for_.kind, v, ir_expr_clone(m, s->u.for_.extent), body, s->loc);
+    f->u.for_.num_stages = s->u.for_.num_stages;
+    return f;
+  }
+  case IR_STMT_IF: {
+    IrStmt *t = pass_clone_stmt(m, s->u.if_.then_), *e = s->u.if_.else_ ? pass_clone_stmt(m, s->u.if_.else_) : NULL;
+    if (!t || (s->u.if_.else_ && !e)) return NULL;
+    IrStmt *c = ir_if_new(m, ir_expr_clone(m, s->u.if_.cond), t, e, s->loc);
+    c->u.if_.opaque = s->u.if_.opaque;
+    return c;
+  }
+  case IR_STMT_COPY:
+  case IR_STMT_FILL:
+  case IR_STMT_GEMM: return ir_stmt_clone_tile_op(m, s);
+  case IR_STMT_REDUCE: {
+    IrStmt *r = ir_stmt_new(m, IR_STMT_REDUCE, s->loc);
+    r->u.reduce = s->u.reduce;
+    return r;
+  }
+  case IR_STMT_MBAR_WAIT:
+  case IR_STMT_MBAR_ARRIVE:
+    return pass_mbar_stmt(m, s->kind, s->u.mbar_wait.bar, ir_expr_clone(m, s->u.mbar_wait.stage),
+                          s->u.mbar_wait.parity ? ir_expr_clone(m, s->u.mbar_wait.parity) : NULL, s->loc);
+  default: return NULL;
+  }
 }

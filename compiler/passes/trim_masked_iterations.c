@@ -340,13 +340,9 @@ static IrStmt *releases(IrModule *m, IrStmt *body, IrVar *kv, IrExpr *at, SrcLoc
   IrStmt *seq = ir_seq_new(m, loc);
   for (int i = 0; i < body->u.seq.n; i++) {
     IrStmt *s = body->u.seq.items[i];
-    if (s->kind != IR_STMT_MBAR_WAIT && s->kind != IR_STMT_MBAR_ARRIVE) continue;
-    IrExpr *parity = s->kind == IR_STMT_MBAR_WAIT ? ir_expr_subst(m, s->u.mbar_wait.parity, kv, at) : NULL;
-    IrStmt *r = pass_mbar_stmt(m, s->kind, s->u.mbar_wait.bar, ir_expr_subst(m, s->u.mbar_wait.stage, kv, at),
-                               parity ? ir_simplify(m, parity) : NULL, loc);
-    r->u.mbar_wait.stage = ir_simplify(m, r->u.mbar_wait.stage);
-    ir_seq_push(m, seq, r);
+    if (s->kind == IR_STMT_MBAR_WAIT || s->kind == IR_STMT_MBAR_ARRIVE) ir_seq_push(m, seq, pass_clone_stmt(m, s));
   }
+  pass_subst_var(m, seq, kv, at);
   return seq;
 }
 
@@ -368,69 +364,6 @@ static bool barriers_at_top(IrStmt *body) {
 }
 
 /* ---- one warpgroup: the half-hidden last key block ------------------------ */
-
-/* A copy of a loop body of the kinds a consumer loop holds before
- * overlap-wgmma (lets and loops get fresh variables); NULL for any other
- * kind, and the body is then not peeled. */
-static IrStmt *clone_stmt(IrModule *m, const IrStmt *s) {
-  switch (s->kind) {
-  case IR_STMT_SEQ: {
-    IrStmt *seq = ir_seq_new(m, s->loc);
-    for (int i = 0; i < s->u.seq.n; i++) {
-      IrStmt *c = clone_stmt(m, s->u.seq.items[i]);
-      if (!c) return NULL;
-      ir_seq_push(m, seq, c);
-    }
-    /* later statements name the copies' lets */
-    for (int i = 0; i < s->u.seq.n; i++) {
-      const IrStmt *o = s->u.seq.items[i];
-      if (o->kind != IR_STMT_LET) continue;
-      for (int j = i + 1; j < seq->u.seq.n; j++)
-        pass_subst_var(m, seq->u.seq.items[j], o->u.let.var, ir_var_ref(m, seq->u.seq.items[i]->u.let.var, o->loc));
-    }
-    return seq;
-  }
-  case IR_STMT_LET: {
-    IrVar *v = ir_var_new(m, s->u.let.var->name, IR_VAR_LET, s->u.let.var->dtype, s->loc);
-    return pass_let(m, v, ir_expr_clone(m, s->u.let.value), s->loc);
-  }
-  case IR_STMT_STORE: {
-    if (s->u.store.atomic || s->u.store.guard) return NULL;
-    IrExpr *idx[IR_MAX_RANK];
-    for (int d = 0; d < s->u.store.nidx; d++) idx[d] = ir_expr_clone(m, s->u.store.idx[d]);
-    return ir_store_new(m, s->u.store.buf, idx, ir_expr_clone(m, s->u.store.value), s->loc);
-  }
-  case IR_STMT_FOR: {
-    IrStmt *body = clone_stmt(m, s->u.for_.body);
-    if (!body) return NULL;
-    IrVar *v = ir_var_new(m, s->u.for_.var->name, IR_VAR_LOOP, s->u.for_.var->dtype, s->loc);
-    pass_subst_var(m, body, s->u.for_.var, ir_var_ref(m, v, s->loc));
-    IrStmt *f = ir_for_new(m, s->u.for_.kind, v, ir_expr_clone(m, s->u.for_.extent), body, s->loc);
-    f->u.for_.num_stages = s->u.for_.num_stages;
-    return f;
-  }
-  case IR_STMT_IF: {
-    IrStmt *t = clone_stmt(m, s->u.if_.then_), *e = s->u.if_.else_ ? clone_stmt(m, s->u.if_.else_) : NULL;
-    if (!t || (s->u.if_.else_ && !e)) return NULL;
-    IrStmt *c = ir_if_new(m, ir_expr_clone(m, s->u.if_.cond), t, e, s->loc);
-    c->u.if_.opaque = s->u.if_.opaque;
-    return c;
-  }
-  case IR_STMT_COPY:
-  case IR_STMT_FILL:
-  case IR_STMT_GEMM: return ir_stmt_clone_tile_op(m, s);
-  case IR_STMT_REDUCE: {
-    IrStmt *r = ir_stmt_new(m, IR_STMT_REDUCE, s->loc);
-    r->u.reduce = s->u.reduce;
-    return r;
-  }
-  case IR_STMT_MBAR_WAIT:
-  case IR_STMT_MBAR_ARRIVE:
-    return pass_mbar_stmt(m, s->kind, s->u.mbar_wait.bar, ir_expr_clone(m, s->u.mbar_wait.stage),
-                          s->u.mbar_wait.parity ? ir_expr_clone(m, s->u.mbar_wait.parity) : NULL, s->loc);
-  default: return NULL;
-  }
-}
 
 /* S and P of a key block (the masked scores and the gemm operand made from
  * them) and their copies over the first half of the keys. */
@@ -458,19 +391,6 @@ static IrBuffer *half_of(IrModule *m, IrBuffer *b) {
   h->layout.cols /= 2;
   h->layout.cols_local /= 2;
   return h;
-}
-
-/* Where b is allocated at the kernel's top level, or -1. */
-static int alloc_at(const IrKernel *k, const IrBuffer *b) {
-  for (int i = 0; i < k->body->u.seq.n; i++)
-    if (k->body->u.seq.items[i]->kind == IR_STMT_ALLOC && k->body->u.seq.items[i]->u.alloc == b) return i;
-  return -1;
-}
-
-static void alloc_after(IrModule *m, IrKernel *k, const IrBuffer *b, IrBuffer *h) {
-  IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, h->loc);
-  alloc->u.alloc = h;
-  ir_seq_insert(m, k->body, alloc_at(k, b) + 1, alloc);
 }
 
 /* A whole-buffer region of S or P moves to its half. */
@@ -507,7 +427,7 @@ static void narrow_keys(IrModule *m, Narrow *n, IrRegion *b, int tile_dim) {
   n->ok = false;
 }
 
-/* The peeled body's expressions are its own (clone_stmt): loads of S and P
+/* The peeled body's expressions are its own (pass_clone_stmt): loads of S and P
  * move to the halves in place. */
 static void narrow_load(const IrExpr *e, void *ctx) {
   IrBuffer *h = e->kind == IR_EXPR_LOAD ? narrowed(ctx, e->u.load.buf) : NULL;
@@ -604,7 +524,7 @@ static bool peel_half(IrModule *m, IrKernel *k, IrStmt *consumer, int at, const 
   SrcLoc loc = loop->loc;
   IrBuffer *p_buf = operand_of_scores(body, mk->frag);
   /* the hidden half is the upper one (cj < 0), a wgmma width apart */
-  if (f->cj >= 0 || mk->cols % 32 || !p_buf || alloc_at(k, mk->frag) < 0 || alloc_at(k, p_buf) < 0) return false;
+  if (f->cj >= 0 || mk->cols % 32 || !p_buf || pass_alloc_index(k, mk->frag) < 0 || pass_alloc_index(k, p_buf) < 0) return false;
   /* half: n > 0 and iteration n - 1 hides columns [cols / 2, cols) from
    * every row: r + max(ci i) + cj cols / 2 + a (n - 1) < 0 (not when that
    * folds to false: sizes bound by -D) */
@@ -618,7 +538,7 @@ static bool peel_half(IrModule *m, IrKernel *k, IrStmt *consumer, int at, const 
   int64_t never;
   if (ir_expr_is_int_const(cond, &never) && !never) return false;
   IrBuffer *half_s = half_of(m, mk->frag), *half_p = half_of(m, p_buf);
-  IrStmt *peel = half_s && half_p ? clone_stmt(m, body) : NULL;
+  IrStmt *peel = half_s && half_p ? pass_clone_stmt(m, body) : NULL;
   if (!peel) return false;
   Narrow n = {{mk->frag, p_buf}, {half_s, half_p}, mk->cols, true};
   NarrowCtx c = {m, &n, NULL, false, false};
@@ -626,8 +546,8 @@ static bool peel_half(IrModule *m, IrKernel *k, IrStmt *consumer, int at, const 
   pass_visit_stmts(peel, narrow_nests, &c);
   if (!n.ok) return false;
 
-  alloc_after(m, k, mk->frag, half_s);
-  alloc_after(m, k, p_buf, half_p);
+  pass_alloc_after(m, k, mk->frag, half_s);
+  pass_alloc_after(m, k, p_buf, half_p);
   IrVar *half = ir_var_new(m, arena_printf(m->arena, "%s_half", kv->name), IR_VAR_LET, DTYPE_I64, loc);
   IrStmt *let_half = pass_let(m, half, ir_select(m, cond, ir_int(m, 1, loc), ir_int(m, 0, loc), loc), loc);
   loop->u.for_.extent = ir_binary(m, IR_OP_SUB, ir_expr_clone(m, nx), ir_var_ref(m, half, loc), loc);
@@ -671,8 +591,7 @@ static void trim(IrModule *m, IrKernel *k, IrStmt *roles, const Lets *lets) {
     IrExpr *least_reach = reach(m, &mk, &f, ir_int(m, least, loc), ir_int(m, least + per - 1, loc), loc);
     if (!may_gain(&f, least_reach, block_reach)) continue;
 
-    IrVar *wg = roles->u.roles.warpgroup ? roles->u.roles.warpgroup
-                                         : ir_var_new(m, "warpgroup", IR_VAR_WARPGROUP, DTYPE_I64, roles->loc);
+    IrVar *wg = ir_var_new(m, "warpgroup", IR_VAR_WARPGROUP, DTYPE_I64, roles->loc);
     /* its rows: [warpgroup * per, warpgroup * per + per - 1] */
     IrExpr *lo = ir_binary(m, IR_OP_MUL, ir_var_ref(m, wg, loc), ir_int(m, per, loc), loc);
     IrExpr *hi = ir_binary(m, IR_OP_ADD, ir_expr_clone(m, lo), ir_int(m, per - 1, loc), loc);

@@ -37,9 +37,11 @@
  * bytes, or panels of 128, 64 or 32 bytes (64, 32 or 16 columns of a 16-bit
  * type, 128, 64 or 32 of FP8; swizzled rows, one box per panel; a multiple
  * of 8 rows, so every panel starts where its swizzle pattern does).
- * Pipelines inside another
- * loop keep cp.async: the parity formula counts fills from the start of the
- * kernel. */
+ * Only pipelines at the kernel's top level (or in a SEQ there) are looked
+ * at: inside another loop the parity formula, which counts fills from the
+ * start of the kernel, would be wrong; under an `if`, warp-specialize and
+ * inline-producer (which look at the top level too) would not split the
+ * loop. Both keep cp.async. */
 #include <string.h>
 
 #include "../simplify.h"

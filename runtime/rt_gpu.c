@@ -207,6 +207,44 @@ char *rt_gpu_log_copy(const RtCuda *cu) {
   return *log ? strdup(log) : NULL;
 }
 
+/* What one NVRTC compile of a kernel's source needs, for cubins and PTX
+ * alike: the source ($TILEC_CUDA_OVERRIDE's edit where it applies), the
+ * options and the file name NVRTC's messages give. */
+typedef struct NvrtcJob {
+  const char *src;
+  size_t len;
+  char *edited; /* owned: the override's text, or NULL */
+  const char *opts[RT_GPU_MAX_OPTS];
+  int nopts;
+  char opt_buf[1024]; /* opts point into it */
+  char cu_name[256];
+} NvrtcJob;
+
+static void nvrtc_job_init(NvrtcJob *j, const char *name, const char *src, size_t len) {
+  size_t edited_len = 0;
+  j->edited = cuda_override(name, src, len, &edited_len);
+  j->src = j->edited ? j->edited : src;
+  j->len = j->edited ? edited_len : len;
+  j->nopts = nvrtc_options(j->opts, j->opt_buf, sizeof j->opt_buf);
+  rt_gpu_source_name(name, j->cu_name, sizeof j->cu_name);
+}
+
+static void nvrtc_job_free(NvrtcJob *j) { free(j->edited); }
+
+/* Runs NVRTC (loaded by the caller) on the job: a cubin, or PTX text when
+ * `ptx`; *log gets NVRTC's log either way. */
+static TilertStatus nvrtc_run(TilertContext *ctx, const char *name, const NvrtcJob *j, const char *arch, bool ptx,
+                              void **out, size_t *size, char **log) {
+  ctx->nvrtc_runs++;
+  char *text = NULL;
+  bool ok = ptx ? rt_cuda_compile_ptx(ctx->cu, j->src, j->cu_name, arch, j->opts, j->nopts, &text, size)
+                : rt_cuda_compile(ctx->cu, j->src, j->cu_name, arch, j->opts, j->nopts, out, size);
+  if (ptx) *out = text;
+  TilertStatus st = ok ? TILERT_OK : rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
+  if (log) *log = rt_gpu_log_copy(ctx->cu);
+  return st;
+}
+
 TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src, size_t len,
                           const char *ir, const char *arch, bool force_build, void **cubin,
                           size_t *size, bool *from_cache, char **log) {
@@ -215,12 +253,8 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
   *from_cache = false;
   if (log) *log = NULL;
   if (!ctx->cu) return rt_error(ctx, TILERT_NO_GPU, "%s: NVRTC is not loaded", name);
-  size_t edited_len = 0;
-  char *edited = cuda_override(name, src, len, &edited_len);
-  if (edited) {
-    src = edited;
-    len = edited_len;
-  }
+  NvrtcJob job;
+  nvrtc_job_init(&job, name, src, len);
 
   const char *dir = NULL;
   if (!ctx->cache_disabled && ctx->cache_dir) {
@@ -228,9 +262,6 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
     if (err) rt_cache_warn(ctx, ctx->cache_dir, strerror(err));
     else dir = ctx->cache_dir;
   }
-  const char *opts[RT_GPU_MAX_OPTS];
-  char opt_buf[1024];
-  int nopts = nvrtc_options(opts, opt_buf, sizeof opt_buf);
   char key[65];
   RtBuilding me;
   bool claimed = false;
@@ -238,12 +269,12 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
    * (rt_gpu_nvrtc.c): a hit then never opens libnvrtc. */
   int nv = dir ? rt_gpu_nvrtc_version(ctx->cu, dir) : 0;
   if (dir && nv > 0) {
-    rt_gpu_cache_key(arch, nv, opts, nopts, ir, src, len, key);
+    rt_gpu_cache_key(arch, nv, job.opts, job.nopts, ir, job.src, job.len, key);
     while (!claimed) {
       if (!force_build && rt_cache_read_entry(dir, key, "cubin", cubin, size)) {
         *from_cache = true;
         if (log) *log = rt_cache_read_log(dir, key); /* the log of the build that made it */
-        free(edited);
+        nvrtc_job_free(&job);
         return TILERT_OK;
       }
       claimed = building_claim(&me, dir, key);
@@ -254,25 +285,20 @@ TilertStatus rt_gpu_cubin(TilertContext *ctx, const char *name, const char *src,
     st = rt_error(ctx, TILERT_NO_GPU, "%s: no cached cubin, and building one needs NVRTC: %s", name,
                   rt_cuda_last_error(ctx->cu));
   } else {
-    char cu_name[256];
-    rt_gpu_source_name(name, cu_name, sizeof cu_name);
-    ctx->nvrtc_runs++;
-    if (!rt_cuda_compile(ctx->cu, src, cu_name, arch, opts, nopts, cubin, size))
-      st = rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
-    if (log) *log = rt_gpu_log_copy(ctx->cu);
+    st = nvrtc_run(ctx, name, &job, arch, false, cubin, size, log);
   }
   if (st == TILERT_OK && dir) {
     /* The stamp said one version and the library opened says another: the
      * entry goes under the true one. */
     if (nv != rt_cuda_nvrtc_version(ctx->cu))
-      rt_gpu_cache_key(arch, rt_cuda_nvrtc_version(ctx->cu), opts, nopts, ir, src, len, key);
+      rt_gpu_cache_key(arch, rt_cuda_nvrtc_version(ctx->cu), job.opts, job.nopts, ir, job.src, job.len, key);
     rt_gpu_nvrtc_stamp(ctx->cu, dir);
     int err = rt_cache_publish_bytes(dir, key, "cubin", *cubin, *size, 0644, rt_cuda_compile_log(ctx->cu));
     /* The cubin is in memory: an unwritable cache only costs the next load. */
     if (err) rt_cache_warn(ctx, dir, strerror(err));
   }
   if (claimed) building_done(&me);
-  free(edited);
+  nvrtc_job_free(&job);
   return st;
 }
 
@@ -285,21 +311,13 @@ TilertStatus rt_gpu_ptx(TilertContext *ctx, const char *name, const char *src, s
   if (!rt_cuda_nvrtc_load(ctx->cu))
     return rt_error(ctx, TILERT_NO_GPU, "%s: ahead-of-time compilation needs NVRTC: %s", name,
                     rt_cuda_last_error(ctx->cu));
-  size_t edited_len = 0;
-  char *edited = cuda_override(name, src, len, &edited_len);
-  const char *opts[RT_GPU_MAX_OPTS];
-  char opt_buf[1024], cu_name[256];
-  int nopts = nvrtc_options(opts, opt_buf, sizeof opt_buf);
-  rt_gpu_source_name(name, cu_name, sizeof cu_name);
-  ctx->nvrtc_runs++;
-  TilertStatus st = TILERT_OK;
-  if (rt_cuda_compile_ptx(ctx->cu, edited ? edited : src, cu_name, arch, opts, nopts, ptx, size)) {
-    if (*size > 0 && (*ptx)[*size - 1] == '\0') (*size)--; /* the text, not its NUL */
-  } else {
-    st = rt_error(ctx, TILERT_NVRTC_FAILED, "%s: %s", name, rt_cuda_last_error(ctx->cu));
-  }
-  if (log) *log = rt_gpu_log_copy(ctx->cu);
-  free(edited);
+  NvrtcJob job;
+  nvrtc_job_init(&job, name, src, len);
+  void *text = NULL;
+  TilertStatus st = nvrtc_run(ctx, name, &job, arch, true, &text, size, log);
+  *ptx = text;
+  if (st == TILERT_OK && *size > 0 && (*ptx)[*size - 1] == '\0') (*size)--; /* the text, not its NUL */
+  nvrtc_job_free(&job);
   return st;
 }
 

@@ -539,6 +539,9 @@ void ir_stmt_rewrite_exprs(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx)
   case IR_STMT_IF:
     rewrite_slot(m, &s->u.if_.cond, fn, ctx);
     break;
+  case IR_STMT_EXIT:
+    rewrite_slot(m, &s->u.exit_.cond, fn, ctx);
+    break;
   case IR_STMT_COPY:
   case IR_STMT_ATOMIC_ADD:
     rewrite_region(m, &s->u.copy.src, fn, ctx);

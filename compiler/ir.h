@@ -377,6 +377,9 @@ struct IrStmt {
                                 so the branch stays even where cond is constant:
                                 ptxas's wgmma analysis needs it (warp-specialize) */
     } if_;
+    struct {             /* EXIT: the block ends here when cond holds */
+      IrExpr *cond;
+    } exit_;
     struct {             /* COPY src -> dst (converting dtype if they differ);
                             ATOMIC_ADD: dst += src, element by element, dst a
                             global f32 slice, each element added atomically

@@ -369,6 +369,12 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_indent(sb, depth);
     sb_puts(sb, "}\n");
     return;
+  case IR_STMT_EXIT:
+    sb_puts(sb, "exit if (");
+    print_expr(p, sb, s->u.exit_.cond);
+    sb_puts(sb, ")");
+    print_loc(sb, s->loc);
+    return;
   case IR_STMT_IF:
     sb_puts(sb, s->u.if_.opaque ? "if opaque(" : "if (");
     print_expr(p, sb, s->u.if_.cond);

@@ -26,6 +26,7 @@ typedef struct Verifier {
   SrcLoc stmt_loc;       /* fallback location for nodes without one */
   NameTable scope;       /* visible IrVar* and IrBuffer*, a stack (hashed) */
   int parallel;          /* parallel loops around the statement being checked */
+  int exits;             /* EXIT statements met (all must be at the top level) */
 } Verifier;
 
 static void fail(Verifier *v, SrcLoc loc, const char *fmt, ...)
@@ -360,6 +361,14 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     name_table_truncate(&v->scope, saved);
     return;
   }
+  case IR_STMT_EXIT: {
+    const IrExpr *c = s->u.exit_.cond;
+    v->exits++;
+    check_expr(v, c, "exit condition");
+    if (!v->failed && c->dtype != DTYPE_BOOL && !is_int_dtype(c->dtype))
+      fail(v, c->loc, "exit condition has dtype %s", dtype_name(c->dtype));
+    return;
+  }
   case IR_STMT_IF: {
     const IrExpr *c = s->u.if_.cond;
     check_expr(v, c, "if condition");
@@ -524,7 +533,18 @@ static void check_kernel(Verifier *v, const IrKernel *k) {
     }
     push(v, k->grid_size);
   }
+  const int exits_before = v->exits;
   check_block(v, k->body, "kernel body");
+  if (v->failed || v->exits == exits_before) return;
+  /* The block ends there, every thread at once: only at the top level, and
+   * never in a kernel whose block runs on after it (persistent tiles, a
+   * cluster partner still writing into this block). */
+  int top = 0;
+  for (int i = 0; i < k->body->u.seq.n; i++) top += k->body->u.seq.items[i]->kind == IR_STMT_EXIT;
+  if (top != v->exits - exits_before)
+    fail(v, k->loc, "kernel '%s': an exit statement below the top level", k->name);
+  else if (k->persistent || k->cluster > 1)
+    fail(v, k->loc, "kernel '%s': an exit statement in a persistent or clustered kernel", k->name);
 }
 
 bool ir_verify_module(const IrModule *m, const char *after_pass, Diag *diag) {

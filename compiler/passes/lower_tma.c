@@ -41,7 +41,8 @@
  * at: inside another loop the parity formula, which counts fills from the
  * start of the kernel, would be wrong; under an `if`, warp-specialize and
  * inline-producer (which look at the top level too) would not split the
- * loop. Both keep cp.async. */
+ * loop. Both keep cp.async (pass early-exit lifts the body of a
+ * kernel-wide uniform `if` to the top level before this pass). */
 #include <string.h>
 
 #include "../simplify.h"

@@ -356,6 +356,7 @@ static bool make_plan(IrModule *m, IrKernel *k, Plan *P) {
   }
   for (int i = 0; i < n; i++) {
     IrStmt *s = items[i];
+    if (s->kind == IR_STMT_EXIT) return false; /* ending the block would end its tile loop */
     if (s->kind == IR_STMT_WARP_ROLES) {
       if (P->roles) return false;
       P->roles = s;

@@ -506,6 +506,27 @@ static void test_verify_negative(void) {
     expect_invalid(v.m, "binary expression has dtype f32, expected i64");
     arena_destroy(arena);
   }
+  /* pass early-exit's statement: at the top level it verifies and prints;
+   * inside a loop (the block would leave some iterations' work half done)
+   * it does not. */
+  {
+    Arena *arena = arena_create();
+    Vadd v = build_vadd(arena);
+    IrStmt *exit = ir_stmt_new(v.m, IR_STMT_EXIT, at(31, 5));
+    exit->u.exit_.cond = ir_binary(v.m, IR_OP_GE, ir_var_ref(v.m, v.bx, at(31, 13)),
+                                   ir_int(v.m, 4, at(31, 18)), at(31, 13));
+    ir_seq_insert(v.m, v.k->body, 0, exit);
+    Diag *diag = diag_create(NULL);
+    CHECK(ir_verify_module(v.m, "test", diag));
+    char *text = ir_module_to_string(v.m);
+    CHECK_CONTAINS(text, "  exit if (bx >= 4)  // @31:5\n");
+    free(text);
+    diag_destroy(diag);
+    ir_seq_remove(v.k->body, 0);
+    ir_seq_push(v.m, v.loop->u.for_.body, exit);
+    expect_invalid(v.m, "kernel 'vadd': an exit statement below the top level");
+    arena_destroy(arena);
+  }
   /* An unlowered COPY: verifies, but the C backend refuses it. */
   {
     Arena *arena = arena_create();

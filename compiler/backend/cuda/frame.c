@@ -305,6 +305,12 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
     cuda_indent(C, depth);
     sb_puts(o, "}\n");
     return;
+  case IR_STMT_EXIT: /* block-uniform (pass early-exit): the whole block leaves */
+    cuda_indent(C, depth);
+    sb_puts(o, "if (");
+    cuda_emit_expr(C, o, s->u.exit_.cond);
+    sb_puts(o, ") return;  // nothing left for this block\n");
+    return;
   case IR_STMT_IF:
     cuda_indent(C, depth);
     sb_puts(o, s->u.if_.opaque ? "if (tc_opaque(" : "if (");

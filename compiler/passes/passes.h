@@ -67,6 +67,12 @@ void pass_alloc_after(IrModule *m, IrKernel *k, const IrBuffer *after, IrBuffer 
  * expression with s; NULL when the tree holds any other kind (or an
  * atomic or guarded store). */
 IrStmt *pass_clone_stmt(IrModule *m, const IrStmt *s);
+
+/* Drops every LET in s that nothing reads, and then the lets only those
+ * read (a value only a folded-away branch used; a role's copy of a value
+ * only the other role reads). Lets are pure: dropping one changes nothing
+ * else. */
+void pass_drop_unread_lets(IrModule *m, IrStmt *s);
 /* A new mbarrier buffer `name` of `stages` barriers, `count` arrivals per
  * phase, allocated at the kernel's top level right after `after` (whose
  * ALLOC must be there: NULL otherwise). Its storage is in the barrier area

@@ -973,6 +973,9 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
   ir_seq_push(m, body, P->roles);
   k->body = body;
   k->persistent = true;
+  /* Each role got every per-tile let; the one the other role alone reads
+   * (gqa's kv_head in the consumers) would only draw an NVRTC warning. */
+  pass_drop_unread_lets(m, k->body);
   k->raster_panel = 0;
   if (!P->cluster) return;
   k->cluster = 2;

@@ -1,6 +1,7 @@
 /* pipeline.c - the pass table (from pipeline.def), the runner that verifies
  * the IR after each pass, and the shared statement/expression walkers. */
 #include "passes.h"
+#include "../name_table.h"
 #include "../simplify.h"
 
 #include <string.h>
@@ -234,4 +235,79 @@ IrStmt *pass_clone_stmt(IrModule *m, const IrStmt *s) {
                           s->u.mbar_wait.parity ? ir_expr_clone(m, s->u.mbar_wait.parity) : NULL, s->loc);
   default: return NULL;
   }
+}
+
+/* ---- lets nothing reads ---------------------------------------------------
+ * One count of reads per LET variable over the whole tree, then a walk in
+ * reverse program order: a let still unread is dropped and its own reads are
+ * taken back, so the lets only it read (all earlier) go too. Linear in the
+ * tree's size (fold-constants runs it on kernels of 10000 lets). */
+typedef struct LetReads {
+  NameTable vars; /* the kernel's LET variables */
+  int *count;
+  int cap;
+  Arena *arena;
+  int delta; /* +1 while counting, -1 while taking a dropped let's reads back */
+} LetReads;
+
+static void note_let_var(IrStmt *s, void *ctx) {
+  LetReads *r = ctx;
+  if (s->kind != IR_STMT_LET || name_table_find(&r->vars, s->u.let.var) >= 0) return;
+  r->count = arena_grow(r->arena, r->count, &r->cap, r->vars.n + 1, sizeof(int));
+  r->count[name_table_push(&r->vars, s->u.let.var)] = 0;
+}
+
+static void count_let_read(const IrExpr *e, void *ctx) {
+  LetReads *r = ctx;
+  int i = e->kind == IR_EXPR_VAR ? name_table_find(&r->vars, e->u.var) : -1;
+  if (i >= 0) r->count[i] += r->delta;
+}
+
+static void count_stmt_reads(IrStmt *s, void *ctx) {
+  ir_stmt_visit_exprs(s, count_let_read, ctx);
+  if (s->kind == IR_STMT_ALLOC)
+    for (int d = 0; d < s->u.alloc->rank; d++) ir_expr_visit(s->u.alloc->shape[d], count_let_read, ctx);
+}
+
+static void drop_unread(IrStmt *s, LetReads *r);
+
+static void drop_unread_in_seq(IrStmt *seq, LetReads *r) {
+  int n = seq->u.seq.n, kept = n;
+  for (int i = n - 1; i >= 0; i--) {
+    IrStmt *s = seq->u.seq.items[i];
+    if (s->kind == IR_STMT_LET && r->count[name_table_find(&r->vars, s->u.let.var)] == 0) {
+      r->delta = -1;
+      ir_expr_visit(s->u.let.value, count_let_read, r);
+      continue; /* dropped */
+    }
+    drop_unread(s, r);
+    seq->u.seq.items[--kept] = s;
+  }
+  for (int i = kept; i < n; i++) seq->u.seq.items[i - kept] = seq->u.seq.items[i];
+  seq->u.seq.n = n - kept;
+}
+
+static void drop_unread(IrStmt *s, LetReads *r) {
+  switch (s->kind) {
+  case IR_STMT_SEQ: drop_unread_in_seq(s, r); break;
+  case IR_STMT_FOR: drop_unread_in_seq(s->u.for_.body, r); break;
+  case IR_STMT_IF:
+    if (s->u.if_.else_) drop_unread_in_seq(s->u.if_.else_, r);
+    drop_unread_in_seq(s->u.if_.then_, r);
+    break;
+  case IR_STMT_WARP_ROLES:
+    drop_unread_in_seq(s->u.roles.consumer, r);
+    drop_unread_in_seq(s->u.roles.producer, r);
+    break;
+  default: break;
+  }
+}
+
+void pass_drop_unread_lets(IrModule *m, IrStmt *s) {
+  LetReads r = {.arena = m->arena, .delta = 1};
+  name_table_init(&r.vars, m->arena, NAME_KEY_POINTER);
+  pass_visit_stmts(s, note_let_var, &r);
+  if (r.vars.n == 0) return;
+  pass_visit_stmts(s, count_stmt_reads, &r);
+  drop_unread(s, &r);
 }

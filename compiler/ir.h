@@ -321,8 +321,15 @@ typedef struct IrStmt IrStmt;
 /* WG_TURN: START (before the loop: the last warpgroup hands the first
  * one its turn), WAIT (for this warpgroup's turn), PASS (to the next
  * warpgroup), END (after the loop: the first warpgroup takes back the last
- * hand-over). */
-typedef enum IrTurn { IR_TURN_START, IR_TURN_WAIT, IR_TURN_PASS, IR_TURN_END } IrTurn;
+ * hand-over): ping-pong. STAGGER_WAIT (warpgroup w > 0 waits for w - 1's
+ * STAGGER_GO) and STAGGER_GO (after this warpgroup's first gemm of the loop
+ * completed), both on the loop's first iteration: warpgroups sharing the
+ * ring start apart instead of in lockstep; STAGGER_END (after a loop that
+ * ran) the same barriers the other way, so each warpgroup syncs and
+ * arrives equally often. */
+typedef enum IrTurn {
+  IR_TURN_START, IR_TURN_WAIT, IR_TURN_PASS, IR_TURN_END, IR_TURN_STAGGER_WAIT, IR_TURN_STAGGER_GO, IR_TURN_STAGGER_END
+} IrTurn;
 
 struct IrStmt {
   IrStmtKind kind;
@@ -415,7 +422,7 @@ struct IrStmt {
       IrExpr *stage, *parity;
     } mbar_wait;
     IrTurn turn;         /* WG_TURN (overlap-wgmma): the consumer warpgroups take
-                            turns issuing their gemms (ping-pong) */
+                            turns issuing their gemms (ping-pong) or start staggered */
     struct {             /* WARP_ROLES (warp-specialize): the warpgroup of warps
                             [producer_warp, producer_warp + 4) gives up registers and
                             runs `producer` on one thread, then exits; the other

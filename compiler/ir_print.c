@@ -460,7 +460,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     if (s->u.wgmma_wait.npinned) sb_puts(sb, ")");
     break;
   case IR_STMT_WG_TURN: {
-    static const char *const what[] = {"start", "wait", "pass", "end"};
+    static const char *const what[] = {"start", "wait", "pass", "end", "stagger_wait", "stagger_go", "stagger_end"};
     sb_printf(sb, "warpgroup_turn %s", what[s->u.turn]);
     break;
   }

@@ -395,7 +395,7 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
     return;
   }
   case IR_STMT_WG_TURN:
-    if ((unsigned)s->u.turn > IR_TURN_END) fail(v, s->loc, "warpgroup_turn with a bad kind %d", (int)s->u.turn);
+    if ((unsigned)s->u.turn > IR_TURN_STAGGER_END) fail(v, s->loc, "warpgroup_turn with a bad kind %d", (int)s->u.turn);
     return;
   case IR_STMT_MBAR_ARRIVE:
     if (!s->u.mbar_wait.bar || !s->u.mbar_wait.bar->is_mbarrier)

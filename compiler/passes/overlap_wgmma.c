@@ -132,6 +132,28 @@ static IrStmt *turn(IrModule *m, IrTurn t, SrcLoc loc) {
   return s;
 }
 
+/* Staggered starts, for two consumer warpgroups: the second issues its
+ * first G1 of the loop once the first one's first G1 has completed.
+ * Warpgroups that share every ring stage otherwise start each tile
+ * together and stay in step, softmax against softmax with the tensor
+ * cores idle between; apart, one's elementwise work runs under the other's
+ * gemms. H100, bf16, causal 2048, same process (bench/results/
+ * 2026-11-25-nvidia-h100-session16-notes.md): dim 128 default 1.038 ->
+ * 1.070x cuDNN flush-timed, 1.071 -> 1.091 sustained; the two-warpgroup
+ * dim 64 build 0.875 -> 0.907 (169 -> 184-192 TFLOP/s per GHz). Builds
+ * with seq_len bound by -D showed no change per clock. Three warpgroups
+ * (the 192-row dim 64 builds) staggered as a chain lost 3 % at causal
+ * 4096 and gained at most 1 % elsewhere: they start together.
+ * After a loop that ran, the same barriers are crossed the other way
+ * (STAGGER_END): with arrivals on one side only, compute-sanitizer's
+ * racecheck reported the epilogue's staging stores as racing with the
+ * copy-out that a consumer barrier orders, as it did for one-sided turns. */
+static IrStmt *stagger_turn(IrModule *m, IrTurn t, SrcLoc loc) {
+  IrStmt *s = ir_stmt_new(m, IR_STMT_WG_TURN, loc);
+  s->u.turn = t;
+  return s;
+}
+
 static void push(IrModule *m, IrStmt *seq, IrStmt *s) {
   if (s) ir_seq_push(m, seq, s);
 }
@@ -145,7 +167,7 @@ static IrStmt *seq_of(IrModule *m, SrcLoc loc, IrStmt *a, IrStmt *b) {
 
 /* Rewrites loop (see the top of the file); returns the statement to put
  * right after it (G2 of the last iteration). */
-static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
+static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p, bool stagger) {
   IrStmt *body = loop->u.for_.body;
   const int n = body->u.seq.n;
   IrVar *kv = loop->u.for_.var;
@@ -159,6 +181,10 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   for (int i = 0; i < p->g1; i++) ir_seq_push(m, out, body->u.seq.items[i]);
   for (int j = 0; j < p->ng1; j++) p->g1_gemms[j]->u.gemm.wgmma_issue_only = true;
   push(m, out, turn(m, IR_TURN_WAIT, loc));
+  if (stagger) {
+    IrExpr *first = ir_binary(m, IR_OP_EQ, ir_var_ref(m, kv, loc), ir_int(m, 0, loc), loc);
+    ir_seq_push(m, out, ir_if_new(m, first, seq_of(m, loc, stagger_turn(m, IR_TURN_STAGGER_WAIT, loc), NULL), NULL, loc));
+  }
   ir_seq_push(m, out, body->u.seq.items[p->g1]);
 
   /* G2 of the previous iteration, issued behind G1; the next warpgroup's
@@ -174,8 +200,9 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   /* The issue and its wait<1> stay on one path: ptxas serializes every
    * wgmma (C7514) when some path could read C1 with only G1 in flight. */
   IrExpr *not_first = ir_binary(m, IR_OP_GT, ir_var_ref(m, kv, loc), ir_int(m, 0, loc), loc);
-  ir_seq_push(m, out, ir_if_new(m, not_first, late,
-                                seq_of(m, loc, turn(m, IR_TURN_PASS, loc), pass_wgmma_wait(m, c1, 0, loc)), loc));
+  IrStmt *first_done = seq_of(m, loc, turn(m, IR_TURN_PASS, loc), pass_wgmma_wait(m, c1, 0, loc));
+  if (stagger) ir_seq_push(m, first_done, stagger_turn(m, IR_TURN_STAGGER_GO, loc));
+  ir_seq_push(m, out, ir_if_new(m, not_first, late, first_done, loc));
 
   /* The statements after G1: those independent of G2(k-1) run under it;
    * the wait for G2(k-1) pins the fragments they write. */
@@ -224,26 +251,31 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p) {
   ir_seq_push(m, tail, at_iteration(m, wait2, kv, last));
   ir_seq_push(m, tail, at_iteration(m, g2, kv, last));
   ir_seq_push(m, tail, at_iteration(m, arrive2, kv, last));
+  if (stagger) ir_seq_push(m, tail, stagger_turn(m, IR_TURN_STAGGER_END, loc));
   IrExpr *any = ir_binary(m, IR_OP_GT, ir_expr_clone(m, loop->u.for_.extent), ir_int(m, 0, loc), loc);
   return ir_if_new(m, any, tail, NULL, loc);
 }
 
 /* The consumers' pipelined loops: at the top level, in a SEQ there, or in
  * the consumer role of a warp split. */
-static void walk(IrModule *m, IrStmt *seq) {
+static void walk(IrModule *m, IrStmt *seq, bool stagger) {
   for (int i = 0; i < seq->u.seq.n; i++) {
     IrStmt *s = seq->u.seq.items[i];
     if (s->kind == IR_STMT_SEQ) {
-      walk(m, s);
+      walk(m, s, stagger);
       continue;
     }
     if (s->kind == IR_STMT_WARP_ROLES) {
-      walk(m, s->u.roles.consumer);
+      /* Warpgroups that stop at their own rows' diagonal (a warpgroup
+       * variable: trim-masked-iterations) run loops of different lengths:
+       * no staggered start there (compute-sanitizer's racecheck hung on
+       * dim 256 causal with one). */
+      walk(m, s->u.roles.consumer, stagger && !s->u.roles.warpgroup);
       continue;
     }
     Pattern p;
     if (s->kind != IR_STMT_FOR || s->u.for_.kind != IR_FOR_PIPELINED || !find_pattern(s, &p)) continue;
-    IrStmt *after = overlap_loop(m, s, &p);
+    IrStmt *after = overlap_loop(m, s, &p, stagger);
     ir_seq_insert(m, seq, i + 1, after);
     i += 1;
     if (PINGPONG_TURNS) {
@@ -263,7 +295,8 @@ bool pass_overlap_wgmma(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int i = 0; i < m->nkernels; i++) {
     IrKernel *k = m->kernels[i];
     if (k->producer_warp == 0 || k->producer_warp > 4 * MAX_TURN_WARPGROUPS) continue;
-    walk(m, k->body);
+    /* The producer warpgroup follows the consumers: producer_warp / 4 of them. */
+    walk(m, k->body, k->producer_warp / 4 == 2);
   }
   return true;
 }

@@ -225,9 +225,13 @@ static void shift_stmt(Shift *sh, IrStmt *s) {
     shift_region(sh, &s->u.gemm.a);
     shift_region(sh, &s->u.gemm.b);
     return;
-  case IR_STMT_WARP_ROLES:
   case IR_STMT_WG_TURN:
-    sh->ok = false; /* nested roles, ping-pong: not handled */
+    /* A staggered start repeats on each tile's first iteration; ping-pong
+     * turns are not handled. */
+    if (s->u.turn < IR_TURN_STAGGER_WAIT) sh->ok = false;
+    return;
+  case IR_STMT_WARP_ROLES:
+    sh->ok = false; /* nested roles: not handled */
     return;
   default:
     return;

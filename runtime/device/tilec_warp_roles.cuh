@@ -84,5 +84,48 @@ TC_DEVICE void tc_turn_end(int wg) {
   if (wg != NWG - 1) tc_turn_pass<NWG>(wg);
 }
 
+/* Staggered warpgroups (pass overlap-wgmma; it staggers two consumer
+ * warpgroups today): warpgroup w > 0 issues the first gemm of its loop
+ * only after warpgroup w - 1's first gemm has completed (named barrier
+ * 5 + w: 128 waiting + 128 arriving threads). Warpgroups that share every
+ * ring stage otherwise run in lockstep, their softmax phases together and
+ * the tensor cores idle meanwhile; started apart, one's softmax runs under
+ * the other's gemms. Both calls sit on the loop's first iteration, so a
+ * loop of no iterations (all warpgroups share its extent) leaves no
+ * arrival unmatched. */
+template <int NWG>
+TC_DEVICE void tc_stagger_wait(int wg) {
+  static_assert(NWG >= 2 && NWG <= 4, "tc_stagger_*: 2 to 4 consumer warpgroups");
+  if (wg == 1) tc_named_bar_sync256<6>();
+  else if (wg == 2) tc_named_bar_sync256<7>();
+  else if (wg == 3) tc_named_bar_sync256<8>();
+}
+
+template <int NWG>
+TC_DEVICE void tc_stagger_go(int wg) {
+  static_assert(NWG >= 2 && NWG <= 4, "tc_stagger_*: 2 to 4 consumer warpgroups");
+  if (wg + 1 >= NWG) return;
+  if (wg == 0) tc_named_bar_arrive256<6>();
+  else if (wg == 1) tc_named_bar_arrive256<7>();
+  else tc_named_bar_arrive256<8>();
+}
+
+/* After the loop: the same barriers the other way (w syncs on the one it
+ * arrived on, w + 1 arrives), so every warpgroup syncs and arrives equally
+ * often on each; racecheck misreads one-sided named barriers (see the
+ * ping-pong turns above). */
+template <int NWG>
+TC_DEVICE void tc_stagger_end(int wg) {
+  static_assert(NWG >= 2 && NWG <= 4, "tc_stagger_*: 2 to 4 consumer warpgroups");
+  if (wg + 1 < NWG) {
+    if (wg == 0) tc_named_bar_sync256<6>();
+    else if (wg == 1) tc_named_bar_sync256<7>();
+    else tc_named_bar_sync256<8>();
+  }
+  if (wg == 1) tc_named_bar_arrive256<6>();
+  else if (wg == 2) tc_named_bar_arrive256<7>();
+  else if (wg == 3) tc_named_bar_arrive256<8>();
+}
+
 #endif /* __CUDA_ARCH__ >= 900 */
 #endif /* TILEC_WARP_ROLES_CUH */

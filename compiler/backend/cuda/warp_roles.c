@@ -70,11 +70,13 @@ void cuda_emit_barrier(Cuda *C, int depth) {
   else sb_puts(o, "__syncthreads();\n");
 }
 
-/* Ping-pong among the consumer warpgroups (tilec_warp_roles.cuh); a
- * single warpgroup (the inline-producer kernels) has nobody to take turns
- * with, and the templates need two or more. */
+/* Ping-pong and staggered starts among the consumer warpgroups
+ * (tilec_warp_roles.cuh); a single warpgroup (the inline-producer kernels)
+ * has nobody to take turns with, and the templates need two or more. */
 void cuda_emit_turn(Cuda *C, const IrStmt *s, int depth) {
-  static const char *const fn[] = {"tc_turn_start", "tc_turn_wait", "tc_turn_pass", "tc_turn_end"};
+  static const char *const fn[] = {"tc_turn_start", "tc_turn_wait",    "tc_turn_pass",
+                                   "tc_turn_end",   "tc_stagger_wait", "tc_stagger_go",
+                                   "tc_stagger_end"};
   if (C->threads / 128 < 2) return;
   cuda_indent(C, depth);
   sb_printf(C->out, "%s<%d>(tc_warp / 4);\n", fn[s->u.turn], C->threads / 128);

@@ -26,7 +26,9 @@
  * behind G1, and the statements between them overlap it: the dependences
  * between statements decide what moves, not the kernel's names. The wait
  * pins the registers written under G2 (nvcc would otherwise sink that
- * arithmetic past the wait). With PINGPONG_TURNS on, each consumer
+ * arithmetic past the wait). In a kernel of two consumer warpgroups that
+ * run the loop alike, the second starts it staggered (stagger_turn
+ * below). With PINGPONG_TURNS on, each consumer
  * warpgroup also takes its turn before issuing (warpgroup_turn wait) and
  * hands it on right after (warpgroup_turn pass): FA3's ping-pong, off
  * because it measured slower (below). Loops that do not match are left as

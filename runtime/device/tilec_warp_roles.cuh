@@ -93,38 +93,38 @@ TC_DEVICE void tc_turn_end(int wg) {
  * the other's gemms. Both calls sit on the loop's first iteration, so a
  * loop of no iterations (all warpgroups share its extent) leaves no
  * arrival unmatched. */
+/* Link w (1 <= w < NWG) is named barrier 5 + w, between warpgroups w - 1
+ * and w; links past NWG are not emitted (their barriers stay free). */
+template <int NWG, bool SYNC>
+TC_DEVICE void tc_stagger_link(int w) {
+  static_assert(NWG >= 2 && NWG <= 4, "tc_stagger_*: 2 to 4 consumer warpgroups");
+  if (w == 1) {
+    if (SYNC) tc_named_bar_sync256<6>(); else tc_named_bar_arrive256<6>();
+  } else if (NWG > 2 && w == 2) {
+    if (SYNC) tc_named_bar_sync256<7>(); else tc_named_bar_arrive256<7>();
+  } else if (NWG > 3 && w == 3) {
+    if (SYNC) tc_named_bar_sync256<8>(); else tc_named_bar_arrive256<8>();
+  }
+}
+
 template <int NWG>
 TC_DEVICE void tc_stagger_wait(int wg) {
-  static_assert(NWG >= 2 && NWG <= 4, "tc_stagger_*: 2 to 4 consumer warpgroups");
-  if (wg == 1) tc_named_bar_sync256<6>();
-  else if (wg == 2) tc_named_bar_sync256<7>();
-  else if (wg == 3) tc_named_bar_sync256<8>();
+  tc_stagger_link<NWG, true>(wg);
 }
 
 template <int NWG>
 TC_DEVICE void tc_stagger_go(int wg) {
-  static_assert(NWG >= 2 && NWG <= 4, "tc_stagger_*: 2 to 4 consumer warpgroups");
-  if (wg + 1 >= NWG) return;
-  if (wg == 0) tc_named_bar_arrive256<6>();
-  else if (wg == 1) tc_named_bar_arrive256<7>();
-  else tc_named_bar_arrive256<8>();
+  tc_stagger_link<NWG, false>(wg + 1);
 }
 
-/* After the loop: the same barriers the other way (w syncs on the one it
+/* After the loop: the same links the other way (w syncs on the one it
  * arrived on, w + 1 arrives), so every warpgroup syncs and arrives equally
  * often on each; racecheck misreads one-sided named barriers (see the
  * ping-pong turns above). */
 template <int NWG>
 TC_DEVICE void tc_stagger_end(int wg) {
-  static_assert(NWG >= 2 && NWG <= 4, "tc_stagger_*: 2 to 4 consumer warpgroups");
-  if (wg + 1 < NWG) {
-    if (wg == 0) tc_named_bar_sync256<6>();
-    else if (wg == 1) tc_named_bar_sync256<7>();
-    else tc_named_bar_sync256<8>();
-  }
-  if (wg == 1) tc_named_bar_arrive256<6>();
-  else if (wg == 2) tc_named_bar_arrive256<7>();
-  else if (wg == 3) tc_named_bar_arrive256<8>();
+  tc_stagger_link<NWG, true>(wg + 1);
+  tc_stagger_link<NWG, false>(wg);
 }
 
 #endif /* __CUDA_ARCH__ >= 900 */

@@ -1244,6 +1244,46 @@ static void test_epilogue_slot_waits(void) {
   }
 }
 
+/* Staggered starts (overlap-wgmma): two consumer warpgroups running the
+ * loop alike get one stagger_wait, go and end each (the dim 128 default, the
+ * dim 64 block_M=128 build); one warpgroup (dim 64 causal below 4096: the
+ * 64-row kernel), three (the 192-row dim 64 build) and warpgroups with loops
+ * of their own length (dim 256 causal: trim-masked-iterations' rows) none. */
+static void test_stagger_warpgroups(void) {
+  static char text[32768];
+  const size_t len = read_example("flash_attention.tile", text, sizeof text);
+  if (!len) return;
+  static const struct {
+    const char *dim, *causal, *block_M;
+    int want;
+  } cases[] = {{"128", "false", NULL, 1}, {"128", "true", NULL, 1}, {"64", "true", "128", 1},
+               {"64", "true", NULL, 0},   {"64", "false", NULL, 0}, {"256", "true", NULL, 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    TilecDefine defs[4] = {{"dtype", "bf16"}, {"dim", cases[c].dim}, {"is_causal", cases[c].causal},
+                           {"block_M", cases[c].block_M}};
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_CUDA;
+    o.target = TILEC_TARGET_SM90A;
+    o.defines = defs;
+    o.ndefines = cases[c].block_M ? 4 : 3;
+    TilecResult *r = NULL;
+    CHECK(tilec_compile("flash_attention.tile", text, len, &o, &r) == 0);
+    const char *code = tilec_result_output(r);
+    CHECK(code != NULL);
+    if (code) {
+      const int waits = occurrences(code, "tc_stagger_wait<2>("), gos = occurrences(code, "tc_stagger_go<2>("),
+                ends = occurrences(code, "tc_stagger_end<2>("), any = occurrences(code, "tc_stagger_");
+      if (waits != cases[c].want || gos != cases[c].want || ends != cases[c].want || any != 3 * cases[c].want)
+        fprintf(stderr, "dim %s causal %s block_M %s: stagger wait/go/end %d/%d/%d of %d, want %d each\n",
+                cases[c].dim, cases[c].causal, cases[c].block_M ? cases[c].block_M : "-", waits, gos, ends, any,
+                cases[c].want);
+      CHECK(waits == cases[c].want && gos == cases[c].want && ends == cases[c].want && any == 3 * cases[c].want);
+    }
+    tilec_result_destroy(r);
+  }
+}
+
 /* examples/gemm.tile's shape choices: on sm_90a two conditions (M <= 64 ||
  * N <= 64; M <= 128) and four classes, each a valid tile whichever way the
  * other condition goes (tilec.splitk.gemm_tile_for mirrors the rule); none
@@ -2136,6 +2176,7 @@ int main(void) {
   test_tma_only_info();
   test_gemm_shape_classes();
   test_epilogue_slot_waits();
+  test_stagger_warpgroups();
   test_defer_wgmma_waits();
   test_share_barriers();
   test_fills_in_two_places();

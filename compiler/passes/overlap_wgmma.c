@@ -27,8 +27,8 @@
  * between statements decide what moves, not the kernel's names. The wait
  * pins the registers written under G2 (nvcc would otherwise sink that
  * arithmetic past the wait). In a kernel of two consumer warpgroups that
- * run the loop alike, the second starts it staggered (stagger_turn
- * below). With PINGPONG_TURNS on, each consumer
+ * run the loop alike, the second starts it staggered (above
+ * walk). With PINGPONG_TURNS on, each consumer
  * warpgroup also takes its turn before issuing (warpgroup_turn wait) and
  * hands it on right after (warpgroup_turn pass): FA3's ping-pong, off
  * because it measured slower (below). Loops that do not match are left as
@@ -103,15 +103,7 @@ static bool find_pattern(IrStmt *loop, Pattern *p) {
 
 /* A copy of G2 (or of its mbarrier wait or release) for iteration `at`. */
 static IrStmt *at_iteration(IrModule *m, const IrStmt *s, IrVar *k, const IrExpr *at) {
-  IrStmt *c;
-  if (s->kind == IR_STMT_MBAR_WAIT || s->kind == IR_STMT_MBAR_ARRIVE) {
-    c = ir_stmt_new(m, s->kind, s->loc);
-    c->u.mbar_wait = s->u.mbar_wait;
-    c->u.mbar_wait.stage = ir_expr_clone(m, s->u.mbar_wait.stage);
-    c->u.mbar_wait.parity = ir_expr_clone(m, s->u.mbar_wait.parity);
-  } else {
-    c = ir_stmt_clone_tile_op(m, s);
-  }
+  IrStmt *c = pass_clone_stmt(m, s);
   pass_subst_var(m, c, k, at);
   return c;
 }
@@ -127,34 +119,15 @@ static IrStmt *at_iteration(IrModule *m, const IrStmt *s, IrVar *k, const IrExpr
  * end's cuda_emit_turn); checked by compiling the flagship's builds. */
 enum { PINGPONG_TURNS = 0 };
 
-static IrStmt *turn(IrModule *m, IrTurn t, SrcLoc loc) {
-  if (!PINGPONG_TURNS) return NULL;
+static IrStmt *wg_turn(IrModule *m, IrTurn t, SrcLoc loc) {
   IrStmt *s = ir_stmt_new(m, IR_STMT_WG_TURN, loc);
   s->u.turn = t;
   return s;
 }
 
-/* Staggered starts, for two consumer warpgroups: the second issues its
- * first G1 of the loop once the first one's first G1 has completed.
- * Warpgroups that share every ring stage otherwise start each tile
- * together and stay in step, softmax against softmax with the tensor
- * cores idle between; apart, one's elementwise work runs under the other's
- * gemms. H100, bf16, causal 2048, same process (bench/results/
- * 2026-11-25-nvidia-h100-session16-notes.md): dim 128 default 1.038 ->
- * 1.070x cuDNN flush-timed, 1.071 -> 1.091 sustained; the two-warpgroup
- * dim 64 build 0.875 -> 0.907 (169 -> 184-192 TFLOP/s per GHz). Builds
- * with seq_len bound by -D showed no change per clock. Three warpgroups
- * (the 192-row dim 64 builds) staggered as a chain lost 3 % at causal
- * 4096 and gained at most 1 % elsewhere: they start together.
- * After a loop that ran, the same barriers are crossed the other way
- * (STAGGER_END): with arrivals on one side only, compute-sanitizer's
- * racecheck reported the epilogue's staging stores as racing with the
- * copy-out that a consumer barrier orders, as it did for one-sided turns. */
-static IrStmt *stagger_turn(IrModule *m, IrTurn t, SrcLoc loc) {
-  IrStmt *s = ir_stmt_new(m, IR_STMT_WG_TURN, loc);
-  s->u.turn = t;
-  return s;
-}
+/* A ping-pong turn, or NULL while they are off. */
+static IrStmt *turn(IrModule *m, IrTurn t, SrcLoc loc) { return PINGPONG_TURNS ? wg_turn(m, t, loc) : NULL; }
+
 
 static void push(IrModule *m, IrStmt *seq, IrStmt *s) {
   if (s) ir_seq_push(m, seq, s);
@@ -185,7 +158,7 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p, bool st
   push(m, out, turn(m, IR_TURN_WAIT, loc));
   if (stagger) {
     IrExpr *first = ir_binary(m, IR_OP_EQ, ir_var_ref(m, kv, loc), ir_int(m, 0, loc), loc);
-    ir_seq_push(m, out, ir_if_new(m, first, seq_of(m, loc, stagger_turn(m, IR_TURN_STAGGER_WAIT, loc), NULL), NULL, loc));
+    ir_seq_push(m, out, ir_if_new(m, first, seq_of(m, loc, wg_turn(m, IR_TURN_STAGGER_WAIT, loc), NULL), NULL, loc));
   }
   ir_seq_push(m, out, body->u.seq.items[p->g1]);
 
@@ -203,7 +176,7 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p, bool st
    * wgmma (C7514) when some path could read C1 with only G1 in flight. */
   IrExpr *not_first = ir_binary(m, IR_OP_GT, ir_var_ref(m, kv, loc), ir_int(m, 0, loc), loc);
   IrStmt *first_done = seq_of(m, loc, turn(m, IR_TURN_PASS, loc), pass_wgmma_wait(m, c1, 0, loc));
-  if (stagger) ir_seq_push(m, first_done, stagger_turn(m, IR_TURN_STAGGER_GO, loc));
+  if (stagger) ir_seq_push(m, first_done, wg_turn(m, IR_TURN_STAGGER_GO, loc));
   ir_seq_push(m, out, ir_if_new(m, not_first, late, first_done, loc));
 
   /* The statements after G1: those independent of G2(k-1) run under it;
@@ -253,10 +226,27 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p, bool st
   ir_seq_push(m, tail, at_iteration(m, wait2, kv, last));
   ir_seq_push(m, tail, at_iteration(m, g2, kv, last));
   ir_seq_push(m, tail, at_iteration(m, arrive2, kv, last));
-  if (stagger) ir_seq_push(m, tail, stagger_turn(m, IR_TURN_STAGGER_END, loc));
+  if (stagger) ir_seq_push(m, tail, wg_turn(m, IR_TURN_STAGGER_END, loc));
   IrExpr *any = ir_binary(m, IR_OP_GT, ir_expr_clone(m, loop->u.for_.extent), ir_int(m, 0, loc), loc);
   return ir_if_new(m, any, tail, NULL, loc);
 }
+
+/* Staggered starts, for two consumer warpgroups: the second issues its
+ * first G1 of the loop once the first one's first G1 has completed.
+ * Warpgroups that share every ring stage otherwise start each tile
+ * together and stay in step, softmax against softmax with the tensor
+ * cores idle between; apart, one's elementwise work runs under the other's
+ * gemms. H100, bf16, causal 2048, same process (bench/results/
+ * 2026-11-25-nvidia-h100-session16-notes.md): dim 128 default 1.038 ->
+ * 1.070x cuDNN flush-timed, 1.071 -> 1.091 sustained; the two-warpgroup
+ * dim 64 build 0.875 -> 0.907 (169 -> 184-192 TFLOP/s per GHz). Builds
+ * with seq_len bound by -D showed no change per clock. Three warpgroups
+ * (the 192-row dim 64 builds) staggered as a chain lost 3 % at causal
+ * 4096 and gained at most 1 % elsewhere: they start together.
+ * After a loop that ran, the same barriers are crossed the other way
+ * (STAGGER_END): with arrivals on one side only, compute-sanitizer's
+ * racecheck reported the epilogue's staging stores as racing with the
+ * copy-out that a consumer barrier orders, as it did for one-sided turns. */
 
 /* The consumers' pipelined loops: at the top level, in a SEQ there, or in
  * the consumer role of a warp split. */

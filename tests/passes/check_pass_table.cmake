@@ -2,26 +2,27 @@
 # compiler runs: the same passes, in the same order, for the same targets
 # as `tilec --list-passes` (compiler/passes/pipeline.def).
 #   cmake -DTILEC=<tilec> -DDOC=<docs/passes.md> -P check_pass_table.cmake
+
+# The rows of `text` that match `row` (which starts at a line's newline),
+# each as "number name target": its three groups, the number, the pass name
+# and the target's first word.
+function(pass_rows out text row)
+  string(REGEX MATCHALL "${row}" rows "${text}")
+  set(list "")
+  foreach(r ${rows})
+    string(REGEX REPLACE "^${row}$" "\\1 \\2 \\3" r "${r}")
+    list(APPEND list "${r}")
+  endforeach()
+  set(${out} "${list}" PARENT_SCOPE)
+endfunction()
+
 execute_process(COMMAND ${TILEC} --list-passes OUTPUT_VARIABLE listed RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "tilec --list-passes failed (${rc})")
 endif()
-# "NN  name  target  guarantee": number, name, first word of the target.
-string(REGEX MATCHALL "(^|\n) *[0-9]+ +[a-z-]+ +[a-z]+" rows_cli "${listed}")
-set(cli "")
-foreach(row ${rows_cli})
-  string(REGEX REPLACE "^\n? *([0-9]+) +([a-z-]+) +([a-z]+)$" "\\1 \\2 \\3" row "${row}")
-  list(APPEND cli "${row}")
-endforeach()
-
 file(READ ${DOC} doc)
-# "| NN | name | target ... |": the table's rows, target's first word.
-string(REGEX MATCHALL "\n\\| [0-9]+ \\| [a-z-]+ \\| [a-z]+" rows_doc "${doc}")
-set(docs "")
-foreach(row ${rows_doc})
-  string(REGEX REPLACE "^\n\\| ([0-9]+) \\| ([a-z-]+) \\| ([a-z]+)$" "\\1 \\2 \\3" row "${row}")
-  list(APPEND docs "${row}")
-endforeach()
+pass_rows(cli "\n${listed}" "\n *([0-9]+) +([a-z-]+) +([a-z]+)")  # "NN  name  target  guarantee"
+pass_rows(docs "${doc}" "\n\\| ([0-9]+) \\| ([a-z-]+) \\| ([a-z]+)") # "| NN | name | target ... |"
 
 list(LENGTH cli ncli)
 list(LENGTH docs ndoc)

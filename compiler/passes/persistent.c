@@ -591,20 +591,29 @@ static bool stage_in_rounds(IrModule *m, IrKernel *k, const Plan *P, int64_t oth
  * tile does not fit beside the ring, it goes out in rounds through two
  * panels (stage_in_rounds); false when the kernel's shared memory would
  * pass the limit either way. */
-static bool unalias_staging(IrModule *m, IrKernel *k, const Plan *P) {
+/* The shared bytes of P's buffers once the staging buffers that reuse a TMA
+ * destination have storage of their own; *staging of it theirs. */
+static int64_t unaliased_bytes(const Plan *P, int64_t *staging, int *nstaged) {
   /* The per-tile buffers' empty barriers come on top: one 8-byte mbarrier
    * each in the barrier area (pass_add_mbarriers, ir_shared_bytes). */
-  int64_t bytes = (int64_t)P->nper_tile * 8, staging = 0;
-  int nstaged = 0;
+  int64_t bytes = (int64_t)P->nper_tile * 8;
+  *staging = 0, *nstaged = 0;
   for (int i = 0; i < P->allocs->u.seq.n; i++) {
     IrBuffer *b = P->allocs->u.seq.items[i]->u.alloc;
     if (b->scope != IR_SCOPE_SHARED) continue;
     IrBuffer *home = b->alias_of;
     if (home && home->tma_bar) b->alias_of = NULL; /* its size once it has storage of its own */
     bytes += ir_buffer_bytes_aligned(b);
-    if (home && home->tma_bar) staging += ir_buffer_bytes_aligned(b), nstaged++;
+    if (home && home->tma_bar) *staging += ir_buffer_bytes_aligned(b), ++*nstaged;
     b->alias_of = home;
   }
+  return bytes;
+}
+
+static bool unalias_staging(IrModule *m, IrKernel *k, const Plan *P) {
+  int64_t staging;
+  int nstaged;
+  const int64_t bytes = unaliased_bytes(P, &staging, &nstaged);
   const bool rounds = nstaged == 1 && stage_in_rounds(m, k, P, bytes - staging);
   if (!rounds && bytes > SMEM_LIMIT_SM90) return false;
   for (int i = 0; i < P->allocs->u.seq.n; i++) {
@@ -989,6 +998,15 @@ static void make_persistent(IrModule *m, IrKernel *k, Plan *P) {
     b->empty_bar->mbar_cluster = true;
     b->empty_bar->mbar_count *= 2; /* both blocks' consumer warps release it */
   }
+}
+
+bool pass_persistent_plans(IrModule *m, IrKernel *k) {
+  Plan P = {0};
+  if (!k->producer_warp || !make_plan(m, k, &P)) return false; /* make_plan only reads k */
+  /* unalias_staging's test, without the rounds it may fall back on. */
+  int64_t staging;
+  int nstaged;
+  return unaliased_bytes(&P, &staging, &nstaged) <= SMEM_LIMIT_SM90;
 }
 
 bool pass_persistent(IrModule *m, const PassOptions *opts, Diag *diag) {

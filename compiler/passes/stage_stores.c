@@ -23,16 +23,24 @@
  * waits only until S has been read, so the block can finish while the
  * bytes drain to memory; the box's parts outside the tensor are not
  * written. Not under --no-tma. Only in kernels whose main loop keeps a
- * gemm in flight (GEMMs): measured on an H100 (bench/results/
- * 2026-11-23-nvidia-h100-session3-notes.md), the TMA store of the GEMM's C
- * tile gained 1-2 %, that of flash attention's O lost 2.5 % at causal
- * seq 2048 and nothing elsewhere, so attention kernels keep the
- * cooperative store. A copy before a returning atomic_add
+ * gemm in flight (GEMMs) or that pass persistent will make persistent (one
+ * block per SM looping over tiles: no other block runs while this one
+ * stores, and the next tile starts while the bytes drain). Measured on an H100
+ * (bench/results/2026-11-23-nvidia-h100-session3-notes.md), the TMA store
+ * of the GEMM's C tile gained 1-2 %, that of flash attention's O lost 2.5
+ * % at causal seq 2048 in the one-block-per-tile kernel of the time (three
+ * blocks per SM cover each other's stores), which keeps the cooperative
+ * store (the 64-row dim 64 causal kernel, inline-producer folds its
+ * roles); in the persistent attention kernels the TMA store does 0.5-3 %
+ * more work per clock (H200, bench/results/2026-11-25-nvidia-h200-
+ * session17-notes.md). A copy before a returning atomic_add
  * (ATOMIC_FETCH_ADD, an acquire-release point whose release covers the
  * block's earlier global writes) keeps the cooperative store too: a TMA
  * store's bytes still drain after the block moved on, outside what the
  * atomic's fences order. */
 #include "passes.h"
+
+enum { MAX_STAGED = 8 };
 
 static void find_use(IrStmt *s, void *ctx) {
   const IrBuffer **want = ctx;
@@ -130,8 +138,11 @@ static void make_tma_store(IrKernel *k, IrStmt *to_global) {
 bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int ki = 0; ki < m->nkernels; ki++) {
     IrKernel *k = m->kernels[ki];
-    const bool tma = opts->target == TILEC_TARGET_SM90A && !opts->no_tma && k->wgmma && has_in_flight_gemm(k);
+    const bool tma_target = opts->target == TILEC_TARGET_SM90A && !opts->no_tma && k->wgmma;
+    const bool in_flight = tma_target && has_in_flight_gemm(k);
     IrStmt *body = k->body;
+    IrStmt *tma_candidates[MAX_STAGED]; /* staged stores TMA may take (no returning atomic after them) */
+    int ncandidates = 0;
     int last_fetch = -1; /* the last top-level statement that holds a returning atomic */
     for (int i = 0; i < body->u.seq.n; i++) {
       bool found = false;
@@ -161,7 +172,7 @@ bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
       IrStmt *to_global = ir_stmt_new(m, IR_STMT_COPY, s->loc);
       to_global->u.copy.src = ir_region_whole(m, tile, s->loc);
       to_global->u.copy.dst = s->u.copy.dst;
-      if (tma && i > last_fetch && tma_layout(tile, cols)) make_tma_store(k, to_global);
+      if (tma_target && i > last_fetch && ncandidates < MAX_STAGED) tma_candidates[ncandidates++] = to_global;
       /* Replace item i by the four statements. */
       IrStmt *seq4[4] = {wait, alloc, to_tile, to_global};
       for (int k = 0; k < 3; k++) ir_seq_push(m, body, NULL);
@@ -169,6 +180,19 @@ bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
       for (int k = 0; k < 4; k++) body->u.seq.items[i + k] = seq4[k];
       if (last_fetch > i) last_fetch += 3;
       i += 3;
+    }
+    /* A persistent kernel streams one staged store in rounds behind the
+     * next tile (persistent's stage_in_rounds); two or more would each wait
+     * for their read in place, slower than the cooperative store (the
+     * backward's dK and dV: 2-3 % at dim 64 on an H200). Asked once the
+     * staging buffers exist: whether they fit in storage of their own is
+     * part of persistent's plan. */
+    if (ncandidates == 0 || !(in_flight || (ncandidates == 1 && pass_persistent_plans(m, k)))) continue;
+    for (int c = 0; c < ncandidates; c++) {
+      IrStmt *to_global = tma_candidates[c];
+      IrBuffer *tile = to_global->u.copy.src.buf;
+      int64_t cols = 0;
+      if (ir_expr_is_int_const(tile->shape[1], &cols) && tma_layout(tile, cols)) make_tma_store(k, to_global);
     }
   }
   return true;

@@ -586,11 +586,6 @@ static bool stage_in_rounds(IrModule *m, IrKernel *k, const Plan *P, int64_t oth
   return false;
 }
 
-/* The epilogue's staging buffers that reuse a TMA destination get their own
- * storage (the producer refills those during the epilogue); where the whole
- * tile does not fit beside the ring, it goes out in rounds through two
- * panels (stage_in_rounds); false when the kernel's shared memory would
- * pass the limit either way. */
 /* The shared bytes of P's buffers once the staging buffers that reuse a TMA
  * destination have storage of their own; *staging of it theirs. */
 static int64_t unaliased_bytes(const Plan *P, int64_t *staging, int *nstaged) {
@@ -610,6 +605,11 @@ static int64_t unaliased_bytes(const Plan *P, int64_t *staging, int *nstaged) {
   return bytes;
 }
 
+/* The epilogue's staging buffers that reuse a TMA destination get their own
+ * storage (the producer refills those during the epilogue); where the whole
+ * tile does not fit beside the ring, it goes out in rounds through two
+ * panels (stage_in_rounds); false when the kernel's shared memory would
+ * pass the limit either way. */
 static bool unalias_staging(IrModule *m, IrKernel *k, const Plan *P) {
   int64_t staging;
   int nstaged;

@@ -128,7 +128,6 @@ static IrStmt *wg_turn(IrModule *m, IrTurn t, SrcLoc loc) {
 /* A ping-pong turn, or NULL while they are off. */
 static IrStmt *turn(IrModule *m, IrTurn t, SrcLoc loc) { return PINGPONG_TURNS ? wg_turn(m, t, loc) : NULL; }
 
-
 static void push(IrModule *m, IrStmt *seq, IrStmt *s) {
   if (s) ir_seq_push(m, seq, s);
 }
@@ -246,10 +245,10 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p, bool st
  * After a loop that ran, the same barriers are crossed the other way
  * (STAGGER_END): with arrivals on one side only, compute-sanitizer's
  * racecheck reported the epilogue's staging stores as racing with the
- * copy-out that a consumer barrier orders, as it did for one-sided turns. */
-
-/* The consumers' pipelined loops: at the top level, in a SEQ there, or in
- * the consumer role of a warp split. */
+ * copy-out that a consumer barrier orders, as it did for one-sided turns.
+ *
+ * walk finds the consumers' pipelined loops: at the top level, in a SEQ
+ * there, or in the consumer role of a warp split. */
 static void walk(IrModule *m, IrStmt *seq, bool stagger) {
   for (int i = 0; i < seq->u.seq.n; i++) {
     IrStmt *s = seq->u.seq.items[i];

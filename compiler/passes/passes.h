@@ -85,9 +85,10 @@ IrBuffer *pass_add_mbarriers(IrModule *m, IrKernel *k, const IrBuffer *after, co
  * is not a TMA box (lower_tma.c says what is). */
 bool pass_tma_box(const IrKernel *k, const IrRegion *g, const IrRegion *sh, IrTensorMap *map);
 
-/* Would pass persistent loop k's blocks over its tiles, with the epilogue's
- * staging buffers in storage of their own (its plan, made without changing
- * k)? stage-stores asks, before persistent runs. */
+/* Would pass persistent loop k's blocks over its tiles and stream the
+ * epilogue's one staging buffer, in storage of its own, behind the next
+ * tile (its plan, made without changing k)? stage-stores asks, before
+ * persistent runs, whether a TMA store would drain asynchronously there. */
 bool pass_persistent_plans(IrModule *m, IrKernel *k);
 
 /* Index of map in k's tensor maps (added if new); -1 when the table is full. */

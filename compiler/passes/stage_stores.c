@@ -40,8 +40,6 @@
  * atomic's fences order. */
 #include "passes.h"
 
-enum { MAX_STAGED = 8 };
-
 static void find_use(IrStmt *s, void *ctx) {
   const IrBuffer **want = ctx;
   if (ir_stmt_buffer_refs(s, want[0])) want[1] = want[0];
@@ -141,7 +139,8 @@ bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
     const bool tma_target = opts->target == TILEC_TARGET_SM90A && !opts->no_tma && k->wgmma;
     const bool in_flight = tma_target && has_in_flight_gemm(k);
     IrStmt *body = k->body;
-    IrStmt *tma_candidates[MAX_STAGED]; /* staged stores TMA may take (no returning atomic after them) */
+    /* Staged stores TMA may take (no returning atomic after them): at most one per statement. */
+    IrStmt **tma_candidates = ARENA_NEW_ARRAY(m->arena, IrStmt *, body->u.seq.n);
     int ncandidates = 0;
     int last_fetch = -1; /* the last top-level statement that holds a returning atomic */
     for (int i = 0; i < body->u.seq.n; i++) {
@@ -172,7 +171,7 @@ bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
       IrStmt *to_global = ir_stmt_new(m, IR_STMT_COPY, s->loc);
       to_global->u.copy.src = ir_region_whole(m, tile, s->loc);
       to_global->u.copy.dst = s->u.copy.dst;
-      if (tma_target && i > last_fetch && ncandidates < MAX_STAGED) tma_candidates[ncandidates++] = to_global;
+      if (tma_target && i > last_fetch) tma_candidates[ncandidates++] = to_global;
       /* Replace item i by the four statements. */
       IrStmt *seq4[4] = {wait, alloc, to_tile, to_global};
       for (int k = 0; k < 3; k++) ir_seq_push(m, body, NULL);
@@ -181,13 +180,10 @@ bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
       if (last_fetch > i) last_fetch += 3;
       i += 3;
     }
-    /* A persistent kernel streams one staged store in rounds behind the
-     * next tile (persistent's stage_in_rounds); two or more would each wait
-     * for their read in place, slower than the cooperative store (the
-     * backward's dK and dV: 2-3 % at dim 64 on an H200). Asked once the
-     * staging buffers exist: whether they fit in storage of their own is
-     * part of persistent's plan. */
-    if (ncandidates == 0 || !(in_flight || (ncandidates == 1 && pass_persistent_plans(m, k)))) continue;
+    /* Asked once the staging buffers exist: persistent's plan counts them
+     * (it streams one behind the next tile; more would each wait for their
+     * read in place). */
+    if (ncandidates == 0 || !(in_flight || pass_persistent_plans(m, k))) continue;
     for (int c = 0; c < ncandidates; c++) {
       IrStmt *to_global = tma_candidates[c];
       IrBuffer *tile = to_global->u.copy.src.buf;

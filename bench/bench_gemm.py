@@ -71,11 +71,11 @@ import bench_attention as ba  # noqa: E402  (Timer, rel_error, short, tables)
 from _common import run_worker_rows, worker_loop, worker_start  # noqa: E402
 
 # The issue-14 grid: large squares, a wide-K rectangle, ragged sizes (no
-# dimension a multiple of 64), small M (decode), small N, large K with small
-# M * N.
+# dimension a multiple of 64), small M (decode; 4096 x 4096 too, where the
+# plan's thin rule splits 8 ways), small N, large K with small M * N.
 GRID = ["4096x4096x4096", "8192x8192x8192", "8192x1024x8192", "3000x5000x2000", "4001x3001x4999",
         "1x8192x8192", "16x8192x8192", "64x8192x8192", "128x8192x8192", "8192x64x8192",
-        "512x512x65536"]
+        "512x512x65536", "1x4096x4096", "16x4096x4096"]
 FP8_GRID = ["4096x4096x4096", "8192x8192x8192", "1x8192x8192", "16x8192x8192", "64x8192x8192", "128x8192x8192",
             "8192x64x8192"]
 QUICK_GRID = ["4096x4096x4096", "3000x5000x2000", "16x8192x8192", "512x512x65536"]

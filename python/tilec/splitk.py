@@ -35,11 +35,13 @@ half-way leaves some non-zero.
 
 The plan (Gemm.plan): the plain gemm when its tiles fill the SMs (tiles >=
 0.9 num_sms; on sm_90 gemm.tile itself takes 64 x 64 or 64 x 128 tiles in
-a deep pipeline when M <= 128 or N <= 64, so the decode shapes M = 1..128
-against N, K in the thousands and N = 64 run there, at 0.94-0.99x cuBLAS
-on an H100 where split-K reached 0.84-0.95x: gemm_tile_for()), else
-split-K with choose_splits() (enough splits to fill the GPU
-once), on one of three split-K tiles
+a deep pipeline when M <= 128 or N <= 64, so the shapes M = 64..128
+against N, K in the thousands and N = 64 run there, at 0.96-0.99x cuBLAS:
+gemm_tile_for()) and the product is not thin (M <= THIN_ROWS, decoding's
+M = 1..16: split-K on every block slot, 0.90-1.03x on an H200 where
+gemm.tile's 64 x 64 tiles read 0.85-1.00x), else split-K with
+choose_splits() (enough splits to fill the GPU once), on one of three
+split-K tiles
 (SPLITK_TILES; unless splitk_defines fixes it): 128 x 64 over two
 warpgroups ("splitk-n64") when N <= 64, 128 x 128 over two warpgroups
 ("splitk-m128") when M >= 128, else gemm_splitk.tile's 64 x 128 over one
@@ -126,6 +128,20 @@ def _fills(blocks, slots):
 # ~3.35 TB/s, about 220 FLOP/B; 200 leaves a margin.
 MEMORY_BOUND_INTENSITY = 200
 
+# Rows of C up to which a product is "thin" (decoding: M = 1 .. 16 tokens).
+# Such a product streams B, a 64-row tile of A is mostly padding, and the
+# split-K partials (splits x M x N f32) are a few % of B's bytes, so the
+# plan splits K even where gemm.tile's 64 x 64 tiles fill the SMs, and
+# fills every block slot (two 96 KB blocks per SM, twice the bytes in
+# flight, 256-byte rows of B per TMA box row against 128). What
+# bench/bench_gemm.py measured (2026-11-25, session 17, 8192 x 8192 B):
+# on an H200, whose faster memory needs more bytes in flight, 4 splits
+# against gemm.tile: bf16 M = 1 0.90 against 0.85x torch, M = 16 0.93
+# against 0.89, f16 1.01 / 1.03 against 0.92 / 1.00; on an H100 (six
+# sessions' grids) 4 splits read 0.93-0.96x at M = 1 and 0.92-0.95x at
+# M = 16 against gemm.tile's 0.94-0.97x: 1-4 % slower there, not a miss.
+THIN_ROWS = 16
+
 
 def choose_splits(m, n, k, num_sms, block_M=64, block_N=128, block_K=64, blocks_per_sm=1,
                   max_splits=32, min_k_tiles=4):
@@ -134,8 +150,10 @@ def choose_splits(m, n, k, num_sms, block_M=64, block_N=128, block_K=64, blocks_
     split. The smallest split count whose blocks fill the GPU once: one
     block per SM when the product is bound by reading A and B (intensity
     m n / (m + n) < MEMORY_BOUND_INTENSITY: more blocks only add f32
-    partials to write and read), else every block slot (num_sms *
-    blocks_per_sm); each split keeps >= min_k_tiles K tiles. What
+    partials to write and read) unless it is thin (m <= THIN_ROWS: the
+    partials are a few % of B, and more blocks keep more of B in flight),
+    else every block slot (num_sms * blocks_per_sm); each split keeps >=
+    min_k_tiles K tiles. What
     bench/bench_gemm.py measured on an H100 (2026-11-23, session 3): 2
     splits best at M = 1, 16, 64 and N = 64 against 8192 x 8192 (4 gave
     0.85x where 2 gave 0.91x at M = 64), 8 at 512 x 512 x 65536."""
@@ -143,7 +161,7 @@ def choose_splits(m, n, k, num_sms, block_M=64, block_N=128, block_K=64, blocks_
         raise ValueError("choose_splits: sizes, num_sms and blocks_per_sm must be positive")
     tiles = _cdiv(m, block_M) * _cdiv(n, block_N)
     k_tiles = _cdiv(k, block_K)
-    memory_bound = m * n / (m + n) < MEMORY_BOUND_INTENSITY
+    memory_bound = m * n / (m + n) < MEMORY_BOUND_INTENSITY and m > THIN_ROWS
     target = num_sms if memory_bound else num_sms * blocks_per_sm
     if _fills(tiles, target):
         return 1
@@ -348,7 +366,7 @@ class Gemm:
             plain_tile = gemm_tile_for(m, n, smem_per_sm >= 200 * 1024)
             plain_tile = (int(self.defines.get("block_M", plain_tile[0])),
                           int(self.defines.get("block_N", plain_tile[1])))
-        if _fills(_cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]), num_sms):
+        if m > THIN_ROWS and _fills(_cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]), num_sms):
             return "gemm", 1
         label = "splitk" if self.splitk_defines else splitk_tile_for(m, n)
         t = self.tile(label)

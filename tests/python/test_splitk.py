@@ -47,10 +47,15 @@ def product(m, n, k):
 
 
 def test_choose_splits():
-    # 1 x 8192 x 8192 on 132 SMs: bound by reading B (intensity ~1 FLOP/B),
-    # so one block per SM: 64 tiles, 2 splits give 128 blocks.
-    assert splitk.choose_splits(1, 8192, 8192, 132, blocks_per_sm=2) == 2
+    # 64 x 8192 x 8192 on 132 SMs: bound by reading A and B (intensity ~63
+    # FLOP/B), so one block per SM: 64 tiles, 2 splits give 128 blocks.
     assert splitk.choose_splits(64, 8192, 8192, 132, blocks_per_sm=2) == 2
+    assert splitk.choose_splits(17, 8192, 8192, 132, blocks_per_sm=2) == 2
+    # Thin (M <= 16): every block slot, for more of B in flight: 4 splits
+    # give 256 blocks of the 264 slots.
+    for m in (1, 16):
+        assert splitk.choose_splits(m, 8192, 8192, 132, blocks_per_sm=2) == 4, m
+    assert splitk.choose_splits(1, 8192, 8192, 132, blocks_per_sm=1) == 2
     # 128 x 8192 with 64-row tiles: 128 tiles already fill the SMs once.
     assert splitk.choose_splits(128, 8192, 8192, 132, blocks_per_sm=2) == 1
     # Enough tiles already: no split.
@@ -134,13 +139,21 @@ def test_plan():
         assert g.plan(4096, 4096, 4096) == ("gemm", 1)
         assert g.plan(8192, 1024, 8192) == ("gemm", 1)    # 64 x 4 = 256 tiles of 128 x 256
         # sm_90: gemm.tile's own small tiles fill the SMs at M <= 128 and N <= 64.
-        assert g.plan(16, 8192, 8192) == ("gemm", 1)      # 128 tiles of 64 x 64
+        assert g.plan(64, 8192, 8192) == ("gemm", 1)      # 128 tiles of 64 x 64
         assert g.plan(128, 8192, 8192) == ("gemm", 1)     # 128 tiles of 64 x 128
         assert g.plan(8192, 64, 8192) == ("gemm", 1)      # 128 tiles of 64 x 64
         assert splitk.gemm_tile_for(1, 8192) == (64, 64) and splitk.gemm_tile_for(100, 4096) == (64, 128)
         assert splitk.gemm_tile_for(129, 4096) == (128, 256) and splitk.gemm_tile_for(16, 8192, False) == (128, 128)
-        # Too few small tiles still split: 16 x 4096 is 64 tiles of 64 x 64.
-        assert g.plan(16, 4096, 8192) == ("splitk", 4)
+        # Thin products (M <= 16) split even where gemm.tile's tiles fill the
+        # SMs, onto every block slot: 64 tiles of 64 x 128, two 96 KB blocks
+        # per SM (264 slots): 4 splits; 32 tiles at N = 4096: 8.
+        for m in (1, 16):
+            assert g.plan(m, 8192, 8192) == ("splitk", 4), m
+        assert g.plan(16, 4096, 8192) == ("splitk", 8)
+        assert g.plan(17, 8192, 8192) == ("gemm", 1)      # not thin: 128 tiles of 64 x 64
+        # Too few small tiles still split, one block per SM when reading A and
+        # B bounds the product: 32 x 4096 is 32 tiles of 64 x 128.
+        assert g.plan(32, 4096, 8192) == ("splitk", 4)
         # sm_80's 163 KB: one 96 KB block per SM, 132 slots: 2 splits.
         assert g.plan(1, 8192, 8192, smem_per_sm=163 * 1024) == ("splitk", 2)
         assert g.plan(512, 512, 65536)[0] == "splitk-m128"   # M >= 128: the 128-row tile
@@ -270,15 +283,17 @@ def test_errors():
 
 def test_gpu():
     """CUDA torch tensors: the plan (split-K at M = 1 and 16 against 4100+
-    columns) and forced counts; 4 ulps of the dtype of max|ref|; bit-equal
-    reruns."""
+    columns, also where gemm.tile's 64 x 64 tiles would fill the SMs:
+    16 x 8200, a thin product) and forced counts; 4 ulps of the dtype of
+    max|ref|; bit-equal reruns."""
     if not GPU:
         print("  (CPU run: set TILEC_TEST_DEVICE=cuda for the GPU checks)")
         return
     bounds = {torch.float16: 4 * 2.0 ** -10, torch.bfloat16: 4 * 2.0 ** -7}
     with tilec.Context(device="cuda") as ctx:
         for tdt in (torch.bfloat16, torch.float16):
-            for m, n, k, splits in ((1, 4100, 4999, None), (16, 3001, 8191, None), (100, 1000, 2000, 3),
+            for m, n, k, splits in ((1, 4100, 4999, None), (16, 3001, 8191, None), (16, 8200, 1000, None),
+                                    (100, 1000, 2000, 3),
                                     (128, 520, 65, 1), (16, 3001, 8191, 7)):
                 a = torch.randn((m, k), device="cuda", dtype=tdt)
                 b = torch.randn((k, n), device="cuda", dtype=tdt)

@@ -23,7 +23,7 @@
 #
 # Under scikit-build-core (SKBUILD is set) only what the Python package loads is
 # installed, into the package folder: tilec/lib/libtilert.so,
-# tilec/bin/tilec and tilec/kernels/{flash_attention,gemm,gemm_splitk}.tile
+# tilec/bin/tilec and tilec/kernels/{flash_attention,gemm,gemm_splitk,gemm_thin}.tile
 # (python/tilec/_ffi.py, _cli.py, torch.py and splitk.py look there first).
 
 include(GNUInstallDirs)
@@ -48,7 +48,8 @@ if(SKBUILD)
   # The flagship kernel behind tilec.torch.flash_attention, and the gemms
   # behind tilec.gemm (python/tilec/splitk.py).
   install(FILES ${PROJECT_SOURCE_DIR}/examples/flash_attention.tile ${PROJECT_SOURCE_DIR}/examples/gemm.tile
-                ${PROJECT_SOURCE_DIR}/examples/gemm_splitk.tile DESTINATION tilec/kernels
+                ${PROJECT_SOURCE_DIR}/examples/gemm_splitk.tile ${PROJECT_SOURCE_DIR}/examples/gemm_thin.tile
+                DESTINATION tilec/kernels
           COMPONENT python)
   return()
 endif()

@@ -33,6 +33,7 @@ for dt in f16 bf16; do
   emit "gemm-$dt" "$top/examples/gemm.tile" -D dtype=$dt
   emit "gemm-$dt-big" "$top/examples/gemm.tile" -D dtype=$dt -D block_N=256 -D num_stages=4
   emit "gemm-$dt-small" "$top/examples/gemm.tile" -D dtype=$dt -D block_M=32 -D block_N=32 -D block_K=16 -D M=100 -D N=70 -D K=45
+  emit "gemm-thin-$dt" "$top/examples/gemm_thin.tile" -D dtype=$dt
 done
 emit softmax "$top/examples/softmax.tile"
 emit softmax-37 "$top/examples/softmax.tile" -D N=37

@@ -295,6 +295,7 @@ class Gemm:
         self.splitk_defines = dict(splitk_defines or {})
         self.fused = bool(fused)
         self._gemm = None
+        self._thin = None
         self._splitk = {}  # label -> (partial kernel, reduce kernel, fused kernel)
         self._workspace = None
         self._counters = None  # int32, zero between launches (gemm_splitk_fused)
@@ -317,6 +318,15 @@ class Gemm:
             d.update(self.defines)
             self._gemm = self.ctx.load(example_source("gemm.tile"), defines=d).kernel("gemm")
         return self._gemm
+
+    def thin_kernel(self):
+        """examples/gemm_thin.tile's gemm_thin (C^T = B^T A^T: the variant
+        "thin", for M <= THIN_ROWS; run only when asked for: the plan does
+        not pick it yet, bench/bench_gemm.py times it)."""
+        if self._thin is None:
+            self._thin = self.ctx.load(example_source("gemm_thin.tile"),
+                                       defines={"dtype": self.dtype}).kernel("gemm_thin")
+        return self._thin
 
     def _splitk_module(self, label):
         if label not in self._splitk:
@@ -379,7 +389,8 @@ class Gemm:
                  fused=None):
         """C = A @ B. splits: None (plan from the shape), 1 (gemm.tile) or
         the number of K ranges; variant: the split-K tile's label (default:
-        the plan's, "splitk" when splits are given); fused: split-K in one
+        the plan's, "splitk" when splits are given), or "thin" for
+        gemm_thin.tile over `splits` K ranges (1: one launch); fused: split-K in one
         launch (gemm_splitk_fused) or two (gemm_splitk, splitk_reduce);
         default: the constructor's (True). Returns (variant, splits) as
         run."""
@@ -397,23 +408,19 @@ class Gemm:
         elif int(splits) < 1:
             raise ValueError("tilec.gemm: splits must be >= 1, not %r" % (splits,))
         splits = int(splits)
+        if variant == "thin":
+            return self._call_thin(a, b, c, m, n, splits, stream, workspace)
         if splits == 1:
             self.gemm_kernel()(a, b, c, stream=stream)
             return "gemm", 1
         cflat = _flat_view(c, (m * n,), "C")
         variant = variant if variant and variant != "gemm" else "splitk"
         if variant not in SPLITK_TILES:
-            raise ValueError("tilec.gemm: variant must be one of %s, not %r" % (sorted(SPLITK_TILES), variant))
+            raise ValueError("tilec.gemm: variant must be one of %s, not %r" %
+                             (sorted(SPLITK_TILES) + ["thin"], variant))
         fused = self.fused if fused is None else bool(fused)
         part, reduce = self.splitk_kernels(variant)
-        need = splits * m * n
-        if workspace is None:
-            if self._workspace is None or self._workspace.shape[0] < need or \
-                    (_is_torch(a) and self._workspace.device != a.device) or _is_torch(a) != _is_torch(self._workspace):
-                self._workspace = _alloc_f32(a, need)
-            workspace = self._workspace
-        flat = _flat_view(workspace, (-1,), "workspace")[:need]
-        p3 = _flat_view(flat, (splits, m, n), "workspace")
+        p3 = self.workspace_for(a, splits, m, n, workspace)
         if fused:
             counters = self.counter_buffer(a, self.counter_tiles(m, n, variant))
             try:
@@ -424,10 +431,32 @@ class Gemm:
                 self.reset_counters()
                 raise
             return variant, splits
-        p2 = _flat_view(flat, (splits, m * n), "workspace")
+        p2 = _flat_view(p3, (splits, m * n), "workspace")
         part(a, b, p3, stream=stream)
         reduce(p2, cflat, stream=stream)
         return variant, splits
+
+    def workspace_for(self, like, splits, m, n, workspace=None):
+        """The f32 partials P [splits, m, n]: a view of `workspace` if given,
+        else of the kept buffer (grown, or allocated on like's device)."""
+        need = splits * m * n
+        if workspace is None:
+            w = self._workspace
+            if w is None or w.shape[0] < need or _is_torch(like) != _is_torch(w) or \
+                    (_is_torch(like) and w.device != like.device):
+                self._workspace = _alloc_f32(like, need)
+            workspace = self._workspace
+        return _flat_view(_flat_view(workspace, (-1,), "workspace")[:need], (splits, m, n), "workspace")
+
+    def _call_thin(self, a, b, c, m, n, splits, stream, workspace):
+        """gemm_thin over `splits` K ranges: it writes C itself with one
+        split, else partials that splitk_reduce adds (the "splitk" module's)."""
+        p3 = self.workspace_for(a, splits, m, n, workspace)
+        self.thin_kernel()(a, b, p3, c, stream=stream)
+        if splits > 1:
+            reduce = self.splitk_kernels("splitk")[1]
+            reduce(_flat_view(p3, (splits, m * n), "workspace"), _flat_view(c, (m * n,), "C"), stream=stream)
+        return "thin", splits
 
 
 _cache = {}

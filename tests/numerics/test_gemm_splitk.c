@@ -20,7 +20,13 @@
  * per C tile, exactly as many as the tiles) start at zero and must be zero
  * again after every launch; the second run reuses them as they are. Its C
  * must equal, bit for bit, the first run's and that of the two-kernel path
- * on the same inputs (both add P[0], P[1], ... in that order from 0). */
+ * on the same inputs (both add P[0], P[1], ... in that order from 0).
+ *
+ * --thin: examples/gemm_thin.tile's gemm_thin (C^T = B^T A^T, the thin
+ * product's kernel; --blocks and --define apply to it) as the partial
+ * kernel, gemm_splitk.tile's splitk_reduce after it when splits > 1. With
+ * one split gemm_thin writes C itself and must leave P untouched (still
+ * NaN); no reduce runs. */
 #include "numerics.h"
 
 #include <math.h>
@@ -49,6 +55,40 @@ static bool launch_pair(NumEnv *env, TilertKernel *part, TilertKernel *reduce, H
   return st == TILERT_OK && host_tensor_download(c);
 }
 
+/* gemm_thin on (A, B, P, C), then, for more than one split, splitk_reduce
+ * as launch_pair does; C (and P) downloaded. With one split P must come
+ * back as it went in: poisoned. */
+static bool launch_thin(NumEnv *env, TilertKernel *thin, TilertKernel *reduce, HostTensor *a, HostTensor *b,
+                        HostTensor *p, HostTensor *c) {
+  TilertArg args[] = {tilert_arg_tensor(&a->dl), tilert_arg_tensor(&b->dl), tilert_arg_tensor(&p->dl),
+                      tilert_arg_tensor(&c->dl)};
+  TilertStatus st = tilert_launch(thin, args, 4, NULL);
+  NUM_CHECK(st == TILERT_OK, "launch gemm_thin: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
+  if (st != TILERT_OK) return false;
+  if (p->shape[0] == 1) {
+    if (!host_tensor_download(p) || !host_tensor_download(c)) return false;
+    size_t written = 0;
+    for (size_t i = 0; i < p->numel; i++) written += !isnan(host_tensor_get(p, i));
+    NUM_CHECK(written == 0, "gemm_thin, one split: %zu elements of P written (P is not used then)", written);
+    return written == 0;
+  }
+  int64_t pshape[2] = {p->shape[0], p->shape[1] * p->shape[2]}, cshape[1] = {c->shape[0] * c->shape[1]};
+  DLTensor pflat = p->dl, cflat = c->dl;
+  pflat.ndim = 2, pflat.shape = pshape, pflat.strides = NULL;
+  cflat.ndim = 1, cflat.shape = cshape, cflat.strides = NULL;
+  TilertArg rargs[] = {tilert_arg_tensor(&pflat), tilert_arg_tensor(&cflat)};
+  st = tilert_launch(reduce, rargs, 2, NULL);
+  NUM_CHECK(st == TILERT_OK, "launch splitk_reduce: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
+  return st == TILERT_OK && host_tensor_download(c);
+}
+
+/* The partial kernel of run_case: gemm_thin (four arguments, the reduce
+ * only past one split) or gemm_splitk. */
+static bool launch_case(NumEnv *env, TilertKernel *part, TilertKernel *reduce, bool thin, HostTensor *a,
+                        HostTensor *b, HostTensor *p, HostTensor *c) {
+  return thin ? launch_thin(env, part, reduce, a, b, p, c) : launch_pair(env, part, reduce, a, b, p, c);
+}
+
 /* A and B random in [-1, 1], the partials P [splits, M, N] and C poisoned
  * with NaN, all uploaded. Exits when they cannot be allocated. */
 static void make_inputs(NumEnv *env, DLDataType dtype, Shape s, long splits, HostTensor *a, HostTensor *b,
@@ -68,12 +108,12 @@ static void make_inputs(NumEnv *env, DLDataType dtype, Shape s, long splits, Hos
             "upload failed");
 }
 
-static void run_case(NumEnv *env, TilertKernel *part, TilertKernel *reduce, DLDataType dtype, Shape s,
+static void run_case(NumEnv *env, TilertKernel *part, TilertKernel *reduce, bool thin, DLDataType dtype, Shape s,
                      long splits) {
   HostTensor a, b, p, c;
   make_inputs(env, dtype, s, splits, &a, &b, &p, &c);
   double t0 = host_now_ms();
-  bool ran = launch_pair(env, part, reduce, &a, &b, &p, &c);
+  bool ran = launch_case(env, part, reduce, thin, &a, &b, &p, &c);
   double ms = host_now_ms() - t0;
   if (ran) {
     char label[96];
@@ -86,7 +126,7 @@ static void run_case(NumEnv *env, TilertKernel *part, TilertKernel *reduce, DLDa
     host_tensor_poison(&p);
     host_tensor_poison(&c);
     NUM_CHECK(host_tensor_upload(&p) && host_tensor_upload(&c), "upload failed");
-    if (launch_pair(env, part, reduce, &a, &b, &p, &c))
+    if (launch_case(env, part, reduce, thin, &a, &b, &p, &c))
       NUM_CHECK(memcmp(first, c.host, c.nbytes) == 0, "%ldx%ldx%ld, %ld splits: a second run gave other bits",
                 s.m, s.n, s.k, splits);
     free(first);
@@ -163,7 +203,7 @@ int main(int argc, char **argv) {
   int nshapes = 0;
   long splits[16];
   int nsplits = 0;
-  bool bind = false, fused = false;
+  bool bind = false, fused = false, thin = false;
   TilertDevice device = TILERT_DEVICE_CPU;
   for (int i = 1; i < argc; i++) {
     const char *v;
@@ -172,6 +212,8 @@ int main(int argc, char **argv) {
       bind = true;
     } else if (strcmp(argv[i], "--fused") == 0) {
       fused = true;
+    } else if (strcmp(argv[i], "--thin") == 0) {
+      thin = true;
     } else if (host_opt(argc, argv, &i, "--blocks", &v)) {
       if (!num_arg_blocks(v, blocks)) return 2;
     } else if (host_opt(argc, argv, &i, "--shapes", &v)) {
@@ -198,11 +240,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "--shapes and --splits are required\n");
     return 2;
   }
+  if (thin && fused) {
+    fprintf(stderr, "--thin and --fused do not go together (gemm_thin has no fused form)\n");
+    return 2;
+  }
 
   NumEnv env;
   int rc = num_open(&env, device);
   if (rc != 0) return rc;
-  printf("gemm_splitk: %s, blocks ", dtype_name);
+  printf("%s: %s, blocks ", thin ? "gemm_thin" : "gemm_splitk", dtype_name);
   num_print_blocks(blocks);
   printf(", shapes %s%s\n", bind ? "bound with -D" : "dynamic", fused ? ", fused (gemm_splitk_fused)" : "");
   /* The C tile, for the counter count (the kernel's defaults unless --blocks). */
@@ -214,7 +260,7 @@ int main(int argc, char **argv) {
   num_add_blocks(blocks, defs, &ndefs);
   num_add_defines(&extra, defs, &ndefs);
 
-  TilertModule *mod = NULL;
+  TilertModule *mod = NULL, *thin_mod = NULL;
   TilertKernel *part = NULL, *reduce = NULL, *fk = NULL;
   for (int sh = 0; sh < nshapes; sh++) {
     if (bind || !mod) {
@@ -224,12 +270,26 @@ int main(int argc, char **argv) {
       int nall = ndefs;
       if (bind) num_add_dims(shapes[sh], dims, all, &nall);
       tilert_module_destroy(mod);
+      tilert_module_destroy(thin_mod);
+      mod = thin_mod = NULL;
       part = reduce = fk = NULL;
-      mod = num_load(&env, "gemm_splitk.tile", all, nall);
-      if (!mod || tilert_module_get_kernel(mod, "gemm_splitk", &part) != TILERT_OK ||
-          tilert_module_get_kernel(mod, "splitk_reduce", &reduce) != TILERT_OK) {
-        NUM_CHECK(false, "no kernels gemm_splitk / splitk_reduce: %s", tilert_last_error(env.ctx));
-        break;
+      if (thin) {
+        /* gemm_thin with the blocks and defines; the reduce of gemm_splitk.tile
+         * with the dtype alone (its own tile). */
+        thin_mod = num_load(&env, "gemm_thin.tile", all, nall);
+        mod = num_load(&env, "gemm_splitk.tile", defs, 1);
+        if (!thin_mod || !mod || tilert_module_get_kernel(thin_mod, "gemm_thin", &part) != TILERT_OK ||
+            tilert_module_get_kernel(mod, "splitk_reduce", &reduce) != TILERT_OK) {
+          NUM_CHECK(false, "no kernels gemm_thin / splitk_reduce: %s", tilert_last_error(env.ctx));
+          break;
+        }
+      } else {
+        mod = num_load(&env, "gemm_splitk.tile", all, nall);
+        if (!mod || tilert_module_get_kernel(mod, "gemm_splitk", &part) != TILERT_OK ||
+            tilert_module_get_kernel(mod, "splitk_reduce", &reduce) != TILERT_OK) {
+          NUM_CHECK(false, "no kernels gemm_splitk / splitk_reduce: %s", tilert_last_error(env.ctx));
+          break;
+        }
       }
       if (fused && tilert_module_get_kernel(mod, "gemm_splitk_fused", &fk) != TILERT_OK) {
         NUM_CHECK(false, "no kernel gemm_splitk_fused: %s", tilert_last_error(env.ctx));
@@ -243,8 +303,9 @@ int main(int argc, char **argv) {
       }
       const TilecKernelInfo *pi = tilert_kernel_info(part), *ri = tilert_kernel_info(reduce);
       int want = bind ? 1 : 4;
-      NUM_CHECK(pi && pi->ndynamic == want, "gemm_splitk: expected %d dynamic symbols (%s), got %d", want,
-                bind ? "splits" : "M, K, N, splits", pi ? pi->ndynamic : -1);
+      NUM_CHECK(pi && pi->ndynamic == want, "%s: expected %d dynamic symbols (%s), got %d",
+                thin ? "gemm_thin" : "gemm_splitk", want, bind ? "splits" : "M, K, N, splits",
+                pi ? pi->ndynamic : -1);
       NUM_CHECK(ri && ri->ndynamic == 2, "splitk_reduce: expected 2 dynamic symbols (splits, MN), got %d",
                 ri ? ri->ndynamic : -1);
     }
@@ -252,9 +313,10 @@ int main(int argc, char **argv) {
       if (fused)
         run_case_fused(&env, fk, part, reduce, dtype, shapes[sh], splits[j], block_M, block_N);
       else
-        run_case(&env, part, reduce, dtype, shapes[sh], splits[j]);
+        run_case(&env, part, reduce, thin, dtype, shapes[sh], splits[j]);
     }
   }
+  tilert_module_destroy(thin_mod);
   tilert_module_destroy(mod);
   num_close(&env);
   return num_result("test_gemm_splitk");

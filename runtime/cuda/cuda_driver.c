@@ -48,6 +48,7 @@ enum {
   RT_CU_TMAP_UINT64 = 4,
   RT_CU_TMAP_INTERLEAVE_NONE = 0,
   RT_CU_TMAP_SWIZZLE_NONE = 0, /* 32B = 1, 64B = 2, 128B = 3 */
+  RT_CU_TMAP_L2_PROMOTION_NONE = 0, /* 64B = 1, 128B = 2, 256B = 3 */
   RT_CU_TMAP_L2_PROMOTION_128B = 2,
   RT_CU_TMAP_OOB_FILL_NONE = 0, /* out-of-bounds elements read as zero */
 };
@@ -160,6 +161,7 @@ struct RtCuda {
   CUdevice dev;
   CUcontext ctx;
   int arch, smem_optin, sm_count, nvrtc_version;
+  int tma_l2_promotion; /* CUtensorMapL2promotion of every tensor map ($TILEC_TMA_L2_PROMOTION) */
   bool nvrtc_tried; /* rt_cuda_nvrtc_load ran (and failed, when !libnvrtc) */
   char *nvrtc_path; /* the file the loader opened (dladdr), malloc'd */
   char nvrtc_why[256]; /* why libnvrtc could not be opened */
@@ -335,7 +337,30 @@ unsigned rt_cuda_nvrtc_opens(void) {
   return __atomic_load_n(&rt_cuda_nvrtc_open_count, __ATOMIC_RELAXED);
 }
 
+/* $TILEC_TMA_L2_PROMOTION: how far the L2 widens each TMA load's fetch
+ * from memory ("none", "64", "128" or "256" bytes; unset or empty: 128,
+ * what every tensor map used before there was a choice). An experiment
+ * knob: whether wider fetches help thin products streaming 128-byte box
+ * rows of B (docs/runtime.md). Anything else refuses the device. */
+static bool tma_l2_promotion_from_env(int *out, char *why, size_t cap) {
+  static const struct {
+    const char *text;
+    int value;
+  } choices[] = {{"none", RT_CU_TMAP_L2_PROMOTION_NONE}, {"64", 1}, {"128", RT_CU_TMAP_L2_PROMOTION_128B}, {"256", 3}};
+  const char *env = getenv("TILEC_TMA_L2_PROMOTION");
+  *out = RT_CU_TMAP_L2_PROMOTION_128B;
+  if (!env || !*env) return true;
+  for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++)
+    if (strcmp(env, choices[i].text) == 0) {
+      *out = choices[i].value;
+      return true;
+    }
+  rt_cuda_why(why, cap, "$TILEC_TMA_L2_PROMOTION=%s: expected none, 64, 128 or 256 (bytes)", env);
+  return false;
+}
+
 static bool rt_cuda_open_device(RtCuda *cu, int ordinal, char *why, size_t cap) {
+  if (!tma_l2_promotion_from_env(&cu->tma_l2_promotion, why, cap)) return false;
   cu->libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!cu->libcuda) {
     rt_cuda_why(why, cap, "libcuda.so.1 not found (no NVIDIA driver)");
@@ -833,7 +858,8 @@ static int tmap_swizzle_of(int swizzle_bytes) {
 }
 
 /* The checked descriptor, encoded by the driver (element strides 1, no
- * interleave, 128-byte L2 promotion, zero fill outside the tensor). */
+ * interleave, the device's L2 promotion (128 bytes unless
+ * $TILEC_TMA_L2_PROMOTION says), zero fill outside the tensor). */
 static bool encode_tiled(RtCuda *cu, const char *fn, RtCuTensorMap *out, int type, int rank,
                          RtCuDevPtr base, const uint64_t *dims, const uint64_t *strides,
                          const uint32_t *box, int swizzle) {
@@ -846,7 +872,7 @@ static bool encode_tiled(RtCuda *cu, const char *fn, RtCuTensorMap *out, int typ
   const uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
   if (!CU_CHECK(cu, cuTensorMapEncodeTiled(out, type, (unsigned)rank, (void *)(uintptr_t)base, dims,
                                            strides, box, elem_strides, RT_CU_TMAP_INTERLEAVE_NONE,
-                                           swizzle, RT_CU_TMAP_L2_PROMOTION_128B,
+                                           swizzle, cu->tma_l2_promotion,
                                            RT_CU_TMAP_OOB_FILL_NONE))) {
     memset(out, 0, sizeof *out);
     return false;

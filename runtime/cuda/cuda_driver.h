@@ -190,7 +190,8 @@ typedef struct RtCuTensorMap {
  * land in shared memory as zeros. swizzle_bytes is 0 (rows as they are),
  * 32, 64 or 128 (16-byte chunks of each box row XOR-permuted within
  * 32/64/128 bytes: tilec's tc_swizzle_offset for rows of 2/4/8 chunks).
- * L2 promotion 128 bytes, no interleave, element strides 1.
+ * L2 promotion 128 bytes ($TILEC_TMA_L2_PROMOTION may say otherwise), no
+ * interleave, element strides 1.
  * Checked first, each failure naming the rule: out 64-byte aligned; base
  * 16-byte aligned; both extents in [1, 2^32]; outer_stride_bytes a multiple
  * of 16, at least one row (inner_elems * elem_bytes) and below 2^40; box

@@ -422,6 +422,34 @@ static void test_repack_plan(void) {
   CHECK(rt_repack_mode() == RT_REPACK_ON, "staging is off by default");
 }
 
+/* $TILEC_TMA_L2_PROMOTION is checked before anything else of the device
+ * open (so without a GPU too): a value other than none/64/128/256 refuses
+ * the device with a message naming the variable; the four values and an
+ * empty one get past the check (on a machine without a GPU the open then
+ * fails for the device, not for the variable). */
+static void test_tma_l2_promotion_env(void) {
+  const char *bad[] = {"512", "128B", "yes", "-1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char why[256] = "";
+    setenv("TILEC_TMA_L2_PROMOTION", bad[i], 1);
+    RtCuda *cu = rt_cuda_open(RT_CUDA_DEVICE, 0, why, sizeof why);
+    CHECK(cu == NULL, "TILEC_TMA_L2_PROMOTION=%s opened a device", bad[i]);
+    rt_cuda_close(cu);
+    CHECK_CONTAINS(why, "TILEC_TMA_L2_PROMOTION");
+    CHECK_CONTAINS(why, "expected none, 64, 128 or 256");
+  }
+  const char *good[] = {"none", "64", "128", "256", ""};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    char why[256] = "";
+    setenv("TILEC_TMA_L2_PROMOTION", good[i], 1);
+    RtCuda *cu = rt_cuda_open(RT_CUDA_DEVICE, 0, why, sizeof why);
+    CHECK(cu != NULL || strstr(why, "TILEC_TMA_L2_PROMOTION") == NULL, "TILEC_TMA_L2_PROMOTION=%s refused: %s",
+          good[i], why);
+    rt_cuda_close(cu);
+  }
+  unsetenv("TILEC_TMA_L2_PROMOTION");
+}
+
 /* rt_repack_alloc where no device memory can be had (a handle opened for
  * nothing): each (stream, parameter) still gets its entry in the kernel's
  * cache before the allocation fails, so nine streams grow the array past
@@ -545,6 +573,7 @@ int main(void) {
   test_same_signature();
   test_repack_plan();
   test_repack_alloc_no_device();
+  test_tma_l2_promotion_env();
   test_tma_strides();
   test_tma_rows_split_lines();
   test_sha256();

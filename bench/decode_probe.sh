@@ -1,0 +1,46 @@
+#!/bin/sh
+# decode_probe.sh - one device call (about 5-7 minutes on an H100/H200, build/
+# carried) that answers the eighteenth session's open questions about the
+# thin products (M <= 16) of issue 14, whose code was written without a GPU:
+#
+#   1. correctness: the gpu tests of examples/gemm_thin.tile (numerics at
+#      ragged sizes, memcheck / racecheck / synccheck) and tilec.gemm's
+#      plan on CUDA tensors (python.splitk.gpu: the thin rule's split-K);
+#   2. speed: bench_gemm.py on the thin rows (bf16 and f16; M = 1, 16 against
+#      8192 and 4096, and M = 64 as the control the thin rule leaves alone):
+#      the plan (split-K on every block slot) against gemm.tile and the
+#      thin/S columns (gemm_thin.tile), all against torch.matmul;
+#   3. the same rows with every tensor map's L2 promotion at 256 bytes
+#      ($TILEC_TMA_L2_PROMOTION=256) in a second process: do wider DRAM
+#      fetches help the 128-byte box rows of B?
+#   4. the flagship's one miss (dim 64 causal 2048) with the default and the
+#      256-byte promotion, timed in alternation with cuDNN, one process each.
+#
+# Usage on the device machine: sh bench/decode_probe.sh   (logs under $OUT,
+# default ./decode-probe-out; the short tables print last).
+OUT=${OUT:-decode-probe-out}
+mkdir -p "$OUT"
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here" || exit 1
+export TILEC_BUILD_DIR="$here/build" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader >"$OUT/gpu.txt" 2>&1
+ctest --test-dir build -L gpu -R "gemm_thin|splitk" --output-on-failure >"$OUT/ctest.log" 2>&1
+shapes=1x8192x8192,16x8192x8192,1x4096x4096,16x4096x4096,64x8192x8192
+python3 bench/bench_gemm.py --shapes $shapes --dtypes bf16,f16 --out-dir "$OUT/p128" >"$OUT/gemm-p128.log" 2>&1
+TILEC_TMA_L2_PROMOTION=256 python3 bench/bench_gemm.py --shapes $shapes --dtypes bf16 \
+  --out-dir "$OUT/p256" >"$OUT/gemm-p256.log" 2>&1
+for p in 128 256; do
+  TILEC_TMA_L2_PROMOTION=$p python3 bench/bench_alternating.py --attention --dims 64 --seqlens 2048 --causal yes \
+    --rep-ms 800 --out-dir "$OUT/att-p$p" >"$OUT/att-p$p.log" 2>&1
+done
+echo "== $(cat "$OUT/gpu.txt")"
+echo "== gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
+grep -E '\*\*\*Failed|Timeout' "$OUT/ctest.log"
+for f in "$OUT"/p128/*-gemm.md "$OUT"/p256/*-gemm.md; do
+  echo "== $f"
+  grep '^|' "$f"
+done
+for p in 128 256; do
+  echo "== attention, L2 promotion $p"
+  grep -E '^\||Worst' "$OUT"/att-p$p/*-alternating.md
+done

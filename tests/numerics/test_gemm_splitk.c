@@ -38,25 +38,29 @@ static double bound_for(DLDataType t) { return 4 * host_dtype_eps(t); }
 
 typedef NumShape Shape;
 
-static bool launch_pair(NumEnv *env, TilertKernel *part, TilertKernel *reduce, HostTensor *a,
-                        HostTensor *b, HostTensor *p, HostTensor *c) {
-  TilertArg pargs[] = {tilert_arg_tensor(&a->dl), tilert_arg_tensor(&b->dl), tilert_arg_tensor(&p->dl)};
-  TilertStatus st = tilert_launch(part, pargs, 3, NULL);
-  NUM_CHECK(st == TILERT_OK, "launch gemm_splitk: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
-  if (st != TILERT_OK) return false;
-  /* The reduce's flat views of P [splits, M * N] and C [M * N]. */
+/* splitk_reduce on P and C seen flat ([splits, M * N] and [M * N], as the
+ * host helper passes them), then C downloaded. */
+static bool launch_reduce(NumEnv *env, TilertKernel *reduce, HostTensor *p, HostTensor *c) {
   int64_t pshape[2] = {p->shape[0], p->shape[1] * p->shape[2]}, cshape[1] = {c->shape[0] * c->shape[1]};
   DLTensor pflat = p->dl, cflat = c->dl;
   pflat.ndim = 2, pflat.shape = pshape, pflat.strides = NULL;
   cflat.ndim = 1, cflat.shape = cshape, cflat.strides = NULL;
   TilertArg rargs[] = {tilert_arg_tensor(&pflat), tilert_arg_tensor(&cflat)};
-  st = tilert_launch(reduce, rargs, 2, NULL);
+  TilertStatus st = tilert_launch(reduce, rargs, 2, NULL);
   NUM_CHECK(st == TILERT_OK, "launch splitk_reduce: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
   return st == TILERT_OK && host_tensor_download(c);
 }
 
-/* gemm_thin on (A, B, P, C), then, for more than one split, splitk_reduce
- * as launch_pair does; C (and P) downloaded. With one split P must come
+static bool launch_pair(NumEnv *env, TilertKernel *part, TilertKernel *reduce, HostTensor *a,
+                        HostTensor *b, HostTensor *p, HostTensor *c) {
+  TilertArg pargs[] = {tilert_arg_tensor(&a->dl), tilert_arg_tensor(&b->dl), tilert_arg_tensor(&p->dl)};
+  TilertStatus st = tilert_launch(part, pargs, 3, NULL);
+  NUM_CHECK(st == TILERT_OK, "launch gemm_splitk: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
+  return st == TILERT_OK && launch_reduce(env, reduce, p, c);
+}
+
+/* gemm_thin on (A, B, P, C), then, for more than one split, splitk_reduce;
+ * C (and P) downloaded. With one split P must come
  * back as it went in: poisoned. */
 static bool launch_thin(NumEnv *env, TilertKernel *thin, TilertKernel *reduce, HostTensor *a, HostTensor *b,
                         HostTensor *p, HostTensor *c) {
@@ -72,14 +76,7 @@ static bool launch_thin(NumEnv *env, TilertKernel *thin, TilertKernel *reduce, H
     NUM_CHECK(written == 0, "gemm_thin, one split: %zu elements of P written (P is not used then)", written);
     return written == 0;
   }
-  int64_t pshape[2] = {p->shape[0], p->shape[1] * p->shape[2]}, cshape[1] = {c->shape[0] * c->shape[1]};
-  DLTensor pflat = p->dl, cflat = c->dl;
-  pflat.ndim = 2, pflat.shape = pshape, pflat.strides = NULL;
-  cflat.ndim = 1, cflat.shape = cshape, cflat.strides = NULL;
-  TilertArg rargs[] = {tilert_arg_tensor(&pflat), tilert_arg_tensor(&cflat)};
-  st = tilert_launch(reduce, rargs, 2, NULL);
-  NUM_CHECK(st == TILERT_OK, "launch splitk_reduce: %s: %s", tilert_strerror(st), tilert_last_error(env->ctx));
-  return st == TILERT_OK && host_tensor_download(c);
+  return launch_reduce(env, reduce, p, c);
 }
 
 /* The partial kernel of run_case: gemm_thin (four arguments, the reduce

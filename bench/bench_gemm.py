@@ -21,7 +21,9 @@ What it measures, for every shape M x N x K of the grid and each dtype
   thin/S      examples/gemm_thin.tile (C^T = B^T A^T: a 16-row A tile, so
               16 stages of B fit) over S K ranges, for M <= THIN_ROWS (16):
               one launch at S = 1, else partials + splitk_reduce (not in the
-              plan yet: this column is how it is judged);
+              plan yet: this column is how it is judged); thin-n128/S the
+              same with 128 columns (256-byte rows of B, 12 stages on sm_90a,
+              warp-specialized; tilec.splitk.THIN_TILES);
   plan        what tilec.gemm() runs for the shape (Gemm.plan: one of the
               above), the figure a user gets without choosing;
   --bound     adds gemm-bound and splitk-bound/S: M, N, K bound with -D
@@ -141,12 +143,13 @@ def two_kernel_fn(g, a, b, c, splits, stream):
     return fn
 
 
-def thin_fn(g, a, b, c, splits, stream):
-    """gemm_thin (examples/gemm_thin.tile) bound on g's workspace, and
-    splitk_reduce after it for more than one split, one callable."""
+def thin_fn(g, label, a, b, c, splits, stream):
+    """gemm_thin (examples/gemm_thin.tile, the THIN_TILES build `label`)
+    bound on g's workspace, and splitk_reduce after it for more than one
+    split, one callable."""
     m, n = c.shape
     p3 = g.workspace_for(a, splits, m, n)
-    launches = [g.thin_kernel().bind(a, b, p3, c, stream=stream)]
+    launches = [g.thin_kernel(label).bind(a, b, p3, c, stream=stream)]
     if splits > 1:
         reduce = g.splitk_kernels("splitk")[1]
         launches.append(reduce.bind(p3.view(splits, m * n), c.view(m * n), stream=stream))
@@ -235,8 +238,8 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
             if not err <= BOUND[dt]:
                 variants[label] = {"error": "wrong result: error %.3g > %.0e" % (err, BOUND[dt]), "err": err}
                 return
-            if variant == "thin":
-                fn = thin_fn(g, a, b, c, splits, stream)
+            if variant in tilec.splitk.THIN_TILES:
+                fn = thin_fn(g, variant, a, b, c, splits, stream)
             elif splits == 1:
                 fn = g.gemm_kernel().bind(a, b, c, stream=stream)
             elif fused:
@@ -258,14 +261,15 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
             measure("%s/%d" % (label, s), gemm_obj(dt, label), s)
             measure("%s/%d/2k" % (label, s), gemm_obj(dt, label), s, fused=False)
     if m <= tilec.splitk.THIN_ROWS:
-        # examples/gemm_thin.tile (C^T = B^T A^T, 16 stages of 16-row A tiles):
-        # one launch where its 64-column tiles fill the SMs, else enough
+        # examples/gemm_thin.tile (C^T = B^T A^T, 16-row A tiles) in each of
+        # its builds: one launch where its tiles fill the SMs, else enough
         # splits for one block per SM, and twice that.
-        tiles = -(-n // 64) * -(-m // 16)
-        s1 = next((s for s in range(1, 33) if tiles * s * 10 >= sms * 9), 32)
-        for s in sorted({s1, 2 * s1} | ({1} if s1 > 1 else set())):
-            if s == 1 or -(-k // 64) // s >= 4:
-                measure("thin/%d" % s, gemm_obj(dt, "gemm"), s, variant="thin")
+        for label, extra in tilec.splitk.THIN_TILES.items():
+            tiles = -(-n // int(extra.get("block_N", 64))) * -(-m // 16)
+            s1 = next((s for s in range(1, 33) if tiles * s * 10 >= sms * 9), 32)
+            for s in sorted({s1, 2 * s1} | ({1} if s1 > 1 else set())):
+                if s == 1 or -(-k // 64) // s >= 4:
+                    measure("%s/%d" % (label, s), gemm_obj(dt, "gemm"), s, variant=label)
     if row.get("bound"):
         # M, N, K bound with -D: on sm_90a the copies become TMA boxes where
         # the row strides are 16-byte aligned (one compile per shape).

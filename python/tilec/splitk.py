@@ -66,7 +66,8 @@ import os
 
 from . import _ffi
 
-__all__ = ["Gemm", "gemm", "choose_splits", "gemm_tile_for", "example_source", "SPLITK_DEFAULTS", "SPLITK_TILES"]
+__all__ = ["Gemm", "gemm", "choose_splits", "gemm_tile_for", "example_source", "SPLITK_DEFAULTS", "SPLITK_TILES",
+           "THIN_TILES", "THIN_ROWS"]
 
 # gemm_splitk.tile's default tile (block_M, block_N, block_K, num_stages,
 # threads); keep in step with the file.
@@ -79,6 +80,14 @@ SPLITK_DEFAULTS = {"block_M": 64, "block_N": 128, "block_K": 64, "num_stages": 4
 # 128 x 8192 x 8192 unchanged.
 SPLITK_TILES = {"splitk": {}, "splitk-m128": {"block_M": 128, "threads": 256, "num_stages": 6},
                 "splitk-n64": {"block_M": 128, "block_N": 64, "block_K": 128, "threads": 256}}
+
+
+# examples/gemm_thin.tile's builds (defines over its defaults: 16 x 64
+# tiles, 16 stages, one warpgroup), the variants "thin" and "thin-n128"
+# (128 columns: 256-byte rows of B per TMA box row, two consumer
+# warpgroups and a producer, 12 stages on sm_90a). Neither is in the plan yet:
+# bench/bench_gemm.py times both beside it.
+THIN_TILES = {"thin": {}, "thin-n128": {"block_N": 128, "threads": 256}}
 
 
 def gemm_tile_for(m, n, sm90=True):
@@ -295,7 +304,7 @@ class Gemm:
         self.splitk_defines = dict(splitk_defines or {})
         self.fused = bool(fused)
         self._gemm = None
-        self._thin = None
+        self._thin = {}  # THIN_TILES label -> gemm_thin kernel
         self._splitk = {}  # label -> (partial kernel, reduce kernel, fused kernel)
         self._workspace = None
         self._counters = None  # int32, zero between launches (gemm_splitk_fused)
@@ -319,14 +328,15 @@ class Gemm:
             self._gemm = self.ctx.load(example_source("gemm.tile"), defines=d).kernel("gemm")
         return self._gemm
 
-    def thin_kernel(self):
-        """examples/gemm_thin.tile's gemm_thin (C^T = B^T A^T: the variant
-        "thin", for M <= THIN_ROWS; run only when asked for: the plan does
-        not pick it yet, bench/bench_gemm.py times it)."""
-        if self._thin is None:
-            self._thin = self.ctx.load(example_source("gemm_thin.tile"),
-                                       defines={"dtype": self.dtype}).kernel("gemm_thin")
-        return self._thin
+    def thin_kernel(self, label="thin"):
+        """examples/gemm_thin.tile's gemm_thin (C^T = B^T A^T, for M <=
+        THIN_ROWS) built with THIN_TILES[label]; run only when asked for:
+        the plan does not pick it yet, bench/bench_gemm.py times it."""
+        if label not in self._thin:
+            d = {"dtype": self.dtype}
+            d.update(THIN_TILES[label])
+            self._thin[label] = self.ctx.load(example_source("gemm_thin.tile"), defines=d).kernel("gemm_thin")
+        return self._thin[label]
 
     def _splitk_module(self, label):
         if label not in self._splitk:
@@ -389,8 +399,8 @@ class Gemm:
                  fused=None):
         """C = A @ B. splits: None (plan from the shape), 1 (gemm.tile) or
         the number of K ranges; variant: the split-K tile's label (default:
-        the plan's, "splitk" when splits are given), or "thin" for
-        gemm_thin.tile over `splits` K ranges (1: one launch); fused: split-K in one
+        the plan's, "splitk" when splits are given), or a THIN_TILES label
+        for gemm_thin.tile over `splits` K ranges (1: one launch); fused: split-K in one
         launch (gemm_splitk_fused) or two (gemm_splitk, splitk_reduce);
         default: the constructor's (True). Returns (variant, splits) as
         run."""
@@ -408,8 +418,8 @@ class Gemm:
         elif int(splits) < 1:
             raise ValueError("tilec.gemm: splits must be >= 1, not %r" % (splits,))
         splits = int(splits)
-        if variant == "thin":
-            return self._call_thin(a, b, c, m, n, splits, stream, workspace)
+        if variant in THIN_TILES:
+            return self._call_thin(variant, a, b, c, m, n, splits, stream, workspace)
         if splits == 1:
             self.gemm_kernel()(a, b, c, stream=stream)
             return "gemm", 1
@@ -417,7 +427,7 @@ class Gemm:
         variant = variant if variant and variant != "gemm" else "splitk"
         if variant not in SPLITK_TILES:
             raise ValueError("tilec.gemm: variant must be one of %s, not %r" %
-                             (sorted(SPLITK_TILES) + ["thin"], variant))
+                             (sorted(SPLITK_TILES) + sorted(THIN_TILES), variant))
         fused = self.fused if fused is None else bool(fused)
         part, reduce = self.splitk_kernels(variant)
         p3 = self.workspace_for(a, splits, m, n, workspace)
@@ -448,15 +458,15 @@ class Gemm:
             workspace = self._workspace
         return _flat_view(_flat_view(workspace, (-1,), "workspace")[:need], (splits, m, n), "workspace")
 
-    def _call_thin(self, a, b, c, m, n, splits, stream, workspace):
+    def _call_thin(self, label, a, b, c, m, n, splits, stream, workspace):
         """gemm_thin over `splits` K ranges: it writes C itself with one
         split, else partials that splitk_reduce adds (the "splitk" module's)."""
         p3 = self.workspace_for(a, splits, m, n, workspace)
-        self.thin_kernel()(a, b, p3, c, stream=stream)
+        self.thin_kernel(label)(a, b, p3, c, stream=stream)
         if splits > 1:
             reduce = self.splitk_kernels("splitk")[1]
             reduce(_flat_view(p3, (splits, m * n), "workspace"), _flat_view(c, (m * n,), "C"), stream=stream)
-        return "thin", splits
+        return label, splits
 
 
 _cache = {}

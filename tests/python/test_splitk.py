@@ -204,15 +204,17 @@ def test_thin_variant():
     # reference, and reruns bit-equal (no atomics).
     with harness.cpu_context() as ctx:
         g = splitk.Gemm(ctx, "f16")
-        for m, n, k in ((1, 70, 300), (16, 100, 300), (17, 33, 64)):
-            a, b, ref = product(m, n, k)
-            for s in (1, 3):
-                c = harness.poisoned((m, n), np.float16)
-                assert g(a, b, c, splits=s, variant="thin") == ("thin", s)
-                harness.check_close("thin %dx%dx%d, splits %d" % (m, n, k, s), c, ref, BOUND)
-                again = harness.poisoned((m, n), np.float16)
-                g(a, b, again, splits=s, variant="thin")
-                assert np.array_equal(c.view(np.uint16), again.view(np.uint16)), "thin: a rerun gave other bits"
+        for label in splitk.THIN_TILES:
+            for m, n, k in ((1, 70, 300), (16, 200, 300), (17, 33, 64)):
+                a, b, ref = product(m, n, k)
+                for s in (1, 3):
+                    c = harness.poisoned((m, n), np.float16)
+                    assert g(a, b, c, splits=s, variant=label) == (label, s)
+                    harness.check_close("%s %dx%dx%d, splits %d" % (label, m, n, k, s), c, ref, BOUND)
+                    again = harness.poisoned((m, n), np.float16)
+                    g(a, b, again, splits=s, variant=label)
+                    assert np.array_equal(c.view(np.uint16), again.view(np.uint16)), \
+                        "%s: a rerun gave other bits" % label
 
 
 def test_counters():
@@ -328,12 +330,13 @@ def test_gpu():
                 assert torch.equal(c.view(torch.int16), again.view(torch.int16)), "rerun differs"
                 if m <= splitk.THIN_ROWS:  # gemm_thin.tile: one launch (1 split), partials + reduce (3)
                     g = splitk.Gemm(ctx, "bf16" if tdt == torch.bfloat16 else "f16")
-                    for s in (1, 3):
-                        thin = torch.full_like(c, float("nan"))
-                        assert g(a, b, thin, splits=s, variant="thin") == ("thin", s)
-                        torch.cuda.synchronize()
-                        harness.check_close("%s %dx%dx%d thin/%d" % (tdt, m, n, k, s),
-                                            thin.double().cpu().numpy(), ref.cpu().numpy(), bounds[tdt])
+                    for label in splitk.THIN_TILES:
+                        for s in (1, 3):
+                            thin = torch.full_like(c, float("nan"))
+                            assert g(a, b, thin, splits=s, variant=label) == (label, s)
+                            torch.cuda.synchronize()
+                            harness.check_close("%s %dx%dx%d %s/%d" % (tdt, m, n, k, label, s),
+                                                thin.double().cpu().numpy(), ref.cpu().numpy(), bounds[tdt])
                 if ran[1] > 1:  # split-K ran fused: the two-kernel path gives the same bits
                     two = torch.full_like(c, float("nan"))
                     tilec.gemm(ctx, a, b, two, splits=ran[1], fused=False)

@@ -1,7 +1,9 @@
 #!/bin/sh
-# decode_probe.sh - one device call (about 5-7 minutes on an H100/H200, build/
-# carried) that answers the eighteenth session's open questions about the
-# thin products (M <= 16) of issue 14, whose code was written without a GPU:
+# decode_probe.sh [STEP...] - device calls (build/ carried) that answer the
+# eighteenth session's open questions about the thin products (M <= 16) of
+# issue 14, whose code was written without a GPU. Steps (default: all, which
+# may not fit one 10-minute command; `tests` alone and `gemm attention`
+# each should):
 #
 #   1. correctness: the gpu tests of examples/gemm_thin.tile (numerics at
 #      ragged sizes, memcheck / racecheck / synccheck) and tilec.gemm's
@@ -16,31 +18,39 @@
 #   4. the flagship's one miss (dim 64 causal 2048) with the default and the
 #      256-byte promotion, timed in alternation with cuDNN, one process each.
 #
-# Usage on the device machine: sh bench/decode_probe.sh   (logs under $OUT,
-# default ./decode-probe-out; the short tables print last).
+# Steps: tests (1), gemm (2 and 3), attention (4). Usage on the device
+# machine: sh bench/decode_probe.sh tests; sh bench/decode_probe.sh gemm
+# attention (logs under $OUT, default ./decode-probe-out; tables last).
 OUT=${OUT:-decode-probe-out}
 mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here" || exit 1
 export TILEC_BUILD_DIR="$here/build" PYTHONUNBUFFERED=1
+[ $# -eq 0 ] && set -- tests gemm attention
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader >"$OUT/gpu.txt" 2>&1
-ctest --test-dir build -L gpu -R "gemm_thin|splitk" --output-on-failure >"$OUT/ctest.log" 2>&1
-shapes=1x8192x8192,16x8192x8192,1x4096x4096,16x4096x4096,64x8192x8192
-python3 bench/bench_gemm.py --shapes $shapes --dtypes bf16,f16 --out-dir "$OUT/p128" >"$OUT/gemm-p128.log" 2>&1
-TILEC_TMA_L2_PROMOTION=256 python3 bench/bench_gemm.py --shapes $shapes --dtypes bf16 \
-  --out-dir "$OUT/p256" >"$OUT/gemm-p256.log" 2>&1
-for p in 128 256; do
-  TILEC_TMA_L2_PROMOTION=$p python3 bench/bench_alternating.py --attention --dims 64 --seqlens 2048 --causal yes \
-    --rep-ms 800 --out-dir "$OUT/att-p$p" >"$OUT/att-p$p.log" 2>&1
-done
 echo "== $(cat "$OUT/gpu.txt")"
-echo "== gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
-grep -E '\*\*\*Failed|Timeout' "$OUT/ctest.log"
-for f in "$OUT"/p128/*-gemm.md "$OUT"/p256/*-gemm.md; do
-  echo "== $f"
-  grep '^|' "$f"
-done
-for p in 128 256; do
-  echo "== attention, L2 promotion $p"
-  grep -E '^\||Worst' "$OUT"/att-p$p/*-alternating.md
+shapes=1x8192x8192,16x8192x8192,1x4096x4096,16x4096x4096,64x8192x8192
+for step in "$@"; do
+  case $step in
+    tests)
+      ctest --test-dir build -L gpu -R "gemm_thin|splitk" --output-on-failure >"$OUT/ctest.log" 2>&1
+      echo "== gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
+      grep -E '\*\*\*Failed|Timeout' "$OUT/ctest.log" ;;
+    gemm)
+      python3 bench/bench_gemm.py --shapes $shapes --dtypes bf16,f16 --out-dir "$OUT/p128" >"$OUT/gemm-p128.log" 2>&1
+      TILEC_TMA_L2_PROMOTION=256 python3 bench/bench_gemm.py --shapes $shapes --dtypes bf16 \
+        --out-dir "$OUT/p256" >"$OUT/gemm-p256.log" 2>&1
+      for f in "$OUT"/p128/*-gemm.md "$OUT"/p256/*-gemm.md; do
+        echo "== $f"
+        grep '^|' "$f"
+      done ;;
+    attention)
+      for p in 128 256; do
+        TILEC_TMA_L2_PROMOTION=$p python3 bench/bench_alternating.py --attention --dims 64 --seqlens 2048 \
+          --causal yes --rep-ms 800 --out-dir "$OUT/att-p$p" >"$OUT/att-p$p.log" 2>&1
+        echo "== attention, L2 promotion $p"
+        grep -E '^\||Worst' "$OUT"/att-p$p/*-alternating.md
+      done ;;
+    *) echo "decode_probe.sh: unknown step $step (tests, gemm, attention)" >&2; exit 2 ;;
+  esac
 done

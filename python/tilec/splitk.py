@@ -165,7 +165,9 @@ def choose_splits(m, n, k, num_sms, block_M=64, block_N=128, block_K=64, blocks_
     min_k_tiles K tiles. What
     bench/bench_gemm.py measured on an H100 (2026-11-23, session 3): 2
     splits best at M = 1, 16, 64 and N = 64 against 8192 x 8192 (4 gave
-    0.85x where 2 gave 0.91x at M = 64), 8 at 512 x 512 x 65536."""
+    0.85x where 2 gave 0.91x at M = 64), 8 at 512 x 512 x 65536; the thin
+    rule came later, from the H200 (THIN_ROWS: 4 splits at M = 1 and 16,
+    where the H100 now reads 1-2 % below 2 splits)."""
     if min(m, n, k, num_sms, blocks_per_sm) < 1:
         raise ValueError("choose_splits: sizes, num_sms and blocks_per_sm must be positive")
     tiles = _cdiv(m, block_M) * _cdiv(n, block_N)

@@ -141,7 +141,7 @@ static bool tma_only(const IrKernel *k, const IrBuffer *b) {
   return u.tma > 0 && u.other == 0;
 }
 
-static void build_infos(TilecResult *r) {
+static void build_infos(TilecResult *r, bool fast_division) {
   IrModule *m = r->module;
   r->nkernels = m->nkernels;
   r->kernels = ARENA_NEW_ARRAY(r->arena, TilecKernelInfo, m->nkernels ? m->nkernels : 1);
@@ -190,6 +190,7 @@ static void build_infos(TilecResult *r) {
     info->persistent = k->persistent;
     info->cluster = k->cluster;
     info->pdl_sync = k->pdl_sync;
+    info->fast_division = fast_division && k->persistent;
   }
 }
 
@@ -377,7 +378,7 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
   observe(r->module, 0, "sema", &ctx);
   PassOptions popts = {target, options->defines, options->ndefines, options->no_tma, options->cluster_multicast};
   if (!pass_run_pipeline(r->module, &popts, r->diag, observe, &ctx) || ctx.failed) return 1;
-  build_infos(r);
+  build_infos(r, options->fast_division && options->emit == TILEC_EMIT_CUDA);
 
   StrBuf sb;
   sb_init(&sb);
@@ -395,7 +396,7 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
     }
     break;
   case TILEC_EMIT_CUDA:
-    if (!emit_cuda_module(r->module, &sb, r->diag)) {
+    if (!emit_cuda_module(r->module, &sb, r->diag, options->fast_division)) {
       sb_free(&sb);
       return 1;
     }

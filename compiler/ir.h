@@ -203,6 +203,13 @@ struct IrExpr {
   IrExprKind kind;
   DType dtype;         /* integer expressions are i64; conditions are bool */
   SrcLoc loc;
+  /* BINARY DIV or MOD that pass persistent built to split a tile index over
+   * the grid's extents: the dividend lies in [0, 2 * tiles), the divisor in
+   * [1, 16 * tiles] and is fixed for the launch, and the runtime launches
+   * no such kernel of TILEC_MAX_PERSISTENT_TILES (2^26) tiles or more, so
+   * both are below 2^31: what the CUDA backend's fast division
+   * (TilecOptions.fast_division) needs. Copies and ir_simplify keep it. */
+  bool tile_split;
   union {
     int64_t int_value;   /* INT (also BOOL constants: 0/1) */
     double float_value;  /* FLOAT (may be +-INFINITY) */

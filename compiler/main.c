@@ -43,6 +43,8 @@ static const char usage[] =
     "                         the runtime launches when TMA cannot take a tensor)\n"
     "  --cluster-multicast    sm_90a, experimental: persistent GEMMs pair tiles in 2-block\n"
     "                         clusters that share B through multicast TMA (slower today)\n"
+    "  --fast-division        CUDA, experimental: / and % inside loops by divisors fixed\n"
+    "                         for the launch through multipliers computed once per block\n"
     "  --shape-class=N        the build for shape choices N (bit i set: the module's\n"
     "                         condition #i on a launch-time shape holds; default 0)\n"
     "  --dump-ir=DIR          write DIR/NN-<pass>.tir after every pass\n"
@@ -254,6 +256,8 @@ int main(int argc, char **argv) {
       o.no_tma = true;
     } else if (strcmp(a, "--cluster-multicast") == 0) {
       o.cluster_multicast = true;
+    } else if (strcmp(a, "--fast-division") == 0) {
+      o.fast_division = true;
     } else if (strncmp(a, "--shape-class=", 14) == 0) {
       char *end;
       errno = 0;
@@ -288,6 +292,8 @@ int main(int argc, char **argv) {
   if (!input) return bad_usage("%s", "no input file");
   if (!target_given) o.target = o.emit == TILEC_EMIT_CUDA ? TILEC_TARGET_SM80 : TILEC_TARGET_CPU;
   if (o.no_tma && aot) return bad_usage("%s", "--no-tma goes with --emit=cuda|ir (the runtime builds that variant itself)");
+  if (o.fast_division && aot)
+    return bad_usage("%s", "--fast-division goes with --emit=cuda (--emit=cubin|ptx: set $TILEC_FAST_DIVISION=1)");
   if (cache_dir && aot != 1) return bad_usage("%s", "--cache-dir goes with --emit=cubin");
   if (aot && o.target == TILEC_TARGET_CPU)
     return bad_usage("%s", "--emit=cubin and --emit=ptx need a GPU --target (sm_80 or sm_90a)");

@@ -283,6 +283,7 @@ IrExpr *ir_simplify(IrModule *m, IrExpr *e) {
   case IR_EXPR_BINARY: {
     IrExpr *a = ir_simplify(m, e->u.op.a), *b = ir_simplify(m, e->u.op.b);
     IrExpr *n = (a == e->u.op.a && b == e->u.op.b) ? e : ir_binary(m, e->u.op.op, a, b, e->loc);
+    n->tile_split = e->tile_split; /* the same values: the same range */
     return simplify_binary(m, n);
   }
   case IR_EXPR_SELECT: {

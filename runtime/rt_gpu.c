@@ -695,6 +695,12 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
        * whole pairs, and the grid is a whole number of clusters. */
       tiles = grid[0] * ((grid[1] + 1) / 2 * 2) * grid[2];
     }
+    if (info->fast_division && tiles >= TILEC_MAX_PERSISTENT_TILES) {
+      st = rt_error(ctx, TILERT_INVALID_ARGUMENT,
+                    "%s: %lld tiles; built with fast division ($TILEC_FAST_DIVISION=1) it takes fewer than %d",
+                    info->name, (long long)tiles, (int)TILEC_MAX_PERSISTENT_TILES);
+      goto done;
+    }
     g3[0] = (unsigned)(tiles < slots ? tiles : slots);
     g3[1] = g3[2] = 1;
   }

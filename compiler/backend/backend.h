@@ -38,7 +38,7 @@ void emit_c_fp8_prelude(StrBuf *out);
  * tensors (device pointers), the scalars, then every dynamic symbol as
  * long long, launched with TilecKernelInfo.threads threads and
  * TilecKernelInfo.shared_bytes of dynamic shared memory. Includes only
- * "tilec_tile.cuh" (runtime/device/). */
-bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag);
+ * "tilec_tile.cuh" (runtime/device/). fast_division: TilecOptions'. */
+bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag, bool fast_division);
 
 #endif

@@ -61,6 +61,12 @@ typedef struct TilecOptions {
                                2-block clusters sharing B by multicast TMA (pass
                                persistent; measured slower on an H100, so off by default;
                                the runtime sets it from $TILEC_CLUSTER_MULTICAST=1) */
+  bool fast_division;       /* CUDA, experimental: integer / and % inside loops by divisors
+                               fixed for the launch (a persistent kernel's tile index
+                               over the grid's extents) through multipliers computed
+                               once per block (runtime/device/tilec_fastdiv.cuh; not
+                               yet measured on a GPU, so off by default; the runtime
+                               sets it from $TILEC_FAST_DIVISION=1) */
   unsigned shape_class;     /* which way each shape choice goes in this build: bit i
                                set = condition i holds (docs/language.md, "Shape
                                choices"); 0, every condition false, by default */
@@ -135,7 +141,16 @@ typedef struct TilecKernelInfo {
    * kernel before it in the stream): launch it with programmatic stream
    * serialization so it can start under that kernel's tail. */
   int pdl_sync;
+  /* CUDA (TilecOptions.fast_division): the persistent kernel splits its tile
+   * index with multipliers that hold only below TILEC_MAX_PERSISTENT_TILES
+   * tiles; the runtime refuses a launch of more. */
+  int fast_division;
 } TilecKernelInfo;
+
+/* The tiles a persistent kernel built with fast_division may walk
+ * (IrExpr.tile_split's range: dividends below twice this, divisors up to 16
+ * times it, both under 2^31). */
+enum { TILEC_MAX_PERSISTENT_TILES = 1 << 26 };
 
 typedef struct TilecResult TilecResult;
 

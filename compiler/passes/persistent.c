@@ -640,6 +640,13 @@ static IrExpr *let_ref(IrModule *m, IrStmt *seq, const char *name, IrExpr *value
  * cluster: tile is a slot of the pair grid (x, ceil(y / 2), z): slot / 2
  * picks the pair as above, slot % 2 (the block's rank in its cluster, the
  * loop stepping by an even gridDim.x) its y within the pair. */
+/* e (a DIV or MOD of a tile index by grid extents), marked as such
+ * (IrExpr.tile_split: its operands' range is known). */
+static IrExpr *split(IrExpr *e) {
+  e->tile_split = true;
+  return e;
+}
+
 static void tile_indices(IrModule *m, const IrKernel *k, IrVar *tile, bool cluster, IrStmt *seq,
                          IrVar *out[IR_MAX_GRID]) {
   SrcLoc loc = k->loc;
@@ -658,22 +665,26 @@ static void tile_indices(IrModule *m, const IrKernel *k, IrVar *tile, bool clust
   IrExpr *plane = BIN(MUL, CLONE(g[0]), CLONE(g[1]));
   int64_t gz = 0;
   const bool flat = k->ngrid < 3 || (ir_expr_is_int_const(g[2], &gz) && gz == 1);
-  value[2] = flat ? ir_int(m, 0, loc) : BIN(DIV, CLONE(t), CLONE(plane));
-  IrExpr *lin = flat ? t : let_ref(m, seq, "tile_in_plane", BIN(MOD, CLONE(t), plane), loc);
+  value[2] = flat ? ir_int(m, 0, loc) : split(BIN(DIV, CLONE(t), CLONE(plane)));
+  IrExpr *lin = flat ? t : let_ref(m, seq, "tile_in_plane", split(BIN(MOD, CLONE(t), plane)), loc);
   if (panel_size) {
     const int major = k->raster_column_major ? 0 : 1, minor = 1 - major;
     IrExpr *P = ir_int(m, panel_size, loc);
     IrExpr *span = BIN(MUL, CLONE(P), CLONE(g[minor]));
-    IrExpr *panel = let_ref(m, seq, "tile_panel", BIN(DIV, CLONE(lin), CLONE(span)), loc);
-    IrExpr *in_panel = let_ref(m, seq, "tile_in_panel", BIN(MOD, CLONE(lin), span), loc);
+    /* The span divides by up to 16 times the tiles only with panels of up
+     * to 16 (IrExpr.tile_split's bound); wider panels keep plain division. */
+    IrExpr *panel = BIN(DIV, CLONE(lin), CLONE(span)), *in_panel = BIN(MOD, CLONE(lin), span);
+    if (panel_size <= 16) split(panel), split(in_panel);
+    panel = let_ref(m, seq, "tile_panel", panel, loc);
+    in_panel = let_ref(m, seq, "tile_in_panel", in_panel, loc);
     IrExpr *rows = let_ref(m, seq, "tile_panel_rows",
                            ir_call(m, IR_INTRINSIC_MIN, CLONE(P), BIN(SUB, CLONE(g[major]), BIN(MUL, CLONE(panel), CLONE(P))), loc),
                            loc);
     value[major] = BIN(ADD, BIN(MUL, CLONE(panel), CLONE(P)), BIN(MOD, CLONE(in_panel), CLONE(rows)));
     value[minor] = BIN(DIV, CLONE(in_panel), CLONE(rows));
   } else {
-    value[0] = BIN(MOD, CLONE(lin), CLONE(g[0]));
-    value[1] = BIN(DIV, CLONE(lin), CLONE(g[0]));
+    value[0] = split(BIN(MOD, CLONE(lin), CLONE(g[0])));
+    value[1] = split(BIN(DIV, CLONE(lin), CLONE(g[0])));
   }
   if (cluster) value[1] = BIN(ADD, BIN(MUL, value[1], ir_int(m, 2, loc)), rank);
   for (int d = 0; d < k->ngrid; d++) {
@@ -713,7 +724,7 @@ static IrExpr *pair_halves(IrModule *m, const IrExpr *t, IrExpr *mirror, SrcLoc 
 /* The tile a paired loop runs at (pair t, half h): the pair's longer tile
  * first (t's x is the longer one when 2x >= gx - 1), then the other. */
 static IrExpr *pair_tile(IrModule *m, const IrKernel *k, const IrExpr *t, IrExpr *h, IrExpr *mirror, SrcLoc loc) {
-  IrExpr *x = BIN(MOD, CLONE(t), CLONE(k->grid[0]));
+  IrExpr *x = split(BIN(MOD, CLONE(t), CLONE(k->grid[0])));
   IrExpr *t_longer = BIN(GE, BIN(MUL, x, ir_int(m, 2, loc)), BIN(SUB, CLONE(k->grid[0]), ir_int(m, 1, loc)));
   IrExpr *first = BIN(EQ, h, ir_int(m, 0, loc));
   return ir_select(m, BIN(EQ, first, t_longer), CLONE(t), mirror, loc);

@@ -99,6 +99,7 @@ class TilecKernelInfo(ctypes.Structure):
         ("persistent", ctypes.c_int),
         ("cluster", ctypes.c_int),
         ("pdl_sync", ctypes.c_int),
+        ("fast_division", ctypes.c_int),
     ]
 
 

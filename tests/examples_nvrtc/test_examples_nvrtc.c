@@ -13,7 +13,9 @@
  * an accumulator while its wgmma is in flight): the kernel would still be
  * right but run its tensor cores one instruction at a time, which only a GPU
  * benchmark would otherwise notice. --allow-serialized-wgmma lets a case
- * through that serializes on purpose. */
+ * through that serializes on purpose.
+ * --fast-division: TilecOptions.fast_division; --expect-text=TEXT: the
+ * generated CUDA must contain TEXT (e.g. that the option took effect). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,11 +47,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s FILE.tile sm_80|sm_90a [NAME=VALUE...]\n", argv[0]);
     return 2;
   }
-  const char *path = argv[1], *arch = argv[2], *expect = NULL;
-  bool allow_serialized = false;
+  const char *path = argv[1], *arch = argv[2], *expect = NULL, *expect_text = NULL;
+  bool allow_serialized = false, fast_division = false;
   for (int i = 3; i < argc; i++) {
     if (strncmp(argv[i], "--expect-error=", 15) == 0) expect = argv[i] + 15;
     if (strcmp(argv[i], "--allow-serialized-wgmma") == 0) allow_serialized = true;
+    if (strcmp(argv[i], "--fast-division") == 0) fast_division = true;
+    if (strncmp(argv[i], "--expect-text=", 14) == 0) expect_text = argv[i] + 14;
   }
   char why[256] = "";
   /* With a driver installed, NVRTC reuses ptxas output from its compute
@@ -83,6 +87,7 @@ int main(int argc, char **argv) {
   o.target = strcmp(arch, "sm_90a") == 0 ? TILEC_TARGET_SM90A : TILEC_TARGET_SM80;
   o.defines = defs;
   o.ndefines = ndefs;
+  o.fast_division = fast_division;
   TilecResult *r = NULL;
   int rc = tilec_compile(path, text, len, &o, &r);
   int status = 0;
@@ -100,6 +105,9 @@ int main(int argc, char **argv) {
     }
   } else if (rc != 0) {
     fprintf(stderr, "FAIL: tilec_compile returned %d:\n%s", rc, tilec_result_diagnostics(r));
+    status = 1;
+  } else if (expect_text && !strstr(tilec_result_output(r), expect_text)) {
+    fprintf(stderr, "FAIL: the generated CUDA (%s) has no \"%s\"\n", arch, expect_text);
     status = 1;
   } else {
     void *cubin = NULL;

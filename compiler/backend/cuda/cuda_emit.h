@@ -32,6 +32,8 @@ typedef struct Nest {
 } Nest;
 
 /* The state of one emit_cuda_module call. */
+enum { CUDA_MAX_FASTDIV = 8 };
+
 typedef struct Cuda {
   const IrModule *m;
   const IrKernel *k;
@@ -48,7 +50,25 @@ typedef struct Cuda {
   unsigned wgmma_ns; /* bit N/16 - 1 for each wgmma N the kernels use (cuda_note_wgmma_n) */
   const IrStmt *fp8_gemm; /* the in-flight FP8 gemm of the doubled loop body being emitted, or NULL */
   int fp8_part;           /* the part it starts in there (0 / 1) */
+  /* fastdiv.c: TilecOptions.fast_division, and the kernel's slots (a
+   * divisor fixed for the launch, its tc_fd_N and the call templates). */
+  bool fast_division;
+  bool fastdiv_used; /* some kernel of the module declared a slot */
+  int nfastdiv;
+  struct {
+    char divisor[256];
+    char div_call[48], mod_call[48];
+  } fastdiv[CUDA_MAX_FASTDIV];
 } Cuda;
+
+/* ---- fastdiv.c: / and % by divisors fixed for the launch ---- */
+/* At the kernel's start (C->fast_division): finds the divisions inside its
+ * loops to serve and writes their slots' table, filled by thread 0 behind
+ * a barrier; nothing when there are none or the table would not fit beside
+ * shared_bytes under shared_limit. */
+void cuda_fastdiv_declare(Cuda *C, const IrKernel *k, int shared_bytes, int shared_limit);
+/* The call template for a DIV/MOD node a slot serves, else NULL. */
+const char *cuda_fastdiv_call(Cuda *C, const IrExpr *e);
 
 /* ---- frame.c: diagnostics, types, statements ---- */
 void cuda_fail(Cuda *C, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

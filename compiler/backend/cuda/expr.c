@@ -181,6 +181,8 @@ static const char *cuda_intrinsic(const ExprWriter *w, const IrExpr *e) {
 /* Shifts: the count modulo 64, << on the unsigned bits, >> arithmetic (the
  * C backend's semantics, docs/language.md). */
 static const char *cuda_binary_call(const ExprWriter *w, const IrExpr *e) {
+  const char *fast = cuda_fastdiv_call(w->ctx, e);
+  if (fast) return fast;
   if (e->u.op.op == IR_OP_SHL) return "((long long)((unsigned long long)($0) << (($1) & 63)))";
   if (e->u.op.op == IR_OP_SHR) return "((long long)($0) >> (($1) & 63))";
   return e->u.op.op == IR_OP_DIV && e->dtype == DTYPE_F32 ? "tc_fdiv" : NULL;

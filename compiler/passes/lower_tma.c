@@ -42,7 +42,9 @@
  * start of the kernel, would be wrong; under an `if`, warp-specialize and
  * inline-producer (which look at the top level too) would not split the
  * loop. Both keep cp.async (pass early-exit lifts the body of a
- * kernel-wide uniform `if` to the top level before this pass). */
+ * kernel-wide uniform `if` to the top level before this pass), and the
+ * pass warns at such a loop: the user asked for a pipeline and gets the
+ * Ampere-style one. */
 #include <string.h>
 
 #include "../simplify.h"
@@ -330,11 +332,37 @@ static void lower_kernel(Lower *L) {
   }
 }
 
+/* A pipelined loop this pass leaves alone (inside another loop or an `if`)
+ * keeps cp.async copies waited on in place, and so gets neither warp
+ * specialization nor the overlapped schedule: say so, at the loop. */
+static void warn_nested_pipelines(Diag *diag, const IrStmt *s, bool nested) {
+  if (!s) return;
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) warn_nested_pipelines(diag, s->u.seq.items[i], nested);
+    break;
+  case IR_STMT_FOR:
+    if (nested && s->u.for_.kind == IR_FOR_PIPELINED)
+      diag_warning(diag, s->loc,
+                   "this pipelined loop keeps cp.async copies waited on in place on sm_90a: TMA, warp "
+                   "specialization and the overlapped schedule take only pipelines at the kernel's top level "
+                   "(pass early-exit lifts the body of one trailing block-uniform `if`)");
+    warn_nested_pipelines(diag, s->u.for_.body, true);
+    break;
+  case IR_STMT_IF:
+    warn_nested_pipelines(diag, s->u.if_.then_, true);
+    warn_nested_pipelines(diag, s->u.if_.else_, true);
+    break;
+  default: break;
+  }
+}
+
 bool pass_lower_tma(IrModule *m, const PassOptions *opts, Diag *diag) {
   if (opts->target != TILEC_TARGET_SM90A || opts->no_tma) return true;
   for (int i = 0; i < m->nkernels; i++) {
     Lower L = {m, m->kernels[i], {0}, {0}, 0};
     lower_kernel(&L);
+    warn_nested_pipelines(diag, m->kernels[i]->body, false);
   }
   return true;
 }

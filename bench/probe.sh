@@ -38,7 +38,7 @@ shapes=1x8192x8192,16x8192x8192,1x4096x4096,16x4096x4096,64x8192x8192
 for step in "$@"; do
   case $step in
     tests)
-      ctest --test-dir build -L gpu -R "gemm_thin|splitk|fastdiv" --output-on-failure >"$OUT/ctest.log" 2>&1
+      ctest --test-dir build -j6 -L gpu -R "gemm_thin|splitk|fastdiv" --output-on-failure >"$OUT/ctest.log" 2>&1
       echo "== gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
       grep -E '\*\*\*Failed|Timeout' "$OUT/ctest.log" ;;
     gemm)

@@ -132,12 +132,12 @@ static void count_tma_use(IrStmt *s, void *ctx) {
 }
 
 /* TilecParamInfo.tma_only: global buffer b is named by TMA copies and by
- * nothing else in k's final body (pass_visit_stmts reaches every statement:
+ * nothing else in k's final body (ir_visit_stmts reaches every statement:
  * sequences, loops, branches, both warp roles). */
 static bool tma_only(const IrKernel *k, const IrBuffer *b) {
   if (k->ntma_maps == 0) return false;
   TmaUses u = {b, 0, 0};
-  pass_visit_stmts(k->body, count_tma_use, &u);
+  ir_visit_stmts(k->body, count_tma_use, &u);
   return u.tma > 0 && u.other == 0;
 }
 

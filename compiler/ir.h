@@ -678,6 +678,10 @@ void ir_stmt_rewrite_exprs(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx)
 typedef void (*IrExprVisitor)(const IrExpr *e, void *ctx);
 void ir_expr_visit(const IrExpr *e, IrExprVisitor fn, void *ctx);
 void ir_stmt_visit_exprs(IrStmt *s, IrExprVisitor fn, void *ctx);
+/* Pre-order visit of every statement under s (s included): the children of
+ * SEQ, FOR, IF and WARP_ROLES. */
+typedef void (*IrStmtVisitor)(IrStmt *s, void *ctx);
+void ir_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx);
 /* How many times one statement (not its children) names buffer b: tile-op
  * operands, the store target and loads in its expressions. */
 int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b);

@@ -1,6 +1,7 @@
-/* ir_walk.c - read-only visits of expressions (ir.h). Passes and backends
- * that only look at expressions (which buffers are loaded, is there a
- * division by zero, ...) use these instead of their own recursion. */
+/* ir_walk.c - read-only visits of expressions and statements (ir.h).
+ * Passes and backends that only look (which buffers are loaded, is there a
+ * division by zero, where the pipelined loops are, ...) use these instead
+ * of their own recursion. */
 #include "ir.h"
 
 void ir_expr_visit(const IrExpr *e, IrExprVisitor fn, void *ctx) {
@@ -93,4 +94,27 @@ int ir_expr_buffer_loads(const IrExpr *e, const IrBuffer *b) {
   RefCount rc = {b, 0};
   ir_expr_visit(e, count_load, &rc);
   return rc.count;
+}
+
+void ir_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx) {
+  if (!s) return;
+  fn(s, ctx);
+  switch (s->kind) {
+  case IR_STMT_SEQ:
+    for (int i = 0; i < s->u.seq.n; i++) ir_visit_stmts(s->u.seq.items[i], fn, ctx);
+    break;
+  case IR_STMT_FOR:
+    ir_visit_stmts(s->u.for_.body, fn, ctx);
+    break;
+  case IR_STMT_IF:
+    ir_visit_stmts(s->u.if_.then_, fn, ctx);
+    ir_visit_stmts(s->u.if_.else_, fn, ctx);
+    break;
+  case IR_STMT_WARP_ROLES:
+    ir_visit_stmts(s->u.roles.producer, fn, ctx);
+    ir_visit_stmts(s->u.roles.consumer, fn, ctx);
+    break;
+  default:
+    break;
+  }
 }

@@ -71,7 +71,7 @@ bool pass_check_resources(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int i = 0; i < m->nkernels; i++) {
     IrKernel *k = m->kernels[i];
     Usage u = {0};
-    pass_visit_stmts(k->body, count, &u);
+    ir_visit_stmts(k->body, count, &u);
     if (u.shared > limit) {
       char names[512] = "";
       size_t at = 0;
@@ -89,7 +89,7 @@ bool pass_check_resources(IrModule *m, const PassOptions *opts, Diag *diag) {
       ok = false;
     }
     GemmCheck g = {opts, diag, true};
-    pass_visit_stmts(k->body, check_gemm_dtypes, &g);
+    ir_visit_stmts(k->body, check_gemm_dtypes, &g);
     ok &= g.ok;
   }
   return ok;

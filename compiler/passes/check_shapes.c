@@ -207,7 +207,7 @@ static void check_stmt(IrStmt *s, void *ctx) {
                    s->u.for_.var->name);
         break;
       }
-      pass_visit_stmts(s->u.for_.body, scan_loop_body, &lc);
+      ir_visit_stmts(s->u.for_.body, scan_loop_body, &lc);
     }
     break;
   default:
@@ -244,7 +244,7 @@ bool pass_check_shapes(IrModule *m, const PassOptions *opts, Diag *diag) {
       diag_error(diag, k->loc, "kernel '%s': threads is %lld; it must be between 1 and 1024", k->name,
                  (long long)threads);
     Checker c = {diag};
-    pass_visit_stmts(k->body, check_stmt, &c);
+    ir_visit_stmts(k->body, check_stmt, &c);
     pass_rewrite_kernel(m, k, division_visitor, diag);
   }
   return diag_error_count(diag) == errors;

@@ -79,7 +79,7 @@ static void note_wgmma_wait(IrStmt *s, void *ctx) {
  * would complete ours with counts this pass did not make). */
 static PassEffects effects_of(IrStmt *s) {
   PassEffects e = pass_effects(s);
-  pass_visit_stmts(s, note_wgmma_wait, &e.overflow);
+  ir_visit_stmts(s, note_wgmma_wait, &e.overflow);
   return e;
 }
 

@@ -94,7 +94,7 @@ bool pass_early_exit(IrModule *m, const PassOptions *opts, Diag *diag) {
     IrStmt *s = n > 0 ? body->u.seq.items[n - 1] : NULL;
     if (!s || s->kind != IR_STMT_IF || s->u.if_.else_ || s->u.if_.opaque || !only_names_before(body, n - 1)) continue;
     bool pipelined = false;
-    pass_visit_stmts(s->u.if_.then_, note_pipelined, &pipelined);
+    ir_visit_stmts(s->u.if_.then_, note_pipelined, &pipelined);
     if (!pipelined) continue; /* nothing for the Hopper passes to find */
     Uniform u = {body, 0, true};
     if (!uniform_expr(&u, s->u.if_.cond)) continue;

@@ -539,7 +539,7 @@ static void loop_constraints(Infer *in, IrStmt *s) {
     n.vars[n.nvars++] = body->u.seq.items[0]->u.for_.var;
     body = body->u.seq.items[0]->u.for_.body;
   }
-  pass_visit_stmts(body, scan_stmt, &n);
+  ir_visit_stmts(body, scan_stmt, &n);
   /* The 2-D fragments indexed [i, j] share one layout; 1-D ones indexed [i]
    * follow its rows. */
   IrBuffer *driver2 = NULL, *driver1 = NULL;
@@ -679,10 +679,10 @@ static void infer_kernel(Infer *in) {
     in->changed = true;
     for (int iter = 0; in->changed && !in->failed && iter < 64; iter++) {
       in->changed = false;
-      pass_visit_stmts(k->body, collect, in);
+      ir_visit_stmts(k->body, collect, in);
     }
     Leftover lo = {in, round == 1};
-    if (!in->failed) pass_visit_stmts(k->body, default_layouts, &lo);
+    if (!in->failed) ir_visit_stmts(k->body, default_layouts, &lo);
   }
 }
 
@@ -717,11 +717,11 @@ static void reset_layouts(Infer *in) {
   for (int i = 0; i < body->u.seq.n; i++) {
     IrStmt *it = body->u.seq.items[i];
     FindScratch f = {it->kind == IR_STMT_ALLOC ? it->u.alloc : NULL, false};
-    if (f.buf) pass_visit_stmts(body, find_scratch, &f);
+    if (f.buf) ir_visit_stmts(body, find_scratch, &f);
     if (!f.found) body->u.seq.items[out++] = it; /* reduce_scratch's allocations go */
   }
   body->u.seq.n = out;
-  pass_visit_stmts(body, forget_layout, NULL);
+  ir_visit_stmts(body, forget_layout, NULL);
 }
 
 bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {

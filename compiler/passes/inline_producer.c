@@ -115,7 +115,7 @@ static void note_release(IrStmt *s, void *ctx) {
 static int count_releases(Fold *f, IrStmt *s) {
   int count = 0;
   void *ctx[2] = {f, &count};
-  pass_visit_stmts(s, note_release, ctx);
+  ir_visit_stmts(s, note_release, ctx);
   return count;
 }
 

@@ -101,7 +101,7 @@ static void place(IrModule *m, IrStmt *seq, State *st);
 static void descend(IrModule *m, IrStmt *s, State *st) {
   if (s->kind == IR_STMT_FOR) {
     Access body = {0};
-    pass_visit_stmts(s->u.for_.body, access_of, &body);
+    ir_visit_stmts(s->u.for_.body, access_of, &body);
     /* Entering the loop: the body must not conflict with what came before. */
     State inner = *st;
     place(m, s->u.for_.body, &inner);
@@ -161,8 +161,8 @@ static void place(IrModule *m, IrStmt *seq, State *st) {
     if (compound || parallel) {
       /* Only what the compound touches before its own first barrier matters
        * here; approximating with everything it touches is safe. */
-      pass_visit_stmts(s, access_of, &a);
-      if (compound) pass_visit_stmts(s, async_fill_of, &a);
+      ir_visit_stmts(s, access_of, &a);
+      if (compound) ir_visit_stmts(s, async_fill_of, &a);
     } else {
       access_of(s, &a);
     }

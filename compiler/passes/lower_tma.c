@@ -264,8 +264,8 @@ static void drop_commits(IrStmt *seq) {
 /* Lowers the fetches of one pipeline (optional prologue + pipelined loop). */
 static void lower_pipeline(Lower *L, IrStmt *prologue, IrStmt *loop) {
   Fetches f = {{0}, 0};
-  if (prologue) pass_visit_stmts(prologue, collect_async, &f);
-  pass_visit_stmts(loop, collect_async, &f);
+  if (prologue) ir_visit_stmts(prologue, collect_async, &f);
+  ir_visit_stmts(loop, collect_async, &f);
   IrBuffer *dsts[32];
   int ndsts = 0;
   bool cp_async_left = false;
@@ -295,14 +295,12 @@ static bool referenced_before(const IrKernel *k, const IrBuffer *b, int at) {
   return false;
 }
 
-static void lower_kernel(Lower *L) {
-  IrStmt *body = L->k->body;
-  /* Pipelines at the top level (software-pipeline put each in a SEQ of its
-   * own: prologue, loop, then maybe a wgmma_wait). Found first, lowered
-   * after: lowering inserts mbarrier allocations into the top level, which
-   * would shift a walk over it onto the same loop again. */
-  enum { MAX_PIPELINES = 32 };
-  IrStmt *loops[MAX_PIPELINES], *prologues[MAX_PIPELINES];
+enum { MAX_PIPELINES = 32 };
+
+/* The pipelines this pass lowers: those at the top level (software-pipeline
+ * put each in a SEQ of its own: prologue, loop, then maybe a wgmma_wait),
+ * with their prologues (or NULL). Returns how many. */
+static int top_level_pipelines(IrStmt *body, IrStmt *loops[MAX_PIPELINES], IrStmt *prologues[MAX_PIPELINES]) {
   int npipes = 0;
   for (int i = 0; i < body->u.seq.n; i++) {
     IrStmt *s = body->u.seq.items[i];
@@ -317,6 +315,16 @@ static void lower_kernel(Lower *L) {
       loops[npipes++] = loop;
     }
   }
+  return npipes;
+}
+
+static void lower_kernel(Lower *L) {
+  IrStmt *body = L->k->body;
+  /* Found first, lowered after: lowering inserts mbarrier allocations into
+   * the top level, which would shift a walk over it onto the same loop
+   * again. */
+  IrStmt *loops[MAX_PIPELINES], *prologues[MAX_PIPELINES];
+  const int npipes = top_level_pipelines(body, loops, prologues);
   for (int p = 0; p < npipes; p++) lower_pipeline(L, prologues[p], loops[p]);
   /* Copies at the top level that first fill their destination. */
   for (int i = 0; i < body->u.seq.n; i++) {
@@ -332,29 +340,25 @@ static void lower_kernel(Lower *L) {
   }
 }
 
-/* A pipelined loop this pass leaves alone (inside another loop or an `if`)
- * keeps cp.async copies waited on in place, and so gets neither warp
- * specialization nor the overlapped schedule: say so, at the loop. */
-static void warn_nested_pipelines(Diag *diag, const IrStmt *s, bool nested) {
-  if (!s) return;
-  switch (s->kind) {
-  case IR_STMT_SEQ:
-    for (int i = 0; i < s->u.seq.n; i++) warn_nested_pipelines(diag, s->u.seq.items[i], nested);
-    break;
-  case IR_STMT_FOR:
-    if (nested && s->u.for_.kind == IR_FOR_PIPELINED)
-      diag_warning(diag, s->loc,
-                   "this pipelined loop keeps cp.async copies waited on in place on sm_90a: TMA, warp "
-                   "specialization and the overlapped schedule take only pipelines at the kernel's top level "
-                   "(pass early-exit lifts the body of one trailing block-uniform `if`)");
-    warn_nested_pipelines(diag, s->u.for_.body, true);
-    break;
-  case IR_STMT_IF:
-    warn_nested_pipelines(diag, s->u.if_.then_, true);
-    warn_nested_pipelines(diag, s->u.if_.else_, true);
-    break;
-  default: break;
-  }
+/* A pipelined loop this pass leaves alone (not one of the top level's:
+ * inside another loop or an `if`) keeps cp.async copies waited on in
+ * place, and so gets neither warp specialization nor the overlapped
+ * schedule: say so, at the loop. */
+typedef struct NestedPipelines {
+  Diag *diag;
+  IrStmt *top[MAX_PIPELINES];
+  int ntop;
+} NestedPipelines;
+
+static void warn_if_nested(IrStmt *s, void *ctx) {
+  NestedPipelines *w = ctx;
+  if (s->kind != IR_STMT_FOR || s->u.for_.kind != IR_FOR_PIPELINED) return;
+  for (int i = 0; i < w->ntop; i++)
+    if (w->top[i] == s) return;
+  diag_warning(w->diag, s->loc,
+               "this pipelined loop keeps cp.async copies waited on in place on sm_90a: TMA, warp "
+               "specialization and the overlapped schedule take only pipelines at the kernel's top level "
+               "(pass early-exit lifts the body of one trailing block-uniform `if`)");
 }
 
 bool pass_lower_tma(IrModule *m, const PassOptions *opts, Diag *diag) {
@@ -362,7 +366,10 @@ bool pass_lower_tma(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int i = 0; i < m->nkernels; i++) {
     Lower L = {m, m->kernels[i], {0}, {0}, 0};
     lower_kernel(&L);
-    warn_nested_pipelines(diag, m->kernels[i]->body, false);
+    NestedPipelines w = {diag, {0}, 0};
+    IrStmt *prologues[MAX_PIPELINES];
+    w.ntop = top_level_pipelines(m->kernels[i]->body, w.top, prologues);
+    ir_visit_stmts(m->kernels[i]->body, warn_if_nested, &w);
   }
   return true;
 }

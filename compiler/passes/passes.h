@@ -112,9 +112,6 @@ void pass_subst_var(IrModule *m, IrStmt *s, IrVar *var, const IrExpr *at);
  * of the mbarrier buffer bar. */
 IrStmt *pass_mbar_stmt(IrModule *m, IrStmtKind kind, IrBuffer *bar, IrExpr *stage, IrExpr *parity, SrcLoc loc);
 
-/* Pre-order visit of every statement under s (s included). */
-typedef void (*IrStmtVisitor)(IrStmt *s, void *ctx);
-void pass_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx);
 
 /* What a statement tree reads and writes (stmt_effects.c says how each
  * statement counts): for the passes that move statements or waits. */

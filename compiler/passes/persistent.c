@@ -255,7 +255,7 @@ static void note_odd_ring_use(IrStmt *s, void *ctx) {
 static bool shifts_apply(IrModule *m, IrKernel *k, IrStmt *role) {
   Shift sh = {m, k, NULL, false, true};
   shift_stmt(&sh, role);
-  pass_visit_stmts(role, note_odd_ring_use, &sh);
+  ir_visit_stmts(role, note_odd_ring_use, &sh);
   return sh.ok;
 }
 
@@ -293,7 +293,7 @@ static bool expr_uses_var(const IrExpr *e, const IrVar *v) {
 
 static bool uses_var(IrStmt *s, const IrVar *v) {
   VarUse u = {v, false};
-  pass_visit_stmts(s, note_var_stmt, &u);
+  ir_visit_stmts(s, note_var_stmt, &u);
   return u.used;
 }
 
@@ -481,11 +481,11 @@ static void plan_cluster(const IrKernel *k, Plan *P) {
   P->nmulticast = 0;
   if (P->paired || P->nper_tile || k->ngrid < 2 || !k->block_vars[1]) return;
   GlobalUse u = {false};
-  pass_visit_stmts(P->roles->u.roles.consumer, note_global_stmt, &u);
-  pass_visit_stmts(P->post, note_global_stmt, &u);
+  ir_visit_stmts(P->roles->u.roles.consumer, note_global_stmt, &u);
+  ir_visit_stmts(P->post, note_global_stmt, &u);
   if (u.element) return;
   ClusterScan c = {k, P, P->multicast, 0, false};
-  pass_visit_stmts(P->roles->u.roles.producer, note_cluster_copy, &c);
+  ir_visit_stmts(P->roles->u.roles.producer, note_cluster_copy, &c);
   if (!c.n || !c.any_other) return;
   P->nmulticast = c.n;
   P->cluster = true;
@@ -569,7 +569,7 @@ static bool stage_in_rounds(IrModule *m, IrKernel *k, const Plan *P, int64_t oth
       if (!pass_tma_box(k, &gw, &sr, &map)) return false;
       map.store = true;
       MapUse u = {store->u.copy.tma_map, store, false};
-      pass_visit_stmts(k->body, note_map_use, &u);
+      ir_visit_stmts(k->body, note_map_use, &u);
       int index = store->u.copy.tma_map;
       if (u.used) index = pass_tensor_map_index(k, &map);
       else k->tma_maps[index] = map; /* the whole tile's map has no other user */

@@ -72,29 +72,6 @@ void pass_rewrite_kernel(IrModule *m, IrKernel *k, IrExprRewriter fn, void *ctx)
   pass_rewrite_stmt(m, k->body, fn, ctx);
 }
 
-void pass_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx) {
-  if (!s) return;
-  fn(s, ctx);
-  switch (s->kind) {
-  case IR_STMT_SEQ:
-    for (int i = 0; i < s->u.seq.n; i++) pass_visit_stmts(s->u.seq.items[i], fn, ctx);
-    break;
-  case IR_STMT_FOR:
-    pass_visit_stmts(s->u.for_.body, fn, ctx);
-    break;
-  case IR_STMT_IF:
-    pass_visit_stmts(s->u.if_.then_, fn, ctx);
-    pass_visit_stmts(s->u.if_.else_, fn, ctx);
-    break;
-  case IR_STMT_WARP_ROLES:
-    pass_visit_stmts(s->u.roles.producer, fn, ctx);
-    pass_visit_stmts(s->u.roles.consumer, fn, ctx);
-    break;
-  default:
-    break;
-  }
-}
-
 typedef struct Reads {
   const IrBuffer *buf;
   int count;
@@ -109,7 +86,7 @@ static void count_read(IrStmt *s, void *ctx) {
 
 int pass_count_reads(IrStmt *s, const IrBuffer *b) {
   Reads r = {b, 0};
-  pass_visit_stmts(s, count_read, &r);
+  ir_visit_stmts(s, count_read, &r);
   return r.count;
 }
 
@@ -306,8 +283,8 @@ static void drop_unread(IrStmt *s, LetReads *r) {
 void pass_drop_unread_lets(IrModule *m, IrStmt *s) {
   LetReads r = {.arena = m->arena, .delta = 1};
   name_table_init(&r.vars, m->arena, NAME_KEY_POINTER);
-  pass_visit_stmts(s, note_let_var, &r);
+  ir_visit_stmts(s, note_let_var, &r);
   if (r.vars.n == 0) return;
-  pass_visit_stmts(s, count_stmt_reads, &r);
+  ir_visit_stmts(s, count_stmt_reads, &r);
   drop_unread(s, &r);
 }

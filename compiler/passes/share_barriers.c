@@ -172,11 +172,11 @@ static bool share_one(IrKernel *k, IrBuffer **dsts, int ndsts) {
     for (int b = 0; b < ndsts; b++) {
       if (a == b || !rings_alike(dsts[a], dsts[b])) continue;
       Pair p = {dsts[a], dsts[b], true, 0, 0};
-      pass_visit_stmts(k->body, count_refs, &p);
+      ir_visit_stmts(k->body, count_refs, &p);
       walk_seqs(&p, k->body);
       if (!p.ok || p.matched != p.refs_y || p.refs_y == 0) continue;
       IrBuffer *old_full = p.y->tma_bar, *old_empty = p.y->empty_bar;
-      pass_visit_stmts(k->body, drop_y, &p);
+      ir_visit_stmts(k->body, drop_y, &p);
       IrBuffer *xf = p.x->tma_bar;
       xf->mbar_count = (xf->mbar_count > 1 ? xf->mbar_count : 1) + 1; /* one arrive.expect_tx per ring */
       p.y->tma_bar = xf;

@@ -134,7 +134,7 @@ static void count_in_stmt(IrStmt *s, void *ctx) {
 
 static int count_uses(IrStmt *s, const IrBuffer *b) {
   Uses u = {b, 0};
-  pass_visit_stmts(s, count_in_stmt, &u);
+  ir_visit_stmts(s, count_in_stmt, &u);
   return u.count;
 }
 
@@ -224,7 +224,7 @@ static void add_stage_dim(IrModule *m, IrBuffer *buf, int stages, IrStmt *scope,
   buf->shape[0] = ir_int(m, stages, buf->loc);
   buf->rank++;
   Stage st = {m, buf, stage};
-  pass_visit_stmts(scope, stage_stmt, &st);
+  ir_visit_stmts(scope, stage_stmt, &st);
 }
 
 /* ---- the transformation ------------------------------------------------------------ */
@@ -302,7 +302,7 @@ static void find_write(IrStmt *s, void *ctx) {
 
 static bool written_in(IrStmt *s, const IrBuffer *b) {
   Writes w = {b, false};
-  pass_visit_stmts(s, find_write, &w);
+  ir_visit_stmts(s, find_write, &w);
   return w.found;
 }
 
@@ -328,7 +328,7 @@ static IrStmt *pipeline_loop(IrModule *m, IrKernel *k, IrStmt *loop) {
   IrStmt *body = loop->u.for_.body;
   IrVar *kv = loop->u.for_.var;
   Defs defs = {{0}, 0, k->body};
-  pass_visit_stmts(body, collect_defs, &defs);
+  ir_visit_stmts(body, collect_defs, &defs);
   IrStmt *producers[16];
   int np = 0;
   for (int i = 0; i < body->u.seq.n && np < 16; i++)

@@ -51,7 +51,7 @@ static void find_fetch(IrStmt *s, void *ctx) {
 
 static bool used_from(IrStmt *body, int from, const IrBuffer *b) {
   const IrBuffer *want[2] = {b, NULL};
-  for (int i = from; i < body->u.seq.n && !want[1]; i++) pass_visit_stmts(body->u.seq.items[i], find_use, want);
+  for (int i = from; i < body->u.seq.n && !want[1]; i++) ir_visit_stmts(body->u.seq.items[i], find_use, want);
   return want[1] != NULL;
 }
 
@@ -104,7 +104,7 @@ static void note_in_flight(IrStmt *s, void *ctx) {
 /* Does the kernel keep a gemm in flight across a loop (a GEMM's main loop)? */
 static bool has_in_flight_gemm(IrKernel *k) {
   bool found = false;
-  pass_visit_stmts(k->body, note_in_flight, &found);
+  ir_visit_stmts(k->body, note_in_flight, &found);
   return found;
 }
 
@@ -145,7 +145,7 @@ bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
     int last_fetch = -1; /* the last top-level statement that holds a returning atomic */
     for (int i = 0; i < body->u.seq.n; i++) {
       bool found = false;
-      pass_visit_stmts(body->u.seq.items[i], find_fetch, &found);
+      ir_visit_stmts(body->u.seq.items[i], find_fetch, &found);
       if (found) last_fetch = i;
     }
     for (int i = 0; i < body->u.seq.n; i++) {

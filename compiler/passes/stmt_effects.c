@@ -64,7 +64,7 @@ static void effects_of_one(IrStmt *s, void *ctx) {
 PassEffects pass_effects(IrStmt *s) {
   PassEffects e;
   memset(&e, 0, sizeof e);
-  pass_visit_stmts(s, effects_of_one, &e);
+  ir_visit_stmts(s, effects_of_one, &e);
   /* A let inside an if, a loop or a block is local to it (the back ends
    * open a scope there): only a statement that is itself a let or an alloc
    * names something for the statements after it. */

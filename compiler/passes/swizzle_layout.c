@@ -228,7 +228,7 @@ bool pass_swizzle_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int i = 0; i < m->nkernels; i++) {
     IrStmt *body = m->kernels[i]->body;
     c.has_wgmma = c.kept_wgmma = false;
-    pass_visit_stmts(body, visit, &c);
+    ir_visit_stmts(body, visit, &c);
     /* A gemm taken off wgmma becomes an mma.sync one whose other operand
      * may still be in panels for a third gemm: repeat until nothing moves
      * (the backward's dQ = dS K on mma.sync unpanels K, so K Q^T falls back,
@@ -236,10 +236,10 @@ bool pass_swizzle_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
     c.dropped = c.has_wgmma;
     while (c.dropped) {
       c.dropped = c.kept_wgmma = false;
-      pass_visit_stmts(body, unpanel_mma_sync_operands, &c);
-      pass_visit_stmts(body, drop_wgmma_on_plain_rows, &c);
+      ir_visit_stmts(body, unpanel_mma_sync_operands, &c);
+      ir_visit_stmts(body, drop_wgmma_on_plain_rows, &c);
     }
-    if (c.kept_wgmma) pass_visit_stmts(body, align_shared, &c);
+    if (c.kept_wgmma) ir_visit_stmts(body, align_shared, &c);
     m->kernels[i]->wgmma = c.kept_wgmma;
     drop_annotations(m, body);
   }

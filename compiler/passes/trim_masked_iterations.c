@@ -205,7 +205,7 @@ static void note_exp_store(IrStmt *s, void *ctx) {
 
 static bool feeds_softmax(IrStmt *body, const IrBuffer *x) {
   ExpUse u = {x, false};
-  pass_visit_stmts(body, note_exp_store, &u);
+  ir_visit_stmts(body, note_exp_store, &u);
   return u.found;
 }
 
@@ -264,7 +264,7 @@ static bool rows_stay(IrStmt *body, int warps, int64_t rows) {
     if (b->scope != IR_SCOPE_FRAGMENT && b->scope != IR_SCOPE_LOCAL && !b->is_mbarrier) return false;
   }
   Rows r = {warps, rows, true};
-  pass_visit_stmts(body, check_rows, &r);
+  ir_visit_stmts(body, check_rows, &r);
   return r.ok;
 }
 
@@ -496,7 +496,7 @@ static void narrow_nests(IrStmt *s, void *ctx) {
   NarrowCtx *c = ctx;
   if (s->kind != IR_STMT_FOR || s->u.for_.kind != IR_FOR_PARALLEL) return;
   c->col = s->u.for_.var, c->narrow = c->other = false;
-  pass_visit_stmts(s->u.for_.body, column_stmt, c);
+  ir_visit_stmts(s->u.for_.body, column_stmt, c);
   int64_t e;
   if (!c->narrow) return;
   if (c->other || !ir_expr_is_int_const(s->u.for_.extent, &e) || e != c->n->cols) c->n->ok = false;
@@ -542,8 +542,8 @@ static bool peel_half(IrModule *m, IrKernel *k, IrStmt *consumer, int at, const 
   if (!peel) return false;
   Narrow n = {{mk->frag, p_buf}, {half_s, half_p}, mk->cols, true};
   NarrowCtx c = {m, &n, NULL, false, false};
-  pass_visit_stmts(peel, narrow_stmt, &c);
-  pass_visit_stmts(peel, narrow_nests, &c);
+  ir_visit_stmts(peel, narrow_stmt, &c);
+  ir_visit_stmts(peel, narrow_nests, &c);
   if (!n.ok) return false;
 
   pass_alloc_after(m, k, mk->frag, half_s);
@@ -572,7 +572,7 @@ static void trim(IrModule *m, IrKernel *k, IrStmt *roles, const Lets *lets) {
     IrVar *kv = loop->u.for_.var;
     SrcLoc loc = loop->loc;
     Mask mk = {.lets = lets, .m = m};
-    pass_visit_stmts(body, note_mask, &mk);
+    ir_visit_stmts(body, note_mask, &mk);
     if (mk.found != 1 || !mk.keep || mk.rows % groups || !feeds_softmax(body, mk.frag) ||
         !rows_stay(body, warps, mk.rows) || !barriers_at_top(body))
       continue;
@@ -627,10 +627,10 @@ bool pass_trim_masked_iterations(IrModule *m, const PassOptions *opts, Diag *dia
   for (int i = 0; i < m->nkernels; i++) {
     IrKernel *k = m->kernels[i];
     Find find = {NULL};
-    pass_visit_stmts(k->body, note_roles, &find);
+    ir_visit_stmts(k->body, note_roles, &find);
     if (!find.roles) continue;
     Lets lets = {.n = 0};
-    pass_visit_stmts(k->body, note_let, &lets);
+    ir_visit_stmts(k->body, note_let, &lets);
     trim(m, k, find.roles, &lets);
   }
   return true;

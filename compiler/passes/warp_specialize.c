@@ -325,7 +325,7 @@ static bool threads_write_smem_before(IrKernel *k, const Loop *L) {
   for (int i = 0; i < k->body->u.seq.n; i++) {
     IrStmt *s = k->body->u.seq.items[i];
     if (s == L->seq || s == L->loop) break;
-    pass_visit_stmts(s, note_thread_smem_write, &found);
+    ir_visit_stmts(s, note_thread_smem_write, &found);
   }
   return found;
 }

@@ -1864,7 +1864,7 @@ static void find_named(IrStmt *s, void *ctx) {
 
 static Found find(const IrModule *m, const char *name) {
   Found f = {name, NULL, NULL};
-  if (m && m->nkernels) pass_visit_stmts(m->kernels[0]->body, find_named, &f);
+  if (m && m->nkernels) ir_visit_stmts(m->kernels[0]->body, find_named, &f);
   return f;
 }
 

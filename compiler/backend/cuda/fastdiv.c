@@ -4,65 +4,35 @@
  * runtime/device/tilec_fastdiv.cuh).
  *
  * cuda_fastdiv_declare walks a kernel's statements: every i64 DIV or MOD
- * inside a loop that pass persistent marked as a tile split (IrExpr.
- * tile_split: dividend and divisor known to lie below 2^31) and whose
- * divisor is fixed for the launch -- literals, dynamic shape symbols,
- * integer scalar parameters and the grid size, combined by operators,
- * selects, casts and intrinsics, at least one of them not a literal --
- * gets a slot, keyed by the divisor's CUDA text. At the kernel's start
- * thread 0 computes each slot's multiplier and shift into a small static
- * shared array (`tc_fd[N]`) and a block barrier publishes them;
- * cuda_fastdiv_call then spells such a division as tc_fastdiv_div /
- * tc_fastdiv_mod reading its slot from there (one shared load per tile).
- * Why this shape (ptxas -v, session 18): divisions by any launch-invariant
- * divisor with a plain-division fallback for out-of-range dividends made
- * ptxas spill 144-352 bytes in the causal persistent flagship builds (the
- * fallback inlined at each site), and slots kept in registers stayed live
- * across the consumers' main loop and into the producer's 24 registers;
- * tile splits need no fallback, and with the table in shared memory no
- * build spills and the causal builds' cubins shrink. A kernel whose
- * dynamic shared memory leaves no room for the table keeps its divisions. */
+ * that pass persistent marked as a tile split (IrExpr.tile_split: inside
+ * its tile loop, dividend and divisor known to lie below 2^31, the divisor
+ * an expression of the grid's extents, so of kernel parameters) whose
+ * divisor is not a literal gets a slot, keyed by the divisor's CUDA text.
+ * At the kernel's start thread 0 computes each slot's multiplier and shift
+ * into a small static shared array (`tc_fd[N]`) and a block barrier
+ * publishes them; cuda_fastdiv_call then spells such a division as
+ * tc_fastdiv_div / tc_fastdiv_mod reading its slot from there (one shared
+ * load per tile). Why this shape (ptxas -v, session 18; the table is in
+ * bench/results/2026-12-06-cpu-host-session18-notes.md): divisions by any
+ * launch-invariant divisor with a plain-division fallback at each site made
+ * ptxas spill 336 bytes or more in the causal persistent flagship builds,
+ * and slots kept in registers stayed live across the consumers' main loop
+ * and into the producer's 24 registers; tile splits need no fallback, and
+ * with the table in shared memory no build spills. A kernel whose dynamic
+ * shared memory leaves no room for the table keeps its divisions. */
 #include <string.h>
 
 #include "cuda_emit.h"
 
-/* Whether e is the same value for the whole launch; *varies: it names
- * something that is not a literal (else the C++ compiler folds it). */
-static bool launch_invariant(const IrExpr *e, bool *varies) {
-  if (!e) return false;
-  switch (e->kind) {
-  case IR_EXPR_INT: return true;
-  case IR_EXPR_VAR: {
-    const IrVar *v = e->u.var;
-    if ((v->kind == IR_VAR_SYMBOL && !v->bound) || v->kind == IR_VAR_GRID_SIZE ||
-        (v->kind == IR_VAR_SCALAR_PARAM && dtype_is_int(v->dtype))) {
-      *varies = true;
-      return true;
-    }
-    return false;
-  }
-  case IR_EXPR_UNARY: return launch_invariant(e->u.op.a, varies);
-  case IR_EXPR_BINARY: return launch_invariant(e->u.op.a, varies) && launch_invariant(e->u.op.b, varies);
-  case IR_EXPR_SELECT:
-    return launch_invariant(e->u.select.cond, varies) && launch_invariant(e->u.select.then_, varies) &&
-           launch_invariant(e->u.select.else_, varies);
-  case IR_EXPR_CALL:
-    for (int i = 0; i < e->u.call.nargs; i++)
-      if (!launch_invariant(e->u.call.args[i], varies)) return false;
-    return true;
-  case IR_EXPR_CAST: return dtype_is_int(e->dtype) && launch_invariant(e->u.cast_src, varies);
-  default: return false;
-  }
-}
-
-/* The i64 DIV or MOD node e's divisor, when a slot may serve it (a tile
- * split by launch-invariant extents); else NULL. */
+/* The i64 DIV or MOD node e's divisor when a slot serves it: a tile split
+ * (its divisor an expression of the grid's extents, fixed for the launch;
+ * IrExpr.tile_split) by a divisor that is not a literal (a literal one the
+ * C++ compiler already turns into a multiply). Else NULL. */
 static const IrExpr *fast_divisor(const IrExpr *e) {
   if (e->kind != IR_EXPR_BINARY || e->dtype != DTYPE_I64 || !e->tile_split ||
-      (e->u.op.op != IR_OP_DIV && e->u.op.op != IR_OP_MOD))
+      (e->u.op.op != IR_OP_DIV && e->u.op.op != IR_OP_MOD) || e->u.op.b->kind == IR_EXPR_INT)
     return NULL;
-  bool varies = false;
-  return launch_invariant(e->u.op.b, &varies) && varies ? e->u.op.b : NULL;
+  return e->u.op.b;
 }
 
 /* The slot whose divisor prints as text, or -1. */
@@ -95,31 +65,12 @@ static void note_division(const IrExpr *e, void *ctx) {
   sb_free(&sb);
 }
 
-static void collect(Cuda *C, const IrStmt *s, int loops) {
-  if (!s) return;
-  /* ir_stmt_visit_exprs only reads; it takes the pointer its rewriting twin does. */
-  if (loops > 0) ir_stmt_visit_exprs((IrStmt *)s, note_division, C);
-  switch (s->kind) {
-  case IR_STMT_SEQ:
-    for (int i = 0; i < s->u.seq.n; i++) collect(C, s->u.seq.items[i], loops);
-    break;
-  case IR_STMT_FOR: collect(C, s->u.for_.body, loops + 1); break;
-  case IR_STMT_IF:
-    collect(C, s->u.if_.then_, loops);
-    collect(C, s->u.if_.else_, loops);
-    break;
-  case IR_STMT_WARP_ROLES:
-    collect(C, s->u.roles.producer, loops);
-    collect(C, s->u.roles.consumer, loops);
-    break;
-  default: break;
-  }
-}
+static void note_divisions(IrStmt *s, void *ctx) { ir_stmt_visit_exprs(s, note_division, ctx); }
 
 void cuda_fastdiv_declare(Cuda *C, const IrKernel *k, int shared_bytes, int shared_limit) {
   C->nfastdiv = 0;
   if (!C->fast_division) return;
-  collect(C, k->body, 0);
+  ir_visit_stmts(k->body, note_divisions, C);
   if (C->nfastdiv == 0) return;
   if (shared_bytes + C->nfastdiv * 8 > shared_limit) { /* no room beside the kernel's own */
     C->nfastdiv = 0;

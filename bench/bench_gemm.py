@@ -265,9 +265,9 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
         # its builds: one launch where its tiles fill the SMs, else enough
         # splits for one block per SM, and twice that.
         for label, extra in tilec.splitk.THIN_TILES.items():
-            tiles = -(-n // int(extra.get("block_N", 64))) * -(-m // 16)
-            s1 = next((s for s in range(1, 33) if tiles * s * 10 >= sms * 9), 32)
-            for s in sorted({s1, 2 * s1} | ({1} if s1 > 1 else set())):
+            # One block per SM (a thin tile's stages fill its shared memory).
+            s1 = tilec.splitk.choose_splits(m, n, k, sms, block_M=16, block_N=int(extra.get("block_N", 64)))
+            for s in sorted({1, s1, 2 * s1}):
                 if s == 1 or -(-k // 64) // s >= 4:
                     measure("%s/%d" % (label, s), gemm_obj(dt, "gemm"), s, variant=label)
     if row.get("bound"):

@@ -61,11 +61,10 @@ typedef struct TilecOptions {
                                2-block clusters sharing B by multicast TMA (pass
                                persistent; measured slower on an H100, so off by default;
                                the runtime sets it from $TILEC_CLUSTER_MULTICAST=1) */
-  bool fast_division;       /* CUDA, experimental: integer / and % inside loops by divisors
-                               fixed for the launch (a persistent kernel's tile index
-                               over the grid's extents) through multipliers computed
-                               once per block (runtime/device/tilec_fastdiv.cuh; not
-                               yet measured on a GPU, so off by default; the runtime
+  bool fast_division;       /* CUDA, experimental: a persistent kernel's tile index split
+                               over the grid's extents (its / and %) through multipliers
+                               computed once per block (runtime/device/tilec_fastdiv.cuh;
+                               not yet measured on a GPU, so off by default; the runtime
                                sets it from $TILEC_FAST_DIVISION=1) */
   unsigned shape_class;     /* which way each shape choice goes in this build: bit i
                                set = condition i holds (docs/language.md, "Shape

@@ -634,12 +634,6 @@ static IrExpr *let_ref(IrModule *m, IrStmt *seq, const char *name, IrExpr *value
 #define BIN(op, a, b) ir_binary(m, IR_OP_##op, (a), (b), loc)
 #define CLONE(e) ir_expr_clone(m, (e))
 
-/* Lets binding fresh block indices to the tile's, in seq; out[g] refers to
- * them. Without rasterization x runs fastest, as blockIdx does; with it, the
- * panels of the grid's rasterization (cuda/frame.c's emit_block_indices).
- * cluster: tile is a slot of the pair grid (x, ceil(y / 2), z): slot / 2
- * picks the pair as above, slot % 2 (the block's rank in its cluster, the
- * loop stepping by an even gridDim.x) its y within the pair. */
 /* e (a DIV or MOD of a tile index by grid extents), marked as such
  * (IrExpr.tile_split: its operands' range is known). */
 static IrExpr *split(IrExpr *e) {
@@ -647,6 +641,12 @@ static IrExpr *split(IrExpr *e) {
   return e;
 }
 
+/* Lets binding fresh block indices to the tile's, in seq; out[g] refers to
+ * them. Without rasterization x runs fastest, as blockIdx does; with it, the
+ * panels of the grid's rasterization (cuda/frame.c's emit_block_indices).
+ * cluster: tile is a slot of the pair grid (x, ceil(y / 2), z): slot / 2
+ * picks the pair as above, slot % 2 (the block's rank in its cluster, the
+ * loop stepping by an even gridDim.x) its y within the pair. */
 static void tile_indices(IrModule *m, const IrKernel *k, IrVar *tile, bool cluster, IrStmt *seq,
                          IrVar *out[IR_MAX_GRID]) {
   SrcLoc loc = k->loc;

@@ -31,9 +31,9 @@ typedef struct Nest {
   const IrLayout *layout; /* the driving fragment layout, NULL when strided */
 } Nest;
 
-/* The state of one emit_cuda_module call. */
-enum { CUDA_MAX_FASTDIV = 8 };
+enum { CUDA_MAX_FASTDIV = 8 }; /* slots per kernel (fastdiv.c) */
 
+/* The state of one emit_cuda_module call. */
 typedef struct Cuda {
   const IrModule *m;
   const IrKernel *k;
@@ -50,8 +50,8 @@ typedef struct Cuda {
   unsigned wgmma_ns; /* bit N/16 - 1 for each wgmma N the kernels use (cuda_note_wgmma_n) */
   const IrStmt *fp8_gemm; /* the in-flight FP8 gemm of the doubled loop body being emitted, or NULL */
   int fp8_part;           /* the part it starts in there (0 / 1) */
-  /* fastdiv.c: TilecOptions.fast_division, and the kernel's slots (a
-   * divisor fixed for the launch, its tc_fd_N and the call templates). */
+  /* fastdiv.c: TilecOptions.fast_division, and the kernel's slots (a tile
+   * split's divisor, and the calls that read its entry tc_fd[N]). */
   bool fast_division;
   bool fastdiv_used; /* some kernel of the module declared a slot */
   int nfastdiv;
@@ -62,11 +62,11 @@ typedef struct Cuda {
 } Cuda;
 
 /* ---- fastdiv.c: / and % by divisors fixed for the launch ---- */
-/* At the kernel's start (C->fast_division): finds the divisions inside its
- * loops to serve and writes their slots' table, filled by thread 0 behind
- * a barrier; nothing when there are none or the table would not fit beside
- * shared_bytes under shared_limit. */
-void cuda_fastdiv_declare(Cuda *C, const IrKernel *k, int shared_bytes, int shared_limit);
+/* At the kernel's start (C->fast_division): finds its tile splits to serve
+ * and writes their slots' table, filled by thread 0 behind a barrier;
+ * nothing when there are none or the table would not fit beside the
+ * kernel's shared memory. */
+void cuda_fastdiv_declare(Cuda *C, const IrKernel *k);
 /* The call template for a DIV/MOD node a slot serves, else NULL. */
 const char *cuda_fastdiv_call(Cuda *C, const IrExpr *e);
 

@@ -67,12 +67,16 @@ static void note_division(const IrExpr *e, void *ctx) {
 
 static void note_divisions(IrStmt *s, void *ctx) { ir_stmt_visit_exprs(s, note_division, ctx); }
 
-void cuda_fastdiv_declare(Cuda *C, const IrKernel *k, int shared_bytes, int shared_limit) {
+/* Tile splits exist in persistent kernels only, which are sm_90a's: a
+ * block has 227 KB of shared memory there. */
+enum { SHARED_LIMIT_SM90 = 227 * 1024 };
+
+void cuda_fastdiv_declare(Cuda *C, const IrKernel *k) {
   C->nfastdiv = 0;
   if (!C->fast_division) return;
   ir_visit_stmts(k->body, note_divisions, C);
   if (C->nfastdiv == 0) return;
-  if (shared_bytes + C->nfastdiv * 8 > shared_limit) { /* no room beside the kernel's own */
+  if (ir_shared_bytes(k->body, IR_SHARED_ALL) + C->nfastdiv * 8 > SHARED_LIMIT_SM90) { /* no room beside the kernel's own */
     C->nfastdiv = 0;
     return;
   }

@@ -233,41 +233,6 @@ static void emit_fp8_pair_loop(Cuda *C, const IrStmt *s, const IrStmt *wait, int
   sb_puts(o, "}\n");
 }
 
-/* A serial, pipelined, unrolled or persistent loop. */
-static void emit_loop(Cuda *C, const IrStmt *s, int depth) {
-  StrBuf *o = C->out;
-  if (s->u.for_.kind == IR_FOR_UNROLLED) {
-    cuda_indent(C, depth);
-    sb_puts(o, "#pragma unroll\n");
-  }
-  cuda_indent(C, depth);
-  if (s->u.for_.kind == IR_FOR_PERSISTENT) {
-    sb_printf(o, "for (long long %s = blockIdx.x; %s < ", s->u.for_.var->name, s->u.for_.var->name);
-    cuda_emit_expr(C, o, s->u.for_.extent);
-    sb_printf(o, "; %s += gridDim.x) {  // persistent: this block's tiles\n", s->u.for_.var->name);
-    /* Thread indices computed afresh per tile (tc_opaque_tid): what derives
-     * from them stays inside the loop instead of living across it. */
-    cuda_indent(C, depth + 1);
-    sb_puts(o, "const int tc_tid_tile = tc_opaque_tid(tc_tid);\n");
-    cuda_indent(C, depth + 1);
-    sb_puts(o, "const int tc_tid = tc_tid_tile, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
-    cuda_indent(C, depth + 1);
-    sb_puts(o, "(void)tc_warp; (void)tc_lane;\n");
-    cuda_emit_seq(C, s->u.for_.body, depth + 1);
-    cuda_indent(C, depth);
-    sb_puts(o, "}\n");
-    return;
-  }
-  sb_printf(o, "for (long long %s = 0; %s < ", s->u.for_.var->name, s->u.for_.var->name);
-  cuda_emit_expr(C, o, s->u.for_.extent);
-  sb_printf(o, "; ++%s) {", s->u.for_.var->name);
-  if (s->u.for_.kind == IR_FOR_PIPELINED) sb_printf(o, "  // pipelined, %d stages", s->u.for_.num_stages);
-  sb_puts(o, "\n");
-  cuda_emit_seq(C, s->u.for_.body, depth + 1);
-  cuda_indent(C, depth);
-  sb_puts(o, "}\n");
-}
-
 void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
   switch (s->kind) {
@@ -309,7 +274,36 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
       cuda_emit_parallel(C, s, depth);
       return;
     }
-    emit_loop(C, s, depth);
+    if (s->u.for_.kind == IR_FOR_UNROLLED) {
+      cuda_indent(C, depth);
+      sb_puts(o, "#pragma unroll\n");
+    }
+    cuda_indent(C, depth);
+    if (s->u.for_.kind == IR_FOR_PERSISTENT) {
+      sb_printf(o, "for (long long %s = blockIdx.x; %s < ", s->u.for_.var->name, s->u.for_.var->name);
+      cuda_emit_expr(C, o, s->u.for_.extent);
+      sb_printf(o, "; %s += gridDim.x) {  // persistent: this block's tiles\n", s->u.for_.var->name);
+      /* Thread indices computed afresh per tile (tc_opaque_tid): what derives
+       * from them stays inside the loop instead of living across it. */
+      cuda_indent(C, depth + 1);
+      sb_puts(o, "const int tc_tid_tile = tc_opaque_tid(tc_tid);\n");
+      cuda_indent(C, depth + 1);
+      sb_puts(o, "const int tc_tid = tc_tid_tile, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
+      cuda_indent(C, depth + 1);
+      sb_puts(o, "(void)tc_warp; (void)tc_lane;\n");
+      cuda_emit_seq(C, s->u.for_.body, depth + 1);
+      cuda_indent(C, depth);
+      sb_puts(o, "}\n");
+      return;
+    }
+    sb_printf(o, "for (long long %s = 0; %s < ", s->u.for_.var->name, s->u.for_.var->name);
+    cuda_emit_expr(C, o, s->u.for_.extent);
+    sb_printf(o, "; ++%s) {", s->u.for_.var->name);
+    if (s->u.for_.kind == IR_FOR_PIPELINED) sb_printf(o, "  // pipelined, %d stages", s->u.for_.num_stages);
+    sb_puts(o, "\n");
+    cuda_emit_seq(C, s->u.for_.body, depth + 1);
+    cuda_indent(C, depth);
+    sb_puts(o, "}\n");
     return;
   case IR_STMT_EXIT: /* block-uniform (pass early-exit): the whole block leaves */
     cuda_indent(C, depth);
@@ -479,10 +473,7 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
   if (k->pdl_trigger) sb_puts(o, "  tc_pdl_trigger();  // pdl_trigger: the next kernel may start\n");
   if (!k->persistent) emit_block_indices(C, k); /* persistent: the tile loop defines them */
   if (k->grid_size) sb_printf(o, "  const long long %s = gridDim.x;  // the tile loops' step\n", k->grid_size->name);
-  /* Shared memory per block: sm_90a's 227 KB where the kernel is one (wgmma
-   * and persistent kernels are), else sm_80's 163 KB. */
-  const int smem_limit = (k->wgmma || k->persistent ? 227 : 163) * 1024;
-  cuda_fastdiv_declare(C, k, (int)ir_shared_bytes(k->body, IR_SHARED_ALL), smem_limit);
+  cuda_fastdiv_declare(C, k);
   cuda_emit_seq(C, k->body, 0);
   C->nfastdiv = 0;
   sb_puts(o, "}\n\n");

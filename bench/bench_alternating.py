@@ -164,11 +164,14 @@ def gemm_fns(torch, tilec, ctx, row, stream, sms, smem, variants):
     c_torch = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
     g = tilec.splitk.Gemm(ctx, dt)
     kind, splits = g.plan(m, n, k, sms, smem)
-    row["plan"] = kind if kind == "gemm" else "%s/%d/2k" % (kind, splits)
-    if kind != "gemm":
+    thin = kind in tilec.splitk.THIN_TILES
+    row["plan"] = kind if kind == "gemm" else "%s/%d%s" % (kind, splits, "" if thin else "/2k")
+    if kind != "gemm" and not thin:
         g = tilec.splitk.Gemm(ctx, dt, splitk_defines=tilec.splitk.SPLITK_TILES.get(kind, {}))
-    g(a, b, c, splits=splits, stream=stream, fused=False)
-    if kind == "gemm":
+    g(a, b, c, splits=splits, stream=stream, fused=False, variant=kind if thin else None)
+    if thin:
+        fn = bench_gemm.thin_fn(g, kind, a, b, c, splits, stream)
+    elif kind == "gemm":
         fn = g.gemm_kernel().bind(a, b, c, stream=stream)
     else:
         fn = bench_gemm.two_kernel_fn(g, a, b, c, splits, stream)

@@ -281,9 +281,14 @@ def tilec_row(torch, tilec, ctx, timer, row, stream, gemm_obj, sms, smem):
             measure("splitk-bound/%d/2k" % s, gb, s, fused=False)
     # The plan as tilec.gemm() runs it by default: split-K in two kernels (/2k).
     kind, s = gemm_obj(dt, "splitk").plan(m, n, k, sms, smem)
-    plan = "gemm" if kind == "gemm" else "%s/%d/2k" % (kind, s)
-    if plan not in variants:
-        measure(plan, gemm_obj(dt, kind), s, fused=False)
+    if kind in tilec.splitk.THIN_TILES:   # gemm_thin.tile (+ splitk_reduce past one split)
+        plan = "%s/%d" % (kind, s)
+        if plan not in variants:
+            measure(plan, gemm_obj(dt, "gemm"), s, variant=kind)
+    else:
+        plan = "gemm" if kind == "gemm" else "%s/%d/2k" % (kind, s)
+        if plan not in variants:
+            measure(plan, gemm_obj(dt, kind), s, fused=False)
     best = best_variant(variants)
     return {"variants": variants, "best": best, "plan": plan}
 

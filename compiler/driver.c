@@ -33,6 +33,7 @@ void tilec_options_init(TilecOptions *o) {
   memset(o, 0, sizeof *o);
   o->emit = TILEC_EMIT_C;
   o->target = TILEC_TARGET_CPU;
+  o->fast_division = true;
 }
 
 const char *tilec_version(void) { return TILEC_VERSION_STRING; }

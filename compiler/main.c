@@ -43,8 +43,9 @@ static const char usage[] =
     "                         the runtime launches when TMA cannot take a tensor)\n"
     "  --cluster-multicast    sm_90a, experimental: persistent GEMMs pair tiles in 2-block\n"
     "                         clusters that share B through multicast TMA (slower today)\n"
-    "  --fast-division        CUDA, experimental: persistent kernels split their tile\n"
-    "                         indices through multipliers computed once per block\n"
+    "  --no-fast-division     CUDA: persistent kernels split their tile indices with\n"
+    "                         hardware division, not the multipliers computed once\n"
+    "                         per block that they use by default\n"
     "  --shape-class=N        the build for shape choices N (bit i set: the module's\n"
     "                         condition #i on a launch-time shape holds; default 0)\n"
     "  --dump-ir=DIR          write DIR/NN-<pass>.tir after every pass\n"
@@ -256,8 +257,8 @@ int main(int argc, char **argv) {
       o.no_tma = true;
     } else if (strcmp(a, "--cluster-multicast") == 0) {
       o.cluster_multicast = true;
-    } else if (strcmp(a, "--fast-division") == 0) {
-      o.fast_division = true;
+    } else if (strcmp(a, "--fast-division") == 0 || strcmp(a, "--no-fast-division") == 0) {
+      o.fast_division = a[2] == 'f'; /* --fast-division: the default, kept for old scripts */
     } else if (strncmp(a, "--shape-class=", 14) == 0) {
       char *end;
       errno = 0;
@@ -292,8 +293,8 @@ int main(int argc, char **argv) {
   if (!input) return bad_usage("%s", "no input file");
   if (!target_given) o.target = o.emit == TILEC_EMIT_CUDA ? TILEC_TARGET_SM80 : TILEC_TARGET_CPU;
   if (o.no_tma && aot) return bad_usage("%s", "--no-tma goes with --emit=cuda|ir (the runtime builds that variant itself)");
-  if (o.fast_division && aot)
-    return bad_usage("%s", "--fast-division goes with --emit=cuda (--emit=cubin|ptx: set $TILEC_FAST_DIVISION=1)");
+  if (!o.fast_division && aot)
+    return bad_usage("%s", "--no-fast-division goes with --emit=cuda (--emit=cubin|ptx: set $TILEC_FAST_DIVISION=0)");
   if (cache_dir && aot != 1) return bad_usage("%s", "--cache-dir goes with --emit=cubin");
   if (aot && o.target == TILEC_TARGET_CPU)
     return bad_usage("%s", "--emit=cubin and --emit=ptx need a GPU --target (sm_80 or sm_90a)");

@@ -23,10 +23,10 @@ TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *t
    * differs, so the cache keeps the builds apart. */
   const char *cluster = getenv("TILEC_CLUSTER_MULTICAST");
   opt.cluster_multicast = build == RT_BUILD_CLUSTER || (cluster && strcmp(cluster, "1") == 0);
-  /* Divisions by launch-invariant divisors through multipliers
-   * (TilecOptions.fast_division): an experiment, the source differs too. */
+  /* Tile indices through multipliers (TilecOptions.fast_division, on by
+   * default); $TILEC_FAST_DIVISION=0 builds hardware division instead. */
   const char *fastdiv = getenv("TILEC_FAST_DIVISION");
-  opt.fast_division = fastdiv && strcmp(fastdiv, "1") == 0;
+  opt.fast_division = !(fastdiv && strcmp(fastdiv, "0") == 0);
   TilecResult *res = NULL;
   int rc = tilec_compile(name, text, len, &opt, &res);
   if (!res) return rt_error(ctx, TILERT_OUT_OF_MEMORY, "%s: the compiler returned no result", name);

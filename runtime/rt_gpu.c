@@ -697,7 +697,8 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
     }
     if (info->fast_division && tiles >= TILEC_MAX_PERSISTENT_TILES) {
       st = rt_error(ctx, TILERT_INVALID_ARGUMENT,
-                    "%s: %lld tiles; built with fast division ($TILEC_FAST_DIVISION=1) it takes fewer than %d",
+                    "%s: %lld tiles; a persistent kernel built with fast division takes fewer than %d "
+                    "(set $TILEC_FAST_DIVISION=0 for hardware division)",
                     info->name, (long long)tiles, (int)TILEC_MAX_PERSISTENT_TILES);
       goto done;
     }

@@ -61,17 +61,18 @@ typedef struct TilecOptions {
                                2-block clusters sharing B by multicast TMA (pass
                                persistent; measured slower on an H100, so off by default;
                                the runtime sets it from $TILEC_CLUSTER_MULTICAST=1) */
-  bool fast_division;       /* CUDA, experimental: a persistent kernel's tile index split
-                               over the grid's extents (its / and %) through multipliers
-                               computed once per block (runtime/device/tilec_fastdiv.cuh;
-                               not yet measured on a GPU, so off by default; the runtime
-                               sets it from $TILEC_FAST_DIVISION=1) */
+  bool fast_division;       /* CUDA (on by tilec_options_init): a persistent kernel's
+                               tile index split over the grid's extents (its / and %)
+                               through multipliers computed once per block
+                               (runtime/device/tilec_fastdiv.cuh; dim 64 causal 4096
+                               0.988 -> 1.009x cuDNN on an H100); the runtime turns it
+                               off for $TILEC_FAST_DIVISION=0 */
   unsigned shape_class;     /* which way each shape choice goes in this build: bit i
                                set = condition i holds (docs/language.md, "Shape
                                choices"); 0, every condition false, by default */
 } TilecOptions;
 
-void tilec_options_init(TilecOptions *o); /* emit C, target cpu, nothing else */
+void tilec_options_init(TilecOptions *o); /* emit C, target cpu, fast_division on, nothing else */
 
 /* One dimension of a tensor parameter: a constant or a dynamic symbol. */
 typedef struct TilecDim {

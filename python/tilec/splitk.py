@@ -37,9 +37,11 @@ The plan (Gemm.plan): the plain gemm when its tiles fill the SMs (tiles >=
 0.9 num_sms; on sm_90 gemm.tile itself takes 64 x 64 or 64 x 128 tiles in
 a deep pipeline when M <= 128 or N <= 64, so the shapes M = 64..128
 against N, K in the thousands and N = 64 run there, at 0.96-0.99x cuBLAS:
-gemm_tile_for()) and the product is not thin (M <= THIN_ROWS, decoding's
-M = 1..16: split-K on every block slot, 0.90-1.03x on an H200 where
-gemm.tile's 64 x 64 tiles read 0.85-1.00x), else split-K with
+gemm_tile_for()) and the product is not thin; a thin product (M <=
+THIN_ROWS, decoding's M = 1..16) runs examples/gemm_thin.tile (C^T = B^T
+A^T: 16-row tiles of A, 16 stages of B in flight; choose_thin_splits(),
+one launch unless too few 64-column tiles stream B), on sm_90a only (its
+16 stages need Hopper's shared memory); otherwise split-K with
 choose_splits() (enough splits to fill the GPU once), on one of three
 split-K tiles
 (SPLITK_TILES; unless splitk_defines fixes it): 128 x 64 over two
@@ -67,7 +69,7 @@ import os
 from . import _ffi
 
 __all__ = ["Gemm", "gemm", "choose_splits", "gemm_tile_for", "example_source", "SPLITK_DEFAULTS", "SPLITK_TILES",
-           "THIN_TILES", "THIN_ROWS"]
+           "THIN_TILES", "THIN_ROWS", "choose_thin_splits"]
 
 # gemm_splitk.tile's default tile (block_M, block_N, block_K, num_stages,
 # threads); keep in step with the file.
@@ -138,17 +140,14 @@ def _fills(blocks, slots):
 MEMORY_BOUND_INTENSITY = 200
 
 # Rows of C up to which a product is "thin" (decoding: M = 1 .. 16 tokens).
-# Such a product streams B, a 64-row tile of A is mostly padding, and the
-# split-K partials (splits x M x N f32) are a few % of B's bytes, so the
-# plan splits K even where gemm.tile's 64 x 64 tiles fill the SMs, and
-# fills every block slot (two 96 KB blocks per SM, twice the bytes in
-# flight, 256-byte rows of B per TMA box row against 128). What
-# bench/bench_gemm.py measured (2026-11-25, session 17, 8192 x 8192 B):
-# on an H200, whose faster memory needs more bytes in flight, 4 splits
-# against gemm.tile: bf16 M = 1 0.90 against 0.85x torch, M = 16 0.93
-# against 0.89, f16 1.01 / 1.03 against 0.92 / 1.00; on an H100 (six
-# sessions' grids) 4 splits read 0.93-0.96x at M = 1 and 0.92-0.95x at
-# M = 16 against gemm.tile's 0.94-0.97x: 1-4 % slower there, not a miss.
+# Such a product streams B, and a 64-row tile of A is mostly padding:
+# gemm_thin.tile's 16-row tiles of A leave room for 16 stages of B, and one
+# launch of it beat every split-K and gemm.tile build on an H100
+# (bench/results/2026-12-06-nvidia-h100-session19-notes.md, bf16/f16, M = 1
+# and 16 against 4096^2 and 8192^2: 0.97-1.11x torch, against 0.89-0.95x
+# for session 18's rule of split-K on every block slot, and 0.97-1.00x
+# where gemm.tile's 64 x 64 tiles ran). Splitting it (2 or 4 ways) was
+# slower in each of those rows, even at 64 blocks on 132 SMs.
 THIN_ROWS = 16
 
 
@@ -183,6 +182,29 @@ def choose_splits(m, n, k, num_sms, block_M=64, block_N=128, block_K=64, blocks_
         if _fills(tiles * s, target):
             return s
     return cands[-1]
+
+
+# The share of the SMs a thin product's unsplit grid must stream B from
+# before gemm_thin's plan splits K: 64 blocks (N = 4096) on 132 SMs ran
+# fastest unsplit (H100), each holding 14 K tiles of B in flight; below a
+# third of the SMs, splitting is a guess that the memory system wants more
+# streams (not measured).
+THIN_MIN_SM_SHARE = 3
+
+
+def choose_thin_splits(n, k, num_sms, block_N=64, block_K=64, max_splits=32, min_k_tiles=8):
+    """The split count of examples/gemm_thin.tile for a thin product (M <=
+    THIN_ROWS) of n columns and depth k: 1 (one launch, C written directly)
+    while its ceil(n / block_N) blocks cover a THIN_MIN_SM_SHARE-th of the
+    SMs, else the fewest splits that do, each keeping >= min_k_tiles K
+    tiles (1 if none can)."""
+    if min(n, k, num_sms) < 1:
+        raise ValueError("choose_thin_splits: sizes and num_sms must be positive")
+    blocks, target = _cdiv(n, block_N), _cdiv(num_sms, THIN_MIN_SM_SHARE)
+    if blocks >= target:
+        return 1
+    want = min(_cdiv(target, blocks), max_splits, _cdiv(k, block_K) // min_k_tiles)
+    return max(1, want)
 
 
 def choose_kv_splits(base_blocks, kv_blocks, num_sms, blocks_per_sm=1, max_splits=256, min_kv_blocks=2,
@@ -332,8 +354,8 @@ class Gemm:
 
     def thin_kernel(self, label="thin"):
         """examples/gemm_thin.tile's gemm_thin (C^T = B^T A^T, for M <=
-        THIN_ROWS) built with THIN_TILES[label]; run only when asked for:
-        the plan does not pick it yet, bench/bench_gemm.py times it."""
+        THIN_ROWS) built with THIN_TILES[label] ("thin" is the plan's for thin
+        products on sm_90a; bench/bench_gemm.py times both)."""
         if label not in self._thin:
             d = {"dtype": self.dtype}
             d.update(THIN_TILES[label])
@@ -379,8 +401,9 @@ class Gemm:
         self._counters = None
 
     def plan(self, m, n, k, num_sms=132, smem_per_sm=227 * 1024, plain_tile=None):
-        """("gemm", 1) or (split-K label, splits) for an m x n x k product
-        (the label "splitk", "splitk-m128" or "splitk-n64": its tile).
+        """("gemm", 1), ("thin", splits) or (split-K label, splits) for an m
+        x n x k product (the label "splitk", "splitk-m128" or "splitk-n64":
+        its tile).
         plain_tile: gemm.tile's (block_M, block_N) for this shape (default:
         the defines' block_M / block_N, else gemm_tile_for() on sm_90's tile
         when smem_per_sm allows it, else 128 x 128: gemm.tile's defaults)."""
@@ -388,7 +411,9 @@ class Gemm:
             plain_tile = gemm_tile_for(m, n, smem_per_sm >= 200 * 1024)
             plain_tile = (int(self.defines.get("block_M", plain_tile[0])),
                           int(self.defines.get("block_N", plain_tile[1])))
-        if m > THIN_ROWS and _fills(_cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]), num_sms):
+        if m <= THIN_ROWS and smem_per_sm >= 200 * 1024:
+            return "thin", choose_thin_splits(n, k, num_sms)
+        if _fills(_cdiv(m, plain_tile[0]) * _cdiv(n, plain_tile[1]), num_sms):
             return "gemm", 1
         label = "splitk" if self.splitk_defines else splitk_tile_for(m, n)
         t = self.tile(label)

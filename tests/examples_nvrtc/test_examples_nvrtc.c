@@ -14,8 +14,9 @@
  * right but run its tensor cores one instruction at a time, which only a GPU
  * benchmark would otherwise notice. --allow-serialized-wgmma lets a case
  * through that serializes on purpose.
- * --fast-division: TilecOptions.fast_division; --expect-text=TEXT: the
- * generated CUDA must contain TEXT (e.g. that the option took effect). */
+ * --no-fast-division: TilecOptions.fast_division off (it is on by default);
+ * --expect-text=TEXT / --expect-no-text=TEXT: the generated CUDA must
+ * (must not) contain TEXT (e.g. that the option took effect). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,13 +48,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s FILE.tile sm_80|sm_90a [NAME=VALUE...]\n", argv[0]);
     return 2;
   }
-  const char *path = argv[1], *arch = argv[2], *expect = NULL, *expect_text = NULL;
-  bool allow_serialized = false, fast_division = false;
+  const char *path = argv[1], *arch = argv[2], *expect = NULL, *expect_text = NULL, *expect_no_text = NULL;
+  bool allow_serialized = false, fast_division = true;
   for (int i = 3; i < argc; i++) {
     if (strncmp(argv[i], "--expect-error=", 15) == 0) expect = argv[i] + 15;
     if (strcmp(argv[i], "--allow-serialized-wgmma") == 0) allow_serialized = true;
-    if (strcmp(argv[i], "--fast-division") == 0) fast_division = true;
+    if (strcmp(argv[i], "--no-fast-division") == 0) fast_division = false;
     if (strncmp(argv[i], "--expect-text=", 14) == 0) expect_text = argv[i] + 14;
+    if (strncmp(argv[i], "--expect-no-text=", 17) == 0) expect_no_text = argv[i] + 17;
   }
   char why[256] = "";
   /* With a driver installed, NVRTC reuses ptxas output from its compute
@@ -108,6 +110,9 @@ int main(int argc, char **argv) {
     status = 1;
   } else if (expect_text && !strstr(tilec_result_output(r), expect_text)) {
     fprintf(stderr, "FAIL: the generated CUDA (%s) has no \"%s\"\n", arch, expect_text);
+    status = 1;
+  } else if (expect_no_text && strstr(tilec_result_output(r), expect_no_text)) {
+    fprintf(stderr, "FAIL: the generated CUDA (%s) has \"%s\"\n", arch, expect_no_text);
     status = 1;
   } else {
     void *cubin = NULL;

@@ -144,25 +144,33 @@ def test_plan():
         assert g.plan(8192, 64, 8192) == ("gemm", 1)      # 128 tiles of 64 x 64
         assert splitk.gemm_tile_for(1, 8192) == (64, 64) and splitk.gemm_tile_for(100, 4096) == (64, 128)
         assert splitk.gemm_tile_for(129, 4096) == (128, 256) and splitk.gemm_tile_for(16, 8192, False) == (128, 128)
-        # Thin products (M <= 16) split even where gemm.tile's tiles fill the
-        # SMs, onto every block slot: 64 tiles of 64 x 128, two 96 KB blocks
-        # per SM (264 slots): 4 splits; 32 tiles at N = 4096: 8.
+        # Thin products (M <= 16) on sm_90a run gemm_thin.tile: one launch
+        # while its 64-column tiles cover a third of the SMs (44 of 132),
+        # split below that, each split keeping >= 8 K tiles.
         for m in (1, 16):
-            assert g.plan(m, 8192, 8192) == ("splitk", 4), m
-        assert g.plan(16, 4096, 8192) == ("splitk", 8)
+            assert g.plan(m, 8192, 8192) == ("thin", 1), m
+        assert g.plan(16, 4096, 8192) == ("thin", 1)      # 64 blocks
+        assert g.plan(16, 2048, 8192) == ("thin", 2)      # 32 blocks -> 64
+        assert g.plan(1, 512, 65536) == ("thin", 6)       # 8 blocks -> 48
+        assert g.plan(1, 512, 1024) == ("thin", 2)        # 16 K tiles: 2 splits of 8
+        assert g.plan(1, 512, 256) == ("thin", 1)         # 4 K tiles: nothing to split
+        assert splitk.choose_thin_splits(100, 64, 132) == 1 and splitk.choose_thin_splits(64, 64 * 8 * 40, 132) == 32
         assert g.plan(17, 8192, 8192) == ("gemm", 1)      # not thin: 128 tiles of 64 x 64
         # Too few small tiles still split, one block per SM when reading A and
         # B bounds the product: 32 x 4096 is 32 tiles of 64 x 128.
         assert g.plan(32, 4096, 8192) == ("splitk", 4)
-        # sm_80's 163 KB: one 96 KB block per SM, 132 slots: 2 splits.
+        # sm_80's 163 KB: no gemm_thin (16 stages); split-K's thin rule: one
+        # 96 KB block per SM, 132 slots: 2 splits.
         assert g.plan(1, 8192, 8192, smem_per_sm=163 * 1024) == ("splitk", 2)
+        assert g.plan(16, 4096, 8192, smem_per_sm=163 * 1024)[0] == "splitk"
         assert g.plan(512, 512, 65536)[0] == "splitk-m128"   # M >= 128: the 128-row tile
         assert g.plan(64, 4096, 8192)[0] == "splitk"          # M < 128: 64 x 128
         assert g.plan(4096, 64, 8192)[0] == "splitk-n64"      # N <= 64: 128 x 64
         assert g.tile("splitk-m128")["block_M"] == 128 and g.tile("splitk-n64")["block_N"] == 64
         fixed = splitk.Gemm(ctx, "f16", splitk_defines={"block_M": 32})
         assert fixed.plan(512, 512, 65536)[0] == "splitk"     # splitk_defines fix the tile
-        assert g.plan(16, 8192, 128) == ("gemm", 1)       # 2 K tiles: nothing to split
+        assert g.plan(16, 8192, 128) == ("thin", 1)       # 2 K tiles: nothing to split
+        assert g.plan(16, 8192, 128, smem_per_sm=163 * 1024) == ("gemm", 1)
         # gemm.tile's tile as defined: 32 x 32 tiles fill 132 SMs at 128 x 1056.
         small = splitk.Gemm(ctx, "f16", defines={"block_M": 32, "block_N": 32})
         assert small.plan(128, 1056, 8192) == ("gemm", 1)
@@ -268,14 +276,17 @@ def test_counters():
 
 
 def test_gemm_helper_plan():
-    # tilec.gemm with the default tiles: the plan picks split-K for 16 rows
-    # against 1000 columns (8 tiles of 128 x 128 on 132 SMs).
+    # tilec.gemm with the default tiles: the plan picks split-K for 32 rows
+    # against 1000 columns (8 tiles of 64 x 128 on 132 SMs), and
+    # gemm_thin.tile over 2 K ranges for 16 rows (16 blocks of 64 columns,
+    # 18 K tiles).
     with harness.cpu_context() as ctx:
-        a, b, ref = product(16, 1000, 1100)
-        c = harness.poisoned((16, 1000), np.float16)
-        ran = tilec.gemm(ctx, a, b, c)
-        assert ran[0] == "splitk" and ran[1] > 1, ran
-        harness.check_close("tilec.gemm 16x1000x1100 %s" % (ran,), c, ref, BOUND)
+        for m, plan in ((32, ("splitk", 4)), (16, ("thin", 2))):
+            a, b, ref = product(m, 1000, 1100)
+            c = harness.poisoned((m, 1000), np.float16)
+            ran = tilec.gemm(ctx, a, b, c)
+            assert ran == plan, (m, ran)
+            harness.check_close("tilec.gemm %dx1000x1100 %s" % (m, ran), c, ref, BOUND)
         a, b, ref = product(100, 70, 45)
         c = harness.poisoned((100, 70), np.float16)
         assert tilec.gemm(ctx, a, b, c) == ("gemm", 1)   # 45: one K tile
@@ -301,9 +312,9 @@ def test_errors():
 
 
 def test_gpu():
-    """CUDA torch tensors: the plan (split-K at M = 1 and 16 against 4100+
-    columns, also where gemm.tile's 64 x 64 tiles would fill the SMs:
-    16 x 8200, a thin product) and forced counts; 4 ulps of the dtype of
+    """CUDA torch tensors: the plan (gemm_thin.tile on sm_90a, else split-K,
+    at M = 1 and 16 against 3001+ columns, also where gemm.tile's 64 x 64
+    tiles would fill the SMs: 16 x 8200) and forced counts; 4 ulps of the dtype of
     max|ref|; bit-equal reruns."""
     if not GPU:
         print("  (CPU run: set TILEC_TEST_DEVICE=cuda for the GPU checks)")
@@ -320,8 +331,9 @@ def test_gpu():
                 c = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
                 ran = tilec.gemm(ctx, a, b, c, splits=splits)
                 torch.cuda.synchronize()
-                if splits is None:
-                    assert ran[0] == "splitk", "%dx%dx%d: plan %s" % (m, n, k, ran)
+                if splits is None:   # sm_90a: gemm_thin.tile for thin products
+                    want = "thin" if m <= splitk.THIN_ROWS and torch.cuda.get_device_capability()[0] >= 9 else "splitk"
+                    assert ran[0] == want, "%dx%dx%d: plan %s" % (m, n, k, ran)
                 harness.check_close("%s %dx%dx%d %s" % (tdt, m, n, k, ran), c.double().cpu().numpy(),
                                     ref.cpu().numpy(), bounds[tdt])
                 again = torch.full_like(c, float("nan"))
@@ -337,7 +349,7 @@ def test_gpu():
                             torch.cuda.synchronize()
                             harness.check_close("%s %dx%dx%d %s/%d" % (tdt, m, n, k, label, s),
                                                 thin.double().cpu().numpy(), ref.cpu().numpy(), bounds[tdt])
-                if ran[1] > 1:  # split-K ran fused: the two-kernel path gives the same bits
+                if ran[1] > 1 and ran[0] in splitk.SPLITK_TILES:  # fused split-K: the two-kernel path, the same bits
                     two = torch.full_like(c, float("nan"))
                     tilec.gemm(ctx, a, b, two, splits=ran[1], fused=False)
                     torch.cuda.synchronize()

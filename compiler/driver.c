@@ -192,6 +192,10 @@ static void build_infos(TilecResult *r, bool fast_division) {
     info->cluster = k->cluster;
     info->pdl_sync = k->pdl_sync;
     info->fast_division = fast_division && k->persistent;
+    if (info->fast_division) { /* its divisor table, after the kernel's own shared memory */
+      const int table = cuda_fastdiv_table_offset(k);
+      if (table >= 0) info->shared_bytes = table + CUDA_FASTDIV_TABLE_BYTES;
+    }
   }
 }
 

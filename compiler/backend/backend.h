@@ -41,4 +41,11 @@ void emit_c_fp8_prelude(StrBuf *out);
  * "tilec_tile.cuh" (runtime/device/). fast_division: TilecOptions'. */
 bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag, bool fast_division);
 
+/* With fast division (compiler/backend/cuda/fastdiv.c), the byte offset in
+ * kernel k's dynamic shared memory of its divisor table
+ * (CUDA_FASTDIV_TABLE_BYTES, after the kernel's own buffers), or -1 when k
+ * has none: the driver launches such a kernel with offset + table bytes. */
+enum { CUDA_FASTDIV_TABLE_BYTES = 64 };
+int cuda_fastdiv_table_offset(const IrKernel *k);
+
 #endif

@@ -63,7 +63,8 @@ typedef struct Cuda {
 
 /* ---- fastdiv.c: / and % by divisors fixed for the launch ---- */
 /* At the kernel's start (C->fast_division): finds its tile splits to serve
- * and writes their slots' table, filled by thread 0 behind a barrier;
+ * and writes their slots' table (in dynamic shared memory at
+ * cuda_fastdiv_table_offset), filled by thread 0 behind a barrier;
  * nothing when there are none or the table would not fit beside the
  * kernel's shared memory. */
 void cuda_fastdiv_declare(Cuda *C, const IrKernel *k);

@@ -9,8 +9,9 @@
  * an expression of the grid's extents, so of kernel parameters) whose
  * divisor is not a literal gets a slot, keyed by the divisor's CUDA text.
  * At the kernel's start thread 0 computes each slot's multiplier and shift
- * into a small static shared array (`tc_fd[N]`) and a block barrier
- * publishes them; cuda_fastdiv_call then spells such a division as
+ * into a small table (`tc_fd`) at the end of the kernel's dynamic shared
+ * memory (cuda_fastdiv_table_offset; the driver adds its bytes to
+ * TilecKernelInfo.shared_bytes) and a block barrier publishes them; cuda_fastdiv_call then spells such a division as
  * tc_fastdiv_div / tc_fastdiv_mod reading its slot from there (one shared
  * load per tile). Why this shape (ptxas -v, session 18; the table is in
  * bench/results/2026-12-06-cpu-host-session18-notes.md): divisions by any
@@ -19,7 +20,10 @@
  * and slots kept in registers stayed live across the consumers' main loop
  * and into the producer's 24 registers; tile splits need no fallback, and
  * with the table in shared memory no build spills. A kernel whose dynamic
- * shared memory leaves no room for the table keeps its divisions. */
+ * shared memory leaves no room for the table keeps its divisions. Not a
+ * static __shared__ array: with one beside it, the dynamic array's base
+ * lost the 1024-byte alignment the swizzled epilogue stages rely on (the
+ * backward's TMA-stored O came out permuted on an H100, session 19). */
 #include <string.h>
 
 #include "cuda_emit.h"
@@ -70,19 +74,31 @@ static void note_divisions(IrStmt *s, void *ctx) { ir_stmt_visit_exprs(s, note_d
 /* Tile splits exist in persistent kernels only, which are sm_90a's: a
  * block has 227 KB of shared memory there. */
 enum { SHARED_LIMIT_SM90 = 227 * 1024 };
+_Static_assert(CUDA_MAX_FASTDIV * 8 <= CUDA_FASTDIV_TABLE_BYTES, "a slot is a tc_fastdiv: 8 bytes");
+
+static void find_split(const IrExpr *e, void *ctx) {
+  if (fast_divisor(e)) *(bool *)ctx = true;
+}
+static void find_splits(IrStmt *s, void *ctx) { ir_stmt_visit_exprs(s, find_split, ctx); }
+
+int cuda_fastdiv_table_offset(const IrKernel *k) {
+  bool any = false;
+  ir_visit_stmts(k->body, find_splits, &any);
+  if (!any) return -1;
+  const int offset = (int)((ir_shared_bytes(k->body, IR_SHARED_ALL) + 15) / 16 * 16);
+  return offset + CUDA_FASTDIV_TABLE_BYTES <= SHARED_LIMIT_SM90 ? offset : -1; /* else no room */
+}
 
 void cuda_fastdiv_declare(Cuda *C, const IrKernel *k) {
   C->nfastdiv = 0;
   if (!C->fast_division) return;
+  const int offset = cuda_fastdiv_table_offset(k);
+  if (offset < 0) return;
   ir_visit_stmts(k->body, note_divisions, C);
   if (C->nfastdiv == 0) return;
-  if (ir_shared_bytes(k->body, IR_SHARED_ALL) + C->nfastdiv * 8 > SHARED_LIMIT_SM90) { /* no room beside the kernel's own */
-    C->nfastdiv = 0;
-    return;
-  }
   StrBuf *o = C->out;
-  sb_printf(o, "  __shared__ tc_fastdiv tc_fd[%d];  // divisors fixed for the launch (tilec_fastdiv.cuh)\n",
-            C->nfastdiv);
+  sb_printf(o, "  tc_fastdiv *const tc_fd = (tc_fastdiv *)(tc_smem + %d);  // divisors fixed for the launch "
+               "(tilec_fastdiv.cuh)\n", offset);
   sb_puts(o, "  if (tc_tid == 0) {\n");
   for (int i = 0; i < C->nfastdiv; i++) {
     sb_printf(o, "    tc_fd[%d] = tc_fastdiv_make(%s);\n", i, C->fastdiv[i].divisor);

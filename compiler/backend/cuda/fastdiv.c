@@ -1,6 +1,6 @@
 /* fastdiv.c - a persistent kernel's tile-index `/` and `%` through
  * multipliers computed once per block (TilecOptions.fast_division,
- * experimental; the device side and why its arithmetic is exact:
+ * on by default; the device side and why its arithmetic is exact:
  * runtime/device/tilec_fastdiv.cuh).
  *
  * cuda_fastdiv_declare walks a kernel's statements: every i64 DIV or MOD
@@ -21,9 +21,12 @@
  * and into the producer's 24 registers; tile splits need no fallback, and
  * with the table in shared memory no build spills. A kernel whose dynamic
  * shared memory leaves no room for the table keeps its divisions. Not a
- * static __shared__ array: with one beside it, the dynamic array's base
- * lost the 1024-byte alignment the swizzled epilogue stages rely on (the
- * backward's TMA-stored O came out permuted on an H100, session 19). */
+ * static __shared__ array: built with one (session 18), every gpu test of
+ * examples/flash_attention_bwd.tile failed on an H100 (its persistent
+ * kernels' O, dQ, dK wrong; the flagship's own tests passed), and with the
+ * table here all 220 gpu tests pass (session 19). Why is not established:
+ * a minimal kernel kept its dynamic base 1024-aligned beside a static
+ * array (bench/results/2026-12-06-nvidia-h100-session19-notes.md). */
 #include <string.h>
 
 #include "cuda_emit.h"

@@ -22,11 +22,13 @@
  * with the table in shared memory no build spills. A kernel whose dynamic
  * shared memory leaves no room for the table keeps its divisions. Not a
  * static __shared__ array: built with one (session 18), every gpu test of
- * examples/flash_attention_bwd.tile failed on an H100 (its persistent
- * kernels' O, dQ, dK wrong; the flagship's own tests passed), and with the
- * table here all 220 gpu tests pass (session 19). Why is not established:
- * a minimal kernel kept its dynamic base 1024-aligned beside a static
- * array (bench/results/2026-12-06-nvidia-h100-session19-notes.md). */
+ * examples/flash_attention_bwd.tile failed on an H100 (session 19). That
+ * module mixes wgmma kernels with others, and NVRTC kept one alignment for
+ * the module's `extern __shared__` array: `.align 128` in its PTX (frame.c
+ * now declares 1024 everywhere). With a static array before it, the
+ * dynamic base then need only sit on a 128-byte boundary, off the swizzled
+ * tiles' 1024-byte pattern: the likely cause (the PTX is seen, the
+ * placement on the GPU was not). */
 #include <string.h>
 
 #include "cuda_emit.h"

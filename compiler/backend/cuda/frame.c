@@ -8,8 +8,9 @@
  * tilec_<name>(tensors..., scalars..., dynamic symbols as long long)`, the
  * thread/warp/lane indices, the block indices (rasterized in panels when
  * use_swizzle asked for it) and the allocations (shared buffers carved out of
- * one dynamic shared-memory array at 128-byte aligned offsets, 1 KB in
- * kernels with wgmma; fragments as per-thread register arrays). The statement
+ * one dynamic shared-memory array (its base 1 KB-aligned) at 128-byte
+ * aligned offsets, 1 KB in kernels with wgmma; fragments as per-thread
+ * register arrays). The statement
  * dispatcher (cuda_emit_stmt) writes the structured statements itself and
  * hands tile ops to fragment.c, copy.c and gemm.c (cuda_emit.h lists them).
  * Anything the GPU path cannot map is reported with the statement's location. */
@@ -464,7 +465,12 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
     first = false;
   }
   sb_puts(o, ") {\n");
-  sb_printf(o, "  extern __shared__ __align__(%d) unsigned char tc_smem[];\n", k->wgmma ? 1024 : 128);
+  /* 1024 in every kernel, wgmma or not: the extern array is one symbol per
+   * module and NVRTC keeps a single alignment for it (the last kernel's:
+   * `.align 128` in the PTX of examples/flash_attention_bwd.tile when its
+   * non-wgmma kernels said 128), so a wgmma kernel's swizzled tiles are
+   * 1024-aligned only while no static shared memory sits before the array. */
+  sb_puts(o, "  extern __shared__ __align__(1024) unsigned char tc_smem[];\n");
   sb_puts(o, "  const int tc_tid = threadIdx.x, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
   sb_puts(o, "  (void)tc_warp; (void)tc_lane; (void)tc_smem;\n");
   /* Programmatic dependent launch (sema sets these on sm_90a only): before

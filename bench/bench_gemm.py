@@ -189,6 +189,10 @@ def worker_main(spec_path):
     if w.spec.get("timing") == "sustained":
         timer = ba.SustainedTimer(torch, rep_ms=w.spec["sustained_ms"], warmup_ms=w.spec["sustained_ms"])
     rounds = max(1, int(w.spec.get("rounds", 1)))
+    # --splitk-tile: more split-K tiles to time beside the plan's (the
+    # candidates come from tilec.splitk.SPLITK_TILES; the plan's rule
+    # picks only its own three labels).
+    tilec.splitk.SPLITK_TILES.update(w.spec.get("splitk_tiles", {}))
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
     smem = 227 * 1024 if props.major >= 9 else 163 * 1024 if (props.major, props.minor) == (8, 0) else 99 * 1024
@@ -339,7 +343,8 @@ def run_tilec_rows(rows, args):
     fails that row and a fresh worker resumes after it."""
     return run_worker_rows(rows, [sys.executable, os.path.abspath(__file__), "--worker"],
                            {"seed": args.seed, "min_runs": args.min_runs, "rep_ms": args.rep_ms,
-                            "timing": args.timing, "sustained_ms": args.sustained_ms, "rounds": args.rounds},
+                            "timing": args.timing, "sustained_ms": args.sustained_ms, "rounds": args.rounds,
+                            "splitk_tiles": dict(args.splitk_tile)},
                            args.row_timeout, log, summary, "bench-gemm-cache-",
                            "tilec worker died (exit %s): %s")
 
@@ -483,6 +488,18 @@ def plot(path, rows):
 
 # ------------------------------------------------------------------- main ---
 
+def parse_splitk_tile(text):
+    """NAME=K:V,... -> (NAME, {K: int V}) for --splitk-tile."""
+    name, eq, body = text.partition("=")
+    try:
+        defines = dict((k.strip(), int(v)) for k, v in (kv.split(":") for kv in body.split(",") if kv.strip()))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected NAME=K:V,... with integer values, not %r" % text)
+    if not name or not eq or not defines:
+        raise argparse.ArgumentTypeError("expected NAME=K:V,..., not %r" % text)
+    return name, defines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -504,6 +521,10 @@ def main():
     ap.add_argument("--sustained-ms", type=float, default=1000.0,
                     help="--timing sustained: warm-up and measured time per entry (ms)")
     ap.add_argument("--rounds", type=int, default=1, help="time each row's tilec variants and peer N times in turn")
+    ap.add_argument("--splitk-tile", action="append", default=[], type=parse_splitk_tile, metavar="NAME=K:V,...",
+                    help="also time gemm_splitk.tile with these defines over SPLITK_DEFAULTS, at the split counts "
+                         "the plan's rule gives its tile and half and twice that (repeatable; a tile whose "
+                         "module does not build shows its error in the row)")
     args = ap.parse_args()
     if args.worker:
         return worker_main(args.worker)

@@ -1,68 +1,64 @@
 #!/bin/sh
-# probe.sh [STEP...] - device calls (build/ carried) that answer the
-# eighteenth session's open questions, whose code was written without a GPU:
-# issue 14's thin products (M <= 16) and issue 10's tile boundary. Steps
-# (default: all, which may not fit one 10-minute command; `tests` alone and
-# `gemm attention fastdiv` each should):
+# probe.sh [STEP...] - device calls (build/ carried) for the questions the
+# nineteenth session left open (bench/results/2026-12-06-nvidia-h100-
+# session19-notes.md, "What is still missing"). Steps, each one device
+# command of a few minutes (default: tests gemm):
 #
-#   1. correctness: the gpu tests of examples/gemm_thin.tile (numerics at
-#      ragged sizes, memcheck / racecheck / synccheck) and tilec.gemm's
-#      plan on CUDA tensors (python.splitk.gpu: the thin rule's split-K);
-#   2. speed: bench_gemm.py on the thin rows (bf16 and f16; M = 1, 16 against
-#      8192 and 4096, and M = 64 as the control the thin rule leaves alone):
-#      the plan (split-K on every block slot) against gemm.tile and the
-#      thin/S columns (gemm_thin.tile), all against torch.matmul;
-#   3. the same rows with every tensor map's L2 promotion at 256 bytes
-#      ($TILEC_TMA_L2_PROMOTION=256) in a second process: do wider DRAM
-#      fetches help the 128-byte box rows of B?
-#   4. the flagship's one miss (dim 64 causal 2048) with the default and the
-#      256-byte promotion, timed in alternation with cuDNN, one process each;
-#   5. tile indices through multipliers ($TILEC_FAST_DIVISION=1) against
-#      the default on the persistent dim 64 causal build (seq 4096: the
-#      192-row tiles, 0.987 in the seventeenth session's alternation) and
-#      dim 128 causal 2048, in alternation with cuDNN, one process each
-#      (its gpu tests are in step 1).
+#   tests      the whole gpu suite (ctest -L gpu): the nineteenth session's
+#              last compiler change (every kernel's dynamic shared array
+#              declared 1024-aligned) was compiled by NVRTC, not run;
+#   gemm       bench_gemm.py on the thin rows (M = 1, 16 against 4096^2 and
+#              8192^2; M = 64 as a control): tilec.gemm's plan runs
+#              gemm_thin.tile there, measured only on an H100 (0.97-1.13x
+#              torch); the H200's decode rows were 0.85-0.89 with gemm.tile;
+#   splitk     512 x 512 x 65536 (0.89x, the one GEMM row under 0.9) with
+#              more split-K tiles beside the plan's 128 x 128 / 6 stages:
+#              128-deep K tiles in 3 stages, 7 stages, and 64 x 128 in 8;
+#   attention  bench_alternating.py over the whole flagship grid, and
+#              bench_attention.py's block-timed dim 64 causal rows (the
+#              block-timed misses: 2048 at 0.97 on the H100).
 #
-# Steps: tests (1), gemm (2 and 3), attention (4), fastdiv (5). Usage on the
-# device machine: sh bench/probe.sh tests; sh bench/probe.sh gemm attention
-# fastdiv (logs under $OUT, default ./probe-out; tables last).
+# Usage on the device machine: sh bench/probe.sh tests; sh bench/probe.sh
+# gemm splitk attention (logs under $OUT, default ./probe-out; tables last).
+# Say which GPU (H100 or H200) with every number: gpu.txt has it.
 OUT=${OUT:-probe-out}
 mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here" || exit 1
 export TILEC_BUILD_DIR="$here/build" PYTHONUNBUFFERED=1
-[ $# -eq 0 ] && set -- tests gemm attention fastdiv
+[ $# -eq 0 ] && set -- tests gemm
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader >"$OUT/gpu.txt" 2>&1
 echo "== $(cat "$OUT/gpu.txt")"
-shapes=1x8192x8192,16x8192x8192,1x4096x4096,16x4096x4096,64x8192x8192
 for step in "$@"; do
   case $step in
     tests)
-      ctest --test-dir build -j6 -L gpu -R "gemm_thin|splitk|fastdiv" --output-on-failure >"$OUT/ctest.log" 2>&1
+      ctest --test-dir build -j8 -L gpu --timeout 300 --output-on-failure >"$OUT/ctest.log" 2>&1
       echo "== gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
       grep -E '\*\*\*Failed|Timeout' "$OUT/ctest.log" ;;
     gemm)
-      python3 bench/bench_gemm.py --shapes $shapes --dtypes bf16,f16 --out-dir "$OUT/p128" >"$OUT/gemm-p128.log" 2>&1
-      TILEC_TMA_L2_PROMOTION=256 python3 bench/bench_gemm.py --shapes $shapes --dtypes bf16 \
-        --out-dir "$OUT/p256" >"$OUT/gemm-p256.log" 2>&1
-      for f in "$OUT"/p128/*-gemm.md "$OUT"/p256/*-gemm.md; do
-        echo "== $f"
-        grep '^|' "$f"
-      done ;;
+      python3 bench/bench_gemm.py --shapes 1x8192x8192,16x8192x8192,1x4096x4096,16x4096x4096,64x8192x8192 \
+        --dtypes bf16,f16 --out-dir "$OUT/thin" >"$OUT/gemm-thin.log" 2>&1
+      grep '^|' "$OUT"/thin/*-gemm.md ;;
+    splitk)
+      python3 bench/bench_gemm.py --shapes 512x512x65536 --dtypes bf16,f16 --rounds 2 \
+        --splitk-tile m128-k128=block_M:128,threads:256,block_K:128,num_stages:3 \
+        --splitk-tile m128-s7=block_M:128,threads:256,num_stages:7 \
+        --splitk-tile m64-s8=num_stages:8 --out-dir "$OUT/splitk" >"$OUT/gemm-splitk.log" 2>&1
+      grep '^|' "$OUT"/splitk/*-gemm.md
+      python3 - "$OUT"/splitk/*-gemm.json <<'PY'
+import json, sys
+for row in json.load(open(sys.argv[1]))["rows"]:
+    t = row["torch"].get("ms")
+    for name, v in sorted(row["tilec"]["variants"].items()):
+        print("%s %-22s %s" % (row["id"], name, "%.3fx torch" % (t / v["ms"]) if "ms" in v and t else v.get("error", "?")[:80]))
+PY
+      ;;
     attention)
-      for p in 128 256; do
-        TILEC_TMA_L2_PROMOTION=$p python3 bench/bench_alternating.py --attention --dims 64 --seqlens 2048 \
-          --causal yes --rep-ms 800 --out-dir "$OUT/att-p$p" >"$OUT/att-p$p.log" 2>&1
-        echo "== attention, L2 promotion $p"
-        grep -E '^\||Worst' "$OUT"/att-p$p/*-alternating.md
-      done ;;
-    fastdiv)
-      for fd in 0 1; do
-        TILEC_FAST_DIVISION=$fd python3 bench/bench_alternating.py --attention --dims 64,128 --seqlens 2048,4096 \
-          --causal yes --dtypes bf16 --rep-ms 800 --out-dir "$OUT/fd$fd" >"$OUT/fd$fd.log" 2>&1
-        echo "== attention, TILEC_FAST_DIVISION=$fd"
-        grep -E '^\||Worst' "$OUT"/fd$fd/*-alternating.md
-      done ;;
-    *) echo "probe.sh: unknown step $step (tests, gemm, attention, fastdiv)" >&2; exit 2 ;;
+      python3 bench/bench_alternating.py --attention --out-dir "$OUT/alt" >"$OUT/alt.log" 2>&1
+      grep -E '^\||Worst' "$OUT"/alt/*-alternating.md
+      python3 bench/bench_attention.py --dims 64 --seqlens 2048,4096 --dtypes f16,bf16 --causal yes --gemm-sizes= \
+        --impls tilec,sdpa-cudnn --no-compile-times --rounds 3 --out-dir "$OUT/grid" >"$OUT/grid.log" 2>&1
+      grep -E '^\|' "$OUT"/grid/*.md | head -12 ;;
+    *) echo "probe.sh: unknown step $step (tests, gemm, splitk, attention)" >&2; exit 2 ;;
   esac
 done

@@ -13,7 +13,9 @@
 #              torch); the H200's decode rows were 0.85-0.89 with gemm.tile;
 #   splitk     512 x 512 x 65536 (0.89x, the one GEMM row under 0.9) with
 #              more split-K tiles beside the plan's 128 x 128 / 6 stages:
-#              128-deep K tiles in 3 stages, 7 stages, and 64 x 128 in 8;
+#              128 x 256 in 4 stages (a quarter less L2 -> SM traffic;
+#              buildable since the nineteenth session), 128-deep K tiles in
+#              3 stages, 7 stages, and 64 x 128 in 8;
 #   attention  bench_alternating.py over the whole flagship grid, and
 #              bench_attention.py's block-timed dim 64 causal rows (the
 #              block-timed misses: 2048 at 0.97 on the H100).
@@ -41,6 +43,7 @@ for step in "$@"; do
       grep '^|' "$OUT"/thin/*-gemm.md ;;
     splitk)
       python3 bench/bench_gemm.py --shapes 512x512x65536 --dtypes bf16,f16 --rounds 2 \
+        --splitk-tile m128-n256=block_M:128,block_N:256,threads:256,num_stages:4 \
         --splitk-tile m128-k128=block_M:128,threads:256,block_K:128,num_stages:3 \
         --splitk-tile m128-s7=block_M:128,threads:256,num_stages:7 \
         --splitk-tile m64-s8=num_stages:8 --out-dir "$OUT/splitk" >"$OUT/gemm-splitk.log" 2>&1

@@ -191,11 +191,11 @@ static void build_infos(TilecResult *r, bool fast_division) {
     info->persistent = k->persistent;
     info->cluster = k->cluster;
     info->pdl_sync = k->pdl_sync;
-    info->fast_division = fast_division && k->persistent;
-    if (info->fast_division) { /* its divisor table, after the kernel's own shared memory */
-      const int table = cuda_fastdiv_table_offset(k);
-      if (table >= 0) info->shared_bytes = table + CUDA_FASTDIV_TABLE_BYTES;
-    }
+    /* A persistent kernel with tile splits to serve gets its divisor table
+     * after its own shared memory (the CUDA backend's fast division). */
+    const int fastdiv_table = fast_division && k->persistent ? cuda_fastdiv_table_offset(k) : -1;
+    info->fast_division = fastdiv_table >= 0;
+    if (info->fast_division) info->shared_bytes = fastdiv_table + CUDA_FASTDIV_TABLE_BYTES;
   }
 }
 

@@ -16,12 +16,17 @@
 #              128 x 256 in 4 stages (a quarter less L2 -> SM traffic;
 #              buildable since the nineteenth session), 128-deep K tiles in
 #              3 stages, 7 stages, and 64 x 128 in 8;
+#   squares    the bf16 GEMM squares (4096^3: 0.987 in alternation on both
+#              GPUs, the goal 1.0) against gemm.tile builds the defaults do
+#              not pick: 32-deep K tiles in 6 or 8 stages, 256 x 128 tiles
+#              (four consumer warpgroups); all build without spills;
 #   attention  bench_alternating.py over the whole flagship grid, and
 #              bench_attention.py's block-timed dim 64 causal rows (the
 #              block-timed misses: 2048 at 0.97 on the H100).
 #
 # Usage on the device machine: sh bench/probe.sh tests; sh bench/probe.sh
-# gemm splitk attention (logs under $OUT, default ./probe-out; tables last).
+# gemm splitk squares attention (logs under $OUT, default ./probe-out;
+# tables last).
 # Say which GPU (H100 or H200) with every number: gpu.txt has it.
 OUT=${OUT:-probe-out}
 mkdir -p "$OUT"
@@ -56,12 +61,17 @@ for row in json.load(open(sys.argv[1]))["rows"]:
         print("%s %-22s %s" % (row["id"], name, "%.3fx torch" % (t / v["ms"]) if "ms" in v and t else v.get("error", "?")[:80]))
 PY
       ;;
+    squares)
+      python3 bench/bench_alternating.py --gemm --rep-ms 600 --gemm-variant bk32s8=block_K:32,num_stages:8 \
+        --gemm-variant bk32s6=block_K:32,num_stages:6 --gemm-variant m256=block_M:256,block_N:128 \
+        --out-dir "$OUT/squares" >"$OUT/squares.log" 2>&1
+      grep -E '^\||Worst' "$OUT"/squares/*-alternating.md ;;
     attention)
       python3 bench/bench_alternating.py --attention --out-dir "$OUT/alt" >"$OUT/alt.log" 2>&1
       grep -E '^\||Worst' "$OUT"/alt/*-alternating.md
       python3 bench/bench_attention.py --dims 64 --seqlens 2048,4096 --dtypes f16,bf16 --causal yes --gemm-sizes= \
         --impls tilec,sdpa-cudnn --no-compile-times --rounds 3 --out-dir "$OUT/grid" >"$OUT/grid.log" 2>&1
       grep -E '^\|' "$OUT"/grid/*.md | head -12 ;;
-    *) echo "probe.sh: unknown step $step (tests, gemm, splitk, attention)" >&2; exit 2 ;;
+    *) echo "probe.sh: unknown step $step (tests, gemm, splitk, squares, attention)" >&2; exit 2 ;;
   esac
 done

@@ -318,28 +318,6 @@ static int top_level_pipelines(IrStmt *body, IrStmt *loops[MAX_PIPELINES], IrStm
   return npipes;
 }
 
-static void lower_kernel(Lower *L) {
-  IrStmt *body = L->k->body;
-  /* Found first, lowered after: lowering inserts mbarrier allocations into
-   * the top level, which would shift a walk over it onto the same loop
-   * again. */
-  IrStmt *loops[MAX_PIPELINES], *prologues[MAX_PIPELINES];
-  const int npipes = top_level_pipelines(body, loops, prologues);
-  for (int p = 0; p < npipes; p++) lower_pipeline(L, prologues[p], loops[p]);
-  /* Copies at the top level that first fill their destination. */
-  for (int i = 0; i < body->u.seq.n; i++) {
-    IrStmt *s = body->u.seq.items[i];
-    if (s->kind != IR_STMT_COPY || s->u.copy.async) continue;
-    if (referenced_before(L->k, s->u.copy.dst.buf, i) || !make_tma(L, s, 1, s)) continue;
-    /* make_tma may have inserted the mbarrier ALLOC before s: find s again. */
-    int at = i;
-    while (body->u.seq.items[at] != s) at++;
-    ir_seq_insert(L->m, body, at + 1,
-               pass_mbar_stmt(L->m, IR_STMT_MBAR_WAIT, s->u.copy.dst.buf->tma_bar, ir_int(L->m, 0, s->loc), ir_int(L->m, 0, s->loc), s->loc));
-    i = at + 1;
-  }
-}
-
 /* A pipelined loop this pass leaves alone (not one of the top level's:
  * inside another loop or an `if`) keeps cp.async copies waited on in
  * place, and so gets neither warp specialization nor the overlapped
@@ -361,15 +339,35 @@ static void warn_if_nested(IrStmt *s, void *ctx) {
                "(pass early-exit lifts the body of one trailing block-uniform `if`)");
 }
 
+static void lower_kernel(Lower *L, Diag *diag) {
+  IrStmt *body = L->k->body;
+  /* Found first, lowered after: lowering inserts mbarrier allocations into
+   * the top level, which would shift a walk over it onto the same loop
+   * again. Every other pipelined loop draws the warning. */
+  NestedPipelines w = {diag, {0}, 0};
+  IrStmt *prologues[MAX_PIPELINES];
+  w.ntop = top_level_pipelines(body, w.top, prologues);
+  ir_visit_stmts(body, warn_if_nested, &w);
+  for (int p = 0; p < w.ntop; p++) lower_pipeline(L, prologues[p], w.top[p]);
+  /* Copies at the top level that first fill their destination. */
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    if (s->kind != IR_STMT_COPY || s->u.copy.async) continue;
+    if (referenced_before(L->k, s->u.copy.dst.buf, i) || !make_tma(L, s, 1, s)) continue;
+    /* make_tma may have inserted the mbarrier ALLOC before s: find s again. */
+    int at = i;
+    while (body->u.seq.items[at] != s) at++;
+    ir_seq_insert(L->m, body, at + 1,
+               pass_mbar_stmt(L->m, IR_STMT_MBAR_WAIT, s->u.copy.dst.buf->tma_bar, ir_int(L->m, 0, s->loc), ir_int(L->m, 0, s->loc), s->loc));
+    i = at + 1;
+  }
+}
+
 bool pass_lower_tma(IrModule *m, const PassOptions *opts, Diag *diag) {
   if (opts->target != TILEC_TARGET_SM90A || opts->no_tma) return true;
   for (int i = 0; i < m->nkernels; i++) {
     Lower L = {m, m->kernels[i], {0}, {0}, 0};
-    lower_kernel(&L);
-    NestedPipelines w = {diag, {0}, 0};
-    IrStmt *prologues[MAX_PIPELINES];
-    w.ntop = top_level_pipelines(m->kernels[i]->body, w.top, prologues);
-    ir_visit_stmts(m->kernels[i]->body, warn_if_nested, &w);
+    lower_kernel(&L, diag);
   }
   return true;
 }

@@ -257,8 +257,8 @@ int main(int argc, char **argv) {
       o.no_tma = true;
     } else if (strcmp(a, "--cluster-multicast") == 0) {
       o.cluster_multicast = true;
-    } else if (strcmp(a, "--fast-division") == 0 || strcmp(a, "--no-fast-division") == 0) {
-      o.fast_division = a[2] == 'f'; /* --fast-division: the default, kept for old scripts */
+    } else if (strcmp(a, "--no-fast-division") == 0) {
+      o.fast_division = false;
     } else if (strncmp(a, "--shape-class=", 14) == 0) {
       char *end;
       errno = 0;

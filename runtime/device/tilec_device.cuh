@@ -224,6 +224,24 @@ TC_DEVICE void tc_f32x2_to_bf16x2(float lo, float hi, tc_bf16 &out_lo, tc_bf16 &
 TC_DEVICE void tc_f32x2_to_f16x2_at(float lo, float hi, tc_half *out) { tc_store_pair(out, tc_pack_f16x2(lo, hi)); }
 TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_store_pair(out, tc_pack_bf16x2(lo, hi)); }
 
+/* dst[0] = a and, when has_b, dst[1] = b (a fragment's two adjacent
+ * columns stored into a compact global f32 tile): one 8-byte store where
+ * the pair is 8-byte aligned, otherwise two 4-byte ones. Element by
+ * element, each store instruction of a warp wrote half of every 32-byte
+ * sector it touched (gemm_splitk's partial sums: 14 % of its stall samples
+ * in those stores on an H100). */
+TC_DEVICE void tc_store_f32x2(float *dst, float a, float b, bool has_b) {
+  if (has_b && ((unsigned long long)dst & 7ull) == 0) {
+    /* As asm: NVVM split a float2 store here into two 4-byte ones. */
+    asm volatile("{ .reg .b64 tc_g;\n\t cvta.to.global.u64 tc_g, %0;\n\t st.global.v2.f32 [tc_g], {%1, %2}; }" ::"l"(dst),
+                 "f"(a), "f"(b)
+                 : "memory");
+    return;
+  }
+  dst[0] = a;
+  if (has_b) dst[1] = b;
+}
+
 /* dst[0] += a and, when has_b, dst[1] += b, atomically (atomic_add of a
  * fragment's two adjacent columns): one 8-byte vector reduction on sm_90
  * where the pair is 8-byte aligned, otherwise two atomicAdds. */

@@ -10,6 +10,7 @@
  * reductions, f32 -> f16/bf16 packing, 16-byte vector copies.
  * tc_test_convert: rounding edge cases of the scalar conversions, exp2.
  * tc_test_atomic_pairs: tc_atomic_add_f32x2 at aligned and odd pairs.
+ * tc_test_store_pairs: tc_store_f32x2 the same way, the rest untouched.
  * Exit 77 (skip) with the reason when there is no usable GPU.
  */
 #include <math.h>
@@ -228,6 +229,36 @@ static void run_convert(RtCuda *cu, RtCuModule mod) {
   printf("tc_test_convert: %s\n", test_failures ? "FAILED" : "ok");
 }
 
+/* tc_store_f32x2 (the CUDA backend's store of a fragment's column pairs
+ * into a global f32 tile): 8 threads store pairs at even (one 8-byte
+ * store) and odd (two 4-byte ones) starts, two without their second
+ * element; every other element keeps its -1. */
+static void run_store_pairs(RtCuda *cu, RtCuModule mod) {
+  enum { N = 8, LEN = 22 };
+  const int start[N] = {0, 2, 5, 7, 10, 13, 16, 18}, has[N] = {1, 1, 1, 0, 1, 1, 0, 1};
+  float want[LEN], init[LEN], got[LEN];
+  for (int i = 0; i < LEN; i++) want[i] = init[i] = -1.0f;
+  for (int i = 0; i < N; i++) {
+    want[start[i]] = (float)(i + 1);
+    if (has[i]) want[start[i] + 1] = 1000.0f * (float)(i + 1);
+  }
+  RtCuDevPtr ddst = 0, dstart = 0, dhas = 0;
+  RtCuFunction fn = NULL;
+  int n = N;
+  bool ok = upload(cu, &ddst, init, sizeof init) && upload(cu, &dstart, start, sizeof start) &&
+            upload(cu, &dhas, has, sizeof has) && rt_cuda_get_function(cu, mod, "tc_test_store_pairs", &fn);
+  void *params[] = {&ddst, &dstart, &dhas, &n};
+  unsigned grid[3] = {1, 1, 1}, block[3] = {N, 1, 1};
+  ok = ok && rt_cuda_launch_kernel(cu, fn, grid, block, 0, NULL, params) && rt_cuda_synchronize(cu) &&
+       rt_cuda_memcpy_dtoh(cu, got, ddst, sizeof got);
+  CHECK_MSG(ok, "tc_test_store_pairs: %s", rt_cuda_last_error(cu));
+  for (int i = 0; ok && i < LEN; i++) CHECK_MSG(got[i] == want[i], "pair stores: [%d] = %g, want %g", i, got[i], want[i]);
+  rt_cuda_free(cu, ddst);
+  rt_cuda_free(cu, dstart);
+  rt_cuda_free(cu, dhas);
+  printf("tc_test_store_pairs: %s\n", test_failures ? "FAILED" : "ok");
+}
+
 /* tc_atomic_add_f32x2 (the CUDA backend's atomic_add of column pairs): 64
  * threads add into 8 pairs at even (vector reduction) and odd (two atomics)
  * starts, some without their second element; the host sums the same. */
@@ -289,6 +320,7 @@ int main(void) {
   run_mma(cu, mod, true);
   run_convert(cu, mod);
   run_atomic_pairs(cu, mod);
+  run_store_pairs(cu, mod);
 
   /* Driver errors come back as text naming the call, not as a crash. */
   RtCuFunction fn = NULL;

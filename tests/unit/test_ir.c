@@ -1834,6 +1834,36 @@ static void test_atomic_add_pairs(void) {
   }
 }
 
+/* A plain copy of the same accumulator into a global f32 tile: column pairs
+ * through tc_store_f32x2 (one 8-byte store where aligned), the second
+ * column guarded by its own bound; with declared strides or into a 16-bit
+ * tensor, element by element. */
+static void test_store_pairs(void) {
+  const TilecTarget targets[2] = {TILEC_TARGET_SM80, TILEC_TARGET_SM90A};
+  for (int t = 0; t < 2; t++) {
+    char *cu = compile_atomic("G: f32[M, N]", "copy(acc, G[0 : 64, 0 : 64]);", targets[t]);
+    if (cu) {
+      CHECK(count_of(cu, "// acc -> G, column pairs") == 1);
+      CHECK(count_of(cu, "tc_store_f32x2(&G[") == 1);
+      char line[1024];
+      const char *pair = line_of(cu, "tc_store_f32x2(&G[", line, sizeof line);
+      CHECK_CONTAINS(pair, "tc_store_f32x2(&G[(((long long)((0LL + tc_r))) * (N) + ((0LL + tc_c)))], acc[");
+      CHECK_CONTAINS(pair, "+ tc_cs + 1], (((0LL + tc_c) + 1LL) < N));");
+      free(cu);
+    }
+    cu = compile_atomic("S: f32[M, N] strides (s_m, 1)", "copy(acc, S[0 : 64, 0 : 64]);", targets[t]);
+    if (cu) {
+      CHECK(strstr(cu, "tc_store_f32x2(") == NULL);
+      free(cu);
+    }
+    cu = compile_atomic("H: f16[M, N]", "copy(acc, H[0 : 64, 0 : 64]);", targets[t]);
+    if (cu) {
+      CHECK(strstr(cu, "tc_store_f32x2(") == NULL);
+      free(cu);
+    }
+  }
+}
+
 /* ---- wgmma with the warpgroups splitting N --------------------------------- */
 
 /* The source through sema and the whole pass pipeline for target; the
@@ -2182,6 +2212,7 @@ int main(void) {
   test_fills_in_two_places();
   test_f32_vector_pipelined();
   test_atomic_add_pairs();
+  test_store_pairs();
   test_nsplit();
   test_multiple_of();
   test_pdl();

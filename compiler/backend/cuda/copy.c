@@ -315,13 +315,15 @@ static void emit_pair_store(Cuda *C, const IrStmt *s, const IrRegion *frag, cons
   sb_puts(o, "}\n");
 }
 
-/* atomic_add of an f32 MMA_C fragment into a compact global f32 tile whose
- * columns are the tensor's last dimension: each thread's two adjacent
- * columns (slots tc_cs, tc_cs + 1) are adjacent in memory, and
+/* A copy or atomic_add of an f32 MMA_C fragment into a compact global f32
+ * tile whose columns are the tensor's last dimension: each thread's two
+ * adjacent columns (slots tc_cs, tc_cs + 1) are adjacent in memory, and
  * tc_atomic_add_f32x2 adds them with one 8-byte vector reduction on sm_90
  * where the pair is 8-byte aligned (half the reduction requests of the L2;
- * the attention backward's dQ accumulation). */
-static bool pair_atomic_ok(const IrRegion *frag, const IrRegion *other, const int *od, int n) {
+ * the attention backward's dQ accumulation), tc_store_f32x2 stores them
+ * with one 8-byte store (whole 32-byte sectors per warp instruction where
+ * single floats wrote half of each: split-K's partial sums). */
+static bool pair_global_ok(const IrRegion *frag, const IrRegion *other, const int *od, int n) {
   const IrLayout *l = &frag->buf->layout;
   const IrBuffer *b = other->buf;
   if (frag->buf->dtype != DTYPE_F32 || b->dtype != DTYPE_F32 || b->scope != IR_SCOPE_GLOBAL || b->strides) return false;
@@ -334,15 +336,15 @@ static bool pair_atomic_ok(const IrRegion *frag, const IrRegion *other, const in
   return n == 2 && od[1] == other->rank - 1 && !(other->guard[other->rank - 1] & IR_GUARD_LOWER);
 }
 
-static void emit_pair_atomic(Cuda *C, const IrStmt *s, const IrRegion *frag, const IrRegion *other,
-                             IrExpr *const *idx, IrExpr *rows_ok, IrExpr *col_ok, int depth) {
+static void emit_pair_global(Cuda *C, const IrStmt *s, const IrRegion *frag, const IrRegion *other,
+                             IrExpr *const *idx, IrExpr *rows_ok, IrExpr *col_ok, bool atomic, int depth) {
   IrModule *m = (IrModule *)C->m;
   const IrLayout *l = &frag->buf->layout;
   const IrBuffer *g = other->buf;
   const int last = g->rank - 1;
   StrBuf *o = C->out;
   cuda_indent(C, depth);
-  sb_printf(o, "{  // atomic_add %s -> %s, column pairs\n", frag->buf->name, g->name);
+  sb_printf(o, "{  // %s%s -> %s, column pairs\n", atomic ? "atomic_add " : "", frag->buf->name, g->name);
   open_pair_nest(C, l, 0, l->cols_local, 0, NULL, depth + 1);
   /* The pair's first column inside the tensor (and its rows); the second
    * may lie past its end. */
@@ -353,7 +355,7 @@ static void emit_pair_atomic(Cuda *C, const IrStmt *s, const IrRegion *frag, con
     cuda_emit_expr(C, o, cond);
     sb_puts(o, ") ");
   }
-  sb_puts(o, "tc_atomic_add_f32x2(&");
+  sb_puts(o, atomic ? "tc_atomic_add_f32x2(&" : "tc_store_f32x2(&");
   cuda_emit_element(C, o, g, idx, g->rank, s->loc);
   sb_printf(o, ", %s[tc_rs * %d + tc_cs], %s[tc_rs * %d + tc_cs + 1], ", frag->buf->name, l->cols_local,
             frag->buf->name, l->cols_local);
@@ -437,8 +439,8 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
       else col_ok = c;
     }
   }
-  if (atomic && frag == src && pair_atomic_ok(frag, other, od, n)) {
-    emit_pair_atomic(C, s, frag, other, idx, rows_ok, col_ok, depth);
+  if (frag == src && pair_global_ok(frag, other, od, n)) {
+    emit_pair_global(C, s, frag, other, idx, rows_ok, col_ok, atomic, depth);
     return;
   }
   if (frag == src && !atomic && !cond && pair_store_ok(frag, other, od, n)) {

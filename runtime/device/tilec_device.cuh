@@ -229,7 +229,8 @@ TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_stor
  * the pair is 8-byte aligned, otherwise two 4-byte ones. Element by
  * element, each store instruction of a warp wrote half of every 32-byte
  * sector it touched (gemm_splitk's partial sums: 14 % of its stall samples
- * in those stores on an H100). */
+ * in those stores on an H100; with pairs 512 x 512 x 65536 went from 0.89
+ * to 0.97x cuBLAS). */
 TC_DEVICE void tc_store_f32x2(float *dst, float a, float b, bool has_b) {
   if (has_b && ((unsigned long long)dst & 7ull) == 0) {
     /* As asm: NVVM split a float2 store here into two 4-byte ones. */
@@ -241,6 +242,28 @@ TC_DEVICE void tc_store_f32x2(float *dst, float a, float b, bool has_b) {
   dst[0] = a;
   if (has_b) dst[1] = b;
 }
+
+/* The same into a global 16-bit tile: the pair converted at once (the
+ * bits of two scalar round-to-nearest conversions) and stored as 4 bytes
+ * where 4-byte aligned. */
+#define TC_ST_GLOBAL_B32 "{ .reg .b64 tc_g;\n\t cvta.to.global.u64 tc_g, %0;\n\t st.global.b32 [tc_g], %1; }"
+TC_DEVICE void tc_store_f16x2(tc_half *dst, float a, float b, bool has_b) {
+  if (has_b && ((unsigned long long)dst & 3ull) == 0) {
+    asm volatile(TC_ST_GLOBAL_B32 ::"l"(dst), "r"(tc_pack_f16x2(a, b)) : "memory");
+    return;
+  }
+  dst[0] = tc_f32_to_f16(a);
+  if (has_b) dst[1] = tc_f32_to_f16(b);
+}
+TC_DEVICE void tc_store_bf16x2(tc_bf16 *dst, float a, float b, bool has_b) {
+  if (has_b && ((unsigned long long)dst & 3ull) == 0) {
+    asm volatile(TC_ST_GLOBAL_B32 ::"l"(dst), "r"(tc_pack_bf16x2(a, b)) : "memory");
+    return;
+  }
+  dst[0] = tc_f32_to_bf16(a);
+  if (has_b) dst[1] = tc_f32_to_bf16(b);
+}
+#undef TC_ST_GLOBAL_B32
 
 /* dst[0] += a and, when has_b, dst[1] += b, atomically (atomic_add of a
  * fragment's two adjacent columns): one 8-byte vector reduction on sm_90

@@ -188,10 +188,14 @@ extern "C" __global__ void tc_test_convert(const float *in, int n, unsigned *out
 // dst + start[i] (has_b = has[i]); 64 threads hit the same 8 pairs, so the
 // sums depend on every reduction landing. Odd starts take the two-atomicAdd
 // path, even ones the 8-byte vector reduction on sm_90.
-extern "C" __global__ void tc_test_store_pairs(float *dst, const int *start, const int *has, int n) {
+extern "C" __global__ void tc_test_store_pairs(float *dst, tc_half *dst16, tc_bf16 *dst_bf16, const int *start,
+                                               const int *has, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  tc_store_f32x2(dst + start[i], (float)(i + 1), 1000.0f * (float)(i + 1), has[i] != 0);
+  const float a = (float)(i + 1) + 1.0f / 3.0f, b = -1000.0f * (float)(i + 1) - 1.0f / 7.0f; /* both round */
+  tc_store_f32x2(dst + start[i], a, b, has[i] != 0);
+  tc_store_f16x2(dst16 + start[i], a, b, has[i] != 0);
+  tc_store_bf16x2(dst_bf16 + start[i], a, b, has[i] != 0);
 }
 
 extern "C" __global__ void tc_test_atomic_pairs(float *dst, const int *start, const int *has, int n) {

@@ -10,7 +10,7 @@
  * reductions, f32 -> f16/bf16 packing, 16-byte vector copies.
  * tc_test_convert: rounding edge cases of the scalar conversions, exp2.
  * tc_test_atomic_pairs: tc_atomic_add_f32x2 at aligned and odd pairs.
- * tc_test_store_pairs: tc_store_f32x2 the same way, the rest untouched.
+ * tc_test_store_pairs: tc_store_f32x2 / f16x2 / bf16x2 the same way.
  * Exit 77 (skip) with the reason when there is no usable GPU.
  */
 #include <math.h>
@@ -229,31 +229,46 @@ static void run_convert(RtCuda *cu, RtCuModule mod) {
   printf("tc_test_convert: %s\n", test_failures ? "FAILED" : "ok");
 }
 
-/* tc_store_f32x2 (the CUDA backend's store of a fragment's column pairs
- * into a global f32 tile): 8 threads store pairs at even (one 8-byte
- * store) and odd (two 4-byte ones) starts, two without their second
- * element; every other element keeps its -1. */
+/* tc_store_f32x2, tc_store_f16x2, tc_store_bf16x2 (the CUDA backend's
+ * store of a fragment's column pairs into a global tile): 8 threads store
+ * pairs at even (one vector store) and odd (two scalar ones) starts, two
+ * without their second element, into f32, f16 and bf16 arrays; the 16-bit
+ * values must be the round-to-nearest-even conversions of the f32 ones, and
+ * every other element keeps its initial bits. */
 static void run_store_pairs(RtCuda *cu, RtCuModule mod) {
   enum { N = 8, LEN = 22 };
   const int start[N] = {0, 2, 5, 7, 10, 13, 16, 18}, has[N] = {1, 1, 1, 0, 1, 1, 0, 1};
   float want[LEN], init[LEN], got[LEN];
-  for (int i = 0; i < LEN; i++) want[i] = init[i] = -1.0f;
-  for (int i = 0; i < N; i++) {
-    want[start[i]] = (float)(i + 1);
-    if (has[i]) want[start[i] + 1] = 1000.0f * (float)(i + 1);
+  uint16_t want16[LEN], wantb[LEN], init16[LEN], got16[LEN], gotb[LEN];
+  for (int i = 0; i < LEN; i++) {
+    want[i] = init[i] = -1.0f;
+    want16[i] = wantb[i] = init16[i] = 0x7e7e;
   }
-  RtCuDevPtr ddst = 0, dstart = 0, dhas = 0;
+  for (int i = 0; i < N; i++) {
+    const float a = (float)(i + 1) + 1.0f / 3.0f, b = -1000.0f * (float)(i + 1) - 1.0f / 7.0f;
+    want[start[i]] = a, want16[start[i]] = host_f16(a), wantb[start[i]] = host_bf16(a);
+    if (has[i]) want[start[i] + 1] = b, want16[start[i] + 1] = host_f16(b), wantb[start[i] + 1] = host_bf16(b);
+  }
+  RtCuDevPtr ddst = 0, d16 = 0, dbf = 0, dstart = 0, dhas = 0;
   RtCuFunction fn = NULL;
   int n = N;
-  bool ok = upload(cu, &ddst, init, sizeof init) && upload(cu, &dstart, start, sizeof start) &&
+  bool ok = upload(cu, &ddst, init, sizeof init) && upload(cu, &d16, init16, sizeof init16) &&
+            upload(cu, &dbf, init16, sizeof init16) && upload(cu, &dstart, start, sizeof start) &&
             upload(cu, &dhas, has, sizeof has) && rt_cuda_get_function(cu, mod, "tc_test_store_pairs", &fn);
-  void *params[] = {&ddst, &dstart, &dhas, &n};
+  void *params[] = {&ddst, &d16, &dbf, &dstart, &dhas, &n};
   unsigned grid[3] = {1, 1, 1}, block[3] = {N, 1, 1};
   ok = ok && rt_cuda_launch_kernel(cu, fn, grid, block, 0, NULL, params) && rt_cuda_synchronize(cu) &&
-       rt_cuda_memcpy_dtoh(cu, got, ddst, sizeof got);
+       rt_cuda_memcpy_dtoh(cu, got, ddst, sizeof got) && rt_cuda_memcpy_dtoh(cu, got16, d16, sizeof got16) &&
+       rt_cuda_memcpy_dtoh(cu, gotb, dbf, sizeof gotb);
   CHECK_MSG(ok, "tc_test_store_pairs: %s", rt_cuda_last_error(cu));
-  for (int i = 0; ok && i < LEN; i++) CHECK_MSG(got[i] == want[i], "pair stores: [%d] = %g, want %g", i, got[i], want[i]);
+  for (int i = 0; ok && i < LEN; i++) {
+    CHECK_MSG(got[i] == want[i], "f32 pair stores: [%d] = %g, want %g", i, got[i], want[i]);
+    CHECK_MSG(got16[i] == want16[i], "f16 pair stores: [%d] = 0x%04x, want 0x%04x", i, got16[i], want16[i]);
+    CHECK_MSG(gotb[i] == wantb[i], "bf16 pair stores: [%d] = 0x%04x, want 0x%04x", i, gotb[i], wantb[i]);
+  }
   rt_cuda_free(cu, ddst);
+  rt_cuda_free(cu, d16);
+  rt_cuda_free(cu, dbf);
   rt_cuda_free(cu, dstart);
   rt_cuda_free(cu, dhas);
   printf("tc_test_store_pairs: %s\n", test_failures ? "FAILED" : "ok");

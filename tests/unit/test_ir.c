@@ -1836,8 +1836,10 @@ static void test_atomic_add_pairs(void) {
 
 /* A plain copy of the same accumulator into a global f32 tile: column pairs
  * through tc_store_f32x2 (one 8-byte store where aligned), the second
- * column guarded by its own bound; with declared strides or into a 16-bit
- * tensor, element by element. */
+ * column guarded by its own bound; with declared strides too (the last
+ * stride is 1); into a 16-bit tensor through tc_store_f16x2 /
+ * tc_store_bf16x2; with the columns one dim further out, element by
+ * element. */
 static void test_store_pairs(void) {
   const TilecTarget targets[2] = {TILEC_TARGET_SM80, TILEC_TARGET_SM90A};
   for (int t = 0; t < 2; t++) {
@@ -1853,12 +1855,32 @@ static void test_store_pairs(void) {
     }
     cu = compile_atomic("S: f32[M, N] strides (s_m, 1)", "copy(acc, S[0 : 64, 0 : 64]);", targets[t]);
     if (cu) {
-      CHECK(strstr(cu, "tc_store_f32x2(") == NULL);
+      CHECK_CONTAINS(cu, "tc_store_f32x2(&S[((long long)((0LL + tc_r)) * (s_m) + (long long)((0LL + tc_c)))], acc[");
       free(cu);
     }
-    cu = compile_atomic("H: f16[M, N]", "copy(acc, H[0 : 64, 0 : 64]);", targets[t]);
+    /* 16-bit: a 48-column accumulator (stage-stores stages rows of a
+     * power-of-two number of 16-byte chunks through shared memory instead). */
+    static const char *const narrow[2][2] = {{"f16", "tc_store_f16x2(&H["}, {"bf16", "tc_store_bf16x2(&H["}};
+    for (int d = 0; d < 2; d++) {
+      char src[1024];
+      snprintf(src, sizeof src,
+               "kernel a(A: f16[M, K], B: f16[N, K], H: %s[M, N])\n"
+               "  grid (1) threads (128) as (bx)\n{\n"
+               "    A_s = alloc_shared([64, 64], f16);\n    B_s = alloc_shared([48, 64], f16);\n"
+               "    acc = alloc_fragment([64, 48], f32);\n"
+               "    copy(A[0 : 64, 0 : 64], A_s);\n    copy(B[0 : 48, 0 : 64], B_s);\n    clear(acc);\n"
+               "    gemm(A_s, B_s, acc, transpose_B = true);\n    copy(acc, H[0 : 64, 0 : 48]);\n}\n",
+               narrow[d][0]);
+      cu = compile_text("narrow.tile", src, targets[t], TILEC_EMIT_CUDA, NULL);
+      if (cu) {
+        CHECK(count_of(cu, narrow[d][1]) == 1);
+        free(cu);
+      }
+    }
+    cu = compile_atomic("H4: f32[M, N, 4]", "copy(acc, H4[0 : 64, 0 : 64, 1]);", targets[t]);
     if (cu) {
-      CHECK(strstr(cu, "tc_store_f32x2(") == NULL);
+      CHECK(strstr(cu, "column pairs") == NULL);
+      CHECK_CONTAINS(cu, "H4[((((long long)((0LL + tc_r))) * (N) + ((0LL + tc_c))) * (4LL) + (1LL))] = ");
       free(cu);
     }
   }

@@ -322,11 +322,16 @@ static void emit_pair_store(Cuda *C, const IrStmt *s, const IrRegion *frag, cons
  * where the pair is 8-byte aligned (half the reduction requests of the L2;
  * the attention backward's dQ accumulation), tc_store_f32x2 stores them
  * with one 8-byte store (whole 32-byte sectors per warp instruction where
- * single floats wrote half of each: split-K's partial sums). */
-static bool pair_global_ok(const IrRegion *frag, const IrRegion *other, const int *od, int n) {
+ * single floats wrote half of each: split-K's partial sums), and into a
+ * 16-bit tile tc_store_f16x2 / tc_store_bf16x2 convert the pair at once
+ * and store 4 bytes. */
+static bool pair_global_ok(const IrRegion *frag, const IrRegion *other, const int *od, int n, bool atomic) {
   const IrLayout *l = &frag->buf->layout;
   const IrBuffer *b = other->buf;
-  if (frag->buf->dtype != DTYPE_F32 || b->dtype != DTYPE_F32 || b->scope != IR_SCOPE_GLOBAL || b->strides) return false;
+  if (frag->buf->dtype != DTYPE_F32 || b->scope != IR_SCOPE_GLOBAL) return false;
+  /* Stores: f32 or 16-bit, declared strides too (the last is 1: a pair's
+   * columns stay adjacent; the helpers check the alignment). */
+  if (atomic ? b->dtype != DTYPE_F32 || b->strides : b->dtype != DTYPE_F32 && !cuda_is_16bit(b->dtype)) return false;
   if (l->kind != IR_LAYOUT_FRAGMENT || l->frag != IR_FRAG_MMA_C || !l->cols || ir_layout_is_col_vector(l) ||
       l->cols_local % 2 != 0 || ir_layout_cols_padded(l))
     return false;
@@ -355,7 +360,10 @@ static void emit_pair_global(Cuda *C, const IrStmt *s, const IrRegion *frag, con
     cuda_emit_expr(C, o, cond);
     sb_puts(o, ") ");
   }
-  sb_puts(o, atomic ? "tc_atomic_add_f32x2(&" : "tc_store_f32x2(&");
+  sb_puts(o, atomic                       ? "tc_atomic_add_f32x2(&"
+             : g->dtype == DTYPE_F32       ? "tc_store_f32x2(&"
+             : g->dtype == DTYPE_F16       ? "tc_store_f16x2(&"
+                                           : "tc_store_bf16x2(&");
   cuda_emit_element(C, o, g, idx, g->rank, s->loc);
   sb_printf(o, ", %s[tc_rs * %d + tc_cs], %s[tc_rs * %d + tc_cs + 1], ", frag->buf->name, l->cols_local,
             frag->buf->name, l->cols_local);
@@ -439,7 +447,7 @@ static void emit_copy_fragment(Cuda *C, const IrStmt *s, int depth, bool atomic)
       else col_ok = c;
     }
   }
-  if (frag == src && pair_global_ok(frag, other, od, n)) {
+  if (frag == src && pair_global_ok(frag, other, od, n, atomic)) {
     emit_pair_global(C, s, frag, other, idx, rows_ok, col_ok, atomic, depth);
     return;
   }

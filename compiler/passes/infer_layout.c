@@ -188,17 +188,24 @@ static const char *fp8_wgmma_unfit(const Infer *in, const IrStmt *s, int M, int 
  * multiple of 4) runs as wgmma. That split is exactly wgmma's accumulator layout (warpgroup g owns
  * rows 64g.., warp w of it 16 rows), so nothing else in the kernel changes.
  * FP8 tiles: when fp8_wgmma_unfit finds nothing against it. */
+static bool wgmma_operands_fit(const Infer *in, const IrStmt *s, int M, int N);
+
 static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
   const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
   if (!in->sm90a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
   if (dtype_is_fp8(a->dtype) || dtype_is_fp8(b->dtype)) return fp8_wgmma_unfit(in, s, M, N) == NULL;
+  return in->warps % 4 == 0 && M == 16 * in->warps && wgmma_operands_fit(in, s, M, N);
+}
+
+/* wgmma_fits' rules for 16-bit tiles but the one on rows per warp. */
+static bool wgmma_operands_fit(const Infer *in, const IrStmt *s, int M, int N) {
+  const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
   for (int i = 0; i < in->nno_wgmma; i++)
     if (in->no_wgmma[i] == s) return false;
   bool a_regs = a->scope == IR_SCOPE_FRAGMENT; /* A from registers (wgmma's RS form) */
   if ((!a_regs && a->scope != IR_SCOPE_SHARED) || b->scope != IR_SCOPE_SHARED || a->dtype != b->dtype ||
       (a->dtype != DTYPE_F16 && a->dtype != DTYPE_BF16) || a->rank != 2 || b->rank != 2)
     return false;
-  if (in->warps % 4 || M != 16 * in->warps) return false;
   if (N % 16 || N > 256) return false; /* m64nNk16 with N = 16, 32, ... 256 */
   /* transpose_A: A is the [K, M] tile, read M-major (wgmma's transpose bit). */
   int K = dim_of(a, s->u.gemm.trans_a ? 0 : 1);
@@ -724,6 +731,26 @@ static void reset_layouts(Infer *in) {
   ir_visit_stmts(body, forget_layout, NULL);
 }
 
+/* sm_90a: a 16-bit gemm that would run as wgmma but for its rows per warp
+ * (more than 16: a warpgroup owning two m64 blocks, as block_M 256 with
+ * threads 256) runs as mma.sync -- and its pipeline with cp.async copies
+ * waited on in place -- at about half the speed (gemm.tile 256 x 128 with
+ * 256 threads: 0.48x cuBLAS at 4096^3 on an H100, twentieth session). Said
+ * once per gemm, after the last inference. Fewer rows than 16 per warp
+ * (more warps than rows need) are the N-split's or the kernel's choice. */
+static void warn_mma_fallback(IrStmt *s, void *ctx) {
+  const Infer *in = ctx;
+  if (s->kind != IR_STMT_GEMM || s->u.gemm.wgmma || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return;
+  const IrBuffer *c = s->u.gemm.c.buf;
+  if (!is_fragment(c) || c->rank != 2) return;
+  const int M = dim_of(c, 0), N = dim_of(c, 1);
+  if (M <= 16 * in->warps || M % 64 || !wgmma_operands_fit(in, s, M, N)) return;
+  diag_warning(in->diag, s->loc,
+               "gemm: runs as mma.sync, not wgmma: its %d accumulator rows over %d warps are %d per warp, and "
+               "wgmma takes 16 per warp (one warpgroup of 128 threads per 64 rows: %d threads here)",
+               M, in->warps, M / in->warps, M * 2);
+}
+
 bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
   for (int i = 0; i < m->nkernels; i++) {
     IrKernel *k = m->kernels[i];
@@ -750,6 +777,7 @@ bool pass_infer_layout(IrModule *m, const PassOptions *opts, Diag *diag) {
       infer_kernel(&in);
     }
     if (in.failed) return false;
+    if (in.sm90a) ir_visit_stmts(k->body, warn_mma_fallback, &in);
   }
   return true;
 }

@@ -225,7 +225,7 @@ TC_DEVICE void tc_f32x2_to_f16x2_at(float lo, float hi, tc_half *out) { tc_store
 TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_store_pair(out, tc_pack_bf16x2(lo, hi)); }
 
 /* dst[0] = a and, when has_b, dst[1] = b (a fragment's two adjacent
- * columns stored into a compact global f32 tile): one 8-byte store where
+ * columns stored into a global f32 tile): one 8-byte store where
  * the pair is 8-byte aligned, otherwise two 4-byte ones. Element by
  * element, each store instruction of a warp wrote half of every 32-byte
  * sector it touched (gemm_splitk's partial sums: 14 % of its stall samples

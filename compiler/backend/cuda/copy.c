@@ -315,9 +315,10 @@ static void emit_pair_store(Cuda *C, const IrStmt *s, const IrRegion *frag, cons
   sb_puts(o, "}\n");
 }
 
-/* A copy or atomic_add of an f32 MMA_C fragment into a compact global f32
- * tile whose columns are the tensor's last dimension: each thread's two
- * adjacent columns (slots tc_cs, tc_cs + 1) are adjacent in memory, and
+/* A copy or atomic_add of an f32 MMA_C fragment into a global tile whose
+ * columns are the tensor's last dimension (compact f32 for atomic_add; f32
+ * or 16-bit, strided or not, for a copy): each thread's two adjacent
+ * columns (slots tc_cs, tc_cs + 1) are adjacent in memory, and
  * tc_atomic_add_f32x2 adds them with one 8-byte vector reduction on sm_90
  * where the pair is 8-byte aligned (half the reduction requests of the L2;
  * the attention backward's dQ accumulation), tc_store_f32x2 stores them

@@ -39,7 +39,11 @@ for step in "$@"; do
     tests)
       ctest --test-dir build -j8 -L gpu --timeout 300 --output-on-failure >"$OUT/ctest.log" 2>&1
       echo "== gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
-      grep -E '\*\*\*Failed|Timeout' "$OUT/ctest.log" ;;
+      grep -E '\*\*\*Failed|Timeout' "$OUT/ctest.log"
+      # not gpu-labelled, with checks only an sm_90 GPU runs (tilert_module_warnings)
+      ctest --test-dir build -R runtime_compile_log -V >"$OUT/compile-log.log" 2>&1
+      echo "== runtime_compile_log: $(grep -E 'tests passed|tests failed' "$OUT/compile-log.log" | tail -1)"
+      grep -E '^[0-9]+: (ok|note):' "$OUT/compile-log.log" ;;
     grid)
       python3 bench/bench_gemm.py --dtypes bf16,f16 --fp8 --out-dir "$OUT/grid-gemm" >"$OUT/grid-gemm.log" 2>&1
       grep '^|' "$OUT"/grid-gemm/*-gemm.md ;;

@@ -396,6 +396,11 @@ const char *tilert_module_compile_log(const TilertModule *mod) {
   return mod && mod->compile_log ? mod->compile_log : "";
 }
 
+const char *tilert_module_warnings(const TilertModule *mod) {
+  const char *text = mod && mod->result ? tilec_result_diagnostics(mod->result) : NULL;
+  return text ? text : "";
+}
+
 TilertStatus tilert_module_get_kernel(TilertModule *mod, const char *name, TilertKernel **out) {
   if (!mod) return TILERT_INVALID_ARGUMENT;
   if (!out || !name)

@@ -42,17 +42,26 @@ import numbers
 import os
 import sys
 import threading
+import warnings
 import weakref
 
 from . import _ffi
 
 __all__ = [
     "Context", "Module", "Kernel", "KernelInfo", "ParamInfo", "BoundLaunch",
-    "TilecError", "version", "library_path", "STATUS_NAMES",
+    "TilecError", "TilecWarning", "version", "library_path", "STATUS_NAMES",
     "autotune", "AutotuneResult", "AutotuneError", "gemm", "splitk",
 ]
 
 STATUS_NAMES = _ffi.STATUS_NAMES
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class TilecWarning(UserWarning):
+    """tilec's own warning about a loaded module (Module.warnings): a
+    performance trap the compiler saw, issued through Python's warnings
+    module when the module loads (shown once per call site by default;
+    `warnings.simplefilter("error", tilec.TilecWarning)` makes it raise)."""
 
 
 class TilecError(Exception):
@@ -276,7 +285,7 @@ class Context:
                                                    _ffi.ctypes.byref(out))
             if st != _ffi.TILERT_OK:
                 raise self._error(st)
-        return Module(self, out)
+        return Module(self, out)._warn()
 
     def load_string(self, text, defines=None, name=None):
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
@@ -288,7 +297,7 @@ class Context:
                 _ffi.ctypes.byref(out))
             if st != _ffi.TILERT_OK:
                 raise self._error(st)
-        return Module(self, out)
+        return Module(self, out)._warn()
 
     @staticmethod
     def _defines(defines):
@@ -344,6 +353,24 @@ class Module:
     def from_cache(self):
         """True when the binary came from the disk cache (no compiler ran)."""
         return bool(self.context._lib.tilert_module_from_cache(self._h()))
+
+    @property
+    def warnings(self):
+        """tilec's own warnings for the module's text, as the `tilec` CLI
+        prints them (tilert_module_warnings): e.g. a gemm that runs as
+        mma.sync where wgmma was one define away. "" when there are none.
+        Also issued as a TilecWarning when the module loads."""
+        ctx = self.context
+        with ctx._lock:
+            return _s(ctx._lib.tilert_module_warnings(self._h()))
+
+    def _warn(self):
+        text = self.warnings
+        if text:
+            # Attributed to the caller's line, not the binding's (Python >= 3.12).
+            where = {"skip_file_prefixes": (_PACKAGE_DIR,)} if sys.version_info >= (3, 12) else {"stacklevel": 3}
+            warnings.warn("tilec: " + text.rstrip("\n"), TilecWarning, **where)
+        return self
 
     @property
     def compile_log(self):

@@ -189,6 +189,7 @@ def _declare(lib):
         "tilert_module_destroy": (None, [c_void_p]),
         "tilert_module_from_cache": (ctypes.c_bool, [c_void_p]),
         "tilert_module_compile_log": (c_char_p, [c_void_p]),
+        "tilert_module_warnings": (c_char_p, [c_void_p]),
         "tilert_module_get_kernel": (c_int, [c_void_p, c_char_p, pp]),
         "tilert_kernel_info": (ctypes.POINTER(TilecKernelInfo), [c_void_p]),
         "tilert_launch": (c_int, [c_void_p, ctypes.POINTER(TilertArg), c_int, c_void_p]),

@@ -124,6 +124,14 @@ bool tilert_module_from_cache(const TilertModule *mod);
  * compile that hits it logs no ptxas line; $CUDA_CACHE_DISABLE=1 in the
  * process's environment turns that cache off (tilec --emit=cubin does). */
 const char *tilert_module_compile_log(const TilertModule *mod);
+/* tilec's own warnings for the module's text, as `tilec` prints them
+ * (file:line:col, the source line and a caret): performance traps the
+ * compiler saw, e.g. a gemm that runs as mma.sync where wgmma was one
+ * define away, a pipelined loop that keeps cp.async on sm_90a. Those of
+ * the load's compile (the builds made at later launches are the same
+ * source for another shape class or copy path and are not repeated).
+ * "" when there are none, never NULL. Valid until tilert_module_destroy. */
+const char *tilert_module_warnings(const TilertModule *mod);
 
 TilertStatus tilert_module_get_kernel(TilertModule *mod, const char *name, TilertKernel **out);
 const TilecKernelInfo *tilert_kernel_info(const TilertKernel *k);

@@ -154,6 +154,22 @@ def test_compile_log():
             harness.expect_error("INVALID_ARGUMENT", lambda: mod.compile_log, "the module is closed")
 
 
+def test_warnings():
+    # tilec's own warnings (all of them sm_90a-only today): "" for a CPU
+    # module, and no TilecWarning issued at its load. The text on a GPU is
+    # checked by runtime_compile_log (C, on an sm_90 GPU).
+    import warnings
+    with harness.cpu_context() as ctx:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            mod = ctx.load(SCALE_ADD, defines={"block": 32})
+        assert mod.warnings == "", repr(mod.warnings)
+        assert not [w for w in seen if issubclass(w.category, tilec.TilecWarning)], [str(w.message) for w in seen]
+        assert issubclass(tilec.TilecWarning, UserWarning)
+        mod.close()
+        harness.expect_error("INVALID_ARGUMENT", lambda: mod.warnings, "the module is closed")
+
+
 def test_close_and_lifetimes():
     ctx = harness.cpu_context()
     assert ctx.device == "cpu" and "cpu" in repr(ctx).lower()

@@ -67,12 +67,14 @@ static void test_cpu_module(void) {
             tilert_module_from_cache(mod));
       const char *log = tilert_module_compile_log(mod);
       CHECK(log && strcmp(log, "") == 0, "CPU module, round %d: log %s", round, log ? log : "NULL");
+      CHECK(strcmp(tilert_module_warnings(mod), "") == 0, "CPU module, round %d: warnings", round);
     }
     CHECK(strcmp(tilert_compile_aot_log(ctx), "") == 0, "a fresh context has an AOT log");
     tilert_module_destroy(mod);
     tilert_context_destroy(ctx);
   }
   CHECK(strcmp(tilert_module_compile_log(NULL), "") == 0, "NULL module");
+  CHECK(strcmp(tilert_module_warnings(NULL), "") == 0, "NULL module: warnings");
   CHECK(strcmp(tilert_compile_aot_log(NULL), "") == 0, "NULL context");
   free(dir);
 }
@@ -222,6 +224,50 @@ static void test_gpu_module(const char *tile_path, const char *tile, size_t len,
   free(dir);
 }
 
+/* On a GPU of compute capability 9.x: tilec's own warnings of a module
+ * (tilert_module_warnings), here a gemm with 32 accumulator rows per warp
+ * that runs as mma.sync; a module without any has "". */
+static void test_gpu_warnings(void) {
+  RtCuda *probe = rt_cuda_open(RT_CUDA_DEVICE, 0, NULL, 0);
+  int arch = probe ? rt_cuda_arch(probe) : 0;
+  rt_cuda_close(probe);
+  if (arch / 10 != 9) {
+    printf("note: no sm_90 GPU: tilec's warnings of a GPU module are not checked\n");
+    return;
+  }
+  static const char text[] =
+      "kernel w(A: f16[M, K], B: f16[N, K], C: f32[M, N])\n"
+      "  grid (1) threads (128) as (bx)\n"
+      "{\n"
+      "    A_s = alloc_shared([128, 64], f16);\n"
+      "    B_s = alloc_shared([64, 64], f16);\n"
+      "    acc = alloc_fragment([128, 64], f32);\n"
+      "    copy(A[0 : 128, 0 : 64], A_s);\n"
+      "    copy(B[0 : 64, 0 : 64], B_s);\n"
+      "    clear(acc);\n"
+      "    gemm(A_s, B_s, acc, transpose_B = true);\n"
+      "    copy(acc, C[0 : 128, 0 : 64]);\n"
+      "}\n";
+  char *dir = rt_test_mkdtemp("gpu-warnings");
+  TilertConfig cfg = {TILERT_DEVICE_CUDA, dir, false, NULL};
+  TilertContext *ctx = NULL;
+  TilertModule *mod = NULL;
+  CHECK_STATUS(tilert_context_create(&cfg, &ctx), TILERT_OK, ctx);
+  CHECK_STATUS(tilert_module_load_string(ctx, "w.tile", text, sizeof text - 1, NULL, 0, &mod), TILERT_OK, ctx);
+  if (mod)
+    CHECK_CONTAINS(tilert_module_warnings(mod), "w.tile:10:5: warning: gemm: runs as mma.sync, not wgmma: its 128 "
+                                                "accumulator rows over 4 warps are 32 per warp");
+  tilert_module_destroy(mod);
+  mod = NULL;
+  static const char clean[] = "kernel c(X: f32[N])\n  grid (1) threads (32) as (bx)\n{\n    X[0] = 1.0;\n}\n";
+  CHECK_STATUS(tilert_module_load_string(ctx, "c.tile", clean, sizeof clean - 1, NULL, 0, &mod), TILERT_OK, ctx);
+  if (mod) CHECK(strcmp(tilert_module_warnings(mod), "") == 0, "clean module: '%s'", tilert_module_warnings(mod));
+  tilert_module_destroy(mod);
+  tilert_context_destroy(ctx);
+  printf("ok: tilec's warnings of a GPU module\n");
+  free(dir);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s COMPILE_LOG.tile COMPILE_LOG.cu\n", argv[0]);
@@ -322,6 +368,7 @@ int main(int argc, char **argv) {
   setenv("TILEC_CUDA_OVERRIDE", spec, 1);
   rt_test_stderr_begin();
   test_gpu_module(tile_path, tile, tile_len, want);
+  test_gpu_warnings();
   free(rt_test_stderr_end());
 
   free(want);

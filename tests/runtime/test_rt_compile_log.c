@@ -195,16 +195,20 @@ static void aot(TilertContext *ctx, const char *name, const char *text, TilertBi
   free(bin);
 }
 
-/* On a GPU of compute capability 9.x: loads through the override give the
- * same log, built and then from the cache. */
-static void test_gpu_module(const char *tile_path, const char *tile, size_t len, const char *want) {
+/* Whether device 0 is a GPU of compute capability 9.x; a note naming what
+ * goes unchecked otherwise. */
+static bool have_sm90_gpu(const char *unchecked) {
   RtCuda *probe = rt_cuda_open(RT_CUDA_DEVICE, 0, NULL, 0);
   int arch = probe ? rt_cuda_arch(probe) : 0;
   rt_cuda_close(probe);
-  if (arch / 10 != 9) {
-    printf("note: no sm_90 GPU: the module log on a GPU is not checked\n");
-    return;
-  }
+  if (arch / 10 != 9) printf("note: no sm_90 GPU: %s not checked\n", unchecked);
+  return arch / 10 == 9;
+}
+
+/* On a GPU of compute capability 9.x: loads through the override give the
+ * same log, built and then from the cache. */
+static void test_gpu_module(const char *tile_path, const char *tile, size_t len, const char *want) {
+  if (!have_sm90_gpu("the module log on a GPU is")) return;
   char *dir = rt_test_mkdtemp("gpu-cache");
   TilertConfig cfg = {TILERT_DEVICE_CUDA, dir, false, NULL};
   for (int round = 0; round < 2; round++) {
@@ -228,13 +232,7 @@ static void test_gpu_module(const char *tile_path, const char *tile, size_t len,
  * (tilert_module_warnings), here a gemm with 32 accumulator rows per warp
  * that runs as mma.sync; a module without any has "". */
 static void test_gpu_warnings(void) {
-  RtCuda *probe = rt_cuda_open(RT_CUDA_DEVICE, 0, NULL, 0);
-  int arch = probe ? rt_cuda_arch(probe) : 0;
-  rt_cuda_close(probe);
-  if (arch / 10 != 9) {
-    printf("note: no sm_90 GPU: tilec's warnings of a GPU module are not checked\n");
-    return;
-  }
+  if (!have_sm90_gpu("tilec's warnings of a GPU module are")) return;
   static const char text[] =
       "kernel w(A: f16[M, K], B: f16[N, K], C: f32[M, N])\n"
       "  grid (1) threads (128) as (bx)\n"

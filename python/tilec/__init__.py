@@ -367,9 +367,12 @@ class Module:
     def _warn(self):
         text = self.warnings
         if text:
-            # Attributed to the caller's line, not the binding's (Python >= 3.12).
-            where = {"skip_file_prefixes": (_PACKAGE_DIR,)} if sys.version_info >= (3, 12) else {"stacklevel": 3}
-            warnings.warn("tilec: " + text.rstrip("\n"), TilecWarning, **where)
+            # Attributed to the first line outside this package (the user's
+            # load, or tilec.gemm's caller), not to the binding.
+            level, frame = 1, sys._getframe(0)
+            while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+                level, frame = level + 1, frame.f_back
+            warnings.warn("tilec: " + text.rstrip("\n"), TilecWarning, stacklevel=level)
         return self
 
     @property

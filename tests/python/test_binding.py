@@ -6,6 +6,7 @@ cleanly.
 import math
 import os
 import re
+import sys
 
 import harness
 from harness import np, tilec
@@ -168,6 +169,26 @@ def test_warnings():
         assert issubclass(tilec.TilecWarning, UserWarning)
         mod.close()
         harness.expect_error("INVALID_ARGUMENT", lambda: mod.warnings, "the module is closed")
+
+    # The issuing side, with the text a GPU load would have: one
+    # TilecWarning, its message tilec's text, attributed to this file's line.
+    class Warned(tilec.Module):
+        def __init__(self):
+            pass
+
+        @property
+        def warnings(self):
+            return "w.tile:10:5: warning: gemm: runs as mma.sync, not wgmma\n"
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        Warned()._warn()
+        line = sys._getframe().f_lineno - 1
+    got = [w for w in seen if issubclass(w.category, tilec.TilecWarning)]
+    assert len(got) == 1, [str(w.message) for w in seen]
+    assert str(got[0].message) == "tilec: w.tile:10:5: warning: gemm: runs as mma.sync, not wgmma", str(got[0].message)
+    assert os.path.abspath(got[0].filename) == os.path.abspath(__file__) and got[0].lineno == line, \
+        (got[0].filename, got[0].lineno, line)
 
 
 def test_close_and_lifetimes():

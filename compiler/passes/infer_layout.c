@@ -183,21 +183,9 @@ static const char *fp8_wgmma_unfit(const Infer *in, const IrStmt *s, int M, int 
   return NULL;
 }
 
-/* sm_90a: a gemm of 16-bit tiles (B shared, A shared or a fragment) whose
- * accumulator splits as one 16-row slice per warp (M = 16 * warps, warps a
- * multiple of 4) runs as wgmma. That split is exactly wgmma's accumulator layout (warpgroup g owns
- * rows 64g.., warp w of it 16 rows), so nothing else in the kernel changes.
- * FP8 tiles: when fp8_wgmma_unfit finds nothing against it. */
-static bool wgmma_operands_fit(const Infer *in, const IrStmt *s, int M, int N);
-
-static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
-  const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
-  if (!in->sm90a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
-  if (dtype_is_fp8(a->dtype) || dtype_is_fp8(b->dtype)) return fp8_wgmma_unfit(in, s, M, N) == NULL;
-  return in->warps % 4 == 0 && M == 16 * in->warps && wgmma_operands_fit(in, s, M, N);
-}
-
-/* wgmma_fits' rules for 16-bit tiles but the one on rows per warp. */
+/* wgmma's rules for a 16-bit gemm but the one on rows per warp: B shared,
+ * A shared or a fragment, widths wgmma can read, and no operand staged in
+ * a pipelined loop. */
 static bool wgmma_operands_fit(const Infer *in, const IrStmt *s, int M, int N) {
   const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
   for (int i = 0; i < in->nno_wgmma; i++)
@@ -211,6 +199,19 @@ static bool wgmma_operands_fit(const Infer *in, const IrStmt *s, int M, int N) {
   int K = dim_of(a, s->u.gemm.trans_a ? 0 : 1);
   if (K % 16) return false;
   return (a_regs || wgmma_row_ok(s->u.gemm.trans_a ? M : K)) && wgmma_row_ok(s->u.gemm.trans_b ? K : N);
+}
+
+/* sm_90a: a gemm of 16-bit tiles whose operands fit (wgmma_operands_fit)
+ * and whose accumulator splits as one 16-row slice per warp (M = 16 *
+ * warps, warps a multiple of 4) runs as wgmma. That split is exactly
+ * wgmma's accumulator layout (warpgroup g owns rows 64g.., warp w of it 16
+ * rows), so nothing else in the kernel changes. FP8 tiles: when
+ * fp8_wgmma_unfit finds nothing against it. */
+static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
+  const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
+  if (!in->sm90a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
+  if (dtype_is_fp8(a->dtype) || dtype_is_fp8(b->dtype)) return fp8_wgmma_unfit(in, s, M, N) == NULL;
+  return in->warps % 4 == 0 && M == 16 * in->warps && wgmma_operands_fit(in, s, M, N);
 }
 
 /* The two tile extents of a 2-D operand region equal its buffer's last

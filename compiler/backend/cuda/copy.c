@@ -330,9 +330,10 @@ static bool pair_global_ok(const IrRegion *frag, const IrRegion *other, const in
   const IrLayout *l = &frag->buf->layout;
   const IrBuffer *b = other->buf;
   if (frag->buf->dtype != DTYPE_F32 || b->scope != IR_SCOPE_GLOBAL) return false;
+  if (atomic && (b->dtype != DTYPE_F32 || b->strides)) return false;
   /* Stores: f32 or 16-bit, declared strides too (the last is 1: a pair's
    * columns stay adjacent; the helpers check the alignment). */
-  if (atomic ? b->dtype != DTYPE_F32 || b->strides : b->dtype != DTYPE_F32 && !cuda_is_16bit(b->dtype)) return false;
+  if (!atomic && b->dtype != DTYPE_F32 && !cuda_is_16bit(b->dtype)) return false;
   if (l->kind != IR_LAYOUT_FRAGMENT || l->frag != IR_FRAG_MMA_C || !l->cols || ir_layout_is_col_vector(l) ||
       l->cols_local % 2 != 0 || ir_layout_cols_padded(l))
     return false;
@@ -340,6 +341,12 @@ static bool pair_global_ok(const IrRegion *frag, const IrRegion *other, const in
    * start that may be negative, column 0 can be a pair's second (start
    * -1): the element path then. */
   return n == 2 && od[1] == other->rank - 1 && !(other->guard[other->rank - 1] & IR_GUARD_LOWER);
+}
+
+/* tilec_device.cuh's helper for one pair into a global tile of dtype. */
+static const char *pair_helper(DType dtype, bool atomic) {
+  if (atomic) return "tc_atomic_add_f32x2";
+  return dtype == DTYPE_F32 ? "tc_store_f32x2" : dtype == DTYPE_F16 ? "tc_store_f16x2" : "tc_store_bf16x2";
 }
 
 static void emit_pair_global(Cuda *C, const IrStmt *s, const IrRegion *frag, const IrRegion *other,
@@ -361,10 +368,7 @@ static void emit_pair_global(Cuda *C, const IrStmt *s, const IrRegion *frag, con
     cuda_emit_expr(C, o, cond);
     sb_puts(o, ") ");
   }
-  sb_puts(o, atomic                       ? "tc_atomic_add_f32x2(&"
-             : g->dtype == DTYPE_F32       ? "tc_store_f32x2(&"
-             : g->dtype == DTYPE_F16       ? "tc_store_f16x2(&"
-                                           : "tc_store_bf16x2(&");
+  sb_printf(o, "%s(&", pair_helper(g->dtype, atomic));
   cuda_emit_element(C, o, g, idx, g->rank, s->loc);
   sb_printf(o, ", %s[tc_rs * %d + tc_cs], %s[tc_rs * %d + tc_cs + 1], ", frag->buf->name, l->cols_local,
             frag->buf->name, l->cols_local);

@@ -628,6 +628,9 @@ void ir_layout_warp_pos(const IrLayout *l, int warp, int *wm, int *wn);
  * that wgmma writes: its columns over the warp columns (all of them when
  * the warps split only the rows). */
 int ir_layout_wgmma_n(const IrLayout *l);
+/* The m64 blocks each warpgroup of a wgmma accumulator owns: 2 with 32 rows
+ * per warp (tc_gemm_wgmma_ss_2blocks), else 1. */
+int ir_layout_wgmma_blocks(const IrLayout *l);
 /* A ROWGROUP whose columns do not divide by its group: the last column slot
  * of some threads lies past `cols` and is skipped (docs/gpu-codegen.md). */
 bool ir_layout_cols_padded(const IrLayout *l);

@@ -77,6 +77,8 @@ void ir_layout_warp_pos(const IrLayout *l, int warp, int *wm, int *wn) {
 
 int ir_layout_wgmma_n(const IrLayout *l) { return l->warps_n > 1 ? l->cols / l->warps_n : l->cols; }
 
+int ir_layout_wgmma_blocks(const IrLayout *l) { return l->warps_n == 1 && l->rows == 32 * l->warps_m ? 2 : 1; }
+
 bool ir_layout_cols_padded(const IrLayout *l) {
   return l->kind == IR_LAYOUT_FRAGMENT && l->frag == IR_FRAG_ROWGROUP && l->cols > 0 && l->group > 1 &&
          l->group * l->cols_local > l->cols;

@@ -19,6 +19,8 @@
  *    when its columns do not divide by the row group;
  *  - on sm_90a, a gemm whose operands wgmma can read (wgmma_fits)
  *    is marked gemm.wgmma and gets the one-slice-per-warp MMA_C split;
+ *    with a K-major shared A, also a gemm of two 16-row slices per warp
+ *    (wgmma_two_blocks: a warpgroup owns two m64 blocks);
  *  - on sm_90a, a 16-bit gemm of policy square that wgmma could run but
  *    for its rows (M = 64 gm over 4 gm x gn warps, gn > 1: the attention
  *    backward's dQ^T [64, 96] over 8 warps) is marked gemm.wgmma with the
@@ -214,6 +216,20 @@ static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
   return in->warps % 4 == 0 && M == 16 * in->warps && wgmma_operands_fit(in, s, M, N);
 }
 
+/* sm_90a: a 16-bit gemm with 32 accumulator rows per warp (M = 32 *
+ * warps, warps a multiple of 4: block_M 256 over 256 threads) runs as
+ * wgmma with each warpgroup owning two m64 blocks, 128 rows
+ * (tc_gemm_wgmma_ss_2blocks): its descriptors interleave A's 8-row groups
+ * so that the accumulator is the plain MMA_C split with 32 rows per warp.
+ * Needs A K-major in shared memory (a register A would hold one m64
+ * block's rows per warp) besides wgmma_operands_fit. */
+static bool wgmma_two_blocks(const Infer *in, const IrStmt *s, int M, int N) {
+  const IrBuffer *a = s->u.gemm.a.buf;
+  if (!in->sm90a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
+  if (a->scope != IR_SCOPE_SHARED || s->u.gemm.trans_a) return false;
+  return in->warps % 4 == 0 && M == 32 * in->warps && wgmma_operands_fit(in, s, M, N);
+}
+
 /* The two tile extents of a 2-D operand region equal its buffer's last
  * two dimensions (a whole tile, or a whole stage of a staged one). */
 static bool whole_tile(const IrRegion *r) {
@@ -407,7 +423,7 @@ static void gemm_constraints(Infer *in, IrStmt *s) {
   /* With A in registers, warps may only split rows (A is read from the
    * accumulator layout of the previous gemm). */
   if (is_fragment(a)) wm = in->warps, wn = 1;
-  s->u.gemm.wgmma = wgmma_fits(in, s, M, N);
+  s->u.gemm.wgmma = wgmma_fits(in, s, M, N) || wgmma_two_blocks(in, s, M, N);
   if (s->u.gemm.wgmma) wm = in->warps, wn = 1;
   const int gn = s->u.gemm.wgmma ? 0 : wgmma_n_split(in, s, M, N);
   if (gn) {
@@ -733,12 +749,13 @@ static void reset_layouts(Infer *in) {
 }
 
 /* sm_90a: a 16-bit gemm that would run as wgmma but for its rows per warp
- * (more than 16: a warpgroup owning two m64 blocks, as block_M 256 with
- * threads 256) runs as mma.sync -- and its pipeline with cp.async copies
- * waited on in place -- at about half the speed (gemm.tile 256 x 128 with
- * 256 threads: 0.48x cuBLAS at 4096^3 on an H100, twentieth session). Said
- * once per gemm, after the last inference. Fewer rows than 16 per warp
- * (more warps than rows need) are the N-split's or the kernel's choice. */
+ * (more than 16 that wgmma_two_blocks cannot take: 48 or more, or 32 with
+ * a transposed or register A) runs as mma.sync -- and its pipeline with
+ * cp.async copies waited on in place -- at about half the speed (gemm.tile
+ * 256 x 128 over 256 threads ran so at 0.48x cuBLAS at 4096^3 on an H100
+ * before wgmma_two_blocks, twentieth session). Said once per gemm, after
+ * the last inference. Fewer rows than 16 per warp (more warps than rows
+ * need) are the N-split's or the kernel's choice. */
 static void warn_mma_fallback(IrStmt *s, void *ctx) {
   const Infer *in = ctx;
   if (s->kind != IR_STMT_GEMM || s->u.gemm.wgmma || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return;
@@ -748,7 +765,8 @@ static void warn_mma_fallback(IrStmt *s, void *ctx) {
   if (M <= 16 * in->warps || M % 64 || !wgmma_operands_fit(in, s, M, N)) return;
   diag_warning(in->diag, s->loc,
                "gemm: runs as mma.sync, not wgmma: its %d accumulator rows over %d warps are %d per warp, and "
-               "wgmma takes 16 per warp (one warpgroup of 128 threads per 64 rows: %d threads here)",
+               "wgmma takes 16 per warp (one warpgroup of 128 threads per 64 rows: %d threads here), or 32 with "
+               "A a K-major shared tile",
                M, in->warps, M / in->warps, M * 2);
 }
 

@@ -7,6 +7,10 @@
  *   issues m64nNk16 for rows [64g, 64g + 64). The accumulator is then
  *   exactly tilec's MMA_C fragment (warp w owns rows 16w .. 16w+15, all N
  *   columns), so the code around the gemm does not change.
+ *   M = 32 * WARPS (A K-major, GN 1): warpgroup g owns rows [128g, +128),
+ *   issuing two m64nNk16 per k16 step whose A descriptors interleave
+ *   8-row groups, so the accumulator is again the MMA_C fragment, with
+ *   32 rows per warp (tc_gemm_wgmma_ss_2blocks).
  *   A is the shared tile [M][K] (K-major), or [K][M] (M-major, wgmma's
  *   transpose bit for A) with A_KM (transpose_A); B is [N][K] (K-major)
  *   when B_NK, else [K][N] (N-major, read with wgmma's transpose bit).
@@ -158,8 +162,8 @@ struct tc_wgmma_is_bf16<tc_bf16_t> {
   if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, "0", TB, acc, da, db);
 #define TC_WGMMA_SS_ONE_TA(NN, TY, TB) \
   if constexpr (N == NN) TC_WGMMA_M64N##NN##K16(TY, "1", TB, acc, da, db);
-template <typename TAG, int N, bool B_NK, bool A_KM = false>
-TC_DEVICE void tc_wgmma_m64k16(float *acc, unsigned long long da, unsigned long long db) {
+template <typename TAG, int N, bool B_NK, bool A_KM = false, typename ACC = float *>
+TC_DEVICE void tc_wgmma_m64k16(ACC acc, unsigned long long da, unsigned long long db) {
   if constexpr (A_KM) {
     TC_WGMMA_SELECT(TC_WGMMA_SS_ONE_TA)
   } else {
@@ -284,6 +288,64 @@ TC_DEVICE unsigned tc_wgmma_b_step(int kk) {
   return (unsigned)(tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(0u, kk) - tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(0u, 0));
 }
 
+/* acc's floats of one m64 block when a warpgroup owns two (below): the
+ * single block's index i (row half i / (N / 4), the rest its column
+ * position, as the TC_WGMMA_* macros number a thread's registers) is slot
+ * 2 (i / (N / 4)) + b of the MMA_C fragment with 32 rows per warp. */
+template <int N>
+struct tc_wgmma_block_acc {
+  float *base; /* acc + b * N / 4 */
+  __device__ __forceinline__ float &operator[](int i) const { return base[(i / (N / 4)) * (N / 2) + i % (N / 4)]; }
+};
+
+/* Block b's A descriptor for warpgroup g's 128 rows of a K-major A (k16
+ * step 0): its first row is 8 b into the warpgroup's, SBO two 8-row atoms. */
+template <int M, int K, int A_SWZ>
+TC_DEVICE unsigned long long tc_wgmma_a_desc_2blocks(unsigned a_addr, int g, int b) {
+  static_assert(A_SWZ != 0 && (A_SWZ >= 2 || K == 16 || K == 32 || K == 64),
+                "tc_gemm_wgmma_ss: A's rows must be 32, 64 or 128 bytes, or panels");
+  constexpr int A_ROW = tc_wgmma_row_elems<K, A_SWZ>() * 2;
+  return tc_wgmma_desc(a_addr + tc_wgmma_kmajor_offset<M, K, A_SWZ>(g * 128 + 8 * b, 0), 16u, 16u * A_ROW, A_ROW);
+}
+
+/* acc += A @ B for an accumulator of 32 rows per warp (M = 32 * WARPS, A
+ * K-major in shared memory): warpgroup g owns rows [128 g, +128) and
+ * issues two m64nNk16 per k16 step. Warp w of the warpgroup holds rows
+ * 32 w .. 32 w + 31 (MMA_C: row slot s at 16 (s / 2) + 8 (s % 2)), so
+ * block b is the rows 8 b + 16 q + (0..7), q = 0..7: its descriptor starts
+ * 8 b rows into the warpgroup's rows and steps 16 rows (two 8-row swizzle
+ * atoms) per 8 of its rows, and wgmma's row half h of block b lands in
+ * slot 2 h + b (tc_wgmma_block_acc). The code around the gemm sees the
+ * plain MMA_C fragment. */
+template <typename TAG, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, bool B_NK, int INFLIGHT>
+TC_DEVICE void tc_gemm_wgmma_ss_2blocks(const unsigned short *As, const unsigned short *Bs, float *acc, int warp) {
+  static_assert(WARPS % 4 == 0 && M == 32 * WARPS, "tc_gemm_wgmma_ss: two m64 blocks per warpgroup need M = 32 * WARPS");
+  static_assert(N % 16 == 0 && N <= 256 && K % 16 == 0, "tc_gemm_wgmma_ss: N and K must be multiples of 16");
+  const int g = tc_warp_uniform(warp / 4);
+  const unsigned a_addr = tc_smem_addr(As);
+  const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(tc_smem_addr(Bs), 0);
+  const unsigned long long da0[2] = {tc_wgmma_a_desc_2blocks<M, K, A_SWZ>(a_addr, g, 0),
+                                     tc_wgmma_a_desc_2blocks<M, K, A_SWZ>(a_addr, g, 1)};
+  tc_wgmma_fence_acc<N>(acc);
+  tc_wgmma_fence_acc<N>(acc + N / 2);
+  tc_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    const unsigned long long db = tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk));
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+      const tc_wgmma_block_acc<N> blk{acc + b * (N / 4)};
+      tc_wgmma_m64k16<TAG, N, B_NK>(blk, tc_wgmma_desc_add(da0[b], tc_wgmma_a_step<M, K, A_SWZ, false>(kk)), db);
+    }
+  }
+  tc_wgmma_commit();
+  if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
+    tc_wgmma_wait<INFLIGHT>();
+    tc_wgmma_fence_acc<N>(acc);
+    tc_wgmma_fence_acc<N>(acc + N / 2);
+  }
+}
+
 /* The warpgroup index goes through tc_warp_uniform: ptxas then keeps A's
  * descriptors in uniform registers (no R2UR and no per-k-slice rebuild of
  * the high half; flash attention dim 128: -22 instructions per iteration). */
@@ -293,28 +355,32 @@ TC_DEVICE void tc_gemm_wgmma_ss(const unsigned short *As, const unsigned short *
   static_assert(INFLIGHT == 0 || INFLIGHT == 1 || INFLIGHT == TC_WGMMA_ISSUE_ONLY,
                 "tc_gemm_wgmma_ss: INFLIGHT is 0, 1 or TC_WGMMA_ISSUE_ONLY");
   TC_TILE_TAG_CHECK(TAG);
-  static_assert(GN >= 1 && WARPS % (4 * GN) == 0 && M * GN == 16 * WARPS,
-                "tc_gemm_wgmma_ss: M must be 64 per warpgroup row (M = 16 * WARPS / GN)");
-  constexpr int NW = N / GN; /* one warpgroup's columns: its wgmma's N */
-  static_assert(N % GN == 0 && NW % 16 == 0, "tc_gemm_wgmma_ss: N / GN must be a multiple of 16");
-  static_assert(GN == 1 || B_NK || (B_SWZ >= 2 && NW % tc_wgmma_row_elems<N, B_SWZ>() == 0),
-                "tc_gemm_wgmma_ss: with GN > 1 an N-major B must be in panels that divide N / GN");
-  static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
-  const int g = tc_warp_uniform(warp / 4); /* the warpgroup: rows g / GN, columns g % GN */
-  const unsigned a_addr = tc_smem_addr(As);
-  const unsigned b_base = tc_smem_addr(Bs) + tc_wgmma_b_slice<N, K, B_SWZ, B_NK>((g % GN) * NW);
-  const unsigned long long da0 = tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(a_addr, g / GN, 0);
-  const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, 0);
-  tc_wgmma_fence_acc<NW>(acc);
-  tc_wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk)
-    tc_wgmma_m64k16<TAG, NW, B_NK, A_KM>(acc, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, K, A_SWZ, A_KM>(kk)),
-                                         tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk)));
-  tc_wgmma_commit();
-  if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
-    tc_wgmma_wait<INFLIGHT>();
+  if constexpr (GN == 1 && !A_KM && M == 32 * WARPS) {
+    tc_gemm_wgmma_ss_2blocks<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, INFLIGHT>(As, Bs, acc, warp);
+  } else {
+    static_assert(GN >= 1 && WARPS % (4 * GN) == 0 && M * GN == 16 * WARPS,
+                  "tc_gemm_wgmma_ss: M must be 64 per warpgroup row (M = 16 * WARPS / GN), or 128 with a K-major A");
+    constexpr int NW = N / GN; /* one warpgroup's columns: its wgmma's N */
+    static_assert(N % GN == 0 && NW % 16 == 0, "tc_gemm_wgmma_ss: N / GN must be a multiple of 16");
+    static_assert(GN == 1 || B_NK || (B_SWZ >= 2 && NW % tc_wgmma_row_elems<N, B_SWZ>() == 0),
+                  "tc_gemm_wgmma_ss: with GN > 1 an N-major B must be in panels that divide N / GN");
+    static_assert(K % 16 == 0, "tc_gemm_wgmma_ss: K must be a multiple of 16");
+    const int g = tc_warp_uniform(warp / 4); /* the warpgroup: rows g / GN, columns g % GN */
+    const unsigned a_addr = tc_smem_addr(As);
+    const unsigned b_base = tc_smem_addr(Bs) + tc_wgmma_b_slice<N, K, B_SWZ, B_NK>((g % GN) * NW);
+    const unsigned long long da0 = tc_wgmma_a_desc<M, K, A_SWZ, A_KM>(a_addr, g / GN, 0);
+    const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(b_base, 0);
     tc_wgmma_fence_acc<NW>(acc);
+    tc_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk)
+      tc_wgmma_m64k16<TAG, NW, B_NK, A_KM>(acc, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, K, A_SWZ, A_KM>(kk)),
+                                           tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, K, B_SWZ, B_NK>(kk)));
+    tc_wgmma_commit();
+    if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
+      tc_wgmma_wait<INFLIGHT>();
+      tc_wgmma_fence_acc<NW>(acc);
+    }
   }
 }
 
@@ -601,12 +667,14 @@ TC_DEVICE void tc_wgmma_fp8_drain(float *acc, tc_fp8_pending<N> &pend) {
   pend.next = 0;
 }
 
-/* Waits for every wgmma of this warpgroup; acc (N / 2 floats) may then be
- * read. Ends a loop of tc_gemm_wgmma_ss<..., INFLIGHT = 1>. */
-template <int N>
+/* Waits for every wgmma of this warpgroup; acc (N / 2 floats, MB times
+ * that where the warpgroup owns MB m64 blocks) may then be read. Ends a
+ * loop of tc_gemm_wgmma_ss<..., INFLIGHT = 1>. */
+template <int N, int MB = 1>
 TC_DEVICE void tc_wgmma_drain(float *acc) {
   tc_wgmma_wait<0>();
-  tc_wgmma_fence_acc<N>(acc);
+#pragma unroll
+  for (int b = 0; b < MB; ++b) tc_wgmma_fence_acc<N>(acc + b * (N / 2));
 }
 
 /* Makes the N floats of x count as used here: their values are computed
@@ -619,12 +687,13 @@ TC_DEVICE void tc_pin_regs(float *x) {
 }
 
 /* Waits until at most PENDING of this warpgroup's wgmma groups are in
- * flight (groups complete in issue order), then acc (N / 2 floats), which
- * an older group wrote, may be read. */
-template <int PENDING, int N>
+ * flight (groups complete in issue order), then acc (N / 2 floats per m64
+ * block, MB blocks), which an older group wrote, may be read. */
+template <int PENDING, int N, int MB = 1>
 TC_DEVICE void tc_wgmma_wait_acc(float *acc) {
   tc_wgmma_wait<PENDING>();
-  tc_wgmma_fence_acc<N>(acc);
+#pragma unroll
+  for (int b = 0; b < MB; ++b) tc_wgmma_fence_acc<N>(acc + b * (N / 2));
 }
 
 #endif

@@ -13,7 +13,8 @@
  * m64nNk32, e4m3 and e5m2, mixed, A and B K-major, rows of 32, 64, 128
  * bytes and panels of 128, 64 and 32 bytes); warpgroups splitting N
  * (wg_ns_*: GN 2 and 4, the attention backward's dQ^T = K^T dS^T at dim 64
- * with B in narrowed panels, K-major B, two warpgroup rows). The same 16-bit
+ * with B in narrowed panels, K-major B, two warpgroup rows); two m64 blocks
+ * per warpgroup (wg_2b_*: 32 accumulator rows per warp). The same 16-bit
  * descriptors are walked on the CPU by test_wgmma_layout. Exit 77 (skip) without libnvrtc or an sm_90 GPU.
  */
 #include <math.h>
@@ -34,6 +35,7 @@ typedef struct WgCase {
   int fp8;     /* tc_gemm_wgmma_fp8_ss: 0 no; else bit 0: A e5m2, bit 1: B e5m2 (plus 4: e4m3 x e4m3) */
   int gn;      /* > 1: the warpgroups split N into gn slices (M / 16 * gn warps) */
   int b_swz;   /* with gn: B's layout (1 rows, 2 panels, 32 / 64: narrowed panels of that many bytes) */
+  bool two_blocks; /* 32 rows per warp: each warpgroup owns two m64 blocks (M / 32 warps) */
 } WgCase;
 
 static const WgCase cases[] = {
@@ -88,6 +90,14 @@ static const WgCase cases[] = {
     {false, 64, 96, 96, true, false, false, 0, 2, 2},
     {false, 128, 64, 32, false, false, false, 0, 2, 64},
     {true, 64, 128, 64, false, false, false, 0, 4, 64},
+    /* Two m64 blocks per warpgroup (32 accumulator rows per warp): gemm.tile
+     * 256 x 128 over 256 threads; one warpgroup; K-major B; A in 64-column
+     * panels, in 32-column ones (dim 96), 64-byte rows. */
+    {true, 256, 128, 64, false, false, false, 0, 0, 0, true},
+    {false, 128, 256, 64, false, false, false, 0, 0, 0, true},
+    {true, 128, 64, 128, true, false, false, 0, 0, 0, true},
+    {false, 256, 96, 96, true, false, false, 0, 0, 0, true},
+    {true, 128, 128, 32, false, false, false, 0, 0, 0, true},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -103,8 +113,8 @@ static void case_name(const WgCase *c, char *buf, size_t cap) {
              c->b_nk ? "nk" : "kn", c->a_km ? "_ta" : "", c->b_swz);
     return;
   }
-  snprintf(buf, cap, "wg_%s%s_%dx%dx%d_%s%s", c->a_regs ? "rs_" : "", c->bf16 ? "bf16" : "f16", c->m, c->n, c->k,
-           c->b_nk ? "nk" : "kn", c->a_km ? "_ta" : "");
+  snprintf(buf, cap, "wg_%s%s_%dx%dx%d_%s%s", c->a_regs ? "rs_" : c->two_blocks ? "2b_" : "", c->bf16 ? "bf16" : "f16",
+           c->m, c->n, c->k, c->b_nk ? "nk" : "kn", c->a_km ? "_ta" : "");
 }
 
 static char *source(void) {
@@ -128,7 +138,7 @@ static char *source(void) {
       tile_src_add(&s, line);
       continue;
     }
-    snprintf(line, sizeof line, "%s(%s, %s, %d, %d, %d, %s)\n", c->a_regs ? "WG_RS_KERNEL" : c->a_km ? "WG_TA_KERNEL" : "WG_KERNEL", name,
+    snprintf(line, sizeof line, "%s(%s, %s, %d, %d, %d, %s)\n", c->a_regs ? "WG_RS_KERNEL" : c->a_km ? "WG_TA_KERNEL" : c->two_blocks ? "WG_2B_KERNEL" : "WG_KERNEL", name,
              c->bf16 ? "tc_bf16_t" : "tc_f16_t",
              c->m, c->n, c->k, c->b_nk ? "true" : "false");
     tile_src_add(&s, line);
@@ -172,7 +182,8 @@ static void run_case(RtCuda *cu, RtCuModule mod, const WgCase *c) {
   RtCuDevPtr da = 0, db = 0, dc = 0;
   RtCuFunction fn = NULL;
   size_t smem = c->fp8 ? (size_t)(M * K + 1023) / 1024 * 1024 + (size_t)(N * K) : 2u * (size_t)(M * K + K * N);
-  unsigned grid[3] = {1, 1, 1}, block[3] = {(unsigned)M * 2 * (unsigned)(c->gn > 1 ? c->gn : 1), 1, 1};
+  unsigned grid[3] = {1, 1, 1},
+           block[3] = {c->two_blocks ? (unsigned)M : (unsigned)M * 2 * (unsigned)(c->gn > 1 ? c->gn : 1), 1, 1};
   bool ok = rt_cuda_malloc(cu, es * M * K, &da) && rt_cuda_malloc(cu, es * K * N, &db) &&
             rt_cuda_malloc(cu, 4u * M * N, &dc) && rt_cuda_memcpy_htod(cu, da, ah, es * M * K) &&
             rt_cuda_memcpy_htod(cu, db, bh, es * K * N) && rt_cuda_memset(cu, dc, 0xFF, 4u * M * N) &&

@@ -151,6 +151,55 @@ static void check_gemm() {
   CHECK(bad == 0, "%s: %d elements read where the tile does not hold them", what, bad);
 }
 
+/* acc += A @ B with 32 accumulator rows per warp, as
+ * tc_gemm_wgmma_ss_2blocks issues it: warpgroup g's block b reads A
+ * through tc_wgmma_a_desc_2blocks; its wgmma row m must be the logical row
+ * 128 g + 16 (m / 8) + 8 b + m % 8, and the register holding wgmma row m
+ * of warp w (m = 16 w + 8 h + lane / 4) must be, through
+ * tc_wgmma_block_acc, the MMA_C slot whose row that is (32 rows per warp:
+ * slot s at 16 (s / 2) + 8 (s % 2)). B is read as by check_gemm. */
+template <int M, int N, int K>
+static void check_gemm_2blocks() {
+  constexpr int A_SWZ = swz_of<K>();
+  char what[96];
+  snprintf(what, sizeof what, "two m64 blocks %dx%dx%d", M, N, K);
+  const std::vector<int> ia = inverse<M, K, A_SWZ>(what);
+  int bad = 0;
+  for (int g = 0; g < M / 128; g++)
+    for (int b = 0; b < 2; b++) {
+      const unsigned long long d0 = tc_wgmma_a_desc_2blocks<M, K, A_SWZ>(0u, g, b);
+      for (int kk = 0; kk < K / 16; kk++) {
+        const Desc da = decode(tc_wgmma_desc_add(d0, tc_wgmma_a_step<M, K, A_SWZ, false>(kk)));
+        for (int m = 0; m < 64; m++)
+          for (int k = 0; k < 16; k++) {
+            const unsigned a = kmajor_addr(da, m, k);
+            const int want = (128 * g + 16 * (m / 8) + 8 * b + m % 8) * K + 16 * kk + k;
+            if (a % 2 || a / 2 >= ia.size() || ia[a / 2] != want) bad++;
+          }
+      }
+    }
+  CHECK(bad == 0, "%s: %d elements of A read where the tile does not hold them", what, bad);
+  /* Registers: the TC_WGMMA_* macros number wgmma's register of row half h,
+   * 8-column chunk j, element e as h * N / 4 + 2 j + e. */
+  static float acc[N];
+  int wrong = 0;
+  for (int b = 0; b < 2; b++) {
+    const tc_wgmma_block_acc<N> blk{acc + b * (N / 4)};
+    for (int w = 0; w < 4; w++)
+      for (int h = 0; h < 2; h++)
+        for (int j = 0; j < N / 8; j++)
+          for (int e = 0; e < 2; e++) {
+            const int idx = (int)(&blk[h * (N / 4) + 2 * j + e] - acc);
+            const int slot = idx / (N / 4), col = idx % (N / 4);
+            const int m = 16 * w + 8 * h;                      /* lane 0's wgmma row */
+            const int row = 16 * (m / 8) + 8 * b + m % 8;      /* in the warpgroup's 128 */
+            const int mma_row = 32 * w + 16 * (slot / 2) + 8 * (slot % 2);
+            if (idx < 0 || idx >= N / 2 * 2 || row != mma_row || col != 2 * j + e) wrong++;
+          }
+  }
+  CHECK(wrong == 0, "%s: %d accumulator registers in the wrong MMA_C slot", what, wrong);
+}
+
 /* acc += A @ B with the warpgroups splitting N, as tc_gemm_wgmma_ss<...,
  * GN> issues it: warpgroup g = warp / 4 reads rows [64 (g / GN), +64) of A
  * (tc_wgmma_a_desc) and columns [(g % GN) NW, +NW) of B, NW = N / GN, its
@@ -375,6 +424,13 @@ int main() {
   check_gemm<128, 128, 32, false, true>();
   check_gemm<128, 96, 96, true, true>();
   check_gemm<256, 64, 64, true, true>();
+  /* Two m64 blocks per warpgroup (32 accumulator rows per warp): gemm.tile
+   * 256 x 128 over 256 threads; 128-byte rows, panels, 64- and 32-byte rows. */
+  check_gemm_2blocks<256, 128, 64>();
+  check_gemm_2blocks<128, 256, 128>();
+  check_gemm_2blocks<128, 64, 32>();
+  check_gemm_2blocks<256, 64, 16>();
+  check_gemm_2blocks<128, 96, 96>();
 
   /* FP8 (test_wgmma_gpu's wg_fp8_* cases and more). */
   check_gemm_fp8<128, 128, 128>();

@@ -81,6 +81,41 @@ __device__ void wg_ns_body(const unsigned short *A, const unsigned short *B, flo
     wg_ns_body<TAG, M, N, K, B_NK, A_KM, GN, B_SWZ>(A, B, C);                                               \
   }
 
+// Two m64 blocks per warpgroup (tc_gemm_wgmma_ss with M = 32 * WARPS): M /
+// 32 warps, each owning 32 rows; the accumulator is the MMA_C fragment
+// with four row slots per warp (slot s at row 32 w + 16 (s / 2) + 8 (s % 2)).
+template <typename TAG, int M, int N, int K, bool B_NK>
+__device__ void wg_2b_body(const unsigned short *A, const unsigned short *B, float *C) {
+  constexpr int WARPS = M / 32, THREADS = WARPS * 32;
+  constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N;
+  constexpr int A_SWZ = wg_swz(K), B_SWZ = wg_swz(BC);
+  unsigned short *As = (unsigned short *)wg_smem;
+  unsigned short *Bs = As + M * K; // M * K * 2 bytes is a multiple of 1024
+  for (int i = threadIdx.x; i < M * K; i += THREADS) As[tc_smem_index<M, K, A_SWZ>(i / K, i % K)] = A[i];
+  for (int i = threadIdx.x; i < BR * BC; i += THREADS) Bs[tc_smem_index<BR, BC, B_SWZ>(i / BC, i % BC)] = B[i];
+  tc_fence_proxy_async();
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float acc[N];
+#pragma unroll
+  for (int s = 0; s < N; ++s) {
+    const int rs = s / (N / 4), cs = s % (N / 4);
+    acc[s] = wg_acc_init(warp * 32 + 16 * (rs / 2) + 8 * (rs % 2) + lane / 4, 8 * (cs / 2) + 2 * (lane % 4) + cs % 2);
+  }
+  tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK>(As, Bs, acc, warp);
+#pragma unroll
+  for (int s = 0; s < N; ++s) {
+    const int rs = s / (N / 4), cs = s % (N / 4);
+    C[(warp * 32 + 16 * (rs / 2) + 8 * (rs % 2) + lane / 4) * N + 8 * (cs / 2) + 2 * (lane % 4) + cs % 2] = acc[s];
+  }
+}
+
+#define WG_2B_KERNEL(name, TAG, M, N, K, B_NK)                                                           \
+  extern "C" __global__ void __launch_bounds__(M) name(const unsigned short *A, const unsigned short *B,   \
+                                                      float *C) {                                        \
+    wg_2b_body<TAG, M, N, K, B_NK>(A, B, C);                                                             \
+  }
+
 // A from registers: thread's a_frag holds A at the MMA_C positions of its
 // warp's 16 rows (K / 4 values per row slot); B in shared memory as above.
 template <typename TAG, int M, int N, int K, bool B_NK>

@@ -229,13 +229,13 @@ static void test_gpu_module(const char *tile_path, const char *tile, size_t len,
 }
 
 /* On a GPU of compute capability 9.x: tilec's own warnings of a module
- * (tilert_module_warnings), here a gemm with 32 accumulator rows per warp
+ * (tilert_module_warnings), here a gemm with 64 accumulator rows per warp
  * that runs as mma.sync; a module without any has "". */
 static void test_gpu_warnings(void) {
   if (!have_sm90_gpu("tilec's warnings of a GPU module are")) return;
   static const char text[] =
       "kernel w(A: f16[M, K], B: f16[N, K], C: f32[M, N])\n"
-      "  grid (1) threads (128) as (bx)\n"
+      "  grid (1) threads (64) as (bx)\n"
       "{\n"
       "    A_s = alloc_shared([128, 64], f16);\n"
       "    B_s = alloc_shared([64, 64], f16);\n"
@@ -254,7 +254,7 @@ static void test_gpu_warnings(void) {
   CHECK_STATUS(tilert_module_load_string(ctx, "w.tile", text, sizeof text - 1, NULL, 0, &mod), TILERT_OK, ctx);
   if (mod)
     CHECK_CONTAINS(tilert_module_warnings(mod), "w.tile:10:5: warning: gemm: runs as mma.sync, not wgmma: its 128 "
-                                                "accumulator rows over 4 warps are 32 per warp");
+                                                "accumulator rows over 2 warps are 64 per warp");
   tilert_module_destroy(mod);
   mod = NULL;
   static const char clean[] = "kernel c(X: f32[N])\n  grid (1) threads (32) as (bx)\n{\n    X[0] = 1.0;\n}\n";

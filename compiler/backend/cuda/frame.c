@@ -372,6 +372,7 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
       cuda_indent(C, depth);
     }
     const int n = ir_layout_wgmma_n(&s->u.wgmma_wait.acc->layout); /* one warpgroup's share */
+    const int blocks = ir_layout_wgmma_blocks(&s->u.wgmma_wait.acc->layout);
     cuda_note_wgmma_n(C, n);
     if (cuda_fp8_pending(C, s->u.wgmma_wait.acc)) {
       /* The FP8 gemm's last chunk is in its part, not yet in acc. */
@@ -383,9 +384,10 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
       sb_printf(o, "tc_wgmma_fp8_drain<%d>(%s, tc_pend_%s);\n", n, s->u.wgmma_wait.acc->name,
                 s->u.wgmma_wait.acc->name);
     } else if (s->u.wgmma_wait.pending == 0)
-      sb_printf(o, "tc_wgmma_drain<%d>(%s);\n", n, s->u.wgmma_wait.acc->name);
+      sb_printf(o, "tc_wgmma_drain<%d%s>(%s);\n", n, blocks == 2 ? ", 2" : "", s->u.wgmma_wait.acc->name);
     else
-      sb_printf(o, "tc_wgmma_wait_acc<%d, %d>(%s);\n", s->u.wgmma_wait.pending, n, s->u.wgmma_wait.acc->name);
+      sb_printf(o, "tc_wgmma_wait_acc<%d, %d%s>(%s);\n", s->u.wgmma_wait.pending, n, blocks == 2 ? ", 2" : "",
+                s->u.wgmma_wait.acc->name);
     return;
   }
   case IR_STMT_MBAR_WAIT:

@@ -43,6 +43,11 @@ typedef struct Cuda {
   int threads;
   int smem_offset; /* next data buffer's offset in tc_smem */
   int mbar_offset; /* next mbarrier array's: the barrier area follows the data */
+  /* The block barrier that the kernel's set-up (mbarrier inits, fast
+   * division's divisors) still owes: 0 none, 1 __syncthreads, 2 the cluster
+   * barrier. One is emitted before the first statement that is not an
+   * allocation (cuda_emit_setup_sync), instead of one per set-up step. */
+  int setup_sync;
   const Nest *nest; /* innermost parallel nest being emitted, or NULL */
   bool in_producer;    /* emitting the producer role (one elected thread) */
   bool consumers_only; /* after the warp roles split: barriers are named, among consumers */
@@ -85,6 +90,7 @@ int64_t cuda_const(const IrExpr *e);    /* an integer constant (0 if it is not o
  * then lists its N's for tilec_wgmma.cuh (TC_WGMMA_NS_LISTED). */
 void cuda_note_wgmma_n(Cuda *C, int n);
 void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth);
+void cuda_emit_setup_sync(Cuda *C, int depth);
 void cuda_emit_seq(Cuda *C, const IrStmt *seq, int depth);
 
 /* ---- expr.c: expressions and element access ---- */

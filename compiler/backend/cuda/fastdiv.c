@@ -110,7 +110,8 @@ void cuda_fastdiv_declare(Cuda *C, const IrKernel *k) {
     snprintf(C->fastdiv[i].div_call, sizeof C->fastdiv[i].div_call, "tc_fastdiv_div($0, tc_fd[%d])", i);
     snprintf(C->fastdiv[i].mod_call, sizeof C->fastdiv[i].mod_call, "tc_fastdiv_mod($0, tc_fd[%d], $1)", i);
   }
-  sb_puts(o, "  }\n  __syncthreads();\n");
+  sb_puts(o, "  }\n");
+  if (C->setup_sync < 1) C->setup_sync = 1; /* cuda_emit_setup_sync */
   C->fastdiv_used = true;
 }
 

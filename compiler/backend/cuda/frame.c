@@ -236,6 +236,7 @@ static void emit_fp8_pair_loop(Cuda *C, const IrStmt *s, const IrStmt *wait, int
 
 void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
+  if (s->kind != IR_STMT_ALLOC && s->kind != IR_STMT_SEQ) cuda_emit_setup_sync(C, depth);
   switch (s->kind) {
   case IR_STMT_SEQ:
     cuda_indent(C, depth);
@@ -479,10 +480,18 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
    * any statement, so every thread waits before its first global access. */
   if (k->pdl_sync) sb_puts(o, "  tc_pdl_wait();  // pdl_sync: the previous kernel's writes are visible\n");
   if (k->pdl_trigger) sb_puts(o, "  tc_pdl_trigger();  // pdl_trigger: the next kernel may start\n");
+  /* The TMA descriptors into the descriptor cache before the first copy
+   * needs them (a block's first load otherwise waits for that fetch too). */
+  if (k->ntma_maps > 0) {
+    sb_puts(o, "  if (tc_tid == 0) {\n");
+    for (int i = 0; i < k->ntma_maps; i++) sb_printf(o, "    tc_tma_prefetch_desc(&tc_tmap_%d);\n", i);
+    sb_puts(o, "  }\n");
+  }
   if (!k->persistent) emit_block_indices(C, k); /* persistent: the tile loop defines them */
   if (k->grid_size) sb_printf(o, "  const long long %s = gridDim.x;  // the tile loops' step\n", k->grid_size->name);
   cuda_fastdiv_declare(C, k);
   cuda_emit_seq(C, k->body, 0);
+  cuda_emit_setup_sync(C, 0);
   C->nfastdiv = 0;
   sb_puts(o, "}\n\n");
 }

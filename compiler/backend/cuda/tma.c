@@ -21,7 +21,8 @@
 void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth) {
   /* One thread creates the stage mbarriers (one arrival each: the issuing
    * thread's arrive.expect_tx) and publishes them to the TMA unit; the block
-   * barrier keeps everyone from waiting on them earlier. */
+   * barrier that cuda_emit_setup_sync emits before the first statement keeps
+   * everyone from waiting on them earlier. */
   StrBuf *o = C->out;
   cuda_indent(C, depth);
   sb_puts(o, "if (tc_tid == 0) {\n");
@@ -32,10 +33,18 @@ void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth) {
   sb_puts(o, "tc_mbar_fence_init();\n");
   cuda_indent(C, depth);
   sb_puts(o, "}\n");
-  cuda_indent(C, depth);
   /* In a cluster the other block arrives on and copies into this one's
    * barriers: both must have created theirs first. */
-  sb_puts(o, C->k->cluster > 1 ? "tc_cluster_sync();\n" : "__syncthreads();\n");
+  const int sync = C->k->cluster > 1 ? 2 : 1;
+  if (C->setup_sync < sync) C->setup_sync = sync;
+}
+
+void cuda_emit_setup_sync(Cuda *C, int depth) {
+  if (!C->setup_sync) return;
+  cuda_indent(C, depth);
+  sb_puts(C->out, C->setup_sync == 2 ? "tc_cluster_sync();  // the set-up above is visible\n"
+                                     : "__syncthreads();  // the set-up above is visible\n");
+  C->setup_sync = 0;
 }
 
 /* The stage's mbarrier of a TMA copy's destination, as a .shared address. */

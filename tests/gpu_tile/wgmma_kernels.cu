@@ -1,7 +1,8 @@
 // wgmma_kernels.cu - test kernels for tc_gemm_wgmma_ss (tilec_wgmma.cuh).
 //
-// One block of M / 16 warps. A [M][K] and B ([K][N], or [N][K] when B_NK)
-// come from global memory in row-major order and are stored element by
+// One block of M / 16 warps (M / 32: two m64 blocks per warpgroup). A [M][K]
+// and B ([K][N], or [N][K] when B_NK) come from global memory in row-major
+// order and are stored element by
 // element at tc_smem_index<rows, cols, SWZ> (SWZ 1 for rows of 16, 32 or 64
 // elements, else 2: panels of tc_panel_cols<cols>() columns): the layouts
 // the compiler gives wgmma operands. The accumulator starts at wg_acc_init(r, c) and is written back
@@ -16,9 +17,12 @@ __device__ constexpr int wg_swz(int cols) { return cols == 16 || cols == 32 || c
 __device__ __forceinline__ float wg_acc_init(int r, int c) { return (float)((r * 3 + c * 5) % 11 - 5) * 0.125f; }
 
 // A_KM: A comes from global as [K][M] and is stored so (transpose_A).
-template <typename TAG, int M, int N, int K, bool B_NK, bool A_KM>
+// RPW: accumulator rows per warp, 16 (one m64 block per warpgroup) or 32
+// (two: tc_gemm_wgmma_ss with M = 32 * WARPS); row slot s of warp w is row
+// RPW w + 16 (s / 2) + 8 (s % 2).
+template <typename TAG, int M, int N, int K, bool B_NK, bool A_KM, int RPW = 16>
 __device__ void wg_body(const unsigned short *A, const unsigned short *B, float *C) {
-  constexpr int WARPS = M / 16, THREADS = WARPS * 32;
+  constexpr int WARPS = M / RPW, THREADS = WARPS * 32, NACC = N / 2 * (RPW / 16);
   constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N, AR = A_KM ? K : M, AC = A_KM ? M : K;
   constexpr int A_SWZ = wg_swz(AC), B_SWZ = wg_swz(BC);
   unsigned short *As = (unsigned short *)wg_smem;
@@ -28,17 +32,17 @@ __device__ void wg_body(const unsigned short *A, const unsigned short *B, float 
   tc_fence_proxy_async();
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float acc[N / 2];
+  float acc[NACC];
 #pragma unroll
-  for (int s = 0; s < N / 2; ++s) {
-    const int h = s / (N / 4), cs = s % (N / 4);
-    acc[s] = wg_acc_init(warp * 16 + 8 * h + lane / 4, 8 * (cs / 2) + 2 * (lane % 4) + cs % 2);
+  for (int s = 0; s < NACC; ++s) {
+    const int rs = s / (N / 4), cs = s % (N / 4);
+    acc[s] = wg_acc_init(warp * RPW + 16 * (rs / 2) + 8 * (rs % 2) + lane / 4, 8 * (cs / 2) + 2 * (lane % 4) + cs % 2);
   }
   tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK, 0, A_KM>(As, Bs, acc, warp);
 #pragma unroll
-  for (int s = 0; s < N / 2; ++s) {
-    const int h = s / (N / 4), cs = s % (N / 4);
-    C[(warp * 16 + 8 * h + lane / 4) * N + 8 * (cs / 2) + 2 * (lane % 4) + cs % 2] = acc[s];
+  for (int s = 0; s < NACC; ++s) {
+    const int rs = s / (N / 4), cs = s % (N / 4);
+    C[(warp * RPW + 16 * (rs / 2) + 8 * (rs % 2) + lane / 4) * N + 8 * (cs / 2) + 2 * (lane % 4) + cs % 2] = acc[s];
   }
 }
 
@@ -81,39 +85,10 @@ __device__ void wg_ns_body(const unsigned short *A, const unsigned short *B, flo
     wg_ns_body<TAG, M, N, K, B_NK, A_KM, GN, B_SWZ>(A, B, C);                                               \
   }
 
-// Two m64 blocks per warpgroup (tc_gemm_wgmma_ss with M = 32 * WARPS): M /
-// 32 warps, each owning 32 rows; the accumulator is the MMA_C fragment
-// with four row slots per warp (slot s at row 32 w + 16 (s / 2) + 8 (s % 2)).
-template <typename TAG, int M, int N, int K, bool B_NK>
-__device__ void wg_2b_body(const unsigned short *A, const unsigned short *B, float *C) {
-  constexpr int WARPS = M / 32, THREADS = WARPS * 32;
-  constexpr int BR = B_NK ? N : K, BC = B_NK ? K : N;
-  constexpr int A_SWZ = wg_swz(K), B_SWZ = wg_swz(BC);
-  unsigned short *As = (unsigned short *)wg_smem;
-  unsigned short *Bs = As + M * K; // M * K * 2 bytes is a multiple of 1024
-  for (int i = threadIdx.x; i < M * K; i += THREADS) As[tc_smem_index<M, K, A_SWZ>(i / K, i % K)] = A[i];
-  for (int i = threadIdx.x; i < BR * BC; i += THREADS) Bs[tc_smem_index<BR, BC, B_SWZ>(i / BC, i % BC)] = B[i];
-  tc_fence_proxy_async();
-  __syncthreads();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float acc[N];
-#pragma unroll
-  for (int s = 0; s < N; ++s) {
-    const int rs = s / (N / 4), cs = s % (N / 4);
-    acc[s] = wg_acc_init(warp * 32 + 16 * (rs / 2) + 8 * (rs % 2) + lane / 4, 8 * (cs / 2) + 2 * (lane % 4) + cs % 2);
-  }
-  tc_gemm_wgmma_ss<TAG, M, N, K, WARPS, A_SWZ, B_SWZ, B_NK>(As, Bs, acc, warp);
-#pragma unroll
-  for (int s = 0; s < N; ++s) {
-    const int rs = s / (N / 4), cs = s % (N / 4);
-    C[(warp * 32 + 16 * (rs / 2) + 8 * (rs % 2) + lane / 4) * N + 8 * (cs / 2) + 2 * (lane % 4) + cs % 2] = acc[s];
-  }
-}
-
 #define WG_2B_KERNEL(name, TAG, M, N, K, B_NK)                                                           \
   extern "C" __global__ void __launch_bounds__(M) name(const unsigned short *A, const unsigned short *B,   \
                                                       float *C) {                                        \
-    wg_2b_body<TAG, M, N, K, B_NK>(A, B, C);                                                             \
+    wg_body<TAG, M, N, K, B_NK, false, 32>(A, B, C);                                                     \
   }
 
 // A from registers: thread's a_frag holds A at the MMA_C positions of its

@@ -1,29 +1,33 @@
 #!/bin/sh
 # probe.sh [STEP...] - device calls (build/ carried) for the questions the
-# twentieth session left open (bench/results/2026-12-06-nvidia-h100-
-# session20-notes.md, "Still missing"). Steps, each one device command of
-# a few minutes (default: tests grid):
+# twenty-first session left open (bench/results/2026-12-06-nvidia-h100-
+# session21-notes.md). Steps, each one device command of a few minutes
+# (default: tests grid):
 #
-#   tests      the whole gpu suite (ctest -L gpu): after the twentieth
-#              session's 16-bit pair stores 219 of 220 finished and passed
-#              within the call's limit (torch.cpu was still running);
+#   tests      the whole gpu suite (ctest -L gpu; 227/227 on an H100 at
+#              81413a0, the twenty-first session's last compiler change;
+#              2ecf1e3's merged wgmma_gpu test kernel has not run on a GPU)
+#              and runtime_compile_log's sm_90-only checks;
 #   grid       the issue-14 grid, bf16 and f16 (bench_gemm.py) and FP8
 #              (--fp8): on an H100 every row >= 0.93 and the squares
-#              >= 1.00 block-timed in the twentieth session; nothing was
-#              measured on an H200 since the seventeenth (its decode rows
-#              then 0.85-0.89, before gemm_thin.tile);
+#              >= 1.00 block-timed (twentieth session); nothing was
+#              measured on an H200 since the seventeenth;
 #   squares    bench_alternating.py on the bf16 GEMM squares (4096^3 at
-#              0.984-0.987 in alternation on the H100, the goal 1.0);
+#              0.985-0.990 in alternation on the H100, the goal 1.0);
+#   waves      the squares' neighbours in M (3840 .. 4352 x 4096 x 4096):
+#              tilec's time is flat within a count of 128 x 256 waves on
+#              132 SMs, cuBLAS's follows the work (4352: 0.90); the check
+#              for stream-K;
 #   attention  bench_alternating.py over the whole flagship grid, and
-#              bench_attention.py's block-timed dim 64 causal rows (the
-#              block-timed misses: 2048 at 0.98 on the H100);
+#              bench_attention.py's block-timed dim 64 causal rows (2048:
+#              1.00 / 1.00 over 5 rounds on the H100, 0.98 before);
 #   cluster    ncu of gemm.tile at 4096^3 with and without 2-block
-#              clusters ($TILEC_CLUSTER_MULTICAST): L2 traffic by source
-#              (the twentieth session saw L2 bytes go UP with multicast,
-#              560 against 300 MB on a split-K kernel: where from?).
+#              clusters ($TILEC_CLUSTER_MULTICAST), and of cuBLAS: L2 and
+#              DRAM traffic (multicast raised L2 read sectors 25 %; cuBLAS
+#              reads 150 MB from DRAM against our 187).
 #
 # Usage on the device machine: sh bench/probe.sh tests grid; sh
-# bench/probe.sh squares attention cluster (logs under $OUT, default
+# bench/probe.sh squares waves attention cluster (logs under $OUT, default
 # ./probe-out; tables last).
 # Say which GPU (H100 or H200) with every number: gpu.txt has it.
 OUT=${OUT:-probe-out}
@@ -50,6 +54,10 @@ for step in "$@"; do
     squares)
       python3 bench/bench_alternating.py --gemm --rep-ms 600 --out-dir "$OUT/squares" >"$OUT/squares.log" 2>&1
       grep -E '^\||Worst' "$OUT"/squares/*-alternating.md ;;
+    waves)
+      python3 bench/bench_alternating.py --gemm --rep-ms 600 --out-dir "$OUT/waves" \
+        --shapes 3840x4096x4096,3968x4096x4096,4096x4096x4096,4224x4096x4096,4352x4096x4096 >"$OUT/waves.log" 2>&1
+      grep -E '^\||Worst' "$OUT"/waves/*-alternating.md ;;
     cluster)
       m=gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed
       m=$m,lts__t_bytes.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum
@@ -59,13 +67,20 @@ for step in "$@"; do
           --metrics "$m" python3 bench/profile_gemm.py --n 4096 --dtype bf16 >"$OUT/cluster$c.txt" 2>&1
         echo "== TILEC_CLUSTER_MULTICAST=$c"
         grep -E 'tilec_gemm|duration|hmma|lts__|dram__' "$OUT/cluster$c.txt"
-      done ;;
+      done
+      printf '%s\n' 'import torch' \
+        "a = torch.randn(4096, 4096, device='cuda', dtype=torch.bfloat16); c = torch.empty_like(a)" \
+        'for _ in range(5): torch.matmul(a, a, out=c)' 'torch.cuda.synchronize()' >"$OUT/cublas_4096.py"
+      ncu --clock-control none --launch-skip 2 --launch-count 1 --metrics "$m" python3 "$OUT/cublas_4096.py" \
+        >"$OUT/cublas.txt" 2>&1
+      echo "== cuBLAS"
+      grep -E 'nvjet|sm90|duration|hmma|lts__|dram__' "$OUT/cublas.txt" ;;
     attention)
       python3 bench/bench_alternating.py --attention --out-dir "$OUT/alt" >"$OUT/alt.log" 2>&1
       grep -E '^\||Worst' "$OUT"/alt/*-alternating.md
       python3 bench/bench_attention.py --dims 64 --seqlens 2048,4096 --dtypes f16,bf16 --causal yes --gemm-sizes= \
-        --impls tilec,sdpa-cudnn --no-compile-times --rounds 3 --out-dir "$OUT/grid" >"$OUT/grid.log" 2>&1
+        --impls tilec,sdpa-cudnn --no-compile-times --rounds 5 --out-dir "$OUT/grid" >"$OUT/grid.log" 2>&1
       grep -E '^\|' "$OUT"/grid/*.md | head -12 ;;
-    *) echo "probe.sh: unknown step $step (tests, grid, squares, attention, cluster)" >&2; exit 2 ;;
+    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster)" >&2; exit 2 ;;
   esac
 done

@@ -194,6 +194,14 @@ TC_DEVICE void tc_wgmma_fence_acc(float *acc) {
 }
 #undef TC_WGMMA_FENCE_ONE
 
+/* The same over MB m64 blocks' accumulators (N / 2 floats each, in a row:
+ * a warpgroup that owns two blocks, tc_gemm_wgmma_ss_2blocks). */
+template <int N, int MB>
+TC_DEVICE void tc_wgmma_fence_blocks(float *acc) {
+#pragma unroll
+  for (int b = 0; b < MB; ++b) tc_wgmma_fence_acc<N>(acc + b * (N / 2));
+}
+
 /* Elements per swizzled row wgmma reads in an operand of COLS contiguous
  * elements stored in the layout SWZ: the panel width (tc_panel_cols) for
  * panels, the whole row for swizzled rows (16, 32 or 64 elements). */
@@ -326,8 +334,7 @@ TC_DEVICE void tc_gemm_wgmma_ss_2blocks(const unsigned short *As, const unsigned
   const unsigned long long db0 = tc_wgmma_b_desc<N, K, B_SWZ, B_NK>(tc_smem_addr(Bs), 0);
   const unsigned long long da0[2] = {tc_wgmma_a_desc_2blocks<M, K, A_SWZ>(a_addr, g, 0),
                                      tc_wgmma_a_desc_2blocks<M, K, A_SWZ>(a_addr, g, 1)};
-  tc_wgmma_fence_acc<N>(acc);
-  tc_wgmma_fence_acc<N>(acc + N / 2);
+  tc_wgmma_fence_blocks<N, 2>(acc);
   tc_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
@@ -341,8 +348,7 @@ TC_DEVICE void tc_gemm_wgmma_ss_2blocks(const unsigned short *As, const unsigned
   tc_wgmma_commit();
   if constexpr (INFLIGHT != TC_WGMMA_ISSUE_ONLY) {
     tc_wgmma_wait<INFLIGHT>();
-    tc_wgmma_fence_acc<N>(acc);
-    tc_wgmma_fence_acc<N>(acc + N / 2);
+    tc_wgmma_fence_blocks<N, 2>(acc);
   }
 }
 
@@ -673,8 +679,7 @@ TC_DEVICE void tc_wgmma_fp8_drain(float *acc, tc_fp8_pending<N> &pend) {
 template <int N, int MB = 1>
 TC_DEVICE void tc_wgmma_drain(float *acc) {
   tc_wgmma_wait<0>();
-#pragma unroll
-  for (int b = 0; b < MB; ++b) tc_wgmma_fence_acc<N>(acc + b * (N / 2));
+  tc_wgmma_fence_blocks<N, MB>(acc);
 }
 
 /* Makes the N floats of x count as used here: their values are computed
@@ -692,8 +697,7 @@ TC_DEVICE void tc_pin_regs(float *x) {
 template <int PENDING, int N, int MB = 1>
 TC_DEVICE void tc_wgmma_wait_acc(float *acc) {
   tc_wgmma_wait<PENDING>();
-#pragma unroll
-  for (int b = 0; b < MB; ++b) tc_wgmma_fence_acc<N>(acc + b * (N / 2));
+  tc_wgmma_fence_blocks<N, MB>(acc);
 }
 
 #endif

@@ -11,9 +11,11 @@
  * At the kernel's start thread 0 computes each slot's multiplier and shift
  * into a small table (`tc_fd`) at the end of the kernel's dynamic shared
  * memory (cuda_fastdiv_table_offset; the driver adds its bytes to
- * TilecKernelInfo.shared_bytes) and a block barrier publishes them;
+ * TilecKernelInfo.shared_bytes) and the set-up's block barrier
+ * (cuda_emit_setup_sync) publishes them;
  * cuda_fastdiv_call then spells such a division as tc_fastdiv_div /
- * tc_fastdiv_mod reading its slot from there (one shared load per tile). Why this shape (ptxas -v, session 18; the table is in
+ * tc_fastdiv_mod reading its slot from there (one shared load per tile).
+ * Why this shape (ptxas -v, session 18; the table is in
  * bench/results/2026-12-06-cpu-host-session18-notes.md): divisions by any
  * launch-invariant divisor with a plain-division fallback at each site made
  * ptxas spill 336 bytes or more in the causal persistent flagship builds,

@@ -243,26 +243,27 @@ TC_DEVICE void tc_store_f32x2(float *dst, float a, float b, bool has_b) {
   if (has_b) dst[1] = b;
 }
 
-/* The same into a global 16-bit tile: the pair converted at once (PACK,
- * the bits of two scalar round-to-nearest conversions CVT) and stored as 4
- * bytes where 4-byte aligned. */
-template <unsigned (*PACK)(float, float), unsigned short (*CVT)(float)>
-TC_DEVICE void tc_store_16x2(unsigned short *dst, float a, float b, bool has_b) {
+/* The same into a global 16-bit tile: the pair converted at once (the
+ * bits of two scalar round-to-nearest conversions) and stored as 4 bytes
+ * where 4-byte aligned. */
+#define TC_ST_GLOBAL_B32 "{ .reg .b64 tc_g;\n\t cvta.to.global.u64 tc_g, %0;\n\t st.global.b32 [tc_g], %1; }"
+TC_DEVICE void tc_store_f16x2(tc_half *dst, float a, float b, bool has_b) {
   if (has_b && ((unsigned long long)dst & 3ull) == 0) {
-    asm volatile("{ .reg .b64 tc_g;\n\t cvta.to.global.u64 tc_g, %0;\n\t st.global.b32 [tc_g], %1; }" ::"l"(dst),
-                 "r"(PACK(a, b))
-                 : "memory");
+    asm volatile(TC_ST_GLOBAL_B32 ::"l"(dst), "r"(tc_pack_f16x2(a, b)) : "memory");
     return;
   }
-  dst[0] = CVT(a);
-  if (has_b) dst[1] = CVT(b);
-}
-TC_DEVICE void tc_store_f16x2(tc_half *dst, float a, float b, bool has_b) {
-  tc_store_16x2<tc_pack_f16x2, tc_f32_to_f16>(dst, a, b, has_b);
+  dst[0] = tc_f32_to_f16(a);
+  if (has_b) dst[1] = tc_f32_to_f16(b);
 }
 TC_DEVICE void tc_store_bf16x2(tc_bf16 *dst, float a, float b, bool has_b) {
-  tc_store_16x2<tc_pack_bf16x2, tc_f32_to_bf16>(dst, a, b, has_b);
+  if (has_b && ((unsigned long long)dst & 3ull) == 0) {
+    asm volatile(TC_ST_GLOBAL_B32 ::"l"(dst), "r"(tc_pack_bf16x2(a, b)) : "memory");
+    return;
+  }
+  dst[0] = tc_f32_to_bf16(a);
+  if (has_b) dst[1] = tc_f32_to_bf16(b);
 }
+#undef TC_ST_GLOBAL_B32
 
 /* dst[0] += a and, when has_b, dst[1] += b, atomically (atomic_add of a
  * fragment's two adjacent columns): one 8-byte vector reduction on sm_90

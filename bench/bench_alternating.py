@@ -109,7 +109,8 @@ def gemm_rows(args):
 def parse_variants(specs):
     """--variant NAME=k:v,k:v[@PATH] -> {NAME: ({k: v}, PATH or None)}
     (values as given: the runtime takes -D text; PATH: another .tile, e.g.
-    the committed version of an edited example)."""
+    the committed version of an edited example; a key env.NAME sets that
+    environment variable while the variant compiles, gemm variants only)."""
     out = {}
     for spec in specs or []:
         name, _, rest = spec.partition("=")
@@ -182,8 +183,19 @@ def gemm_fns(torch, tilec, ctx, row, stream, sms, smem, variants):
         if kind != "gemm":
             break
         defines = {"dtype": dt}
-        defines.update(extra)
-        kv = ctx.load(path or os.path.join(ROOT, "examples", "gemm.tile"), defines=defines).kernel("gemm")
+        defines.update({kk: v for kk, v in extra.items() if not kk.startswith("env.")})
+        # env.NAME:V sets $NAME while the variant compiles (env.TILEC_STREAM_K:0)
+        env = {kk[4:]: v for kk, v in extra.items() if kk.startswith("env.")}
+        saved = {e: os.environ.get(e) for e in env}
+        os.environ.update(env)
+        try:
+            kv = ctx.load(path or os.path.join(ROOT, "examples", "gemm.tile"), defines=defines).kernel("gemm")
+        finally:
+            for e, v in saved.items():
+                if v is None:
+                    os.environ.pop(e, None)
+                else:
+                    os.environ[e] = v
         cv = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
         kv(a, b, cv, stream=stream)
         torch.cuda.synchronize()

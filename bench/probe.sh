@@ -21,6 +21,11 @@
 #   attention  bench_alternating.py over the whole flagship grid, and
 #              bench_attention.py's block-timed dim 64 causal rows (2048:
 #              1.00 / 1.00 over 5 rounds on the H100, 0.98 before);
+#   streamk    the stream-K gpu tests with the gemm suite, and ten bounded
+#              racecheck runs of gqa_attention causal (hung once before
+#              the stagger barrier fix, session 22);
+#   skwaves    stream-K against the same build without it and cuBLAS on
+#              3840 .. 4352 x 4096 x 4096 and 8192^3 (alternating);
 #   cluster    ncu of gemm.tile at 4096^3 with and without 2-block
 #              clusters ($TILEC_CLUSTER_MULTICAST), and of cuBLAS: L2 and
 #              DRAM traffic (multicast raised L2 read sectors 25 %; cuBLAS
@@ -81,6 +86,26 @@ for step in "$@"; do
       python3 bench/bench_attention.py --dims 64 --seqlens 2048,4096 --dtypes f16,bf16 --causal yes --gemm-sizes= \
         --impls tilec,sdpa-cudnn --no-compile-times --rounds 5 --out-dir "$OUT/grid" >"$OUT/grid.log" 2>&1
       grep -E '^\|' "$OUT"/grid/*.md | head -12 ;;
-    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster)" >&2; exit 2 ;;
+    streamk)
+      # the stream-K gpu tests (numerics at capped grids, the sanitizers) and
+      # the gemm suite around them; then racecheck of gqa_attention causal,
+      # which hung once (session 22: the stagger's end link shared its
+      # barrier with the start's) -- ten runs, each bounded
+      ctest --test-dir build -j8 -L gpu -R 'gemm|stream_k' --timeout 300 --output-on-failure >"$OUT/streamk.log" 2>&1
+      echo "== gemm / stream-K gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/streamk.log" | tail -1)"
+      grep -E '\*\*\*Failed|Timeout' "$OUT/streamk.log"
+      pass=0; hang=0
+      for i in 1 2 3 4 5 6 7 8 9 10; do
+        if timeout 60 ctest --test-dir build -R 'sanitizer.racecheck.gqa_attention_causal$' >"$OUT/race$i.log" 2>&1; then
+          pass=$((pass + 1)); else hang=$((hang + 1)); fi
+      done
+      echo "== racecheck gqa_attention_causal x10: $pass passed, $hang failed or hung" ;;
+    skwaves)
+      # stream-K against the same build without it (env.TILEC_STREAM_K:0),
+      # cuBLAS beside both, on the 4096^3 neighbours and the 8192^3 square
+      python3 bench/bench_alternating.py --gemm --rep-ms 600 --out-dir "$OUT/skwaves" --gemm-variant nosk=env.TILEC_STREAM_K:0 \
+        --shapes 3840x4096x4096,4096x4096x4096,4224x4096x4096,4352x4096x4096,8192x8192x8192 >"$OUT/skwaves.log" 2>&1
+      grep -E '^\||Worst' "$OUT"/skwaves/*-alternating.md ;;
+    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves)" >&2; exit 2 ;;
   esac
 done

@@ -34,6 +34,7 @@ void tilec_options_init(TilecOptions *o) {
   o->emit = TILEC_EMIT_C;
   o->target = TILEC_TARGET_CPU;
   o->fast_division = true;
+  o->stream_k = true;
 }
 
 const char *tilec_version(void) { return TILEC_VERSION_STRING; }
@@ -381,7 +382,8 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
   DumpCtx ctx = {options, r, r->diag, false};
   /* Dump 00 is sema's output, before any pass. */
   observe(r->module, 0, "sema", &ctx);
-  PassOptions popts = {target, options->defines, options->ndefines, options->no_tma, options->cluster_multicast};
+  PassOptions popts = {target, options->defines, options->ndefines, options->no_tma, options->cluster_multicast,
+                       options->stream_k};
   if (!pass_run_pipeline(r->module, &popts, r->diag, observe, &ctx) || ctx.failed) return 1;
   build_infos(r, options->fast_division && options->emit == TILEC_EMIT_CUDA);
 

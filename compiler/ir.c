@@ -535,6 +535,7 @@ void ir_stmt_rewrite_exprs(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx)
     break;
   case IR_STMT_FOR:
     rewrite_slot(m, &s->u.for_.extent, fn, ctx);
+    rewrite_slot(m, &s->u.for_.k_iters, fn, ctx);
     break;
   case IR_STMT_IF:
     rewrite_slot(m, &s->u.if_.cond, fn, ctx);

@@ -383,6 +383,11 @@ struct IrStmt {
       IrExpr *extent;
       int num_stages;    /* PIPELINED only (>= 1) */
       IrStmt *body;      /* a SEQ */
+      /* STREAM_K only (pass stream-k): each unit of the loop is tile `var`'s
+       * k-iterations [k_begin, k_begin + k_len) of k_iters; both are LOOP
+       * variables bound with var. */
+      IrExpr *k_iters;
+      IrVar *k_begin, *k_len;
     } for_;
     struct {             /* IF */
       IrExpr *cond;
@@ -428,6 +433,15 @@ struct IrStmt {
       IrBuffer *bar;
       IrExpr *stage, *parity;
     } mbar_wait;
+    struct {             /* STREAM_K_FIXUP (pass stream-k), in the consumers'
+                            unit loop `loop` (a STREAM_K FOR), after acc's
+                            k-loop: a unit with k_begin > 0 publishes acc as
+                            its block's partial sum; the unit with k_begin 0
+                            of a split tile adds the later units' partials
+                            to acc, in block order (deterministic) */
+      IrBuffer *acc;
+      const IrStmt *loop;
+    } stream_k;
     IrTurn turn;         /* WG_TURN (overlap-wgmma): the consumer warpgroups take
                             turns issuing their gemms (ping-pong) or start staggered */
     struct {             /* WARP_ROLES (warp-specialize): the warpgroup of warps

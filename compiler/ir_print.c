@@ -335,8 +335,20 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     sb_init(&extent);
     print_expr(p, &extent, s->u.for_.extent);
     if (s->u.for_.var) bind(p, s->u.for_.var, s->u.for_.var->name, false);
-    sb_printf(sb, "for %s in %s(%s", var_name(p, s->u.for_.var),
-              ir_for_kind_name(s->u.for_.kind), extent.data);
+    sb_printf(sb, "for %s", var_name(p, s->u.for_.var));
+    if (s->u.for_.kind == IR_FOR_STREAM_K) {
+      /* for tile, k_begin, k_len in stream_k(tiles, k_iters = n) */
+      StrBuf iters;
+      sb_init(&iters);
+      print_expr(p, &iters, s->u.for_.k_iters);
+      bind(p, s->u.for_.k_begin, s->u.for_.k_begin->name, false);
+      bind(p, s->u.for_.k_len, s->u.for_.k_len->name, false);
+      sb_printf(sb, ", %s, %s in %s(%s, k_iters = %s", var_name(p, s->u.for_.k_begin),
+                var_name(p, s->u.for_.k_len), ir_for_kind_name(s->u.for_.kind), extent.data, iters.data);
+      sb_free(&iters);
+    } else {
+      sb_printf(sb, " in %s(%s", ir_for_kind_name(s->u.for_.kind), extent.data);
+    }
     sb_free(&extent);
     if (s->u.for_.kind == IR_FOR_PIPELINED)
       sb_printf(sb, ", num_stages = %d", s->u.for_.num_stages);
@@ -458,6 +470,9 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     for (int i = 0; i < s->u.wgmma_wait.npinned; i++)
       sb_printf(sb, "%s%s", i ? ", " : " after(", buf_name(p, s->u.wgmma_wait.pinned[i]));
     if (s->u.wgmma_wait.npinned) sb_puts(sb, ")");
+    break;
+  case IR_STMT_STREAM_K_FIXUP:
+    sb_printf(sb, "stream_k_fixup %s", buf_name(p, s->u.stream_k.acc));
     break;
   case IR_STMT_WG_TURN: {
     static const char *const what[] = {"start", "wait", "pass", "end", "stagger_wait", "stagger_go", "stagger_end"};

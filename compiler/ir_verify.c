@@ -27,6 +27,7 @@ typedef struct Verifier {
   NameTable scope;       /* visible IrVar* and IrBuffer*, a stack (hashed) */
   int parallel;          /* parallel loops around the statement being checked */
   int exits;             /* EXIT statements met (all must be at the top level) */
+  const IrStmt *stream_k; /* the STREAM_K loop around the statement, or NULL */
 } Verifier;
 
 static void fail(Verifier *v, SrcLoc loc, const char *fmt, ...)
@@ -355,10 +356,32 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
       fail(v, s->loc, "pipelined loop with num_stages = %d", s->u.for_.num_stages);
     int saved = v->scope.n;
     push(v, s->u.for_.var);
+    const IrStmt *outer_stream_k = v->stream_k;
+    if (s->u.for_.kind == IR_FOR_STREAM_K) {
+      const IrVar *kb = s->u.for_.k_begin, *kl = s->u.for_.k_len;
+      if (!kb || !kl || kb->kind != IR_VAR_LOOP || kl->kind != IR_VAR_LOOP || !s->u.for_.k_iters) {
+        fail(v, s->loc, "stream_k loop without its k_begin / k_len LOOP variables and k_iters");
+        return;
+      }
+      if (outer_stream_k) fail(v, s->loc, "stream_k loop inside another");
+      check_int_expr(v, s->u.for_.k_iters, "stream_k k_iters");
+      push(v, kb);
+      push(v, kl);
+      v->stream_k = s;
+    }
     v->parallel += s->u.for_.kind == IR_FOR_PARALLEL;
     check_block(v, s->u.for_.body, "for body");
     v->parallel -= s->u.for_.kind == IR_FOR_PARALLEL;
+    v->stream_k = outer_stream_k;
     name_table_truncate(&v->scope, saved);
+    return;
+  }
+  case IR_STMT_STREAM_K_FIXUP: {
+    const IrBuffer *acc = s->u.stream_k.acc;
+    if (!v->stream_k || s->u.stream_k.loop != v->stream_k)
+      fail(v, s->loc, "stream_k_fixup outside its stream_k loop");
+    else if (!acc || acc->scope != IR_SCOPE_FRAGMENT || acc->dtype != DTYPE_F32 || !in_scope(v, acc))
+      fail(v, s->loc, "stream_k_fixup needs a live f32 fragment accumulator");
     return;
   }
   case IR_STMT_EXIT: {

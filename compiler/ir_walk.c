@@ -77,6 +77,7 @@ int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b) {
     rc.count += (s->u.reduce.src == b) + (s->u.reduce.dst == b) + (s->u.reduce.scratch == b);
     break;
   case IR_STMT_WGMMA_WAIT: rc.count += s->u.wgmma_wait.acc == b; break;
+  case IR_STMT_STREAM_K_FIXUP: rc.count += s->u.stream_k.acc == b; break;
   case IR_STMT_MBAR_WAIT:
   case IR_STMT_MBAR_ARRIVE: rc.count += s->u.mbar_wait.bar == b; break;
   default: break;

@@ -242,10 +242,13 @@ static IrStmt *overlap_loop(IrModule *m, IrStmt *loop, const Pattern *p, bool st
  * with seq_len bound by -D showed no change per clock. Three warpgroups
  * (the 192-row dim 64 builds) staggered as a chain lost 3 % at causal
  * 4096 and gained at most 1 % elsewhere: they start together.
- * After a loop that ran, the same barriers are crossed the other way
+ * After a loop that ran, the same links are crossed the other way
  * (STAGGER_END): with arrivals on one side only, compute-sanitizer's
  * racecheck reported the epilogue's staging stores as racing with the
  * copy-out that a consumer barrier orders, as it did for one-sided turns.
+ * The way back uses barriers of its own (tc_stagger_end says why: sharing
+ * the start's let a short loop's first warpgroup complete a round alone,
+ * a hang racecheck's scheduling found).
  *
  * walk finds the consumers' pipelined loops: at the top level, in a SEQ
  * there, or in the consumer role of a warp split. */

@@ -12,6 +12,7 @@ typedef struct PassOptions {
   int ndefines;
   bool no_tma; /* TilecOptions.no_tma: lower-tma leaves every copy on cp.async */
   bool cluster_multicast; /* TilecOptions.cluster_multicast: pass persistent may pair tiles */
+  bool stream_k;          /* TilecOptions.stream_k: pass stream-k may split the last wave */
 } PassOptions;
 
 typedef bool (*PassFn)(IrModule *m, const PassOptions *opts, Diag *diag);
@@ -101,6 +102,10 @@ int pass_tensor_map_index(IrKernel *k, const IrTensorMap *map);
  * infer-layout asks it before splitting N, swizzle-layout stores the tile
  * so (swizzle_layout.c). */
 int pass_nsplit_panel_cols(int cols, int slice, int es);
+
+/* The setmaxnreg count of `consumers` consumer threads beside a 128-thread
+ * producer warpgroup that keeps producer_regs (warp_specialize.c). */
+int pass_consumer_registers(int consumers, int producer_regs);
 
 /* `let var = value` (value taken as is). */
 IrStmt *pass_let(IrModule *m, IrVar *var, IrExpr *value, SrcLoc loc);

@@ -52,6 +52,11 @@ static void effects_of_one(IrStmt *s, void *ctx) {
   case IR_STMT_MBAR_WAIT: note_read(e, s->u.mbar_wait.bar); break;
   case IR_STMT_MBAR_ARRIVE: note_write(e, s->u.mbar_wait.bar); break;
   case IR_STMT_WGMMA_WAIT: note_write(e, s->u.wgmma_wait.acc); break;
+  case IR_STMT_STREAM_K_FIXUP: /* reads and adds to acc between the consumers' barriers */
+    note_read(e, s->u.stream_k.acc);
+    note_write(e, s->u.stream_k.acc);
+    e->barrier = true;
+    break;
   case IR_STMT_BARRIER:
   case IR_STMT_ATOMIC_FETCH_ADD: /* its broadcast slot sits between block barriers */
     e->barrier = true;

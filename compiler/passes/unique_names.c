@@ -67,6 +67,10 @@ static void walk(Names *n, IrStmt *s) {
   case IR_STMT_FOR: {
     const int height = n->visible.n;
     declare(n, (const char **)&s->u.for_.var->name);
+    if (s->u.for_.kind == IR_FOR_STREAM_K) {
+      declare(n, (const char **)&s->u.for_.k_begin->name);
+      declare(n, (const char **)&s->u.for_.k_len->name);
+    }
     walk(n, s->u.for_.body);
     name_table_truncate(&n->visible, height);
     return;

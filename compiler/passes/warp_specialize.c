@@ -145,10 +145,10 @@ static IrBuffer *empty_barriers(IrModule *m, IrKernel *k, IrBuffer *b, int consu
  * producer gives back all but PRODUCER_REGS; asking the consumers for more
  * than that frees blocks their setmaxnreg.inc forever (seen at 512 + 128
  * threads: 96 at launch, 120 asked, a hang). */
-static int consumer_registers(int consumers) {
+int pass_consumer_registers(int consumers, int producer_regs) {
   const int total = consumers + 128;
   const int at_launch = REGS_PER_SM / total / 8 * 8;
-  const int regs = (total * at_launch - 128 * PRODUCER_REGS) / consumers / 8 * 8;
+  const int regs = (total * at_launch - 128 * producer_regs) / consumers / 8 * 8;
   return regs > MAX_CONSUMER_REGS ? MAX_CONSUMER_REGS : regs;
 }
 
@@ -285,7 +285,7 @@ static void specialize(IrModule *m, IrKernel *k, const Loop *L, int threads) {
   roles->u.roles.consumer = consumer;
   roles->u.roles.producer_warp = consumer_warps;
   roles->u.roles.producer_regs = PRODUCER_REGS;
-  roles->u.roles.consumer_regs = consumer_registers(threads);
+  roles->u.roles.consumer_regs = pass_consumer_registers(threads, PRODUCER_REGS);
   roles->u.roles.inline_producer = threads == 128;
 
   /* Replace prologue + loop by the roles. */

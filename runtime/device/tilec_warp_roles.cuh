@@ -93,38 +93,44 @@ TC_DEVICE void tc_turn_end(int wg) {
  * the other's gemms. Both calls sit on the loop's first iteration, so a
  * loop of no iterations (all warpgroups share its extent) leaves no
  * arrival unmatched. */
-/* Link w (1 <= w < NWG) is named barrier 5 + w, between warpgroups w - 1
- * and w; links past NWG are not emitted (their barriers stay free). */
-template <int NWG, bool SYNC>
+/* Link w (1 <= w < NWG) between warpgroups w - 1 and w is named barrier
+ * BASE + w; links past NWG are not emitted (their barriers stay free). */
+template <int NWG, bool SYNC, int BASE>
 TC_DEVICE void tc_stagger_link(int w) {
   static_assert(NWG >= 2 && NWG <= 4, "tc_stagger_*: 2 to 4 consumer warpgroups");
   if (w == 1) {
-    if (SYNC) tc_named_bar_sync256<6>(); else tc_named_bar_arrive256<6>();
+    if (SYNC) tc_named_bar_sync256<BASE + 1>(); else tc_named_bar_arrive256<BASE + 1>();
   } else if (NWG > 2 && w == 2) {
-    if (SYNC) tc_named_bar_sync256<7>(); else tc_named_bar_arrive256<7>();
+    if (SYNC) tc_named_bar_sync256<BASE + 2>(); else tc_named_bar_arrive256<BASE + 2>();
   } else if (NWG > 3 && w == 3) {
-    if (SYNC) tc_named_bar_sync256<8>(); else tc_named_bar_arrive256<8>();
+    if (SYNC) tc_named_bar_sync256<BASE + 3>(); else tc_named_bar_arrive256<BASE + 3>();
   }
 }
 
+/* The loop's start links are barriers 6..8. */
 template <int NWG>
 TC_DEVICE void tc_stagger_wait(int wg) {
-  tc_stagger_link<NWG, true>(wg);
+  tc_stagger_link<NWG, true, 5>(wg);
 }
 
 template <int NWG>
 TC_DEVICE void tc_stagger_go(int wg) {
-  tc_stagger_link<NWG, false>(wg + 1);
+  tc_stagger_link<NWG, false, 5>(wg + 1);
 }
 
-/* After the loop: the same links the other way (w syncs on the one it
- * arrived on, w + 1 arrives), so every warpgroup syncs and arrives equally
- * often on each; racecheck misreads one-sided named barriers (see the
- * ping-pong turns above). */
+/* After the loop: the same links the other way (w syncs, w + 1 arrives),
+ * so every warpgroup syncs and arrives equally often; racecheck misreads
+ * one-sided named barriers (see the ping-pong turns above). On barriers of
+ * their own, 9..11: a named barrier counts arrivals, not who arrives, so
+ * with the start's barrier reused, warpgroup w - 1's arrive and end sync
+ * could complete a round by themselves when its loop needs nothing from w
+ * (two iterations or fewer: the ring never waits for w's releases), and
+ * w's start sync then waited for a round nobody completes (a hang seen
+ * under racecheck, gqa_attention causal at seq_len 200). */
 template <int NWG>
 TC_DEVICE void tc_stagger_end(int wg) {
-  tc_stagger_link<NWG, true>(wg + 1);
-  tc_stagger_link<NWG, false>(wg);
+  tc_stagger_link<NWG, true, 8>(wg + 1);
+  tc_stagger_link<NWG, false, 8>(wg);
 }
 
 #endif /* __CUDA_ARCH__ >= 900 */

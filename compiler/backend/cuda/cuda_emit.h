@@ -13,7 +13,8 @@
  *               strided element copies) and fills;
  *   gemm.c      gemms: mma.sync (tc_gemm_ss/_rs) and wgmma (sm_90a);
  *   tma.c       TMA copies, their mbarriers and waits (sm_90a, lower-tma);
- *   warp_roles.c  producer/consumer warpgroups (sm_90a, warp-specialize).
+ *   warp_roles.c  producer/consumer warpgroups (sm_90a, warp-specialize);
+ *   stream_k.c  stream-K units and their partial-sum fix-up (sm_90a, stream-k).
  * Every function here writes CUDA C++ text to C->out (statements) or to the
  * StrBuf it is given (expressions) and reports what it cannot map through
  * cuda_fail, which keeps the first error only. */
@@ -59,6 +60,7 @@ typedef struct Cuda {
    * split's divisor, and the calls that read its entry tc_fd[N]). */
   bool fast_division;
   bool fastdiv_used; /* some kernel of the module declared a slot */
+  bool stream_k_used; /* some kernel has a stream-K workspace (stream_k.c) */
   int nfastdiv;
   struct {
     char divisor[256];
@@ -92,6 +94,9 @@ void cuda_note_wgmma_n(Cuda *C, int n);
 void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_setup_sync(Cuda *C, int depth);
 void cuda_emit_seq(Cuda *C, const IrStmt *seq, int depth);
+/* At the top of a tile loop's body: thread indices computed afresh per tile
+ * (tc_opaque_tid), so what derives from them stays inside the loop. */
+void cuda_emit_tile_thread_ids(Cuda *C, int depth);
 
 /* ---- expr.c: expressions and element access ---- */
 void cuda_emit_expr(Cuda *C, StrBuf *sb, const IrExpr *e);
@@ -156,6 +161,12 @@ void cuda_emit_tma_copy(Cuda *C, const IrStmt *s, int depth);          /* a copy
 bool cuda_has_staged_store(const IrStmt *s); /* a copy.tma ... via(S) in s (tma.c) */
 void cuda_emit_mbar_wait(Cuda *C, const IrStmt *s, int depth);
 void cuda_emit_mbar_arrive(Cuda *C, const IrStmt *s, int depth);
+
+/* stream_k.c */
+/* Before the kernel: its stream-K workspace, when it has a fix-up. */
+void cuda_stream_k_declare(Cuda *C, const IrKernel *k);
+void cuda_emit_stream_k_loop(Cuda *C, const IrStmt *s, int depth);  /* a STREAM_K FOR */
+void cuda_emit_stream_k_fixup(Cuda *C, const IrStmt *s, int depth); /* a STREAM_K_FIXUP */
 
 /* warp_roles.c */
 void cuda_emit_warp_roles(Cuda *C, const IrStmt *s, int depth);

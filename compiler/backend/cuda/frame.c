@@ -234,6 +234,15 @@ static void emit_fp8_pair_loop(Cuda *C, const IrStmt *s, const IrStmt *wait, int
   sb_puts(o, "}\n");
 }
 
+void cuda_emit_tile_thread_ids(Cuda *C, int depth) {
+  cuda_indent(C, depth);
+  sb_puts(C->out, "const int tc_tid_tile = tc_opaque_tid(tc_tid);\n");
+  cuda_indent(C, depth);
+  sb_puts(C->out, "const int tc_tid = tc_tid_tile, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
+  cuda_indent(C, depth);
+  sb_puts(C->out, "(void)tc_warp; (void)tc_lane;\n");
+}
+
 void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   StrBuf *o = C->out;
   if (s->kind != IR_STMT_ALLOC && s->kind != IR_STMT_SEQ) cuda_emit_setup_sync(C, depth);
@@ -280,19 +289,16 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
       cuda_indent(C, depth);
       sb_puts(o, "#pragma unroll\n");
     }
+    if (s->u.for_.kind == IR_FOR_STREAM_K) {
+      cuda_emit_stream_k_loop(C, s, depth);
+      return;
+    }
     cuda_indent(C, depth);
     if (s->u.for_.kind == IR_FOR_PERSISTENT) {
       sb_printf(o, "for (long long %s = blockIdx.x; %s < ", s->u.for_.var->name, s->u.for_.var->name);
       cuda_emit_expr(C, o, s->u.for_.extent);
       sb_printf(o, "; %s += gridDim.x) {  // persistent: this block's tiles\n", s->u.for_.var->name);
-      /* Thread indices computed afresh per tile (tc_opaque_tid): what derives
-       * from them stays inside the loop instead of living across it. */
-      cuda_indent(C, depth + 1);
-      sb_puts(o, "const int tc_tid_tile = tc_opaque_tid(tc_tid);\n");
-      cuda_indent(C, depth + 1);
-      sb_puts(o, "const int tc_tid = tc_tid_tile, tc_warp = tc_tid / 32, tc_lane = tc_tid % 32;\n");
-      cuda_indent(C, depth + 1);
-      sb_puts(o, "(void)tc_warp; (void)tc_lane;\n");
+      cuda_emit_tile_thread_ids(C, depth + 1);
       cuda_emit_seq(C, s->u.for_.body, depth + 1);
       cuda_indent(C, depth);
       sb_puts(o, "}\n");
@@ -394,6 +400,9 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
   case IR_STMT_MBAR_WAIT:
     cuda_emit_mbar_wait(C, s, depth);
     return;
+  case IR_STMT_STREAM_K_FIXUP:
+    cuda_emit_stream_k_fixup(C, s, depth);
+    return;
   case IR_STMT_ANNOTATE_LAYOUT:
   case IR_STMT_USE_SWIZZLE:
     return; /* consumed by swizzle-layout / rasterize */
@@ -438,6 +447,7 @@ static void emit_kernel(Cuda *C, const IrKernel *k) {
   int64_t threads = cuda_const(k->threads);
   C->threads = (int)threads;
   ir_print_kernel_config(o, "//", k); /* which target_sm-dependent defaults were chosen */
+  cuda_stream_k_declare(C, k);
   /* Warp-specialized: one block per SM at most (setmaxnreg needs the
    * register cap the bound gives); the code outside the producer's role is
    * written for the consumer warps. */
@@ -523,6 +533,7 @@ bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag, bool fast_divi
   if (tma) sb_puts(&body, "#include \"tilec_tma.cuh\"\n");
   if (roles) sb_puts(&body, "#include \"tilec_warp_roles.cuh\"\n");
   if (C.fastdiv_used) sb_puts(&body, "#include \"tilec_fastdiv.cuh\"\n");
+  if (C.stream_k_used) sb_puts(&body, "#include \"tilec_stream_k.cuh\"\n");
   /* Every FP8 type and conversion the kernels name has _e4m3 or _e5m2 in it
    * (cuda_storage_type, cuda_to_f32, cuda_from_f32); a user name with it
    * only adds an unused include. */

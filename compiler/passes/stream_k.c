@@ -1,0 +1,264 @@
+/* stream_k.c - pass "stream-k" (GPU, sm_90a): a persistent GEMM splits the
+ * k-iterations of its last partial wave of tiles evenly over its blocks.
+ *
+ * Needs: persistent (both roles loop over the tiles; ring positions run on
+ * across tiles through pipe_base), stage-stores (the epilogue is final).
+ * Applies to a kernel of the shape persistent builds for a GEMM, and no
+ * other: no per-tile boxes, no paired or clustered tiles, the producer's
+ * tile body a serial loop of TMA copies into rings, the consumers'
+ *     fill acc = 0
+ *     if opaque(n > 0) { for k in pipelined(n) { mbar_wait; gemm -> acc;
+ *                        if (...) { mbar_arrive } }  wgmma_wait acc; mbar_arrive }
+ *     post (the epilogue: reads acc)
+ *     tc_pipe[...] = ...
+ * Guarantees: both tile loops become
+ *     for tile, k_begin, k_len in stream_k(tiles, k_iters = n)
+ * (runtime/device/tilec_stream_k.cuh: the last wave's R tiles' iterations
+ * split evenly over the P blocks, then whole tiles), every n in their bodies
+ * becomes k_len (the loops' trip counts, the last release, the ring
+ * advance), the producer's copies read k-block k_fetch + k_begin, and the
+ * consumers run
+ *     stream_k_fixup acc        // k_begin > 0: publish; else add the later parts
+ *     if (k_begin == 0) { post }
+ * The ring positions stay correct unchanged: each role still advances
+ * pipe_base by its loop's trip count, now k_len. Whether a launch splits at
+ * all is the device's choice (the grid and tile count are known only
+ * there): without a split every unit is a whole tile and the fix-up does
+ * nothing, so the kernel runs as before. */
+#include "passes.h"
+#include "../simplify.h"
+
+enum { STREAM_K_PRODUCER_REGS = 40 };
+
+typedef struct Unit {
+  IrStmt *loop;     /* a role's PERSISTENT tile loop */
+  IrStmt *k_loop;   /* its loop over the k-iterations (producer: serial, consumers: pipelined) */
+  int k_guard;      /* consumers: index of the `if opaque(n > 0)` holding k_loop in the tile body */
+} Unit;
+
+/* The role's only top-level tile loop, or NULL. */
+static IrStmt *tile_loop(IrStmt *role) {
+  IrStmt *found = NULL;
+  for (int i = 0; i < role->u.seq.n; i++) {
+    IrStmt *s = role->u.seq.items[i];
+    if (s->kind == IR_STMT_FOR) {
+      if (found || s->u.for_.kind != IR_FOR_PERSISTENT) return NULL;
+      found = s;
+    }
+  }
+  return found;
+}
+
+static bool all_of_kinds(const IrStmt *seq, IrStmtKind a, IrStmtKind b) {
+  for (int i = 0; i < seq->u.seq.n; i++)
+    if (seq->u.seq.items[i]->kind != a && seq->u.seq.items[i]->kind != b) return false;
+  return true;
+}
+
+/* The producer's tile body: lets, one serial k-loop of ring refill guards
+ * and TMA copies, then the ring counter's update (stores). */
+static bool plan_producer(Unit *u) {
+  IrStmt *body = u->loop->u.for_.body;
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    if (s->kind == IR_STMT_LET || s->kind == IR_STMT_STORE) continue;
+    if (s->kind != IR_STMT_FOR || s->u.for_.kind != IR_FOR_SERIAL || u->k_loop) return false;
+    u->k_loop = s;
+  }
+  if (!u->k_loop) return false;
+  IrStmt *kb = u->k_loop->u.for_.body;
+  for (int i = 0; i < kb->u.seq.n; i++) {
+    const IrStmt *s = kb->u.seq.items[i];
+    if (s->kind == IR_STMT_COPY ? !s->u.copy.tma || s->u.copy.prefetch_l2 || !s->u.copy.dst.buf->empty_bar
+        : s->kind == IR_STMT_IF ? s->u.if_.else_ || !all_of_kinds(s->u.if_.then_, IR_STMT_MBAR_WAIT, IR_STMT_MBAR_WAIT)
+                                : true)
+      return false;
+  }
+  return true;
+}
+
+/* The consumers' loop body: full-barrier waits, wgmma gemms into acc whose
+ * operands are ring tiles, and releases (conditional on k or not). */
+static bool k_body_accumulates(const IrStmt *body, IrBuffer **acc) {
+  for (int i = 0; i < body->u.seq.n; i++) {
+    const IrStmt *s = body->u.seq.items[i];
+    switch (s->kind) {
+    case IR_STMT_MBAR_WAIT:
+    case IR_STMT_MBAR_ARRIVE: break;
+    case IR_STMT_IF:
+      if (s->u.if_.else_ || !all_of_kinds(s->u.if_.then_, IR_STMT_MBAR_ARRIVE, IR_STMT_MBAR_ARRIVE)) return false;
+      break;
+    case IR_STMT_GEMM: {
+      IrBuffer *c = s->u.gemm.c.buf;
+      if (!s->u.gemm.wgmma || !s->u.gemm.a.buf->empty_bar || !s->u.gemm.b.buf->empty_bar ||
+          c->scope != IR_SCOPE_FRAGMENT || c->dtype != DTYPE_F32 || (*acc && *acc != c))
+        return false;
+      *acc = c;
+      break;
+    }
+    default: return false;
+    }
+  }
+  return *acc != NULL;
+}
+
+/* The consumers' tile body: the shape in the header comment. */
+static bool plan_consumer(Unit *u, IrBuffer **acc) {
+  IrStmt *body = u->loop->u.for_.body;
+  u->k_guard = -1;
+  for (int i = 0; i < body->u.seq.n && u->k_guard < 0; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    if (s->kind == IR_STMT_IF && s->u.if_.opaque && !s->u.if_.else_ && s->u.if_.then_->u.seq.n >= 1) {
+      IrStmt *f = s->u.if_.then_->u.seq.items[0];
+      if (f->kind == IR_STMT_FOR && f->u.for_.kind == IR_FOR_PIPELINED) {
+        u->k_guard = i;
+        u->k_loop = f;
+      }
+    }
+  }
+  if (u->k_guard < 0 || !k_body_accumulates(u->k_loop->u.for_.body, acc)) return false;
+  const IrStmt *guard = body->u.seq.items[u->k_guard];
+  for (int i = 1; i < guard->u.if_.then_->u.seq.n; i++) {
+    const IrStmt *s = guard->u.if_.then_->u.seq.items[i];
+    if (!(s->kind == IR_STMT_MBAR_ARRIVE || (s->kind == IR_STMT_WGMMA_WAIT && s->u.wgmma_wait.acc == *acc)))
+      return false;
+  }
+  /* Before the loop: lets and the accumulator's clearing only (a per-tile
+   * wait or copy would be a tile's, not a unit's). */
+  bool cleared = false;
+  for (int i = 0; i < u->k_guard; i++) {
+    const IrStmt *s = body->u.seq.items[i];
+    if (s->kind == IR_STMT_FILL && s->u.fill.dst.buf == *acc) {
+      int64_t zero;
+      cleared = ir_expr_is_int_const(s->u.fill.value, &zero) ? zero == 0
+                : s->u.fill.value->kind == IR_EXPR_FLOAT && s->u.fill.value->u.float_value == 0.0;
+    } else if (s->kind != IR_STMT_LET) {
+      return false;
+    }
+  }
+  /* The tile body ends with the ring counter's update. */
+  const IrStmt *last = body->u.seq.items[body->u.seq.n - 1];
+  return cleared && last->kind == IR_STMT_STORE && last->u.store.buf->scope == IR_SCOPE_LOCAL &&
+         u->k_guard < body->u.seq.n - 1;
+}
+
+/* ---- the rewrite ------------------------------------------------------------------ */
+
+typedef struct ToLen {
+  const IrExpr *n;
+  IrVar *k_len;
+} ToLen;
+
+static IrExpr *n_to_len(IrModule *m, IrExpr *e, void *ctx) {
+  ToLen *t = ctx;
+  if (!e) return e;
+  if (ir_expr_equal(e, t->n)) return ir_var_ref(m, t->k_len, e->loc);
+  switch (e->kind) {
+  case IR_EXPR_UNARY:
+  case IR_EXPR_BINARY:
+    e->u.op.a = n_to_len(m, e->u.op.a, ctx);
+    if (e->u.op.b) e->u.op.b = n_to_len(m, e->u.op.b, ctx);
+    break;
+  case IR_EXPR_SELECT:
+    e->u.select.cond = n_to_len(m, e->u.select.cond, ctx);
+    e->u.select.then_ = n_to_len(m, e->u.select.then_, ctx);
+    e->u.select.else_ = n_to_len(m, e->u.select.else_, ctx);
+    break;
+  case IR_EXPR_CALL:
+    for (int i = 0; i < e->u.call.nargs; i++) e->u.call.args[i] = n_to_len(m, e->u.call.args[i], ctx);
+    break;
+  case IR_EXPR_LOAD:
+    for (int i = 0; i < e->u.load.nidx; i++) e->u.load.idx[i] = n_to_len(m, e->u.load.idx[i], ctx);
+    break;
+  case IR_EXPR_CAST: e->u.cast_src = n_to_len(m, e->u.cast_src, ctx); break;
+  default: break;
+  }
+  return e;
+}
+
+/* The role's tile loop walks units; n becomes k_len in its body. */
+static void make_units(IrModule *m, Unit *u, const IrExpr *n) {
+  IrStmt *loop = u->loop;
+  const SrcLoc loc = loop->loc;
+  loop->u.for_.kind = IR_FOR_STREAM_K;
+  loop->u.for_.k_iters = ir_expr_clone(m, n);
+  loop->u.for_.k_begin = ir_var_new(m, "k_begin", IR_VAR_LOOP, DTYPE_I64, loc);
+  loop->u.for_.k_len = ir_var_new(m, "k_len", IR_VAR_LOOP, DTYPE_I64, loc);
+  ToLen t = {n, loop->u.for_.k_len};
+  pass_rewrite_stmt(m, loop->u.for_.body, n_to_len, &t);
+}
+
+/* The producer's copies read k-block k_fetch + k_begin (their ring stages
+ * stay at pipe_base + k_fetch: the destination is not touched). */
+static void offset_copies(IrModule *m, Unit *u) {
+  IrVar *kf = u->k_loop->u.for_.var;
+  IrExpr *at = ir_binary(m, IR_OP_ADD, ir_var_ref(m, kf, u->k_loop->loc),
+                         ir_var_ref(m, u->loop->u.for_.k_begin, u->k_loop->loc), u->k_loop->loc);
+  IrStmt *body = u->k_loop->u.for_.body;
+  for (int i = 0; i < body->u.seq.n; i++) {
+    IrStmt *s = body->u.seq.items[i];
+    if (s->kind != IR_STMT_COPY) continue;
+    IrRegion *r = &s->u.copy.src;
+    for (int d = 0; d < r->rank; d++) {
+      r->start[d] = ir_simplify(m, ir_expr_subst(m, r->start[d], kf, at));
+      r->extent[d] = ir_simplify(m, ir_expr_subst(m, r->extent[d], kf, at));
+    }
+  }
+}
+
+/* After the consumers' k-loop: the fix-up, then the epilogue only where the
+ * unit finishes its tile (k_begin == 0). */
+static void guard_epilogue(IrModule *m, Unit *u, IrBuffer *acc) {
+  IrStmt *body = u->loop->u.for_.body;
+  const SrcLoc loc = body->u.seq.items[u->k_guard]->loc;
+  int end = body->u.seq.n; /* the trailing ring-counter stores stay unconditional */
+  while (end > u->k_guard + 1 && body->u.seq.items[end - 1]->kind == IR_STMT_STORE &&
+         body->u.seq.items[end - 1]->u.store.buf->scope == IR_SCOPE_LOCAL)
+    end--;
+  IrStmt *post = ir_seq_new(m, loc);
+  for (int i = u->k_guard + 1; i < end; i++) ir_seq_push(m, post, body->u.seq.items[i]);
+  for (int i = end - 1; i > u->k_guard; i--) ir_seq_remove(body, i);
+  IrStmt *fixup = ir_stmt_new(m, IR_STMT_STREAM_K_FIXUP, loc);
+  fixup->u.stream_k.acc = acc;
+  fixup->u.stream_k.loop = u->loop;
+  ir_seq_insert(m, body, u->k_guard + 1, fixup);
+  if (post->u.seq.n) {
+    IrExpr *first = ir_binary(m, IR_OP_EQ, ir_var_ref(m, u->loop->u.for_.k_begin, loc), ir_int(m, 0, loc), loc);
+    ir_seq_insert(m, body, u->k_guard + 2, ir_if_new(m, first, post, NULL, loc));
+  }
+}
+
+static bool split_kernel(IrModule *m, IrKernel *k) {
+  if (!k->persistent || k->cluster > 1) return false;
+  IrStmt *roles = NULL;
+  for (int i = 0; i < k->body->u.seq.n; i++)
+    if (k->body->u.seq.items[i]->kind == IR_STMT_WARP_ROLES) roles = k->body->u.seq.items[i];
+  if (!roles) return false;
+  Unit prod = {tile_loop(roles->u.roles.producer), NULL, -1};
+  Unit cons = {tile_loop(roles->u.roles.consumer), NULL, -1};
+  IrBuffer *acc = NULL;
+  if (!prod.loop || !cons.loop || !plan_producer(&prod) || !plan_consumer(&cons, &acc)) return false;
+  const IrExpr *n = cons.k_loop->u.for_.extent;
+  if (!ir_expr_equal(n, prod.k_loop->u.for_.extent) ||
+      !ir_expr_equal(prod.loop->u.for_.extent, cons.loop->u.for_.extent))
+    return false;
+  /* The fix-up moves acc as float4 per thread (tc_sk_fixup). */
+  if ((acc->layout.rows_local * acc->layout.cols_local) % 4) return false;
+  n = ir_expr_clone(m, n); /* the loops' own trees are rewritten below */
+  /* The producer's unit walk (tc_sk_next) needs registers its 24 do not
+   * hold (ptxas spilled in the k-loop): 40, as CUTLASS's producers keep. */
+  roles->u.roles.producer_regs = STREAM_K_PRODUCER_REGS;
+  roles->u.roles.consumer_regs = pass_consumer_registers(k->producer_warp * 32, STREAM_K_PRODUCER_REGS);
+  make_units(m, &prod, n);
+  make_units(m, &cons, n);
+  offset_copies(m, &prod);
+  guard_epilogue(m, &cons, acc);
+  return true;
+}
+
+bool pass_stream_k(IrModule *m, const PassOptions *opts, Diag *diag) {
+  (void)diag;
+  if (opts->target != TILEC_TARGET_SM90A || !opts->stream_k) return true;
+  for (int i = 0; i < m->nkernels; i++) split_kernel(m, m->kernels[i]);
+  return true;
+}

@@ -1,0 +1,190 @@
+/* tilec_stream_k.cuh - stream-K for a persistent GEMM's last wave (pass
+ * stream-k, compiler/backend/cuda/stream_k.c).
+ *
+ * A persistent GEMM of T tiles on P blocks runs T / P whole waves and then a
+ * last wave of R = T % P tiles that leaves P - R blocks idle while the others
+ * run a whole tile's k-loop (512 tiles of 128 x 256 on 132 SMs: 3.88 waves
+ * that cost 4). Here the R tiles' R * n k-iterations (n per tile) are split
+ * evenly over all P blocks first: block b takes iterations
+ * [R n b / P, R n (b + 1) / P) of them, in tile order, as units (tile,
+ * k_begin, k_len); then it takes whole tiles R + b, R + b + P, ... as
+ * before. Every block does the same work, give or take one iteration.
+ *
+ * The reduction: a unit that does not start its tile (k_begin > 0) can
+ * only be the first unit of its block's range (a range's later units start
+ * at tile boundaries). It stores its accumulator as the block's partial sum
+ * and raises the block's flag. The unit with k_begin 0 ends its block's
+ * range and finishes the tile: it waits for the flags of the blocks after
+ * it whose ranges start inside the tile, adds their partials in block
+ * order (so the sum does not depend on timing: the same bits every run on
+ * a GPU of the same SM count), and runs the epilogue. No block waits on a
+ * unit that comes later in another block's range, so there is no cycle;
+ * the blocks a finisher waits on must be resident or become so, which a
+ * grid of at most one block per resident slot (the runtime's persistent
+ * grid) gives on a GPU other kernels do not hold forever.
+ *
+ * The workspace (TC_SK_SLOTS partial sums and flags) is a pair of
+ * __device__ arrays of the generated module, zeroed when it loads. A
+ * finisher re-arms (zeroes) each flag it consumed, so the next launch finds
+ * them clear. Two launches of one loaded kernel must therefore not run at
+ * the same time (two streams): docs/gpu-codegen.md, "Stream-K".
+ *
+ * Split only where it pays: each block's share R n / P must be at least
+ * TC_SK_MIN_SAVED iterations shorter than a whole tile, since publishing and
+ * adding a 128 x 256 f32 partial costs a few iterations' time. And only
+ * with P <= TC_SK_SLOTS blocks (one partial slot each).
+ *
+ * The scheduling half is C-compatible: tests/unit/test_stream_k.c includes
+ * it on the host (TC_DEVICE = static inline) and checks every split covers
+ * each tile's iterations once, with partials only where a finisher reads. */
+#ifndef TILEC_STREAM_K_CUH
+#define TILEC_STREAM_K_CUH
+
+#ifndef TC_DEVICE
+#define TC_DEVICE static __device__ __forceinline__
+#endif
+
+#define TC_SK_SLOTS 160
+#define TC_SK_MIN_SAVED 4
+
+/* The split of one launch: T tiles of n k-iterations on P blocks, of which
+ * the first R are split. In 32-bit unsigned arithmetic (a 64-bit division
+ * is a call that costs registers the roles do not have): no split unless
+ * T and R n are below 2^31. Recomputed where needed rather than kept in
+ * registers across the k-loop. */
+typedef struct tc_sk_split {
+  unsigned k_iters, blocks;
+  unsigned split_iters;      /* R n (0: no split) */
+  unsigned per_block, spare; /* R n = per_block P + spare */
+} tc_sk_split;
+
+TC_DEVICE tc_sk_split tc_sk_split_of(long long tiles, long long k_iters, long long blocks) {
+  tc_sk_split p = {(unsigned)k_iters, (unsigned)blocks, 0, 0, 0};
+  if (tiles > blocks && blocks <= TC_SK_SLOTS && k_iters > 0 && tiles < (1LL << 31) && k_iters < (1LL << 31)) {
+    const unsigned r = (unsigned)tiles % (unsigned)blocks;
+    const long long split_iters = (long long)r * k_iters;
+    /* each block saves n - R n / P iterations over a whole last-wave tile */
+    if (r > 0 && split_iters < (1LL << 31) && (blocks - r) * k_iters >= TC_SK_MIN_SAVED * blocks) {
+      p.split_iters = (unsigned)split_iters;
+      p.per_block = (unsigned)split_iters / (unsigned)blocks;
+      p.spare = (unsigned)split_iters % (unsigned)blocks;
+    }
+  }
+  return p;
+}
+
+/* Where block b's share of the split iterations begins (b == blocks: their
+ * end): floor(R n b / P) = per_block b + floor(spare b / P). */
+TC_DEVICE unsigned tc_sk_range_begin(const tc_sk_split *p, unsigned b) {
+  return p->per_block * b + p->spare * b / p->blocks;
+}
+
+/* One role's walk over its block's units: `left` split iterations from
+ * iteration k of tile `tile` on, then whole tiles from whole_tile on. Ints,
+ * and no division per unit: the producer runs this in the 24 registers
+ * setmaxnreg leaves it. */
+typedef struct tc_stream_k {
+  int left, tile, k, whole_tile;
+} tc_stream_k;
+
+TC_DEVICE tc_stream_k tc_sk_plan(long long tiles, long long k_iters, long long blocks, long long block) {
+  const tc_sk_split p = tc_sk_split_of(tiles, k_iters, blocks);
+  const unsigned g = tc_sk_range_begin(&p, (unsigned)block);
+  tc_stream_k s = {0, 0, 0, (int)block};
+  if (p.split_iters) {
+    s.left = (int)(tc_sk_range_begin(&p, (unsigned)block + 1) - g);
+    s.tile = (int)(g / p.k_iters);
+    s.k = (int)(g - (unsigned)s.tile * p.k_iters);
+    s.whole_tile += (int)(p.split_iters / p.k_iters); /* R */
+  }
+  return s;
+}
+
+/* The next unit of the launch's T tiles of n iterations on P blocks, or 0
+ * when the block is done. */
+TC_DEVICE int tc_sk_next(tc_stream_k *s, long long tiles, long long k_iters, long long blocks, int *tile,
+                         int *k_begin, int *k_len) {
+  if (s->left > 0) {
+    const int rest = (int)k_iters - s->k;
+    *tile = s->tile;
+    *k_begin = s->k;
+    *k_len = rest < s->left ? rest : s->left;
+    s->left -= *k_len;
+    s->tile += 1;
+    s->k = 0;
+    return 1;
+  }
+  if (s->whole_tile < tiles) {
+    *tile = s->whole_tile;
+    *k_begin = 0;
+    *k_len = (int)k_iters;
+    s->whole_tile += (int)blocks;
+    return 1;
+  }
+  return 0;
+}
+
+/* The blocks whose partials the finisher of `tile` (the unit with k_begin 0
+ * and k_len < k_iters, ending its block's range) adds: b = block + 1, ...
+ * while their ranges start inside the tile; a block with an empty range
+ * has none. Returns the next such block after `after`, or -1. */
+TC_DEVICE int tc_sk_next_part(const tc_sk_split *p, int tile, int after) {
+  const unsigned tile_end = ((unsigned)tile + 1) * p->k_iters;
+  for (unsigned b = (unsigned)after + 1; b < p->blocks; ++b) {
+    const unsigned begin = tc_sk_range_begin(p, b);
+    if (begin >= tile_end) return -1;
+    if (begin < tc_sk_range_begin(p, b + 1)) return (int)b;
+  }
+  return -1;
+}
+
+#if defined(__CUDACC__)
+TC_DEVICE void tc_sk_flag_raise(unsigned *flag) {
+  asm volatile("fence.acq_rel.gpu;\n\tst.relaxed.gpu.global.u32 [%0], 1;" ::"l"(flag) : "memory");
+}
+
+TC_DEVICE void tc_sk_flag_wait_and_clear(unsigned *flag) {
+  unsigned v;
+  do {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+  } while (v == 0);
+  *(volatile unsigned *)flag = 0; /* re-armed for the next launch */
+}
+
+/* After a unit's k-loop, on every consumer thread (ctid < THREADS) with its
+ * NACC accumulator floats; partials: TC_SK_SLOTS slots of THREADS * NACC / 4
+ * float4, stored thread-interleaved (coalesced, and each thread reads back
+ * exactly what the same thread of another block wrote: the same layout). */
+template <int NACC, int THREADS>
+TC_DEVICE void tc_sk_fixup(float *acc, long long tiles, long long k_iters, int tile, int k_begin, int k_len,
+                           float4 *partials, unsigned *flags, int ctid) {
+  static_assert(NACC % 4 == 0, "stream-K partials move in float4");
+  constexpr long long SLOT = THREADS * NACC / 4;
+  if (k_begin > 0) { /* a later part of a tile another block finishes: publish it */
+    float4 *slot = partials + blockIdx.x * SLOT;
+#pragma unroll
+    for (int i = 0; i < NACC / 4; ++i)
+      __stcg(slot + i * THREADS + ctid, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+    tc_consumer_sync<THREADS>(); /* every consumer's stores precede the flag */
+    if (ctid == 0) tc_sk_flag_raise(flags + blockIdx.x);
+    return;
+  }
+  if (k_len == k_iters) return; /* a whole tile */
+  const tc_sk_split p = tc_sk_split_of(tiles, k_iters, gridDim.x);
+  for (int b = tc_sk_next_part(&p, tile, (int)blockIdx.x); b >= 0; b = tc_sk_next_part(&p, tile, b)) {
+    if (ctid == 0) tc_sk_flag_wait_and_clear(flags + b);
+    tc_consumer_sync<THREADS>(); /* thread 0's acquire covers the others' reads */
+    const float4 *slot = partials + b * SLOT;
+#pragma unroll
+    for (int i = 0; i < NACC / 4; ++i) {
+      const float4 v = __ldcg(slot + i * THREADS + ctid);
+      acc[4 * i] += v.x;
+      acc[4 * i + 1] += v.y;
+      acc[4 * i + 2] += v.z;
+      acc[4 * i + 3] += v.w;
+    }
+  }
+}
+#endif
+
+#endif

@@ -1,0 +1,120 @@
+/* test_stream_k.c - the scheduling half of runtime/device/tilec_stream_k.cuh
+ * on the host. For launches of T tiles of n k-iterations on P blocks (small
+ * and large, with and without a split), every block's units (tc_sk_plan,
+ * tc_sk_next) together cover each (tile, k) exactly once; a unit with
+ * k_begin > 0 is its block's first; each split tile has one k_begin 0 unit,
+ * the last of its block's split units, and tc_sk_next_part from it names
+ * exactly the other blocks holding parts of that tile, in order; the split
+ * happens only where the header's rule says, and then no block runs more
+ * than ceil(R n / P) split iterations plus whole tiles T - R dealt round
+ * robin. Mutating the header (an off-by-one in a range or a part walk)
+ * fails it.
+ *
+ * The header is included as it is, its functions made host functions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TC_DEVICE static inline
+#include "../../runtime/device/tilec_stream_k.cuh"
+
+static long failures;
+#define EXPECT(c, ...)                                           \
+  do {                                                           \
+    if (!(c) && failures++ < 20) {                               \
+      fprintf(stderr, "FAILED %s:%d: ", __FILE__, __LINE__);     \
+      fprintf(stderr, __VA_ARGS__);                              \
+      fputc('\n', stderr);                                       \
+    }                                                            \
+  } while (0)
+
+typedef struct Unit {
+  int block, tile, k_begin, k_len, index; /* index: the unit's position in its block's walk */
+} Unit;
+
+static void check_launch(int T, int n, int P) {
+  const tc_sk_split sp = tc_sk_split_of(T, n, P);
+  const int r = T % P;
+  const int expect_split = T > P && P <= TC_SK_SLOTS && n > 0 && r > 0 && (long long)(P - r) * n >= TC_SK_MIN_SAVED * P;
+  EXPECT((sp.split_iters != 0) == expect_split, "T %d n %d P %d: split %u, expected %d", T, n, P, sp.split_iters,
+         expect_split);
+  const int R = sp.split_iters ? r : 0;
+  /* cover[tile * n + k]: how many units hold iteration k of tile */
+  unsigned char *cover = calloc((size_t)T * (n ? n : 1), 1);
+  Unit *units = malloc(sizeof(Unit) * ((size_t)T * 2 + (size_t)P * 4 + 16));
+  int nunits = 0;
+  for (int b = 0; b < P; b++) {
+    tc_stream_k s = tc_sk_plan(T, n, P, b);
+    int tile, kb, kl, index = 0, split_iters = 0;
+    while (tc_sk_next(&s, T, n, P, &tile, &kb, &kl)) {
+      EXPECT(tile >= 0 && tile < T && kb >= 0 && kl >= 0 && kb + kl <= n, "T %d n %d P %d block %d: unit (%d, %d, %d)",
+             T, n, P, b, tile, kb, kl);
+      if (tile < 0 || tile >= T || kb < 0 || kl < 0 || kb + kl > n) break;
+      if (kl < n) EXPECT(tile < R, "T %d n %d P %d: a partial unit of unsplit tile %d", T, n, P, tile);
+      if (tile < R) split_iters += kl;
+      else EXPECT((tile - R) % P == b, "T %d P %d: whole tile %d on block %d", T, P, tile, b);
+      for (int k = kb; k < kb + kl; k++) cover[(size_t)tile * n + k]++;
+      if (kb > 0) EXPECT(index == 0, "T %d n %d P %d block %d: k_begin %d in unit %d", T, n, P, b, kb, index);
+      units[nunits++] = (Unit){b, tile, kb, kl, index++};
+      if (nunits > T * 2 + P * 4) break;
+    }
+    EXPECT(split_iters <= (int)((sp.split_iters + P - 1) / P), "T %d n %d P %d block %d: %d split iterations", T, n,
+           P, b, split_iters);
+  }
+  for (long i = 0; i < (long)T * n; i++)
+    EXPECT(cover[i] == 1, "T %d n %d P %d: tile %ld iteration %ld covered %d times", T, n, P, i / n, i % n, cover[i]);
+  /* Finishers and their parts. */
+  for (int t = 0; t < R; t++) {
+    int finishers = 0, fin = -1;
+    for (int u = 0; u < nunits; u++)
+      if (units[u].tile == t && units[u].k_begin == 0) finishers++, fin = u;
+    EXPECT(finishers == 1, "T %d n %d P %d: split tile %d has %d k_begin 0 units", T, n, P, t, finishers);
+    if (fin < 0) continue;
+    const Unit *f = &units[fin];
+    if (f->k_len == n) { /* whole: no other block holds a part */
+      for (int u = 0; u < nunits; u++)
+        EXPECT(units[u].tile != t || u == fin, "T %d n %d P %d: tile %d whole and split", T, n, P, t);
+      continue;
+    }
+    /* the finisher ends its block's split units */
+    for (int u = 0; u < nunits; u++)
+      EXPECT(!(units[u].block == f->block && units[u].tile < R && units[u].index > f->index),
+             "T %d n %d P %d: block %d has a split unit after finishing tile %d", T, n, P, f->block, t);
+    int expect_parts[TC_SK_SLOTS + 1], nexpect = 0;
+    for (int u = 0; u < nunits; u++)
+      if (units[u].tile == t && u != fin) expect_parts[nexpect++] = units[u].block;
+    int got = 0;
+    for (int b = tc_sk_next_part(&sp, t, f->block); b >= 0; b = tc_sk_next_part(&sp, t, b)) {
+      EXPECT(got < nexpect && expect_parts[got] == b, "T %d n %d P %d: tile %d part %d from block %d", T, n, P, t, got,
+             b);
+      got++;
+      if (got > nexpect) break;
+    }
+    EXPECT(got == nexpect, "T %d n %d P %d: tile %d: %d parts named, %d held", T, n, P, t, got, nexpect);
+  }
+  free(cover);
+  free(units);
+}
+
+int main(void) {
+  /* The shapes the benchmarks run (128 x 256 tiles, 64-wide k-blocks, 132 SMs). */
+  check_launch(512, 64, 132);  /* 4096^3: 116 split tiles */
+  check_launch(544, 64, 132);  /* 4352 x 4096 x 4096: 16 split tiles over 132 blocks */
+  check_launch(528, 64, 132);  /* 4224: whole waves, no split */
+  check_launch(2048, 128, 132);
+  check_launch(133, 16, 132);  /* one split tile of 16 iterations: most blocks empty */
+  check_launch(131, 64, 132);  /* fewer tiles than blocks: no split */
+  check_launch(20, 3, 7);
+  check_launch(1000, 0, 132);  /* K = 0 */
+  for (int P = 1; P <= 40; P++)
+    for (int T = 1; T <= 3 * P + 5; T += (T < 2 * P ? 1 : 3))
+      for (int n = 0; n <= 13; n++) check_launch(T, n, P);
+  check_launch(300, 9, TC_SK_SLOTS);
+  check_launch(300, 9, TC_SK_SLOTS + 1); /* more blocks than slots: no split */
+  if (failures) {
+    fprintf(stderr, "%ld check(s) failed\n", failures);
+    return 1;
+  }
+  printf("stream-K schedules: ok\n");
+  return 0;
+}

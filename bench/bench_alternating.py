@@ -184,7 +184,7 @@ def gemm_fns(torch, tilec, ctx, row, stream, sms, smem, variants):
             break
         defines = {"dtype": dt}
         defines.update({kk: v for kk, v in extra.items() if not kk.startswith("env.")})
-        # env.NAME:V sets $NAME while the variant compiles (env.TILEC_STREAM_K:0)
+        # env.NAME:V sets $NAME while the variant compiles (env.TILEC_STREAM_K:1)
         env = {kk[4:]: v for kk, v in extra.items() if kk.startswith("env.")}
         saved = {e: os.environ.get(e) for e in env}
         os.environ.update(env)

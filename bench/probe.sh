@@ -24,7 +24,7 @@
 #   streamk    the stream-K gpu tests with the gemm suite, and ten bounded
 #              racecheck runs of gqa_attention causal (hung once before
 #              the stagger barrier fix, session 22);
-#   skwaves    stream-K against the same build without it and cuBLAS on
+#   skwaves    stream-K ($TILEC_STREAM_K=1) against the default build and cuBLAS on
 #              3840 .. 4352 x 4096 x 4096 and 8192^3 (alternating);
 #   cluster    ncu of gemm.tile at 4096^3 with and without 2-block
 #              clusters ($TILEC_CLUSTER_MULTICAST), and of cuBLAS: L2 and
@@ -101,9 +101,10 @@ for step in "$@"; do
       done
       echo "== racecheck gqa_attention_causal x10: $pass passed, $hang failed or hung" ;;
     skwaves)
-      # stream-K against the same build without it (env.TILEC_STREAM_K:0),
-      # cuBLAS beside both, on the 4096^3 neighbours and the 8192^3 square
-      python3 bench/bench_alternating.py --gemm --rep-ms 600 --out-dir "$OUT/skwaves" --gemm-variant nosk=env.TILEC_STREAM_K:0 \
+      # stream-K (env.TILEC_STREAM_K:1, off by default) against the default
+      # build, cuBLAS beside both, on the 4096^3 neighbours and 8192^3
+      # (session 22, H100: slower at every split shape)
+      python3 bench/bench_alternating.py --gemm --rep-ms 600 --out-dir "$OUT/skwaves" --gemm-variant sk=env.TILEC_STREAM_K:1 \
         --shapes 3840x4096x4096,4096x4096x4096,4224x4096x4096,4352x4096x4096,8192x8192x8192 >"$OUT/skwaves.log" 2>&1
       grep -E '^\||Worst' "$OUT"/skwaves/*-alternating.md ;;
     *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves)" >&2; exit 2 ;;

@@ -34,7 +34,6 @@ void tilec_options_init(TilecOptions *o) {
   o->emit = TILEC_EMIT_C;
   o->target = TILEC_TARGET_CPU;
   o->fast_division = true;
-  o->stream_k = true;
 }
 
 const char *tilec_version(void) { return TILEC_VERSION_STRING; }

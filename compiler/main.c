@@ -46,8 +46,8 @@ static const char usage[] =
     "  --no-fast-division     CUDA: persistent kernels split their tile indices with\n"
     "                         hardware division, not the multipliers computed once\n"
     "                         per block that they use by default\n"
-    "  --no-stream-k          sm_90a: persistent GEMMs give every block whole tiles, not\n"
-    "                         an even share of the last partial wave's k-iterations\n"
+    "  --stream-k             sm_90a, experimental: persistent GEMMs split the last partial\n"
+    "                         wave's k-iterations evenly over the blocks (slower today)\n"
     "  --shape-class=N        the build for shape choices N (bit i set: the module's\n"
     "                         condition #i on a launch-time shape holds; default 0)\n"
     "  --dump-ir=DIR          write DIR/NN-<pass>.tir after every pass\n"
@@ -261,8 +261,8 @@ int main(int argc, char **argv) {
       o.cluster_multicast = true;
     } else if (strcmp(a, "--no-fast-division") == 0) {
       o.fast_division = false;
-    } else if (strcmp(a, "--no-stream-k") == 0) {
-      o.stream_k = false;
+    } else if (strcmp(a, "--stream-k") == 0) {
+      o.stream_k = true;
     } else if (strncmp(a, "--shape-class=", 14) == 0) {
       char *end;
       errno = 0;
@@ -299,8 +299,8 @@ int main(int argc, char **argv) {
   if (o.no_tma && aot) return bad_usage("%s", "--no-tma goes with --emit=cuda|ir (the runtime builds that variant itself)");
   if (!o.fast_division && aot)
     return bad_usage("%s", "--no-fast-division goes with --emit=cuda (--emit=cubin|ptx: set $TILEC_FAST_DIVISION=0)");
-  if (!o.stream_k && aot)
-    return bad_usage("%s", "--no-stream-k goes with --emit=cuda (--emit=cubin|ptx: set $TILEC_STREAM_K=0)");
+  if (o.stream_k && aot)
+    return bad_usage("%s", "--stream-k goes with --emit=cuda|ir (--emit=cubin|ptx: set $TILEC_STREAM_K=1)");
   if (cache_dir && aot != 1) return bad_usage("%s", "--cache-dir goes with --emit=cubin");
   if (aot && o.target == TILEC_TARGET_CPU)
     return bad_usage("%s", "--emit=cubin and --emit=ptx need a GPU --target (sm_80 or sm_90a)");

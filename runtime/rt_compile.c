@@ -27,10 +27,10 @@ TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *t
    * default); $TILEC_FAST_DIVISION=0 builds hardware division instead. */
   const char *fastdiv = getenv("TILEC_FAST_DIVISION");
   opt.fast_division = !(fastdiv && strcmp(fastdiv, "0") == 0);
-  /* Stream-K for a persistent GEMM's last wave (TilecOptions.stream_k, on
-   * by default); $TILEC_STREAM_K=0 gives every block whole tiles. */
+  /* Stream-K for a persistent GEMM's last wave (TilecOptions.stream_k,
+   * experimental, off by default): $TILEC_STREAM_K=1. */
   const char *stream_k = getenv("TILEC_STREAM_K");
-  opt.stream_k = !(stream_k && strcmp(stream_k, "0") == 0);
+  opt.stream_k = stream_k && strcmp(stream_k, "1") == 0;
   TilecResult *res = NULL;
   int rc = tilec_compile(name, text, len, &opt, &res);
   if (!res) return rt_error(ctx, TILERT_OUT_OF_MEMORY, "%s: the compiler returned no result", name);

@@ -67,16 +67,17 @@ typedef struct TilecOptions {
                                (runtime/device/tilec_fastdiv.cuh; dim 64 causal 4096
                                0.988 -> 1.009x cuDNN on an H100); the runtime turns it
                                off for $TILEC_FAST_DIVISION=0 */
-  bool stream_k;            /* CUDA (on by tilec_options_init): a persistent GEMM splits
-                               the k-iterations of its last partial wave of tiles evenly
-                               over the blocks (pass stream-k); the runtime turns it off
-                               for $TILEC_STREAM_K=0 */
+  bool stream_k;            /* sm_90a, experimental: a persistent GEMM splits the
+                               k-iterations of its last partial wave of tiles evenly over
+                               the blocks (pass stream-k). Off by default: measured slower
+                               on an H100 at every split shape (docs/gpu-codegen.md,
+                               "Stream-K"); the runtime sets it from $TILEC_STREAM_K=1 */
   unsigned shape_class;     /* which way each shape choice goes in this build: bit i
                                set = condition i holds (docs/language.md, "Shape
                                choices"); 0, every condition false, by default */
 } TilecOptions;
 
-void tilec_options_init(TilecOptions *o); /* emit C, target cpu, fast_division and stream_k on, nothing else */
+void tilec_options_init(TilecOptions *o); /* emit C, target cpu, fast_division on, nothing else */
 
 /* One dimension of a tensor parameter: a constant or a dynamic symbol. */
 typedef struct TilecDim {

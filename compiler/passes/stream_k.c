@@ -24,7 +24,9 @@
  * pipe_base by its loop's trip count, now k_len. Whether a launch splits at
  * all is the device's choice (the grid and tile count are known only
  * there): without a split every unit is a whole tile and the fix-up does
- * nothing, so the kernel runs as before. */
+ * nothing, so the kernel runs as before.
+ * Runs only with TilecOptions.stream_k (off by default: measured slower on
+ * an H100 at every split shape, docs/gpu-codegen.md "Stream-K"). */
 #include "passes.h"
 #include "../simplify.h"
 
@@ -102,6 +104,16 @@ static bool k_body_accumulates(const IrStmt *body, IrBuffer **acc) {
   return *acc != NULL;
 }
 
+typedef struct Find {
+  const IrExpr *what;
+  bool found;
+} Find;
+
+static void find_expr(const IrExpr *e, void *ctx) {
+  Find *f = ctx;
+  if (!f->found && ir_expr_equal(e, f->what)) f->found = true;
+}
+
 /* The consumers' tile body: the shape in the header comment. */
 static bool plan_consumer(Unit *u, IrBuffer **acc) {
   IrStmt *body = u->loop->u.for_.body;
@@ -134,6 +146,10 @@ static bool plan_consumer(Unit *u, IrBuffer **acc) {
                 : s->u.fill.value->kind == IR_EXPR_FLOAT && s->u.fill.value->u.float_value == 0.0;
     } else if (s->kind != IR_STMT_LET) {
       return false;
+    } else { /* a let of the tile's trip count would become the unit's */
+      Find f = {u->k_loop->u.for_.extent, false};
+      ir_expr_visit(s->u.let.value, find_expr, &f);
+      if (f.found) return false;
     }
   }
   /* The tile body ends with the ring counter's update. */

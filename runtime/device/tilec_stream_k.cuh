@@ -34,6 +34,10 @@
  * adding a 128 x 256 f32 partial costs a few iterations' time. And only
  * with P <= TC_SK_SLOTS blocks (one partial slot each).
  *
+ * Experimental, off by default (TilecOptions.stream_k, $TILEC_STREAM_K=1):
+ * measured slower on an H100 at every shape it splits (docs/gpu-codegen.md,
+ * "Stream-K").
+ *
  * The scheduling half is C-compatible: tests/unit/test_stream_k.c includes
  * it on the host (TC_DEVICE = static inline) and checks every split covers
  * each tile's iterations once, with partials only where a finisher reads. */

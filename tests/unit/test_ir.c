@@ -990,8 +990,7 @@ static void test_persistent_info(void) {
       fprintf(stderr, "%s", tilec_result_diagnostics(r));
     } else {
       CHECK(tilec_result_kernel(r, 0)->persistent == cases[c].persistent);
-      /* A GEMM's tile loop walks stream-K units (pass stream-k). */
-      const bool loops = strstr(tilec_result_output(r), "while (tc_sk_next(&tc_sk, ") != NULL;
+      const bool loops = strstr(tilec_result_output(r), "tile += gridDim.x") != NULL;
       CHECK(loops == (cases[c].persistent == 1));
       /* Either stage count: the epilogue in rounds of 64 columns (with 4
        * stages these fit only because the mbarriers take no 1 KB slots). */
@@ -1389,8 +1388,45 @@ static void test_persistent_q_prefetch(void) {
   static char text[16384];
   if (!read_example("gemm.tile", text, sizeof text)) return;
   char *code = compile_text("gemm.tile", text, TILEC_TARGET_SM90A, TILEC_EMIT_CUDA, NULL);
-  CHECK(code && strstr(code, "while (tc_sk_next(&tc_sk, ") && !strstr(code, "tc_tma_prefetch_l2("));
+  CHECK(code && strstr(code, "tile += gridDim.x") && !strstr(code, "tc_tma_prefetch_l2("));
   free(code);
+}
+
+/* Stream-K (TilecOptions.stream_k, off by default): gemm.tile's sm_90a
+ * default walks units, with the workspace, the fix-up and a 40-register
+ * producer; without the option the kernel is the plain persistent one, and
+ * the flagship (no GEMM shape) is the same either way. */
+static void test_stream_k_option(void) {
+  static char gemm[16384], fa[32768];
+  if (!read_example("gemm.tile", gemm, sizeof gemm) || !read_example("flash_attention.tile", fa, sizeof fa)) return;
+  const char *outputs[2][2] = {{NULL, NULL}, {NULL, NULL}};
+  TilecResult *results[2][2] = {{NULL, NULL}, {NULL, NULL}};
+  for (int on = 0; on < 2; on++)
+    for (int which = 0; which < 2; which++) {
+      TilecDefine d[] = {{"dtype", "bf16"}};
+      TilecOptions o;
+      tilec_options_init(&o);
+      o.emit = TILEC_EMIT_CUDA;
+      o.target = TILEC_TARGET_SM90A;
+      o.defines = d;
+      o.ndefines = 1;
+      o.stream_k = on;
+      const char *text = which ? fa : gemm;
+      CHECK(tilec_compile(which ? "flash_attention.tile" : "gemm.tile", text, strlen(text), &o,
+                          &results[on][which]) == 0);
+      outputs[on][which] = tilec_result_output(results[on][which]);
+    }
+  const char *plain = outputs[0][0], *sk = outputs[1][0];
+  CHECK(plain && strstr(plain, "tile += gridDim.x") && !strstr(plain, "tc_sk_"));
+  CHECK(plain && strstr(plain, "tc_setmaxnreg_dec<24>()"));
+  CHECK(sk && strstr(sk, "while (tc_sk_next(&tc_sk, ") && !strstr(sk, "tile += gridDim.x"));
+  CHECK(sk && strstr(sk, "static __device__ float4 tc_sk_partials_gemm[TC_SK_SLOTS * 8192];"));
+  CHECK(sk && strstr(sk, "tc_sk_fixup<128, 256>(C_local, "));
+  CHECK(sk && strstr(sk, "if ((k_begin == 0LL)) {"));
+  CHECK(sk && strstr(sk, "tc_setmaxnreg_dec<40>()") && strstr(sk, "tc_setmaxnreg_inc<232>()"));
+  CHECK(outputs[0][1] && outputs[1][1] && strcmp(outputs[0][1], outputs[1][1]) == 0);
+  for (int on = 0; on < 2; on++)
+    for (int which = 0; which < 2; which++) tilec_result_destroy(results[on][which]);
 }
 
 static int count_of(const char *text, const char *needle) {
@@ -2224,6 +2260,7 @@ int main(void) {
   test_persistent_info();
   test_persistent_bound_shapes();
   test_persistent_q_prefetch();
+  test_stream_k_option();
   test_overlap_post_gemm_mask();
   test_inline_producer();
   test_tma_only_info();

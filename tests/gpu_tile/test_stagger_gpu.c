@@ -33,17 +33,8 @@ static void run(RtCuda *cu, RtCuModule mod, int rounds, int sleep_us) {
 
 int main(int argc, char **argv) {
   bool nvrtc_only = argc > 1 && strcmp(argv[1], "--nvrtc") == 0;
-  char why[512];
-  RtCuda *cu = rt_cuda_open(nvrtc_only ? RT_CUDA_NVRTC_ONLY : RT_CUDA_DEVICE, 0, why, sizeof why);
-  if (!cu) {
-    printf("skipped: %s\n", why);
-    return TEST_SKIP;
-  }
-  if (!nvrtc_only && rt_cuda_arch(cu) != 90) {
-    printf("skipped: the stagger links need an sm_90 GPU (this one is sm_%d)\n", rt_cuda_arch(cu));
-    rt_cuda_close(cu);
-    return TEST_SKIP;
-  }
+  RtCuda *cu = tile_open_sm90(nvrtc_only, true, "the stagger links");
+  if (!cu) return TEST_SKIP;
   void *cubin = NULL;
   size_t size = 0;
   RtCuModule mod = NULL;

@@ -355,17 +355,8 @@ static void check_sm80(RtCuda *cu) {
 
 int main(int argc, char **argv) {
   bool nvrtc_only = argc > 1 && strcmp(argv[1], "--nvrtc") == 0;
-  char why[512];
-  RtCuda *cu = rt_cuda_open(nvrtc_only ? RT_CUDA_NVRTC_ONLY : RT_CUDA_DEVICE, 0, why, sizeof why);
-  if (!cu) {
-    printf("skipped: %s\n", why);
-    return TEST_SKIP;
-  }
-  if (!nvrtc_only && rt_cuda_arch(cu) < 90) {
-    printf("skipped: TMA needs an sm_90 or newer GPU (this one is sm_%d)\n", rt_cuda_arch(cu));
-    rt_cuda_close(cu);
-    return TEST_SKIP;
-  }
+  RtCuda *cu = tile_open_sm90(nvrtc_only, false, "TMA");
+  if (!cu) return TEST_SKIP;
   char arch[16] = "sm_90a";
   if (!nvrtc_only) {
     rt_cuda_target(rt_cuda_arch(cu), arch);

@@ -212,17 +212,8 @@ static void run_case(RtCuda *cu, RtCuModule mod, const WgCase *c) {
 
 int main(int argc, char **argv) {
   bool nvrtc_only = argc > 1 && strcmp(argv[1], "--nvrtc") == 0;
-  char why[512];
-  RtCuda *cu = rt_cuda_open(nvrtc_only ? RT_CUDA_NVRTC_ONLY : RT_CUDA_DEVICE, 0, why, sizeof why);
-  if (!cu) {
-    printf("skipped: %s\n", why);
-    return TEST_SKIP;
-  }
-  if (!nvrtc_only && rt_cuda_arch(cu) != 90) {
-    printf("skipped: wgmma needs an sm_90 GPU (this one is sm_%d)\n", rt_cuda_arch(cu));
-    rt_cuda_close(cu);
-    return TEST_SKIP;
-  }
+  RtCuda *cu = tile_open_sm90(nvrtc_only, true, "wgmma");
+  if (!cu) return TEST_SKIP;
   char *src = source();
   void *cubin = NULL;
   size_t size = 0;

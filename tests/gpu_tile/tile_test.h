@@ -65,6 +65,25 @@ static inline bool tile_compile_clean(RtCuda *cu, const char *src, const char *n
               rt_cuda_compile_log(cu));
   return ok;
 }
+
+/* The sm_90 kernel tests' start: NVRTC alone with `--nvrtc` (CI), else a
+ * device of compute capability 9.x or newer (exactly 9 when `exact`: wgmma
+ * code is sm_90a's). NULL after printing why the test skips (exit 77). */
+static inline RtCuda *tile_open_sm90(bool nvrtc_only, bool exact, const char *what) {
+  char why[512];
+  RtCuda *cu = rt_cuda_open(nvrtc_only ? RT_CUDA_NVRTC_ONLY : RT_CUDA_DEVICE, 0, why, sizeof why);
+  if (!cu) {
+    printf("skipped: %s\n", why);
+    return NULL;
+  }
+  const int arch = nvrtc_only ? 90 : rt_cuda_arch(cu);
+  if (exact ? arch != 90 : arch < 90) {
+    printf("skipped: %s needs an sm_90 GPU (this one is sm_%d)\n", what, arch);
+    rt_cuda_close(cu);
+    return NULL;
+  }
+  return cu;
+}
 #endif
 
 /* tile_kernels.cu, embedded by CMake (runtime/cuda/embed_header.cmake). */

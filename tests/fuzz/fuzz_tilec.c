@@ -7,7 +7,7 @@
  *
  *   byte 0       mode: (b % 5) -> emit C/cpu, CUDA/sm_80, CUDA/sm_90a,
  *                IR/cpu, IR/sm_90a; (b / 5) odd: cluster_multicast on;
- *                (b / 10) odd: fast_division on
+ *                (b / 10) odd: fast_division on; (b / 20) odd: stream_k on
  *   bytes 1..2   a 16-bit mask over fuzz_names[]: which names get a -D
  *   bytes 3..10  16 nibbles: nibble i picks the value of fuzz_names[i] from
  *                the value table of its kind (integer, bool, dtype)
@@ -110,6 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mode = data[0] % 5u;
     o.cluster_multicast = (data[0] / 5u) % 2u == 1u;
     o.fast_division = (data[0] / 10u) % 2u == 1u;
+    o.stream_k = (data[0] / 20u) % 2u == 1u;
     unsigned mask = (unsigned)data[1] | (unsigned)data[2] << 8;
     text = data + FUZZ_HEADER;
     len = size - FUZZ_HEADER;

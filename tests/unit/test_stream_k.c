@@ -38,14 +38,20 @@ static void check_launch(int T, int n, int P) {
   const int expect_split = T > P && P <= TC_SK_SLOTS && n > 0 && r > 0 && (long long)(P - r) * n >= TC_SK_MIN_SAVED * P;
   EXPECT((sp.split_iters != 0) == expect_split, "T %d n %d P %d: split %u, expected %d", T, n, P, sp.split_iters,
          expect_split);
-  const int R = sp.split_iters ? r : 0;
+  /* the split tiles: the last partial wave and TC_SK_EXTRA_WAVES whole ones */
+  const long long S_tiles = r + (long long)TC_SK_EXTRA_WAVES * P;
+  const int R = sp.split_iters ? (int)(S_tiles < T ? S_tiles : T) : 0;
   /* cover[tile * n + k]: how many units hold iteration k of tile */
   unsigned char *cover = calloc((size_t)T * (n ? n : 1), 1);
   Unit *units = malloc(sizeof(Unit) * ((size_t)T * 2 + (size_t)P * 4 + 16));
+  /* done_at[u]: when unit u ends, in iterations since its block started
+   * (every block starts at once and runs its units back to back) */
+  long *done_at = malloc(sizeof(long) * ((size_t)T * 2 + (size_t)P * 4 + 16));
   int nunits = 0;
   for (int b = 0; b < P; b++) {
     tc_stream_k s = tc_sk_plan(T, n, P, b);
     int tile, kb, kl, index = 0, split_iters = 0;
+    long clock = 0;
     while (tc_sk_next(&s, T, n, P, &tile, &kb, &kl)) {
       EXPECT(tile >= 0 && tile < T && kb >= 0 && kl >= 0 && kb + kl <= n, "T %d n %d P %d block %d: unit (%d, %d, %d)",
              T, n, P, b, tile, kb, kl);
@@ -55,11 +61,15 @@ static void check_launch(int T, int n, int P) {
       else EXPECT((tile - R) % P == b, "T %d P %d: whole tile %d on block %d", T, P, tile, b);
       for (int k = kb; k < kb + kl; k++) cover[(size_t)tile * n + k]++;
       if (kb > 0) EXPECT(index == 0, "T %d n %d P %d block %d: k_begin %d in unit %d", T, n, P, b, kb, index);
+      clock += kl;
+      done_at[nunits] = clock;
       units[nunits++] = (Unit){b, tile, kb, kl, index++};
       if (nunits > T * 2 + P * 4) break;
     }
     EXPECT(split_iters <= (int)((sp.split_iters + P - 1) / P), "T %d n %d P %d block %d: %d split iterations", T, n,
            P, b, split_iters);
+    EXPECT(split_iters >= (int)(sp.split_iters / P), "T %d n %d P %d block %d: %d split iterations", T, n, P, b,
+           split_iters);
   }
   for (long i = 0; i < (long)T * n; i++)
     EXPECT(cover[i] == 1, "T %d n %d P %d: tile %ld iteration %ld covered %d times", T, n, P, i / n, i % n, cover[i]);
@@ -82,7 +92,14 @@ static void check_launch(int T, int n, int P) {
              "T %d n %d P %d: block %d has a split unit after finishing tile %d", T, n, P, f->block, t);
     int expect_parts[TC_SK_SLOTS + 1], nexpect = 0;
     for (int u = 0; u < nunits; u++)
-      if (units[u].tile == t && u != fin) expect_parts[nexpect++] = units[u].block;
+      if (units[u].tile == t && u != fin) {
+        expect_parts[nexpect++] = units[u].block;
+        /* with a whole wave in the split, every part is done by the time
+         * its finisher needs it: no block waits */
+        if (TC_SK_EXTRA_WAVES >= 1)
+          EXPECT(done_at[u] <= done_at[fin], "T %d n %d P %d: tile %d's part on block %d ends at %ld, after its "
+                 "finisher (block %d) at %ld", T, n, P, t, units[u].block, done_at[u], f->block, done_at[fin]);
+      }
     int got = 0;
     for (int b = tc_sk_next_part(&sp, t, f->block); b >= 0; b = tc_sk_next_part(&sp, t, b)) {
       EXPECT(got < nexpect && expect_parts[got] == b, "T %d n %d P %d: tile %d part %d from block %d", T, n, P, t, got,
@@ -94,6 +111,7 @@ static void check_launch(int T, int n, int P) {
   }
   free(cover);
   free(units);
+  free(done_at);
 }
 
 int main(void) {
@@ -115,6 +133,6 @@ int main(void) {
     fprintf(stderr, "%ld check(s) failed\n", failures);
     return 1;
   }
-  printf("stream-K schedules: ok\n");
+  printf("stream-K schedules (TC_SK_EXTRA_WAVES %d): ok\n", TC_SK_EXTRA_WAVES);
   return 0;
 }

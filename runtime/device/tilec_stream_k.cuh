@@ -11,16 +11,16 @@
  * S + b + P, ... as before. Every block does the same work, give or take
  * one iteration.
  *
- * Why one whole wave joins the split (TC_SK_EXTRA_WAVES 1, the Stream-K
- * paper's "two-tile" hybrid): with the last partial wave alone each
- * block's share R n / P is shorter than a tile, and a finisher (at the end
- * of its share) may wait for the next block's first unit, which can run
- * almost a whole tile: the split then saves nothing on that block's path.
- * With a share of at least n, the next block's first unit (at most n) is
- * done before the finisher gets there, so nobody waits (unit.stream_k
- * checks it). The first measurement (twenty-second session, H100) was of
- * the last partial wave alone, TC_SK_EXTRA_WAVES 0 (`$TILEC_NVRTC_FLAGS=
- * -DTC_SK_EXTRA_WAVES=0` builds it again).
+ * TC_SK_EXTRA_WAVES (0, the measured policy; `$TILEC_NVRTC_FLAGS=
+ * -DTC_SK_EXTRA_WAVES=1` for the other, unmeasured): whole waves that join
+ * the split (the Stream-K paper's "two-tile" hybrid at 1). With the last
+ * partial wave alone each block's share R n / P is shorter than a tile,
+ * and a finisher (at the end of its share) may wait for the next block's
+ * first unit, which can run almost a whole tile. With a share of at least
+ * n the next block's first unit (at most n) is done before the finisher
+ * gets there, so nobody waits (unit.stream_k checks it) -- but an LRU
+ * model of L2 (bench/stream_k_l2_model.py) has it read 1.2-2.7x the DRAM
+ * bytes of whole tiles, more tiles running at unaligned k offsets.
  *
  * The reduction: a unit that does not start its tile (k_begin > 0) can
  * only be the first unit of its block's range (a range's later units start
@@ -63,7 +63,7 @@
 #define TC_SK_SLOTS 160
 #define TC_SK_MIN_SAVED 4
 #ifndef TC_SK_EXTRA_WAVES
-#define TC_SK_EXTRA_WAVES 1 /* whole waves split with the last partial one */
+#define TC_SK_EXTRA_WAVES 0 /* whole waves split with the last partial one */
 #endif
 
 /* The split of one launch: T tiles of n k-iterations on P blocks, of which

@@ -2,8 +2,8 @@
 persistent sm_90a schedule (128 x 256 tiles, 64-wide k-blocks, raster
 panels of 10 rows, 132 blocks stepping one k-block at a time in lockstep,
 a 40 MB L2 holding A and B slices): whole tiles against stream-K with the
-last partial wave split alone (TC_SK_EXTRA_WAVES 0) and with one whole wave
-more (1), as runtime/device/tilec_stream_k.cuh plans them. A model only:
+last partial wave split (as runtime/device/tilec_stream_k.cuh plans it)
+and with one whole wave more (the two-tile hybrid, not built). A model only:
 no fix-up cost, no waits, no stores. Session 22's output is in
 bench/results/2026-12-06-nvidia-h100-session22-notes.md.
 

@@ -4,23 +4,16 @@
  * A persistent GEMM of T tiles on P blocks runs T / P whole waves and then a
  * last wave of R = T % P tiles that leaves P - R blocks idle while the others
  * run a whole tile's k-loop (512 tiles of 128 x 256 on 132 SMs: 3.88 waves
- * that cost 4). Here the first S = R + TC_SK_EXTRA_WAVES P tiles' S n
- * k-iterations (n per tile) are split evenly over all P blocks first: block
- * b takes iterations [S n b / P, S n (b + 1) / P) of them, in tile order,
- * as units (tile, k_begin, k_len); then it takes whole tiles S + b,
- * S + b + P, ... as before. Every block does the same work, give or take
- * one iteration.
+ * that cost 4). Here the R tiles' R n k-iterations (n per tile) are split
+ * evenly over all P blocks first: block b takes iterations
+ * [R n b / P, R n (b + 1) / P) of them, in tile order, as units (tile,
+ * k_begin, k_len); then it takes whole tiles R + b, R + b + P, ... as
+ * before. Every block does the same work, give or take one iteration.
  *
- * TC_SK_EXTRA_WAVES (0, the measured policy; `$TILEC_NVRTC_FLAGS=
- * -DTC_SK_EXTRA_WAVES=1` for the other, unmeasured): whole waves that join
- * the split (the Stream-K paper's "two-tile" hybrid at 1). With the last
- * partial wave alone each block's share R n / P is shorter than a tile,
- * and a finisher (at the end of its share) may wait for the next block's
- * first unit, which can run almost a whole tile. With a share of at least
- * n the next block's first unit (at most n) is done before the finisher
- * gets there, so nobody waits (unit.stream_k checks it) -- but an LRU
- * model of L2 (bench/stream_k_l2_model.py) has it read 1.2-2.7x the DRAM
- * bytes of whole tiles, more tiles running at unaligned k offsets.
+ * A finisher (at the end of its block's share) needs the next blocks'
+ * first units, which end within their own shares: with every block at the
+ * same rate it waits at most the one iteration by which shares differ
+ * (unit.stream_k checks it on the host).
  *
  * The reduction: a unit that does not start its tile (k_begin > 0) can
  * only be the first unit of its block's range (a range's later units start
@@ -41,7 +34,7 @@
  * them clear. Two launches of one loaded kernel must therefore not run at
  * the same time (two streams): docs/gpu-codegen.md, "Stream-K".
  *
- * Split only where it pays: the last wave's share R n / P must be at least
+ * Split only where it pays: each block's share R n / P must be at least
  * TC_SK_MIN_SAVED iterations shorter than a whole tile, since publishing and
  * adding a 128 x 256 f32 partial costs a few iterations' time. And only
  * with P <= TC_SK_SLOTS blocks (one partial slot each).
@@ -62,27 +55,23 @@
 
 #define TC_SK_SLOTS 160
 #define TC_SK_MIN_SAVED 4
-#ifndef TC_SK_EXTRA_WAVES
-#define TC_SK_EXTRA_WAVES 0 /* whole waves split with the last partial one */
-#endif
 
 /* The split of one launch: T tiles of n k-iterations on P blocks, of which
- * the first S = R + TC_SK_EXTRA_WAVES P are split (all T at most). In 32-bit unsigned arithmetic (a 64-bit division
+ * the first R are split. In 32-bit unsigned arithmetic (a 64-bit division
  * is a call that costs registers the roles do not have): no split unless
  * T and R n are below 2^31. Recomputed where needed rather than kept in
  * registers across the k-loop. */
 typedef struct tc_sk_split {
   unsigned k_iters, blocks;
-  unsigned split_iters;      /* S n (0: no split) */
-  unsigned per_block, spare; /* S n = per_block P + spare */
+  unsigned split_iters;      /* R n (0: no split) */
+  unsigned per_block, spare; /* R n = per_block P + spare */
 } tc_sk_split;
 
 TC_DEVICE tc_sk_split tc_sk_split_of(long long tiles, long long k_iters, long long blocks) {
   tc_sk_split p = {(unsigned)k_iters, (unsigned)blocks, 0, 0, 0};
   if (tiles > blocks && blocks <= TC_SK_SLOTS && k_iters > 0 && tiles < (1LL << 31) && k_iters < (1LL << 31)) {
     const unsigned r = (unsigned)tiles % (unsigned)blocks;
-    const long long split_tiles = r + (long long)TC_SK_EXTRA_WAVES * blocks;
-    const long long split_iters = (split_tiles < tiles ? split_tiles : tiles) * k_iters;
+    const long long split_iters = (long long)r * k_iters;
     /* each block saves n - R n / P iterations over a whole last-wave tile */
     if (r > 0 && split_iters < (1LL << 31) && (blocks - r) * k_iters >= TC_SK_MIN_SAVED * blocks) {
       p.split_iters = (unsigned)split_iters;
@@ -115,7 +104,7 @@ TC_DEVICE tc_stream_k tc_sk_plan(long long tiles, long long k_iters, long long b
     s.left = (int)(tc_sk_range_begin(&p, (unsigned)block + 1) - g);
     s.tile = (int)(g / p.k_iters);
     s.k = (int)(g - (unsigned)s.tile * p.k_iters);
-    s.whole_tile += (int)(p.split_iters / p.k_iters); /* S */
+    s.whole_tile += (int)(p.split_iters / p.k_iters); /* R */
   }
   return s;
 }

@@ -695,6 +695,8 @@ void ir_stmt_rewrite_exprs(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx)
 typedef void (*IrExprVisitor)(const IrExpr *e, void *ctx);
 void ir_expr_visit(const IrExpr *e, IrExprVisitor fn, void *ctx);
 void ir_stmt_visit_exprs(IrStmt *s, IrExprVisitor fn, void *ctx);
+/* Whether some node of e equals sub (ir_expr_equal). */
+bool ir_expr_contains(const IrExpr *e, const IrExpr *sub);
 /* Pre-order visit of every statement under s (s included): the children of
  * SEQ, FOR, IF and WARP_ROLES. */
 typedef void (*IrStmtVisitor)(IrStmt *s, void *ctx);

@@ -50,6 +50,22 @@ void ir_stmt_visit_exprs(IrStmt *s, IrExprVisitor fn, void *ctx) {
   ir_stmt_rewrite_exprs(NULL, s, visit_slot, &a);
 }
 
+typedef struct Contains {
+  const IrExpr *sub;
+  bool found;
+} Contains;
+
+static void note_equal(const IrExpr *e, void *ctx) {
+  Contains *c = ctx;
+  if (!c->found && ir_expr_equal(e, c->sub)) c->found = true;
+}
+
+bool ir_expr_contains(const IrExpr *e, const IrExpr *sub) {
+  Contains c = {sub, false};
+  ir_expr_visit(e, note_equal, &c);
+  return c.found;
+}
+
 typedef struct RefCount {
   const IrBuffer *buf;
   int count;

@@ -104,16 +104,6 @@ static bool k_body_accumulates(const IrStmt *body, IrBuffer **acc) {
   return *acc != NULL;
 }
 
-typedef struct Find {
-  const IrExpr *what;
-  bool found;
-} Find;
-
-static void find_expr(const IrExpr *e, void *ctx) {
-  Find *f = ctx;
-  if (!f->found && ir_expr_equal(e, f->what)) f->found = true;
-}
-
 /* The consumers' tile body: the shape in the header comment. */
 static bool plan_consumer(Unit *u, IrBuffer **acc) {
   IrStmt *body = u->loop->u.for_.body;
@@ -146,10 +136,8 @@ static bool plan_consumer(Unit *u, IrBuffer **acc) {
                 : s->u.fill.value->kind == IR_EXPR_FLOAT && s->u.fill.value->u.float_value == 0.0;
     } else if (s->kind != IR_STMT_LET) {
       return false;
-    } else { /* a let of the tile's trip count would become the unit's */
-      Find f = {u->k_loop->u.for_.extent, false};
-      ir_expr_visit(s->u.let.value, find_expr, &f);
-      if (f.found) return false;
+    } else if (ir_expr_contains(s->u.let.value, u->k_loop->u.for_.extent)) {
+      return false; /* a let of the tile's trip count would become the unit's */
     }
   }
   /* The tile body ends with the ring counter's update. */

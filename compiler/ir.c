@@ -426,31 +426,35 @@ int ir_region_tile_shape(const IrRegion *r, IrExpr **out_extents) {
 /* ---- Clone, substitution, equality -------------------------------------- */
 
 /* One copy routine serves clone and subst: `var` NULL means plain clone. */
-static IrExpr *copy_expr(IrModule *m, const IrExpr *e, const IrVar *var, const IrExpr *with) {
+/* A copy of e with every node that matches (a reference to var, or a tree
+ * equal to what) replaced by a copy of with. */
+static IrExpr *copy_expr_matching(IrModule *m, const IrExpr *e, const IrVar *var, const IrExpr *what,
+                                  const IrExpr *with) {
   if (!e) return NULL;
-  if (var && e->kind == IR_EXPR_VAR && e->u.var == var) return copy_expr(m, with, NULL, NULL);
+  if ((var && e->kind == IR_EXPR_VAR && e->u.var == var) || (what && ir_expr_equal(e, what)))
+    return copy_expr_matching(m, with, NULL, NULL, NULL);
   IrExpr *c = ARENA_NEW(m->arena, IrExpr);
   *c = *e;
   switch (e->kind) {
   case IR_EXPR_UNARY:
   case IR_EXPR_BINARY:
-    c->u.op.a = copy_expr(m, e->u.op.a, var, with);
-    c->u.op.b = copy_expr(m, e->u.op.b, var, with);
+    c->u.op.a = copy_expr_matching(m, e->u.op.a, var, what, with);
+    c->u.op.b = copy_expr_matching(m, e->u.op.b, var, what, with);
     break;
   case IR_EXPR_SELECT:
-    c->u.select.cond = copy_expr(m, e->u.select.cond, var, with);
-    c->u.select.then_ = copy_expr(m, e->u.select.then_, var, with);
-    c->u.select.else_ = copy_expr(m, e->u.select.else_, var, with);
+    c->u.select.cond = copy_expr_matching(m, e->u.select.cond, var, what, with);
+    c->u.select.then_ = copy_expr_matching(m, e->u.select.then_, var, what, with);
+    c->u.select.else_ = copy_expr_matching(m, e->u.select.else_, var, what, with);
     break;
   case IR_EXPR_CALL:
-    for (int i = 0; i < IR_MAX_CALL_ARGS; i++) c->u.call.args[i] = copy_expr(m, e->u.call.args[i], var, with);
+    for (int i = 0; i < IR_MAX_CALL_ARGS; i++) c->u.call.args[i] = copy_expr_matching(m, e->u.call.args[i], var, what, with);
     break;
   case IR_EXPR_LOAD:
     for (int i = 0; i < e->u.load.nidx && i < IR_MAX_RANK; i++)
-      c->u.load.idx[i] = copy_expr(m, e->u.load.idx[i], var, with);
+      c->u.load.idx[i] = copy_expr_matching(m, e->u.load.idx[i], var, what, with);
     break;
   case IR_EXPR_CAST:
-    c->u.cast_src = copy_expr(m, e->u.cast_src, var, with);
+    c->u.cast_src = copy_expr_matching(m, e->u.cast_src, var, what, with);
     break;
   default:
     break;
@@ -458,10 +462,14 @@ static IrExpr *copy_expr(IrModule *m, const IrExpr *e, const IrVar *var, const I
   return c;
 }
 
-IrExpr *ir_expr_clone(IrModule *m, const IrExpr *e) { return copy_expr(m, e, NULL, NULL); }
+IrExpr *ir_expr_clone(IrModule *m, const IrExpr *e) { return copy_expr_matching(m, e, NULL, NULL, NULL); }
 
 IrExpr *ir_expr_subst(IrModule *m, const IrExpr *e, const IrVar *var, const IrExpr *with) {
-  return copy_expr(m, e, var, with);
+  return copy_expr_matching(m, e, var, NULL, with);
+}
+
+IrExpr *ir_expr_replace(IrModule *m, const IrExpr *e, const IrExpr *what, const IrExpr *with) {
+  return copy_expr_matching(m, e, NULL, what, with);
 }
 
 bool ir_expr_is_int_const(const IrExpr *e, int64_t *out) {

@@ -680,6 +680,8 @@ IrExpr *ir_expr_clone(IrModule *m, const IrExpr *e);
 /* Replaces every reference to `var` in e by a clone of `with`; returns the
  * new tree (e itself is not modified). */
 IrExpr *ir_expr_subst(IrModule *m, const IrExpr *e, const IrVar *var, const IrExpr *with);
+/* The same for every subtree equal to `what` (ir_expr_equal). */
+IrExpr *ir_expr_replace(IrModule *m, const IrExpr *e, const IrExpr *what, const IrExpr *with);
 
 bool ir_expr_is_int_const(const IrExpr *e, int64_t *out);
 bool ir_expr_equal(const IrExpr *a, const IrExpr *b);

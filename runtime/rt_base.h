@@ -37,6 +37,7 @@ struct TilertContext {
   bool cache_disabled;
   bool cache_warned;       /* the "cache unusable" warning went out once */
   bool pdl_off;            /* $TILEC_PDL=0: pdl_sync kernels get plain launches (A/B runs) */
+  long long persistent_cap; /* $TILEC_PERSISTENT_BLOCKS: at most this many blocks per persistent launch (0: none) */
   char *cc;                /* C compiler command line (may hold arguments) */
   char *last_error;
   char *aot_log;           /* the NVRTC log of the last tilert_compile_aot* call; NULL: none */

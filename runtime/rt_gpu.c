@@ -692,8 +692,7 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
     int64_t tiles = grid[0] * grid[1] * grid[2], slots = k->resident_blocks;
     /* $TILEC_PERSISTENT_BLOCKS=N caps the grid at N blocks (tests: a
      * stream-K split at small sizes; a GPU of fewer SMs). */
-    const char *cap = getenv("TILEC_PERSISTENT_BLOCKS");
-    if (cap && info->cluster <= 1 && atoll(cap) > 0 && atoll(cap) < slots) slots = atoll(cap);
+    if (ctx->persistent_cap && info->cluster <= 1 && ctx->persistent_cap < slots) slots = ctx->persistent_cap;
     if (info->cluster > 1) {
       /* Pairs of tiles along y, one per 2-block cluster: the loop runs over
        * whole pairs, and the grid is a whole number of clusters. */

@@ -79,6 +79,8 @@ TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out)
   ctx->cache_disabled = (cfg && cfg->disable_cache) || env_true("TILEC_CACHE_DISABLE");
   const char *pdl = getenv("TILEC_PDL");
   ctx->pdl_off = pdl && strcmp(pdl, "0") == 0;
+  const char *cap = getenv("TILEC_PERSISTENT_BLOCKS");
+  ctx->persistent_cap = cap && atoll(cap) > 0 ? atoll(cap) : 0;
   ctx->cache_dir = resolve_cache_dir(cfg);
   if (!ctx->cc) {
     tilert_context_destroy(ctx);

@@ -149,35 +149,12 @@ static bool plan_consumer(Unit *u, IrBuffer **acc) {
 /* ---- the rewrite ------------------------------------------------------------------ */
 
 typedef struct ToLen {
-  const IrExpr *n;
-  IrVar *k_len;
+  const IrExpr *n, *k_len;
 } ToLen;
 
 static IrExpr *n_to_len(IrModule *m, IrExpr *e, void *ctx) {
-  ToLen *t = ctx;
-  if (!e) return e;
-  if (ir_expr_equal(e, t->n)) return ir_var_ref(m, t->k_len, e->loc);
-  switch (e->kind) {
-  case IR_EXPR_UNARY:
-  case IR_EXPR_BINARY:
-    e->u.op.a = n_to_len(m, e->u.op.a, ctx);
-    if (e->u.op.b) e->u.op.b = n_to_len(m, e->u.op.b, ctx);
-    break;
-  case IR_EXPR_SELECT:
-    e->u.select.cond = n_to_len(m, e->u.select.cond, ctx);
-    e->u.select.then_ = n_to_len(m, e->u.select.then_, ctx);
-    e->u.select.else_ = n_to_len(m, e->u.select.else_, ctx);
-    break;
-  case IR_EXPR_CALL:
-    for (int i = 0; i < e->u.call.nargs; i++) e->u.call.args[i] = n_to_len(m, e->u.call.args[i], ctx);
-    break;
-  case IR_EXPR_LOAD:
-    for (int i = 0; i < e->u.load.nidx; i++) e->u.load.idx[i] = n_to_len(m, e->u.load.idx[i], ctx);
-    break;
-  case IR_EXPR_CAST: e->u.cast_src = n_to_len(m, e->u.cast_src, ctx); break;
-  default: break;
-  }
-  return e;
+  const ToLen *t = ctx;
+  return ir_expr_contains(e, t->n) ? ir_expr_replace(m, e, t->n, t->k_len) : e;
 }
 
 /* The role's tile loop walks units; n becomes k_len in its body. */
@@ -188,7 +165,7 @@ static void make_units(IrModule *m, Unit *u, const IrExpr *n) {
   loop->u.for_.k_iters = ir_expr_clone(m, n);
   loop->u.for_.k_begin = ir_var_new(m, "k_begin", IR_VAR_LOOP, DTYPE_I64, loc);
   loop->u.for_.k_len = ir_var_new(m, "k_len", IR_VAR_LOOP, DTYPE_I64, loc);
-  ToLen t = {n, loop->u.for_.k_len};
+  ToLen t = {n, ir_var_ref(m, loop->u.for_.k_len, loc)};
   pass_rewrite_stmt(m, loop->u.for_.body, n_to_len, &t);
 }
 

@@ -285,13 +285,13 @@ void cuda_emit_stmt(Cuda *C, const IrStmt *s, int depth) {
       cuda_emit_parallel(C, s, depth);
       return;
     }
-    if (s->u.for_.kind == IR_FOR_UNROLLED) {
-      cuda_indent(C, depth);
-      sb_puts(o, "#pragma unroll\n");
-    }
     if (s->u.for_.kind == IR_FOR_STREAM_K) {
       cuda_emit_stream_k_loop(C, s, depth);
       return;
+    }
+    if (s->u.for_.kind == IR_FOR_UNROLLED) {
+      cuda_indent(C, depth);
+      sb_puts(o, "#pragma unroll\n");
     }
     cuda_indent(C, depth);
     if (s->u.for_.kind == IR_FOR_PERSISTENT) {

@@ -90,8 +90,8 @@ TC_DEVICE unsigned tc_sk_range_begin(const tc_sk_split *p, unsigned b) {
 
 /* One role's walk over its block's units: `left` split iterations from
  * iteration k of tile `tile` on, then whole tiles from whole_tile on. Ints,
- * and no division per unit: the producer runs this in the 24 registers
- * setmaxnreg leaves it. */
+ * and no division per unit: the producer runs this beside its k-loop in the
+ * 40 registers pass stream-k gives it (24 spilled). */
 typedef struct tc_stream_k {
   int left, tile, k, whole_tile;
 } tc_stream_k;

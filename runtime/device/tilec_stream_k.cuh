@@ -10,6 +10,14 @@
  * k_begin, k_len); then it takes whole tiles R + b, R + b + P, ... as
  * before. Every block does the same work, give or take one iteration.
  *
+ * Those split tiles are handed out in phase order (tc_sk_tile_of_position):
+ * a block's range starts inside a tile at its own offset, so tile t's
+ * k-slices are loaded that many iterations early or late; in plain tile
+ * order raster neighbours (sharing A's or B's panel) were offsets apart and
+ * the L2 had to hold every panel of the split phase at once: on an H100 at
+ * 4096^3, DRAM reads 269 MB against 187 MB without the split, 69 % more L2
+ * read sectors (ncu, session 23), which cost more than the balance gained.
+ *
  * A finisher (at the end of its block's share) needs the next blocks'
  * first units, which end within their own shares: with every block at the
  * same rate it waits at most the one iteration by which shares differ
@@ -88,10 +96,48 @@ TC_DEVICE unsigned tc_sk_range_begin(const tc_sk_split *p, unsigned b) {
   return p->per_block * b + p->spare * b / p->blocks;
 }
 
+/* Which tile split position p (the p-th of the R split tiles in the order
+ * the blocks' ranges walk them) computes. Positions are ranked by phase --
+ * where p's start falls in its block's range, n ((p P) mod R) / P
+ * iterations -- so tiles whose k-slices load at about the same time are
+ * raster neighbours. With g = gcd(P, R) and L = R / g, v(p) = (p P mod R) / g
+ * = p (P / g) mod L is a bijection of [0, L) (P / g and L are coprime) and
+ * repeats with period L, so rank = v g + p / L is a bijection of [0, R).
+ * TC_SK_PHASE_ORDER=0 (e.g. $TILEC_NVRTC_FLAGS=-DTC_SK_PHASE_ORDER=0) gives
+ * the plain order, for comparison. */
+#ifndef TC_SK_PHASE_ORDER
+#define TC_SK_PHASE_ORDER 1
+#endif
+TC_DEVICE unsigned tc_sk_gcd(unsigned a, unsigned b) {
+  while (b) {
+    const unsigned t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+TC_DEVICE int tc_sk_tile_of_position(int p, long long tiles, long long blocks) {
+  if (!TC_SK_PHASE_ORDER) return p;
+  const unsigned P = (unsigned)blocks, R = (unsigned)tiles % P, g = tc_sk_gcd(P, R), L = R / g;
+  const unsigned v = ((unsigned)p * P % R) / g;
+  return (int)(v * g + (unsigned)p / L);
+}
+/* The inverse (a finisher's tile -> its position): p0 solves
+ * p0 (P / g) = v mod L by search (L <= TC_SK_SLOTS, once per finished tile). */
+TC_DEVICE int tc_sk_position_of_tile(int tile, const tc_sk_split *sp) {
+  if (!TC_SK_PHASE_ORDER) return tile;
+  const unsigned P = sp->blocks, R = sp->split_iters / sp->k_iters, g = tc_sk_gcd(P, R), L = R / g;
+  const unsigned v = (unsigned)tile / g, j = (unsigned)tile % g, step = P / g % L;
+  unsigned p0 = 0;
+  while (p0 < L && p0 * step % L != v) ++p0;
+  return (int)(p0 + j * L);
+}
+
 /* One role's walk over its block's units: `left` split iterations from
  * iteration k of tile `tile` on, then whole tiles from whole_tile on. Ints,
- * and no division per unit: the producer runs this beside its k-loop in the
- * 40 registers pass stream-k gives it (24 spilled). */
+ * and no division per whole-tile unit (a split unit's phase order takes a
+ * few): the producer runs this beside its k-loop in the 40 registers pass
+ * stream-k gives it. */
 typedef struct tc_stream_k {
   int left, tile, k, whole_tile;
 } tc_stream_k;
@@ -115,7 +161,7 @@ TC_DEVICE int tc_sk_next(tc_stream_k *s, long long tiles, long long k_iters, lon
                          int *k_begin, int *k_len) {
   if (s->left > 0) {
     const int rest = (int)k_iters - s->k;
-    *tile = s->tile;
+    *tile = tc_sk_tile_of_position(s->tile, tiles, blocks);
     *k_begin = s->k;
     *k_len = rest < s->left ? rest : s->left;
     s->left -= *k_len;
@@ -138,6 +184,7 @@ TC_DEVICE int tc_sk_next(tc_stream_k *s, long long tiles, long long k_iters, lon
  * while their ranges start inside the tile; a block with an empty range
  * has none. Returns the next such block after `after`, or -1. */
 TC_DEVICE int tc_sk_next_part(const tc_sk_split *p, int tile, int after) {
+  tile = tc_sk_position_of_tile(tile, p);
   const unsigned tile_end = ((unsigned)tile + 1) * p->k_iters;
   for (unsigned b = (unsigned)after + 1; b < p->blocks; ++b) {
     const unsigned begin = tc_sk_range_begin(p, b);

@@ -7,8 +7,10 @@
  * exactly the other blocks holding parts of that tile, in order; the split
  * happens only where the header's rule says, and then every block runs
  * floor or ceil(R n / P) split iterations plus whole tiles T - R dealt
- * round robin; and (all blocks at one rate) no finisher waits more than one
- * iteration for a part. Mutating the header (an off-by-one in a range or a part walk)
+ * round robin; (all blocks at one rate) no finisher waits more than one
+ * iteration for a part; and in the phase order raster neighbours among the
+ * split tiles start their parts at nearly the same k (the plain order,
+ * -DTC_SK_PHASE_ORDER=0, fails that check 614 times). Mutating the header (an off-by-one in a range or a part walk)
  * fails it.
  *
  * The header is included as it is, its functions made host functions. */
@@ -106,6 +108,26 @@ static void check_launch(int T, int n, int P) {
       if (got > nexpect) break;
     }
     EXPECT(got == nexpect, "T %d n %d P %d: tile %d: %d parts named, %d held", T, n, P, t, got, nexpect);
+  }
+  /* Phase order: a split tile whose part on a later block starts at k = h
+   * has its k-slices loaded at h iterations' offset; tiles next to each
+   * other in the raster (which share operand panels) must have nearly the
+   * same offset, or the L2 holds each panel for the whole split phase.
+   * Between neighbours h moves by at most n gcd(P, R) / P + 1 iterations,
+   * except where it wraps (at most n / share + 2 times). */
+  if (R > 1) {
+    int *h = calloc((size_t)R, sizeof *h);
+    for (int u = 0; u < nunits; u++)
+      if (units[u].k_begin > 0) h[units[u].tile] = units[u].k_begin;
+    unsigned a = (unsigned)P, c = (unsigned)R;
+    while (c) { const unsigned t = a % c; a = c; c = t; }
+    const long step = (long)n * a / P + 1, share = (long)R * n / P;
+    int jumps = 0;
+    for (int t = 0; t + 1 < R; t++)
+      if (h[t] && h[t + 1] && labs((long)h[t + 1] - h[t]) > step) jumps++;
+    EXPECT(jumps <= n / (share ? share : 1) + 2, "T %d n %d P %d: %d phase jumps between raster neighbours", T, n, P,
+           jumps);
+    free(h);
   }
   free(cover);
   free(units);

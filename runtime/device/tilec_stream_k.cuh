@@ -5,7 +5,8 @@
  * last wave of R = T % P tiles that leaves P - R blocks idle while the others
  * run a whole tile's k-loop (512 tiles of 128 x 256 on 132 SMs: 3.88 waves
  * that cost 4). Here the R tiles' R n k-iterations (n per tile) are split
- * evenly over all P blocks first: block b takes iterations
+ * evenly over all P blocks first (where R < P / 2, the last R + P tiles
+ * are: tc_sk_split_tiles): block b takes iterations
  * [R n b / P, R n (b + 1) / P) of them, in tile order, as units (tile,
  * k_begin, k_len); then it takes whole tiles R + b, R + b + P, ... as
  * before. Every block does the same work, give or take one iteration.
@@ -75,11 +76,20 @@ typedef struct tc_sk_split {
   unsigned per_block, spare; /* R n = per_block P + spare */
 } tc_sk_split;
 
+/* How many tiles are split, given a split: the last partial wave's R = T % P,
+ * or with fewer than P / 2 of those (each tile would be cut into three or
+ * more parts, and a finisher adds its parts one after another) one whole
+ * wave more, R + P, so every block's share is at least a tile. */
+TC_DEVICE unsigned tc_sk_split_tiles(unsigned tiles, unsigned blocks) {
+  const unsigned r = tiles % blocks;
+  return 2 * r < blocks ? r + blocks : r;
+}
+
 TC_DEVICE tc_sk_split tc_sk_split_of(long long tiles, long long k_iters, long long blocks) {
   tc_sk_split p = {(unsigned)k_iters, (unsigned)blocks, 0, 0, 0};
   if (tiles > blocks && blocks <= TC_SK_SLOTS && k_iters > 0 && tiles < (1LL << 31) && k_iters < (1LL << 31)) {
     const unsigned r = (unsigned)tiles % (unsigned)blocks;
-    const long long split_iters = (long long)r * k_iters;
+    const long long split_iters = (long long)tc_sk_split_tiles((unsigned)tiles, (unsigned)blocks) * k_iters;
     /* each block saves n - R n / P iterations over a whole last-wave tile */
     if (r > 0 && split_iters < (1LL << 31) && (blocks - r) * k_iters >= TC_SK_MIN_SAVED * blocks) {
       p.split_iters = (unsigned)split_iters;
@@ -118,7 +128,7 @@ TC_DEVICE unsigned tc_sk_gcd(unsigned a, unsigned b) {
 }
 TC_DEVICE int tc_sk_tile_of_position(int p, long long tiles, long long blocks) {
   if (!TC_SK_PHASE_ORDER) return p;
-  const unsigned P = (unsigned)blocks, R = (unsigned)tiles % P, g = tc_sk_gcd(P, R), L = R / g;
+  const unsigned P = (unsigned)blocks, R = tc_sk_split_tiles((unsigned)tiles, P), g = tc_sk_gcd(P, R), L = R / g;
   const unsigned v = ((unsigned)p * P % R) / g;
   return (int)(v * g + (unsigned)p / L);
 }

@@ -41,7 +41,8 @@ static void check_launch(int T, int n, int P) {
   const int expect_split = T > P && P <= TC_SK_SLOTS && n > 0 && r > 0 && (long long)(P - r) * n >= TC_SK_MIN_SAVED * P;
   EXPECT((sp.split_iters != 0) == expect_split, "T %d n %d P %d: split %u, expected %d", T, n, P, sp.split_iters,
          expect_split);
-  const int R = sp.split_iters ? r : 0;
+  /* split tiles: the last partial wave's, or with fewer than P / 2 of them one whole wave more */
+  const int R = sp.split_iters ? (2 * r < P ? r + P : r) : 0;
   /* cover[tile * n + k]: how many units hold iteration k of tile */
   unsigned char *cover = calloc((size_t)T * (n ? n : 1), 1);
   Unit *units = malloc(sizeof(Unit) * ((size_t)T * 2 + (size_t)P * 4 + 16));

@@ -38,6 +38,7 @@ struct TilertContext {
   bool cache_warned;       /* the "cache unusable" warning went out once */
   bool pdl_off;            /* $TILEC_PDL=0: pdl_sync kernels get plain launches (A/B runs) */
   long long persistent_cap; /* $TILEC_PERSISTENT_BLOCKS: at most this many blocks per persistent launch (0: none) */
+  bool stream_k_auto;       /* $TILEC_STREAM_K=auto: the stream-K build for launches with a thin last wave */
   char *cc;                /* C compiler command line (may hold arguments) */
   char *last_error;
   char *aot_log;           /* the NVRTC log of the last tilert_compile_aot* call; NULL: none */
@@ -94,7 +95,8 @@ TilertStatus rt_error(TilertContext *ctx, TilertStatus s, const char *fmt, ...)
 typedef enum RtBuild {
   RT_BUILD_DEFAULT,
   RT_BUILD_NO_TMA,  /* TilecOptions.no_tma: for tensors TMA cannot take */
-  RT_BUILD_CLUSTER  /* TilecOptions.cluster_multicast: for GEMMs whose rows split L2 lines */
+  RT_BUILD_CLUSTER, /* TilecOptions.cluster_multicast: for GEMMs whose rows split L2 lines */
+  RT_BUILD_STREAM_K /* TilecOptions.stream_k: for persistent launches with a thin last wave ($TILEC_STREAM_K=auto) */
 } RtBuild;
 
 /* tilec_compile with the given emit/target and build; a failure becomes

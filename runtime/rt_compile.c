@@ -28,9 +28,10 @@ TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *t
   const char *fastdiv = getenv("TILEC_FAST_DIVISION");
   opt.fast_division = !(fastdiv && strcmp(fastdiv, "0") == 0);
   /* Stream-K for a persistent GEMM's last wave (TilecOptions.stream_k,
-   * experimental, off by default): $TILEC_STREAM_K=1. */
+   * experimental, off by default): $TILEC_STREAM_K=1 for every build;
+   * =auto only for the build rt_gpu_launch picks for thin last waves. */
   const char *stream_k = getenv("TILEC_STREAM_K");
-  opt.stream_k = stream_k && strcmp(stream_k, "1") == 0;
+  opt.stream_k = build == RT_BUILD_STREAM_K || (stream_k && strcmp(stream_k, "1") == 0);
   TilecResult *res = NULL;
   int rc = tilec_compile(name, text, len, &opt, &res);
   if (!res) return rt_error(ctx, TILERT_OUT_OF_MEMORY, "%s: the compiler returned no result", name);

@@ -350,14 +350,17 @@ typedef struct RtGpuRebuild {
   RtSource *src;
   TilertModule *cp_async; /* RT_BUILD_NO_TMA */
   TilertModule *cluster;  /* RT_BUILD_CLUSTER */
+  TilertModule *stream_k; /* RT_BUILD_STREAM_K */
   bool cluster_failed;    /* its build failed once: an optimization, so the
                              default build runs instead, without retrying */
+  bool stream_k_none;     /* the stream-K build failed, or pass stream-k left
+                             the kernel as it was: not tried again */
 } RtGpuRebuild;
 
 static void rebuild_free(RtGpuRebuild *r) {
   if (!r) return;
-  TilertModule *builds[2] = {r->cp_async, r->cluster};
-  for (int i = 0; i < 2; i++)
+  TilertModule *builds[3] = {r->cp_async, r->cluster, r->stream_k};
+  for (int i = 0; i < 3; i++)
     if (builds[i]) {
       rt_gpu_module_unload(builds[i]);
       rt_module_free(builds[i]);
@@ -491,18 +494,22 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
                   out);
 }
 
-/* Kernel k of its module's build `build` (cp.async or cluster), made on
- * first need. */
+static const char *build_name(RtBuild build) {
+  return build == RT_BUILD_NO_TMA ? "cp.async" : build == RT_BUILD_CLUSTER ? "cluster" : "stream-K";
+}
+
+/* Kernel k of its module's build `build` (cp.async, cluster or stream-K),
+ * made on first need. */
 static TilertStatus other_build_kernel(TilertKernel *k, RtBuild build, TilertKernel **out) {
   RtGpuRebuild *r = k->mod->rebuild;
-  TilertModule **m = build == RT_BUILD_NO_TMA ? &r->cp_async : &r->cluster;
+  TilertModule **m = build == RT_BUILD_NO_TMA ? &r->cp_async : build == RT_BUILD_CLUSTER ? &r->cluster : &r->stream_k;
   if (!*m) {
     const RtSource *src = r->src;
     TilertStatus st =
         gpu_load(k->mod->ctx, src->name, src->text, src->len, src->defines, src->ndefines, build, src->shape_class,
                  NULL, NULL, m);
     if (st != TILERT_OK) return st;
-    const char *which = build == RT_BUILD_NO_TMA ? "cp.async" : "cluster";
+    const char *which = build_name(build);
     if (src->shape_class)
       rt_module_add_log(k->mod, (*m)->compile_log, "the %s build of shape class %u", which, src->shape_class);
     else
@@ -510,7 +517,7 @@ static TilertStatus other_build_kernel(TilertKernel *k, RtBuild build, TilertKer
   }
   if ((*m)->nkernels != k->mod->nkernels || strcmp((*m)->kernels[k->index].info->name, k->info->name))
     return rt_error(k->mod->ctx, TILERT_LOAD_FAILED, "%s: its %s build has other kernels", k->info->name,
-                    build == RT_BUILD_NO_TMA ? "cp.async" : "cluster");
+                    build_name(build));
   *out = &(*m)->kernels[k->index];
   return TILERT_OK;
 }
@@ -693,6 +700,23 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
     /* $TILEC_PERSISTENT_BLOCKS=N caps the grid at N blocks (tests: a
      * stream-K split at small sizes; a GPU of fewer SMs). */
     if (ctx->persistent_cap && info->cluster <= 1 && ctx->persistent_cap < slots) slots = ctx->persistent_cap;
+    if (ctx->stream_k_auto && mod->rebuild && !mod->rebuild->stream_k_none && info->cluster <= 1 &&
+        !info->stream_k && tiles > slots && tiles % slots > 0 && 2 * (tiles % slots) < slots) {
+      /* $TILEC_STREAM_K=auto: a last wave of fewer than half the slots (a
+       * whole wave for a few tiles) runs the stream-K build, which splits
+       * the last R + P tiles (tilec_stream_k.cuh). Measured on an H100
+       * (session 23): 4352 x 4096 x 4096 bf16 0.904 -> 0.942 x cuBLAS;
+       * where the last wave is fuller stream-K loses, so those stay here. */
+      TilertKernel *alt = NULL;
+      st = other_build_kernel(k, RT_BUILD_STREAM_K, &alt);
+      if (st != TILERT_OK || !alt->info->stream_k) {
+        mod->rebuild->stream_k_none = true; /* last_error keeps why a build failed */
+        st = TILERT_OK;
+      } else {
+        st = launch_other(k, alt, args, nargs, dv, stream);
+        goto done;
+      }
+    }
     if (info->cluster > 1) {
       /* Pairs of tiles along y, one per 2-block cluster: the loop runs over
        * whole pairs, and the grid is a whole number of clusters. */

@@ -81,6 +81,8 @@ TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out)
   ctx->pdl_off = pdl && strcmp(pdl, "0") == 0;
   const char *cap = getenv("TILEC_PERSISTENT_BLOCKS");
   ctx->persistent_cap = cap && atoll(cap) > 0 ? atoll(cap) : 0;
+  const char *stream_k = getenv("TILEC_STREAM_K");
+  ctx->stream_k_auto = stream_k && strcmp(stream_k, "auto") == 0;
   ctx->cache_dir = resolve_cache_dir(cfg);
   if (!ctx->cc) {
     tilert_context_destroy(ctx);

@@ -150,6 +150,11 @@ typedef struct TilecKernelInfo {
    * index with multipliers that hold only below TILEC_MAX_PERSISTENT_TILES
    * tiles; the runtime refuses a launch of more. */
   int fast_division;
+  /* CUDA sm_90a (pass stream-k, TilecOptions.stream_k): the persistent
+   * kernel splits its last wave's k-iterations over its blocks through a
+   * workspace of its module (runtime/device/tilec_stream_k.cuh), so two
+   * launches of it must not run at the same time. */
+  int stream_k;
 } TilecKernelInfo;
 
 /* The tiles a persistent kernel built with fast_division may walk

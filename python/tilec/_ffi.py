@@ -100,6 +100,7 @@ class TilecKernelInfo(ctypes.Structure):
         ("cluster", ctypes.c_int),
         ("pdl_sync", ctypes.c_int),
         ("fast_division", ctypes.c_int),
+        ("stream_k", ctypes.c_int),
     ]
 
 

@@ -26,6 +26,9 @@
 #              the stagger barrier fix, session 22);
 #   skwaves    stream-K ($TILEC_STREAM_K=1) against the default build and cuBLAS on
 #              3840 .. 4352 x 4096 x 4096 and 8192^3 (alternating);
+#   skauto     $TILEC_STREAM_K=auto against cuBLAS at 4352 x 4096 x 4096
+#              (a thin last wave: the stream-K build; 0.942 with stream-K,
+#              0.904 without, session 23) and 4096^3 (the default build);
 #   cluster    ncu of gemm.tile at 4096^3 with and without 2-block
 #              clusters ($TILEC_CLUSTER_MULTICAST), and of cuBLAS: L2 and
 #              DRAM traffic (multicast raised L2 read sectors 25 %; cuBLAS
@@ -107,6 +110,10 @@ for step in "$@"; do
       python3 bench/bench_alternating.py --gemm --rep-ms 600 --out-dir "$OUT/skwaves" --gemm-variant sk=env.TILEC_STREAM_K:1 \
         --shapes 3840x4096x4096,4096x4096x4096,4224x4096x4096,4352x4096x4096,8192x8192x8192 >"$OUT/skwaves.log" 2>&1
       grep -E '^\||Worst' "$OUT"/skwaves/*-alternating.md ;;
-    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves)" >&2; exit 2 ;;
+    skauto)
+      TILEC_STREAM_K=auto python3 bench/bench_alternating.py --gemm --rep-ms 400 --out-dir "$OUT/skauto" \
+        --shapes 4352x4096x4096,4096x4096x4096 >"$OUT/skauto.log" 2>&1
+      grep -E '^\||Worst' "$OUT"/skauto/*-alternating.md ;;
+    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves, skauto)" >&2; exit 2 ;;
   esac
 done

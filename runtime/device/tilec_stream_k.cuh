@@ -15,9 +15,12 @@
  * a block's range starts inside a tile at its own offset, so tile t's
  * k-slices are loaded that many iterations early or late; in plain tile
  * order raster neighbours (sharing A's or B's panel) were offsets apart and
- * the L2 had to hold every panel of the split phase at once: on an H100 at
- * 4096^3, DRAM reads 269 MB against 187 MB without the split, 69 % more L2
- * read sectors (ncu, session 23), which cost more than the balance gained.
+ * the L2 had to hold every panel of the split phase at once (H100, 4096^3,
+ * ncu: DRAM reads 269 MB against 187 without the split; 207 in phase
+ * order). What phase order cannot give back is the lockstep of the
+ * whole-tile waves, whose blocks ask for each k-slice together: L2 read
+ * sectors stay 65 % up and the split phase slow (docs/gpu-codegen.md,
+ * "Stream-K"; off by default for that).
  *
  * A finisher (at the end of its block's share) needs the next blocks'
  * first units, which end within their own shares: with every block at the

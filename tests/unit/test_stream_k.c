@@ -10,8 +10,8 @@
  * round robin; (all blocks at one rate) no finisher waits more than one
  * iteration for a part; and in the phase order raster neighbours among the
  * split tiles start their parts at nearly the same k (the plain order,
- * -DTC_SK_PHASE_ORDER=0, fails that check 614 times). Mutating the header (an off-by-one in a range or a part walk)
- * fails it.
+ * -DTC_SK_PHASE_ORDER=0, fails that check). Mutating the header (an
+ * off-by-one in a range or a part walk) fails it.
  *
  * The header is included as it is, its functions made host functions. */
 #include <stdio.h>
@@ -120,9 +120,7 @@ static void check_launch(int T, int n, int P) {
     int *h = calloc((size_t)R, sizeof *h);
     for (int u = 0; u < nunits; u++)
       if (units[u].k_begin > 0) h[units[u].tile] = units[u].k_begin;
-    unsigned a = (unsigned)P, c = (unsigned)R;
-    while (c) { const unsigned t = a % c; a = c; c = t; }
-    const long step = (long)n * a / P + 1, share = (long)R * n / P;
+    const long step = (long)n * tc_sk_gcd((unsigned)P, (unsigned)R) / P + 1, share = (long)R * n / P;
     int jumps = 0;
     for (int t = 0; t + 1 < R; t++)
       if (h[t] && h[t + 1] && labs((long)h[t + 1] - h[t]) > step) jumps++;

@@ -29,6 +29,10 @@
 #   skauto     $TILEC_STREAM_K=auto against cuBLAS at 4352 x 4096 x 4096
 #              (a thin last wave: the stream-K build; 0.942 with stream-K,
 #              0.904 without, session 23) and 4096^3 (the default build);
+#   skl2       ncu of gemm.tile 4096^3 with and without stream-K: L2
+#              requests and lookups, to test session 23's reading that the
+#              lockstepped whole-tile waves have their k-slice requests
+#              served together (stream-K: 65 % more L2 read sectors);
 #   cluster    ncu of gemm.tile at 4096^3 with and without 2-block
 #              clusters ($TILEC_CLUSTER_MULTICAST), and of cuBLAS: L2 and
 #              DRAM traffic (multicast raised L2 read sectors 25 %; cuBLAS
@@ -114,6 +118,15 @@ for step in "$@"; do
       TILEC_STREAM_K=auto python3 bench/bench_alternating.py --gemm --rep-ms 400 --out-dir "$OUT/skauto" \
         --shapes 4352x4096x4096,4096x4096x4096 >"$OUT/skauto.log" 2>&1
       grep -E '^\||Worst' "$OUT"/skauto/*-alternating.md ;;
-    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves, skauto)" >&2; exit 2 ;;
+    skl2)
+      m=gpu__time_duration.sum,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read.sum
+      m=$m,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,lts__t_sectors_op_read.sum,dram__bytes_read.sum
+      for sk in 0 1; do
+        TILEC_STREAM_K=$sk ncu --clock-control none --kernel-name regex:tilec_ --launch-skip 3 --launch-count 1 \
+          --metrics "$m" python3 bench/profile_gemm.py --n 4096 --dtype bf16 --iters 5 >"$OUT/skl2-$sk.txt" 2>&1
+        echo "== TILEC_STREAM_K=$sk"
+        grep -E 'duration|lts__|dram__' "$OUT/skl2-$sk.txt"
+      done ;;
+    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves, skauto, skl2)" >&2; exit 2 ;;
   esac
 done

@@ -58,6 +58,11 @@ struct TilertKernel {
   struct RtTmaSlot *tma_slots; /* CUDA: the TMA descriptors of its last launch (rt_tma.h) */
   struct RtRepack *repack;     /* CUDA: scratch copies of tensors TMA cannot take (rt_repack.h) */
   int resident_blocks; /* CUDA, persistent kernels: blocks the GPU holds at once (0: not asked yet) */
+  /* CUDA, stream-K kernels (TilecKernelInfo.stream_k): the end of the last
+   * launch and its stream, so a launch on another stream waits for it (two
+   * launches at once would share the module's workspace). */
+  void *stream_k_done; /* RtCuEvent, NULL before the first launch */
+  void *stream_k_stream;
 };
 
 struct TilertModule {

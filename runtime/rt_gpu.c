@@ -383,6 +383,8 @@ void rt_gpu_module_unload(TilertModule *mod) {
      * destroyed after its context (the Python binding's collection order). */
     if (mod->kernels[i].repack) rt_repack_free(mod->ctx->cu, mod->kernels[i].repack);
     mod->kernels[i].repack = NULL;
+    if (mod->kernels[i].stream_k_done) rt_cuda_event_destroy(mod->ctx->cu, mod->kernels[i].stream_k_done);
+    mod->kernels[i].stream_k_done = NULL;
   }
   if (mod->cumod && mod->ctx->cu) rt_cuda_module_unload(mod->ctx->cu, mod->cumod);
   mod->cumod = NULL;
@@ -744,6 +746,12 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
    * for it in griddepcontrol.wait); not after a staging copy, which is no
    * kernel to overlap, nor with $TILEC_PDL=0 (ctx->pdl_off). */
   const bool pdl = info->pdl_sync && !plan && !ctx->pdl_off;
+  if (info->stream_k && k->stream_k_done && k->stream_k_stream != stream &&
+      !rt_cuda_stream_wait_event(ctx->cu, stream, k->stream_k_done)) {
+    st = rt_error(ctx, TILERT_CUDA_ERROR, "%s: ordering after its launch on another stream: %s", info->name,
+                  rt_cuda_last_error(ctx->cu));
+    goto done;
+  }
   const size_t smem = (size_t)info->shared_bytes;
   const bool launched = pdl ? rt_cuda_launch_kernel_pdl(ctx->cu, k->cufn, g3, b3, smem, stream, params)
                             : rt_cuda_launch_kernel(ctx->cu, k->cufn, g3, b3, smem, stream, params);
@@ -754,6 +762,14 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
                   info->name, g3[0], g3[1], g3[2], b3[0], info->shared_bytes,
                   rt_cuda_last_error(ctx->cu));
     goto done;
+  }
+  if (info->stream_k) {
+    /* The next launch, if on another stream, waits for this one. */
+    if (!rt_cuda_event_record(ctx->cu, &k->stream_k_done, stream)) {
+      st = rt_error(ctx, TILERT_CUDA_ERROR, "%s: recording its end: %s", info->name, rt_cuda_last_error(ctx->cu));
+      goto done;
+    }
+    k->stream_k_stream = stream;
   }
   if (plan && !rt_repack_copy_out(ctx->cu, plan, stream)) {
     st = rt_error(ctx, TILERT_CUDA_ERROR, "%s: copying a staged tensor back: %s", info->name,

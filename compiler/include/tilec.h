@@ -153,7 +153,8 @@ typedef struct TilecKernelInfo {
   /* CUDA sm_90a (pass stream-k, TilecOptions.stream_k): the persistent
    * kernel splits its last wave's k-iterations over its blocks through a
    * workspace of its module (runtime/device/tilec_stream_k.cuh), so two
-   * launches of it must not run at the same time. */
+   * launches of it must not run at the same time (tilert orders launches
+   * on different streams one after the other). */
   int stream_k;
 } TilecKernelInfo;
 

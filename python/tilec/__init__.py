@@ -154,11 +154,13 @@ class KernelInfo:
     cluster (blocks per cluster: 2 when the persistent kernel runs its tiles
     in pairs that share multicast TMA loads, else 0), pdl_sync (sm_90a: the
     kernel says pdl_sync(), so the runtime launches it with programmatic
-    stream serialization).
+    stream serialization), stream_k (sm_90a, $TILEC_STREAM_K: the kernel
+    splits its last wave over its blocks through its module's workspace; the
+    runtime orders its launches on different streams one after another).
     """
 
     __slots__ = ("name", "entry", "params", "dynamic_symbols", "threads", "shared_bytes", "persistent", "cluster",
-                 "pdl_sync")
+                 "pdl_sync", "stream_k")
 
     def __init__(self, raw):
         self.name = _s(raw.name)
@@ -188,6 +190,7 @@ class KernelInfo:
         self.persistent = bool(raw.persistent)
         self.cluster = int(raw.cluster)
         self.pdl_sync = bool(raw.pdl_sync)
+        self.stream_k = bool(raw.stream_k)
 
     @property
     def param_names(self):

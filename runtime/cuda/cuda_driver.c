@@ -129,7 +129,11 @@ enum { RT_CU_MEMORYTYPE_DEVICE = 2 }; /* CU_MEMORYTYPE_DEVICE */
   X(CUresult, cuMemcpyHtoD, "cuMemcpyHtoD_v2", (RtCuDevPtr dst, const void *src, size_t n))      \
   X(CUresult, cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, RtCuDevPtr src, size_t n))            \
   X(CUresult, cuMemsetD8, "cuMemsetD8_v2", (RtCuDevPtr dst, unsigned char v, size_t n))          \
-  X(CUresult, cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", (const RtCuMemcpy2D *p, RtCuStream s))
+  X(CUresult, cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", (const RtCuMemcpy2D *p, RtCuStream s))      \
+  X(CUresult, cuEventCreate, "cuEventCreate", (RtCuEvent * e, unsigned flags))                    \
+  X(CUresult, cuEventDestroy, "cuEventDestroy_v2", (RtCuEvent e))                                 \
+  X(CUresult, cuEventRecord, "cuEventRecord", (RtCuEvent e, RtCuStream s))                        \
+  X(CUresult, cuStreamWaitEvent, "cuStreamWaitEvent", (RtCuStream s, RtCuEvent e, unsigned flags))
 
 #define RT_NVRTC_FNS(X)                                                                          \
   X(nvrtcResult, nvrtcVersion, "nvrtcVersion", (int *major, int *minor))                         \
@@ -793,6 +797,23 @@ bool rt_cuda_launch_kernel_pdl(RtCuda *cu, RtCuFunction fn, const unsigned grid[
 bool rt_cuda_synchronize(RtCuda *cu) {
   if (!rt_cuda_need_device(cu, "synchronizing")) return false;
   return CU_CHECK(cu, cuCtxSynchronize());
+}
+
+enum { RT_CU_EVENT_DISABLE_TIMING = 0x2 }; /* CU_EVENT_DISABLE_TIMING (cuda.h) */
+
+bool rt_cuda_event_record(RtCuda *cu, RtCuEvent *event, RtCuStream stream) {
+  if (!rt_cuda_need_device(cu, "recording an event")) return false;
+  if (!*event && !CU_CHECK(cu, cuEventCreate(event, RT_CU_EVENT_DISABLE_TIMING))) return false;
+  return CU_CHECK(cu, cuEventRecord(*event, stream));
+}
+
+bool rt_cuda_stream_wait_event(RtCuda *cu, RtCuStream stream, RtCuEvent event) {
+  if (!rt_cuda_need_device(cu, "ordering streams")) return false;
+  return CU_CHECK(cu, cuStreamWaitEvent(stream, event, 0));
+}
+
+void rt_cuda_event_destroy(RtCuda *cu, RtCuEvent event) {
+  if (cu && cu->has_device && event) (void)cu->cuEventDestroy(event);
 }
 
 /* ---------------------------------------------------------------- memory */

@@ -47,6 +47,7 @@ typedef uint64_t RtCuDevPtr; /* CUdeviceptr */
 typedef void *RtCuModule;    /* CUmodule */
 typedef void *RtCuFunction;  /* CUfunction */
 typedef void *RtCuStream;    /* CUstream; NULL = the default stream */
+typedef void *RtCuEvent;     /* CUevent */
 
 typedef enum RtCudaMode {
   RT_CUDA_DEVICE,     /* libcuda + a GPU now, libnvrtc at the first compile */
@@ -154,6 +155,13 @@ bool rt_cuda_launch_kernel(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], 
 bool rt_cuda_launch_kernel_pdl(RtCuda *cu, RtCuFunction fn, const unsigned grid[3], const unsigned block[3],
                                size_t smem_bytes, RtCuStream stream, void **params);
 bool rt_cuda_synchronize(RtCuda *cu);
+
+/* Ordering across streams: *event (created on first use, no timing) is
+ * recorded at `stream`'s current end; a stream that waits on it runs its
+ * later work after that point. */
+bool rt_cuda_event_record(RtCuda *cu, RtCuEvent *event, RtCuStream stream);
+bool rt_cuda_stream_wait_event(RtCuda *cu, RtCuStream stream, RtCuEvent event);
+void rt_cuda_event_destroy(RtCuda *cu, RtCuEvent event); /* accepts NULL */
 
 bool rt_cuda_malloc(RtCuda *cu, size_t bytes, RtCuDevPtr *out);
 void rt_cuda_free(RtCuda *cu, RtCuDevPtr p); /* accepts 0 */

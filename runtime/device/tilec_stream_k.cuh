@@ -44,7 +44,8 @@
  * __device__ arrays of the generated module, zeroed when it loads. A
  * finisher re-arms (zeroes) each flag it consumed, so the next launch finds
  * them clear. Two launches of one loaded kernel must therefore not run at
- * the same time (two streams): docs/gpu-codegen.md, "Stream-K".
+ * the same time; the runtime orders launches on different streams
+ * (rt_gpu.c, TilertKernel.stream_k_done): docs/gpu-codegen.md, "Stream-K".
  *
  * Split only where it pays: each block's share R n / P must be at least
  * TC_SK_MIN_SAVED iterations shorter than a whole tile, since publishing and

@@ -142,10 +142,6 @@ static bool tma_only(const IrKernel *k, const IrBuffer *b) {
   return u.tma > 0 && u.other == 0;
 }
 
-static void find_stream_k_fixup(IrStmt *s, void *found) {
-  if (s->kind == IR_STMT_STREAM_K_FIXUP) *(bool *)found = true;
-}
-
 static void build_infos(TilecResult *r, bool fast_division) {
   IrModule *m = r->module;
   r->nkernels = m->nkernels;
@@ -200,9 +196,7 @@ static void build_infos(TilecResult *r, bool fast_division) {
     const int fastdiv_table = fast_division && k->persistent ? cuda_fastdiv_table_offset(k) : -1;
     info->fast_division = fastdiv_table >= 0;
     if (info->fast_division) info->shared_bytes = fastdiv_table + CUDA_FASTDIV_TABLE_BYTES;
-    bool stream_k = false;
-    ir_visit_stmts(k->body, find_stream_k_fixup, &stream_k);
-    info->stream_k = stream_k;
+    info->stream_k = cuda_stream_k_fixup(k) != NULL;
   }
 }
 

@@ -57,6 +57,11 @@
 #include "rt_repack.h"
 #include "rt_tma.h"
 
+/* The stream-K schedule's host-side half (C-compatible): which launches
+ * $TILEC_STREAM_K=auto gives the stream-K build. */
+#define TC_DEVICE static inline
+#include "device/tilec_stream_k.cuh"
+
 /* -lineinfo: profilers and compute-sanitizer map SASS back to the generated
  * lines; it changes no code. No --use_fast_math: results must match the C
  * backend's within ordinary float rounding. */
@@ -496,6 +501,14 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
                   out);
 }
 
+/* A persistent launch of `tiles` tiles on `slots` blocks whose last wave is
+ * thin: stream-K would split one whole wave more than the last
+ * (tc_sk_split_tiles, the one place of the rule). */
+static bool thin_last_wave(int64_t tiles, int64_t slots) {
+  return tiles > slots && tiles % slots > 0 && tiles < (1LL << 31) &&
+         tc_sk_split_tiles((unsigned)tiles, (unsigned)slots) > (unsigned)(tiles % slots);
+}
+
 static const char *build_name(RtBuild build) {
   return build == RT_BUILD_NO_TMA ? "cp.async" : build == RT_BUILD_CLUSTER ? "cluster" : "stream-K";
 }
@@ -703,7 +716,7 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
      * stream-K split at small sizes; a GPU of fewer SMs). */
     if (ctx->persistent_cap && info->cluster <= 1 && ctx->persistent_cap < slots) slots = ctx->persistent_cap;
     if (ctx->stream_k_auto && mod->rebuild && !mod->rebuild->stream_k_none && info->cluster <= 1 &&
-        !info->stream_k && tiles > slots && tiles % slots > 0 && 2 * (tiles % slots) < slots) {
+        !info->stream_k && thin_last_wave(tiles, slots)) {
       /* $TILEC_STREAM_K=auto: a last wave of fewer than half the slots (a
        * whole wave for a few tiles) runs the stream-K build, which splits
        * the last R + P tiles (tilec_stream_k.cuh). Measured on an H100

@@ -48,4 +48,9 @@ bool emit_cuda_module(const IrModule *m, StrBuf *out, Diag *diag, bool fast_divi
 enum { CUDA_FASTDIV_TABLE_BYTES = 64 };
 int cuda_fastdiv_table_offset(const IrKernel *k);
 
+/* Kernel k's stream-K fix-up (pass stream-k), or NULL when the pass left k
+ * alone: the backend declares its workspace, the driver sets
+ * TilecKernelInfo.stream_k (compiler/backend/cuda/stream_k.c). */
+const IrStmt *cuda_stream_k_fixup(const IrKernel *k);
+
 #endif

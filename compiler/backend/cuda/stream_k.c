@@ -14,6 +14,12 @@ static void find_fixup(IrStmt *s, void *ctx) {
   if (s->kind == IR_STMT_STREAM_K_FIXUP) *(const IrStmt **)ctx = s;
 }
 
+const IrStmt *cuda_stream_k_fixup(const IrKernel *k) {
+  const IrStmt *fixup = NULL;
+  ir_visit_stmts(k->body, find_fixup, &fixup);
+  return fixup;
+}
+
 /* Floats of the accumulator each consumer thread holds. */
 static int fixup_floats(const IrStmt *fixup) {
   const IrLayout *l = &fixup->u.stream_k.acc->layout;
@@ -21,8 +27,7 @@ static int fixup_floats(const IrStmt *fixup) {
 }
 
 void cuda_stream_k_declare(Cuda *C, const IrKernel *k) {
-  const IrStmt *fixup = NULL;
-  ir_visit_stmts(k->body, find_fixup, &fixup);
+  const IrStmt *fixup = cuda_stream_k_fixup(k);
   if (!fixup) return;
   C->stream_k_used = true;
   const int consumers = k->producer_warp * 32, floats = fixup_floats(fixup);

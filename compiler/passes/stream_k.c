@@ -14,14 +14,19 @@
  * Guarantees: both tile loops become
  *     for tile, k_begin, k_len in stream_k(tiles, k_iters = n)
  * (runtime/device/tilec_stream_k.cuh: the last wave's R tiles' iterations
- * split evenly over the P blocks, then whole tiles), every n in their bodies
- * becomes k_len (the loops' trip counts, the last release, the ring
- * advance), the producer's copies read k-block k_fetch + k_begin, and the
+ * split evenly over the P blocks, then whole tiles), k_len takes n's place
+ * where n means the trip count (the k-loops, the releases after the
+ * consumers' loop, the ring advance; and, where n is symbolic, every use
+ * of it), the producer's copies read k-block k_fetch + k_begin, and the
  * consumers run
  *     stream_k_fixup acc        // k_begin > 0: publish; else add the later parts
  *     if (k_begin == 0) { post }
  * The ring positions stay correct unchanged: each role still advances
- * pipe_base by its loop's trip count, now k_len. Whether a launch splits at
+ * pipe_base by its loop's trip count, now k_len. A constant n (K bound
+ * with -D) is replaced only in those places, found by their shape: by
+ * then fold-constants has merged it into other literals ((pipe_base + 8)
+ * % 4 became pipe_base % 4) and the same number may mean something else
+ * (n = num_stages = 4: the ring's `% 4`). Whether a launch splits at
  * all is the device's choice (the grid and tile count are known only
  * there): without a split every unit is a whole tile and the fix-up does
  * nothing, so the kernel runs as before.
@@ -136,7 +141,8 @@ static bool plan_consumer(Unit *u, IrBuffer **acc) {
                 : s->u.fill.value->kind == IR_EXPR_FLOAT && s->u.fill.value->u.float_value == 0.0;
     } else if (s->kind != IR_STMT_LET) {
       return false;
-    } else if (ir_expr_contains(s->u.let.value, u->k_loop->u.for_.extent)) {
+    } else if (!ir_expr_is_int_const(u->k_loop->u.for_.extent, NULL) &&
+               ir_expr_contains(s->u.let.value, u->k_loop->u.for_.extent)) {
       return false; /* a let of the tile's trip count would become the unit's */
     }
   }
@@ -148,6 +154,101 @@ static bool plan_consumer(Unit *u, IrBuffer **acc) {
 
 /* ---- the rewrite ------------------------------------------------------------------ */
 
+/* The places where n is the trip count, each paired with what replaces it
+ * (planned before anything is rewritten, so a kernel that does not fit is
+ * left whole). */
+enum { MAX_TAIL_RELEASES = 8, MAX_RELEASE_LAG = 4 };
+
+typedef struct TailRelease {
+  IrStmt *arrive;       /* after the consumers' k-loop: releases stage n - lag ... */
+  const IrExpr *stage;  /* ... which the in-loop release on its barrier, at k, writes as this */
+  int lag;              /* k = n + lag - 1 in it */
+} TailRelease;
+
+typedef struct Plan {
+  TailRelease tail[MAX_TAIL_RELEASES];
+  int ntail;
+} Plan;
+
+/* The in-loop release of `bar` (directly in the k-loop's body or under an
+ * `if`), or NULL. */
+static const IrStmt *loop_release(const IrStmt *k_body, const IrBuffer *bar) {
+  for (int i = 0; i < k_body->u.seq.n; i++) {
+    const IrStmt *s = k_body->u.seq.items[i];
+    if (s->kind == IR_STMT_MBAR_ARRIVE && s->u.mbar_wait.bar == bar) return s;
+    if (s->kind == IR_STMT_IF)
+      for (int j = 0; j < s->u.if_.then_->u.seq.n; j++) {
+        const IrStmt *t = s->u.if_.then_->u.seq.items[j];
+        if (t->kind == IR_STMT_MBAR_ARRIVE && t->u.mbar_wait.bar == bar) return t;
+      }
+  }
+  return NULL;
+}
+
+/* The in-loop release's stage with k = at + lag - 1, simplified. */
+static IrExpr *release_stage_at(IrModule *m, const Unit *u, const IrExpr *stage, const IrExpr *at, int lag) {
+  const SrcLoc loc = u->k_loop->loc;
+  IrExpr *k = ir_binary(m, IR_OP_ADD, ir_expr_clone(m, at), ir_int(m, lag - 1, loc), loc);
+  return ir_simplify(m, ir_expr_subst(m, stage, u->k_loop->u.for_.var, ir_simplify(m, k)));
+}
+
+/* A ring stage `(x + c) % S` (or `x % S`): x, c and S. */
+static bool ring_stage(const IrExpr *e, const IrExpr **x, int64_t *c, int64_t *S) {
+  if (e->kind != IR_EXPR_BINARY || e->u.op.op != IR_OP_MOD || !ir_expr_is_int_const(e->u.op.b, S) || *S <= 0)
+    return false;
+  const IrExpr *a = e->u.op.a;
+  *x = a;
+  *c = 0;
+  if (a->kind == IR_EXPR_BINARY && a->u.op.op == IR_OP_ADD && ir_expr_is_int_const(a->u.op.b, c)) *x = a->u.op.a;
+  return true;
+}
+
+/* Whether two simplified stage expressions name the same stage: equal, or
+ * the same ring position up to a multiple of the ring's size (a constant n
+ * was reduced modulo it: (pipe_base + 8) % 4 is pipe_base % 4). */
+static bool same_stage(const IrExpr *a, const IrExpr *b) {
+  const IrExpr *xa, *xb;
+  int64_t ca, cb, Sa, Sb;
+  if (ir_expr_equal(a, b)) return true;
+  return ring_stage(a, &xa, &ca, &Sa) && ring_stage(b, &xb, &cb, &Sb) && Sa == Sb && ir_expr_equal(xa, xb) &&
+         (ca - cb) % Sa == 0;
+}
+
+/* Each release after the consumers' k-loop is the in-loop release of its
+ * barrier run on past the loop's end, at k = n + lag - 1 (lag 1: the last
+ * iteration's stage). Matched by the stage it names (same_stage), so it
+ * holds whether or not fold-constants merged a constant n into it. */
+static bool plan_tail_releases(IrModule *m, const Unit *cons, const IrExpr *n, Plan *plan) {
+  const IrStmt *guard = cons->loop->u.for_.body->u.seq.items[cons->k_guard];
+  for (int i = 1; i < guard->u.if_.then_->u.seq.n; i++) {
+    IrStmt *s = guard->u.if_.then_->u.seq.items[i];
+    if (s->kind != IR_STMT_MBAR_ARRIVE) continue;
+    const IrStmt *in_loop = loop_release(cons->k_loop->u.for_.body, s->u.mbar_wait.bar);
+    if (!in_loop || plan->ntail == MAX_TAIL_RELEASES) return false;
+    IrExpr *want = ir_simplify(m, ir_expr_clone(m, s->u.mbar_wait.stage));
+    int lag = 1;
+    while (lag <= MAX_RELEASE_LAG &&
+           !same_stage(release_stage_at(m, cons, in_loop->u.mbar_wait.stage, n, lag), want))
+      lag++;
+    if (lag > MAX_RELEASE_LAG) return false;
+    plan->tail[plan->ntail++] = (TailRelease){s, in_loop->u.mbar_wait.stage, lag};
+  }
+  return true;
+}
+
+/* The role's trailing ring-counter stores advance by n: `x + n`. */
+static bool ring_advances_by(const Unit *u, const IrExpr *n) {
+  const IrStmt *body = u->loop->u.for_.body;
+  for (int i = body->u.seq.n - 1; i >= 0 && body->u.seq.items[i]->kind == IR_STMT_STORE; i--) {
+    const IrExpr *v = body->u.seq.items[i]->u.store.value;
+    if (body->u.seq.items[i]->u.store.buf->scope != IR_SCOPE_LOCAL) break;
+    if (v->kind != IR_EXPR_BINARY || v->u.op.op != IR_OP_ADD || !ir_expr_equal(v->u.op.b, n) ||
+        ir_expr_contains(v->u.op.a, n))
+      return false;
+  }
+  return true;
+}
+
 typedef struct ToLen {
   const IrExpr *n, *k_len;
 } ToLen;
@@ -157,7 +258,8 @@ static IrExpr *n_to_len(IrModule *m, IrExpr *e, void *ctx) {
   return ir_expr_contains(e, t->n) ? ir_expr_replace(m, e, t->n, t->k_len) : e;
 }
 
-/* The role's tile loop walks units; n becomes k_len in its body. */
+/* The role's tile loop walks units; k_len replaces n as the k-loop's trip
+ * count and the ring's advance (and, n symbolic, everywhere in the body). */
 static void make_units(IrModule *m, Unit *u, const IrExpr *n) {
   IrStmt *loop = u->loop;
   const SrcLoc loc = loop->loc;
@@ -165,8 +267,28 @@ static void make_units(IrModule *m, Unit *u, const IrExpr *n) {
   loop->u.for_.k_iters = ir_expr_clone(m, n);
   loop->u.for_.k_begin = ir_var_new(m, "k_begin", IR_VAR_LOOP, DTYPE_I64, loc);
   loop->u.for_.k_len = ir_var_new(m, "k_len", IR_VAR_LOOP, DTYPE_I64, loc);
-  ToLen t = {n, ir_var_ref(m, loop->u.for_.k_len, loc)};
-  pass_rewrite_stmt(m, loop->u.for_.body, n_to_len, &t);
+  IrExpr *k_len = ir_var_ref(m, loop->u.for_.k_len, loc);
+  u->k_loop->u.for_.extent = ir_expr_clone(m, k_len);
+  IrStmt *body = loop->u.for_.body;
+  for (int i = body->u.seq.n - 1; i >= 0 && body->u.seq.items[i]->kind == IR_STMT_STORE; i--) {
+    IrStmt *s = body->u.seq.items[i];
+    if (s->u.store.buf->scope != IR_SCOPE_LOCAL) break;
+    s->u.store.value = ir_binary(m, IR_OP_ADD, ir_expr_clone(m, s->u.store.value->u.op.a), ir_expr_clone(m, k_len), loc);
+  }
+  if (!ir_expr_is_int_const(n, NULL)) {
+    ToLen t = {n, k_len};
+    pass_rewrite_stmt(m, body, n_to_len, &t);
+  }
+}
+
+/* The releases after the consumers' k-loop follow the unit's k_len. */
+static void rewrite_tail_releases(IrModule *m, const Unit *cons, const Plan *plan) {
+  IrExpr *k_len = ir_var_ref(m, cons->loop->u.for_.k_len, cons->loop->loc);
+  for (int i = 0; i < plan->ntail; i++) {
+    const TailRelease *t = &plan->tail[i];
+    IrExpr *k = ir_binary(m, IR_OP_ADD, k_len, ir_int(m, t->lag - 1, t->arrive->loc), t->arrive->loc);
+    t->arrive->u.mbar_wait.stage = ir_expr_subst(m, t->stage, cons->k_loop->u.for_.var, ir_simplify(m, k));
+  }
 }
 
 /* The producer's copies read k-block k_fetch + k_begin (their ring stages
@@ -226,12 +348,16 @@ static bool split_kernel(IrModule *m, IrKernel *k) {
   /* The fix-up moves acc as float4 per thread (tc_sk_fixup). */
   if ((acc->layout.rows_local * acc->layout.cols_local) % 4) return false;
   n = ir_expr_clone(m, n); /* the loops' own trees are rewritten below */
+  Plan plan = {0};
+  if (!ring_advances_by(&prod, n) || !ring_advances_by(&cons, n) || !plan_tail_releases(m, &cons, n, &plan))
+    return false;
   /* The producer's unit walk (tc_sk_next) needs registers its 24 do not
    * hold (ptxas spilled in the k-loop): 40, as CUTLASS's producers keep. */
   roles->u.roles.producer_regs = STREAM_K_PRODUCER_REGS;
   roles->u.roles.consumer_regs = pass_consumer_registers(k->producer_warp * 32, STREAM_K_PRODUCER_REGS);
   make_units(m, &prod, n);
   make_units(m, &cons, n);
+  rewrite_tail_releases(m, &cons, &plan);
   offset_copies(m, &prod);
   guard_epilogue(m, &cons, acc);
   return true;

@@ -1427,6 +1427,31 @@ static void test_stream_k_option(void) {
   CHECK(outputs[0][1] && outputs[1][1] && strcmp(outputs[0][1], outputs[1][1]) == 0);
   for (int on = 0; on < 2; on++)
     for (int which = 0; which < 2; which++) tilec_result_destroy(results[on][which]);
+  /* K bound: the trip count n is a literal that fold-constants merged into
+   * the release after the loop ((pipe_base + n - 1) % 4 became
+   * (pipe_base + 3) % 4 for n = 16) and that may equal other literals (n = 4
+   * = num_stages, n = 64 = block_K). Only the places where n is the trip
+   * count follow k_len: the ring stays `% 4`, the copies 64 columns wide, and
+   * the last release names the unit's last stage (a hang before). */
+  static const char *const bound_k[] = {"256", "1000", "4096"};
+  for (int i = 0; i < 3; i++) {
+    TilecDefine d[] = {{"dtype", "bf16"}, {"K", bound_k[i]}};
+    TilecOptions o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_CUDA;
+    o.target = TILEC_TARGET_SM90A;
+    o.defines = d;
+    o.ndefines = 2;
+    o.stream_k = true;
+    TilecResult *r = NULL;
+    CHECK(tilec_compile("gemm.tile", gemm, strlen(gemm), &o, &r) == 0);
+    const char *code = tilec_result_output(r);
+    CHECK(code && strstr(code, "while (tc_sk_next(&tc_sk, "));
+    CHECK(code && strstr(code, "A_shared_empty + (((pipe_base + (k_len - 1LL)) % 4LL))"));
+    CHECK(code && strstr(code, "(k_begin * 64LL)") && strstr(code, "tc_pipe[((long long)(0LL))] = (long long)((pipe_base + k_len));"));
+    CHECK(code && !strstr(code, "% k_len") && !strstr(code, "* k_len") && !strstr(code, "/ k_len"));
+    tilec_result_destroy(r);
+  }
 }
 
 static int count_of(const char *text, const char *needle) {

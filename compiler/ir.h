@@ -564,6 +564,8 @@ typedef struct IrKernel {
                            resident slot (TilecKernelInfo.persistent) */
   int cluster;          /* pass persistent: blocks per cluster (2: pairs of tiles
                            along grid y sharing their multicast rings); 0 = none */
+  bool stream_k_able;   /* pass stream-k: a persistent GEMM it splits (or, without
+                           TilecOptions.stream_k, would split) */
   int ntma_maps;
   /* Shape choices (sema): conditions on dynamic shape symbols that const
    * defaults test, e.g. seq_len >= 8192 in block_M's default. This build

@@ -38,7 +38,7 @@ struct TilertContext {
   bool cache_warned;       /* the "cache unusable" warning went out once */
   bool pdl_off;            /* $TILEC_PDL=0: pdl_sync kernels get plain launches (A/B runs) */
   long long persistent_cap; /* $TILEC_PERSISTENT_BLOCKS: at most this many blocks per persistent launch (0: none) */
-  bool stream_k_auto;       /* $TILEC_STREAM_K=auto: the stream-K build for launches with a thin last wave */
+  bool stream_k_auto;       /* unless $TILEC_STREAM_K is 0 or 1: the stream-K build for launches with a thin last wave */
   char *cc;                /* C compiler command line (may hold arguments) */
   char *last_error;
   char *aot_log;           /* the NVRTC log of the last tilert_compile_aot* call; NULL: none */

@@ -716,12 +716,14 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
      * stream-K split at small sizes; a GPU of fewer SMs). */
     if (ctx->persistent_cap && info->cluster <= 1 && ctx->persistent_cap < slots) slots = ctx->persistent_cap;
     if (ctx->stream_k_auto && mod->rebuild && !mod->rebuild->stream_k_none && info->cluster <= 1 &&
-        !info->stream_k && thin_last_wave(tiles, slots)) {
-      /* $TILEC_STREAM_K=auto: a last wave of fewer than half the slots (a
-       * whole wave for a few tiles) runs the stream-K build, which splits
-       * the last R + P tiles (tilec_stream_k.cuh). Measured on an H100
-       * (session 23): 4352 x 4096 x 4096 bf16 0.904 -> 0.942 x cuBLAS;
-       * where the last wave is fuller stream-K loses, so those stay here. */
+        info->stream_k_able && !info->stream_k && thin_last_wave(tiles, slots)) {
+      /* By default ($TILEC_STREAM_K unset or auto) a GEMM whose last wave
+       * fills fewer than half the slots (a whole wave for a few tiles) runs
+       * the stream-K build, which splits the last R + P tiles where the
+       * saving outweighs the split's cost (tc_sk_split_of: that needs the
+       * k-iterations, known only on the device). Where the last wave is
+       * fuller stream-K loses, so those stay here. Measured on an H100,
+       * docs/gpu-codegen.md "Stream-K". */
       TilertKernel *alt = NULL;
       st = other_build_kernel(k, RT_BUILD_STREAM_K, &alt);
       if (st != TILERT_OK || !alt->info->stream_k) {

@@ -82,7 +82,9 @@ TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out)
   const char *cap = getenv("TILEC_PERSISTENT_BLOCKS");
   ctx->persistent_cap = cap && atoll(cap) > 0 ? atoll(cap) : 0;
   const char *stream_k = getenv("TILEC_STREAM_K");
-  ctx->stream_k_auto = stream_k && strcmp(stream_k, "auto") == 0;
+  /* stream-K where it pays (rt_gpu.c) unless $TILEC_STREAM_K is 0 (never)
+   * or 1 (every build: rt_compile.c) */
+  ctx->stream_k_auto = !stream_k || (strcmp(stream_k, "0") != 0 && strcmp(stream_k, "1") != 0);
   ctx->cache_dir = resolve_cache_dir(cfg);
   if (!ctx->cc) {
     tilert_context_destroy(ctx);

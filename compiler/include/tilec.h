@@ -156,6 +156,10 @@ typedef struct TilecKernelInfo {
    * launches of it must not run at the same time (tilert orders launches
    * on different streams one after the other). */
   int stream_k;
+  /* CUDA sm_90a: a persistent GEMM that pass stream-k splits, or would
+   * split with TilecOptions.stream_k: the runtime's stream-K build serves
+   * its launches with a thin last wave ($TILEC_STREAM_K, tilert). */
+  int stream_k_able;
 } TilecKernelInfo;
 
 /* The tiles a persistent kernel built with fast_division may walk

@@ -331,41 +331,61 @@ static void guard_epilogue(IrModule *m, Unit *u, IrBuffer *acc) {
   }
 }
 
-static bool split_kernel(IrModule *m, IrKernel *k) {
+/* Everything the rewrite needs, found without changing the kernel. */
+typedef struct Split {
+  IrStmt *roles;
+  Unit prod, cons;
+  IrBuffer *acc;
+  const IrExpr *n;  /* a clone: the loops' own trees are rewritten */
+  Plan plan;
+} Split;
+
+static bool plan_split(IrModule *m, const IrKernel *k, Split *sp) {
   if (!k->persistent || k->cluster > 1) return false;
-  IrStmt *roles = NULL;
+  sp->roles = NULL;
   for (int i = 0; i < k->body->u.seq.n; i++)
-    if (k->body->u.seq.items[i]->kind == IR_STMT_WARP_ROLES) roles = k->body->u.seq.items[i];
-  if (!roles) return false;
-  Unit prod = {tile_loop(roles->u.roles.producer), NULL, -1};
-  Unit cons = {tile_loop(roles->u.roles.consumer), NULL, -1};
-  IrBuffer *acc = NULL;
-  if (!prod.loop || !cons.loop || !plan_producer(&prod) || !plan_consumer(&cons, &acc)) return false;
-  const IrExpr *n = cons.k_loop->u.for_.extent;
-  if (!ir_expr_equal(n, prod.k_loop->u.for_.extent) ||
-      !ir_expr_equal(prod.loop->u.for_.extent, cons.loop->u.for_.extent))
+    if (k->body->u.seq.items[i]->kind == IR_STMT_WARP_ROLES) sp->roles = k->body->u.seq.items[i];
+  if (!sp->roles) return false;
+  sp->prod = (Unit){tile_loop(sp->roles->u.roles.producer), NULL, -1};
+  sp->cons = (Unit){tile_loop(sp->roles->u.roles.consumer), NULL, -1};
+  sp->acc = NULL;
+  if (!sp->prod.loop || !sp->cons.loop || !plan_producer(&sp->prod) || !plan_consumer(&sp->cons, &sp->acc))
+    return false;
+  const IrExpr *n = sp->cons.k_loop->u.for_.extent;
+  if (!ir_expr_equal(n, sp->prod.k_loop->u.for_.extent) ||
+      !ir_expr_equal(sp->prod.loop->u.for_.extent, sp->cons.loop->u.for_.extent))
     return false;
   /* The fix-up moves acc as float4 per thread (tc_sk_fixup). */
-  if ((acc->layout.rows_local * acc->layout.cols_local) % 4) return false;
-  n = ir_expr_clone(m, n); /* the loops' own trees are rewritten below */
-  Plan plan = {0};
-  if (!ring_advances_by(&prod, n) || !ring_advances_by(&cons, n) || !plan_tail_releases(m, &cons, n, &plan))
-    return false;
-  /* The producer's unit walk (tc_sk_next) needs registers its 24 do not
-   * hold (ptxas spilled in the k-loop): 40, as CUTLASS's producers keep. */
-  roles->u.roles.producer_regs = STREAM_K_PRODUCER_REGS;
-  roles->u.roles.consumer_regs = pass_consumer_registers(k->producer_warp * 32, STREAM_K_PRODUCER_REGS);
-  make_units(m, &prod, n);
-  make_units(m, &cons, n);
-  rewrite_tail_releases(m, &cons, &plan);
-  offset_copies(m, &prod);
-  guard_epilogue(m, &cons, acc);
-  return true;
+  if ((sp->acc->layout.rows_local * sp->acc->layout.cols_local) % 4) return false;
+  sp->n = ir_expr_clone(m, n);
+  sp->plan = (Plan){0};
+  return ring_advances_by(&sp->prod, sp->n) && ring_advances_by(&sp->cons, sp->n) &&
+         plan_tail_releases(m, &sp->cons, sp->n, &sp->plan);
 }
 
+static void split_kernel(IrModule *m, const IrKernel *k, Split *sp) {
+  /* The producer's unit walk (tc_sk_next) needs registers its 24 do not
+   * hold (ptxas spilled in the k-loop): 40, as CUTLASS's producers keep. */
+  sp->roles->u.roles.producer_regs = STREAM_K_PRODUCER_REGS;
+  sp->roles->u.roles.consumer_regs = pass_consumer_registers(k->producer_warp * 32, STREAM_K_PRODUCER_REGS);
+  make_units(m, &sp->prod, sp->n);
+  make_units(m, &sp->cons, sp->n);
+  rewrite_tail_releases(m, &sp->cons, &sp->plan);
+  offset_copies(m, &sp->prod);
+  guard_epilogue(m, &sp->cons, sp->acc);
+}
+
+/* Without the option the kernels stay whole; those the pass would split
+ * are marked (IrKernel.stream_k_able), so the runtime knows which
+ * launches a stream-K build could serve ($TILEC_STREAM_K=auto). */
 bool pass_stream_k(IrModule *m, const PassOptions *opts, Diag *diag) {
   (void)diag;
-  if (opts->target != TILEC_TARGET_SM90A || !opts->stream_k) return true;
-  for (int i = 0; i < m->nkernels; i++) split_kernel(m, m->kernels[i]);
+  if (opts->target != TILEC_TARGET_SM90A) return true;
+  for (int i = 0; i < m->nkernels; i++) {
+    IrKernel *k = m->kernels[i];
+    Split sp;
+    k->stream_k_able = plan_split(m, k, &sp);
+    if (k->stream_k_able && opts->stream_k) split_kernel(m, k, &sp);
+  }
   return true;
 }

@@ -101,6 +101,7 @@ class TilecKernelInfo(ctypes.Structure):
         ("pdl_sync", ctypes.c_int),
         ("fast_division", ctypes.c_int),
         ("stream_k", ctypes.c_int),
+        ("stream_k_able", ctypes.c_int),
     ]
 
 

@@ -47,14 +47,20 @@
  * the same time; the runtime orders launches on different streams
  * (rt_gpu.c, TilertKernel.stream_k_done): docs/gpu-codegen.md, "Stream-K".
  *
- * Split only where it pays: each block's share R n / P must be at least
- * TC_SK_MIN_SAVED iterations shorter than a whole tile, since publishing and
- * adding a 128 x 256 f32 partial costs a few iterations' time. And only
+ * Split only where it pays (tc_sk_pays): each block saves n (P - R) / P
+ * iterations (R the last wave's tiles; with the +1-wave rule the same),
+ * and the split costs TC_SK_MIN_SAVED iterations (publishing and adding a
+ * partial) plus n / TC_SK_SLOW_DIV (the split phase runs slower than whole
+ * tiles: its blocks no longer ask for the same k-slice together). The
+ * defaults, 12 and 2, fit what an H100 measured on 128 x 256 bf16 tiles
+ * (session 24: gains at n = 64 and 128 with R / P up to 0.24, losses at
+ * n = 16 and 32); tests that need small splits build with
+ * -DTC_SK_MIN_SAVED=4 -DTC_SK_SLOW_DIV=0 ($TILEC_NVRTC_FLAGS). And only
  * with P <= TC_SK_SLOTS blocks (one partial slot each).
  *
- * Experimental, off by default (TilecOptions.stream_k, $TILEC_STREAM_K=1):
- * measured slower on an H100 at every shape it splits (docs/gpu-codegen.md,
- * "Stream-K").
+ * The runtime runs the stream-K build by default for the launches with a
+ * thin last wave ($TILEC_STREAM_K unset or auto; 1 builds every kernel
+ * with it, 0 none): docs/gpu-codegen.md, "Stream-K".
  *
  * The scheduling half is C-compatible: tests/unit/test_stream_k.c includes
  * it on the host (TC_DEVICE = static inline) and checks every split covers
@@ -67,7 +73,14 @@
 #endif
 
 #define TC_SK_SLOTS 160
-#define TC_SK_MIN_SAVED 4
+#define TC_SK_DEFAULT_MIN_SAVED 12
+#define TC_SK_DEFAULT_SLOW_DIV 2
+#ifndef TC_SK_MIN_SAVED
+#define TC_SK_MIN_SAVED TC_SK_DEFAULT_MIN_SAVED
+#endif
+#ifndef TC_SK_SLOW_DIV
+#define TC_SK_SLOW_DIV TC_SK_DEFAULT_SLOW_DIV
+#endif
 
 /* The split of one launch: T tiles of n k-iterations on P blocks, of which
  * the first R are split. In 32-bit unsigned arithmetic (a 64-bit division
@@ -89,13 +102,21 @@ TC_DEVICE unsigned tc_sk_split_tiles(unsigned tiles, unsigned blocks) {
   return 2 * r < blocks ? r + blocks : r;
 }
 
+/* Whether splitting pays for a last wave of r tiles of n iterations on p
+ * blocks: the saving n (p - r) / p at least min_saved + n / slow_div
+ * (slow_div 0: no such term). In 64 bits: n up to 2^31, p up to
+ * TC_SK_SLOTS. */
+TC_DEVICE int tc_sk_pays(long long n, long long p, long long r, long long min_saved, long long slow_div) {
+  if (slow_div <= 0) return (p - r) * n >= min_saved * p;
+  return slow_div * (p - r) * n >= p * (slow_div * min_saved + n);
+}
+
 TC_DEVICE tc_sk_split tc_sk_split_of(long long tiles, long long k_iters, long long blocks) {
   tc_sk_split p = {(unsigned)k_iters, (unsigned)blocks, 0, 0, 0};
   if (tiles > blocks && blocks <= TC_SK_SLOTS && k_iters > 0 && tiles < (1LL << 31) && k_iters < (1LL << 31)) {
     const unsigned r = (unsigned)tiles % (unsigned)blocks;
     const long long split_iters = (long long)tc_sk_split_tiles((unsigned)tiles, (unsigned)blocks) * k_iters;
-    /* each block saves n - R n / P iterations over a whole last-wave tile */
-    if (r > 0 && split_iters < (1LL << 31) && (blocks - r) * k_iters >= TC_SK_MIN_SAVED * blocks) {
+    if (r > 0 && split_iters < (1LL << 31) && tc_sk_pays(k_iters, blocks, r, TC_SK_MIN_SAVED, TC_SK_SLOW_DIV)) {
       p.split_iters = (unsigned)split_iters;
       p.per_block = (unsigned)split_iters / (unsigned)blocks;
       p.spare = (unsigned)split_iters % (unsigned)blocks;

@@ -15,6 +15,8 @@ import sys
 
 os.environ["TILEC_STREAM_K"] = "1"          # read when the context is made
 os.environ["TILEC_PERSISTENT_BLOCKS"] = "7"
+# the split rule of any saving of 4 iterations (tests/CMakeLists.txt, TILEC_SK_SMALL_SPLITS)
+os.environ["TILEC_NVRTC_FLAGS"] = "-DTC_SK_MIN_SAVED=4 -DTC_SK_SLOW_DIV=0"
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 try:
     import torch

@@ -13,12 +13,17 @@
  * -DTC_SK_PHASE_ORDER=0, fails that check). Mutating the header (an
  * off-by-one in a range or a part walk) fails it.
  *
- * The header is included as it is, its functions made host functions. */
+ * The header is included as it is, its functions made host functions, with
+ * the split rule the GPU tests use (small splits pay: TC_SK_MIN_SAVED 4, no
+ * slowdown term); the default rule's choices on shapes measured on an H100
+ * are checked apart (check_default_rule). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TC_DEVICE static inline
+#define TC_SK_MIN_SAVED 4
+#define TC_SK_SLOW_DIV 0
 #include "../../runtime/device/tilec_stream_k.cuh"
 
 static long failures;
@@ -38,7 +43,7 @@ typedef struct Unit {
 static void check_launch(int T, int n, int P) {
   const tc_sk_split sp = tc_sk_split_of(T, n, P);
   const int r = T % P;
-  const int expect_split = T > P && P <= TC_SK_SLOTS && n > 0 && r > 0 && (long long)(P - r) * n >= TC_SK_MIN_SAVED * P;
+  const int expect_split = T > P && P <= TC_SK_SLOTS && n > 0 && r > 0 && (long long)(P - r) * n >= 4LL * P;
   EXPECT((sp.split_iters != 0) == expect_split, "T %d n %d P %d: split %u, expected %d", T, n, P, sp.split_iters,
          expect_split);
   /* split tiles: the last partial wave's, or with fewer than P / 2 of them one whole wave more */
@@ -133,9 +138,31 @@ static void check_launch(int T, int n, int P) {
   free(done_at);
 }
 
+/* The default rule (TC_SK_DEFAULT_*) splits where the H100 measured a gain
+ * and not where it measured a loss (session 24, 128 x 256 bf16 tiles on
+ * 132 SMs, time against the whole-tile build): M x N x K -> T tiles, R the
+ * last wave's, n = K / 64. */
+static void check_default_rule(void) {
+  static const struct {
+    const char *shape;
+    int T, n, pays;
+  } cases[] = {
+      {"4352x4096x4096 (-3.2 %)", 544, 64, 1},  {"2176x4096x4096 (-6.8 %)", 272, 64, 1},
+      {"4352x8192x8192 (-1.3 %)", 1088, 128, 1}, {"2304x2048x8192 (-21 %)", 144, 128, 1},
+      {"4608x4096x2048 (+6.0 %)", 576, 32, 0},  {"4352x4096x1024 (+8.1 %)", 544, 16, 0},
+      {"4096x4096x4096 (R 116)", 512, 64, 0},   {"8192x8192x8192 (R 68)", 2048, 128, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int P = 132, R = cases[i].T % P;
+    const int pays = tc_sk_pays(cases[i].n, P, R, TC_SK_DEFAULT_MIN_SAVED, TC_SK_DEFAULT_SLOW_DIV);
+    EXPECT(pays == cases[i].pays, "%s: the default rule %s", cases[i].shape, pays ? "splits" : "does not split");
+  }
+}
+
 int main(void) {
+  check_default_rule();
   /* The shapes the benchmarks run (128 x 256 tiles, 64-wide k-blocks, 132 SMs). */
-  check_launch(512, 64, 132);  /* 4096^3: 116 split tiles */
+  check_launch(512, 64, 132);  /* 4096^3: 116 split tiles (with the tests' rule) */
   check_launch(544, 64, 132);  /* 4352 x 4096 x 4096: 16 split tiles over 132 blocks */
   check_launch(528, 64, 132);  /* 4224: whole waves, no split */
   check_launch(2048, 128, 132);

@@ -1072,15 +1072,11 @@ static void test_tma_only_info(void) {
   if (len) CHECK(compile_tma_only("gemm.tile", text, len, TILEC_TARGET_SM90A, all));
 }
 
-/* examples/flash_attention.tile's CUDA for sm_90a with these -D values and
- * shape class; NULL (diagnostics printed) when it does not compile. The
- * caller destroys *r either way. */
-static const char *flagship_sm90a(const TilecDefine *d, int nd, unsigned shape_class, TilecResult **r) {
-  static char text[16384];
-  static size_t len;
-  if (!len) len = read_example("flash_attention.tile", text, sizeof text);
-  *r = NULL;
-  if (!len) return NULL;
+/* CUDA sm_90a of text with these -D values, shape class and stream-K on or
+ * off; checks that it compiled (diagnostics printed where not). The caller
+ * destroys the result. */
+static TilecResult *compile_sm90a(const char *name, const char *text, const TilecDefine *d, int nd,
+                                  unsigned shape_class, bool stream_k) {
   TilecOptions o;
   tilec_options_init(&o);
   o.emit = TILEC_EMIT_CUDA;
@@ -1088,10 +1084,23 @@ static const char *flagship_sm90a(const TilecDefine *d, int nd, unsigned shape_c
   o.defines = d;
   o.ndefines = nd;
   o.shape_class = shape_class;
-  const int rc = tilec_compile("flash_attention.tile", text, len, &o, r);
+  o.stream_k = stream_k;
+  TilecResult *r = NULL;
+  const int rc = tilec_compile(name, text, strlen(text), &o, &r);
   CHECK(rc == 0);
-  if (rc != 0) fprintf(stderr, "%s", tilec_result_diagnostics(*r));
-  return rc == 0 ? tilec_result_output(*r) : NULL;
+  if (rc != 0) fprintf(stderr, "%s: %s", name, tilec_result_diagnostics(r));
+  return r;
+}
+
+/* examples/flash_attention.tile's CUDA for sm_90a with these -D values and
+ * shape class; NULL when it does not compile. The caller destroys *r
+ * either way. */
+static const char *flagship_sm90a(const TilecDefine *d, int nd, unsigned shape_class, TilecResult **r) {
+  static char text[16384];
+  *r = NULL;
+  if (!text[0] && !read_example("flash_attention.tile", text, sizeof text)) return NULL;
+  *r = compile_sm90a("flash_attention.tile", text, d, nd, shape_class, false);
+  return tilec_result_output(*r);
 }
 
 /* The flagship at dim 128 on sm_90a is persistent whether seq_len is
@@ -1404,16 +1413,7 @@ static void test_stream_k_option(void) {
   for (int on = 0; on < 2; on++)
     for (int which = 0; which < 2; which++) {
       TilecDefine d[] = {{"dtype", "bf16"}};
-      TilecOptions o;
-      tilec_options_init(&o);
-      o.emit = TILEC_EMIT_CUDA;
-      o.target = TILEC_TARGET_SM90A;
-      o.defines = d;
-      o.ndefines = 1;
-      o.stream_k = on;
-      const char *text = which ? fa : gemm;
-      CHECK(tilec_compile(which ? "flash_attention.tile" : "gemm.tile", text, strlen(text), &o,
-                          &results[on][which]) == 0);
+      results[on][which] = compile_sm90a(which ? "flash_attention.tile" : "gemm.tile", which ? fa : gemm, d, 1, 0, on);
       outputs[on][which] = tilec_result_output(results[on][which]);
     }
   const char *plain = outputs[0][0], *sk = outputs[1][0];
@@ -1443,15 +1443,7 @@ static void test_stream_k_option(void) {
   static const char *const bound_k[] = {"256", "1000", "4096"};
   for (int i = 0; i < 3; i++) {
     TilecDefine d[] = {{"dtype", "bf16"}, {"K", bound_k[i]}};
-    TilecOptions o;
-    tilec_options_init(&o);
-    o.emit = TILEC_EMIT_CUDA;
-    o.target = TILEC_TARGET_SM90A;
-    o.defines = d;
-    o.ndefines = 2;
-    o.stream_k = true;
-    TilecResult *r = NULL;
-    CHECK(tilec_compile("gemm.tile", gemm, strlen(gemm), &o, &r) == 0);
+    TilecResult *r = compile_sm90a("gemm.tile", gemm, d, 2, 0, true);
     const char *code = tilec_result_output(r);
     CHECK(code && strstr(code, "while (tc_sk_next(&tc_sk, "));
     CHECK(code && strstr(code, "A_shared_empty + (((pipe_base + (k_len - 1LL)) % 4LL))"));

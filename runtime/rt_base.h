@@ -101,7 +101,7 @@ typedef enum RtBuild {
   RT_BUILD_DEFAULT,
   RT_BUILD_NO_TMA,  /* TilecOptions.no_tma: for tensors TMA cannot take */
   RT_BUILD_CLUSTER, /* TilecOptions.cluster_multicast: for GEMMs whose rows split L2 lines */
-  RT_BUILD_STREAM_K /* TilecOptions.stream_k: for persistent launches with a thin last wave ($TILEC_STREAM_K=auto) */
+  RT_BUILD_STREAM_K /* TilecOptions.stream_k: for GEMM launches with a thin last wave (unless $TILEC_STREAM_K=0) */
 } RtBuild;
 
 /* tilec_compile with the given emit/target and build; a failure becomes

@@ -27,9 +27,9 @@ TilertStatus rt_compile_tile(TilertContext *ctx, const char *name, const char *t
    * default); $TILEC_FAST_DIVISION=0 builds hardware division instead. */
   const char *fastdiv = getenv("TILEC_FAST_DIVISION");
   opt.fast_division = !(fastdiv && strcmp(fastdiv, "0") == 0);
-  /* Stream-K for a persistent GEMM's last wave (TilecOptions.stream_k,
-   * experimental, off by default): $TILEC_STREAM_K=1 for every build;
-   * =auto only for the build rt_gpu_launch picks for thin last waves. */
+  /* Stream-K for a persistent GEMM's last wave (TilecOptions.stream_k):
+   * $TILEC_STREAM_K=1 for every build; otherwise only the build
+   * rt_gpu_launch makes for thin last waves (none with =0). */
   const char *stream_k = getenv("TILEC_STREAM_K");
   opt.stream_k = build == RT_BUILD_STREAM_K || (stream_k && strcmp(stream_k, "1") == 0);
   TilecResult *res = NULL;

@@ -67,11 +67,14 @@ typedef struct TilecOptions {
                                (runtime/device/tilec_fastdiv.cuh; dim 64 causal 4096
                                0.988 -> 1.009x cuDNN on an H100); the runtime turns it
                                off for $TILEC_FAST_DIVISION=0 */
-  bool stream_k;            /* sm_90a, experimental: a persistent GEMM splits the
-                               k-iterations of its last partial wave of tiles evenly over
-                               the blocks (pass stream-k). Off by default: measured slower
-                               on an H100 at every split shape (docs/gpu-codegen.md,
-                               "Stream-K"); the runtime sets it from $TILEC_STREAM_K=1 */
+  bool stream_k;            /* sm_90a: a persistent GEMM splits the k-iterations of its
+                               last partial wave of tiles evenly over the blocks (pass
+                               stream-k) where that pays (decided per launch on the
+                               device). Off by default in the compiler: whole tiles are
+                               faster where the last wave is full. The runtime builds a
+                               second module with it for launches with a thin last wave
+                               (TilecKernelInfo.stream_k_able; $TILEC_STREAM_K=0 never,
+                               =1 every build): docs/gpu-codegen.md, "Stream-K" */
   unsigned shape_class;     /* which way each shape choice goes in this build: bit i
                                set = condition i holds (docs/language.md, "Shape
                                choices"); 0, every condition false, by default */

@@ -30,8 +30,11 @@
  * all is the device's choice (the grid and tile count are known only
  * there): without a split every unit is a whole tile and the fix-up does
  * nothing, so the kernel runs as before.
- * Runs only with TilecOptions.stream_k (off by default: measured slower on
- * an H100 at every split shape, docs/gpu-codegen.md "Stream-K"). */
+ * Rewrites only with TilecOptions.stream_k (off in the compiler: whole
+ * tiles are faster where the last wave is full); without it, marks the
+ * kernels it would rewrite (IrKernel.stream_k_able), for which the runtime
+ * makes a stream-K build to run launches with a thin last wave
+ * (docs/gpu-codegen.md "Stream-K"). */
 #include "passes.h"
 #include "../simplify.h"
 

@@ -154,13 +154,15 @@ class KernelInfo:
     cluster (blocks per cluster: 2 when the persistent kernel runs its tiles
     in pairs that share multicast TMA loads, else 0), pdl_sync (sm_90a: the
     kernel says pdl_sync(), so the runtime launches it with programmatic
-    stream serialization), stream_k (sm_90a, $TILEC_STREAM_K: the kernel
+    stream serialization), stream_k (sm_90a, a stream-K build: the kernel
     splits its last wave over its blocks through its module's workspace; the
-    runtime orders its launches on different streams one after another).
+    runtime orders its launches on different streams one after another),
+    stream_k_able (sm_90a: a GEMM the runtime serves with its stream-K build
+    where the last wave is thin, unless $TILEC_STREAM_K=0).
     """
 
     __slots__ = ("name", "entry", "params", "dynamic_symbols", "threads", "shared_bytes", "persistent", "cluster",
-                 "pdl_sync", "stream_k")
+                 "pdl_sync", "stream_k", "stream_k_able")
 
     def __init__(self, raw):
         self.name = _s(raw.name)
@@ -191,6 +193,7 @@ class KernelInfo:
         self.cluster = int(raw.cluster)
         self.pdl_sync = bool(raw.pdl_sync)
         self.stream_k = bool(raw.stream_k)
+        self.stream_k_able = bool(raw.stream_k_able)
 
     @property
     def param_names(self):

@@ -70,6 +70,7 @@ def test_flash_attention_info():
         assert info.threads == 64, info.threads
         assert info.shared_bytes >= 0
         assert info.persistent is False  # the C backend: one call runs the grid
+        assert info.stream_k is False and info.stream_k_able is False  # sm_90a GEMMs only
         assert "flash_attention(Q: f16[batch, seq_len, heads, 64]" in repr(info)
         # seq_len bound: no longer dynamic
         k2 = ctx.load(harness.example("flash_attention.tile"),

@@ -228,6 +228,13 @@ bool tilec_result_grid_of(const TilecResult *r, int kernel, const int64_t *dyn, 
   return ok;
 }
 
+bool tilec_result_stream_k_iters_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
+                                    int64_t *iters) {
+  const IrKernel *k = r->module->kernels[kernel];
+  DynEnv env = {k, dyn, params};
+  return k->stream_k_iters && ir_eval_int(k->stream_k_iters, dyn_value, &env, iters);
+}
+
 bool tilec_result_shape_class_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
                                  unsigned *holds, unsigned *owned) {
   const IrKernel *k = r->module->kernels[kernel];

@@ -501,12 +501,16 @@ TilertStatus rt_gpu_load(TilertContext *ctx, const char *name, const char *text,
                   out);
 }
 
-/* A persistent launch of `tiles` tiles on `slots` blocks whose last wave is
- * thin: stream-K would split one whole wave more than the last
- * (tc_sk_split_tiles, the one place of the rule). */
-static bool thin_last_wave(int64_t tiles, int64_t slots) {
-  return tiles > slots && tiles % slots > 0 && tiles < (1LL << 31) &&
-         tc_sk_split_tiles((unsigned)tiles, (unsigned)slots) > (unsigned)(tiles % slots);
+/* Whether a persistent launch of `tiles` tiles of `iters` k-iterations
+ * (-1: unknown) on `slots` blocks is one the stream-K build serves: its
+ * last wave is thin (stream-K would split one whole wave more than the
+ * last: tc_sk_split_tiles) and the device's rule (tc_sk_split_of, the
+ * header's default rule) splits it. The header is the one place of both. */
+static bool stream_k_serves(int64_t tiles, int64_t iters, int64_t slots) {
+  if (tiles <= slots || tiles % slots == 0 || tiles >= (1LL << 31) ||
+      tc_sk_split_tiles((unsigned)tiles, (unsigned)slots) == (unsigned)(tiles % slots))
+    return false;
+  return iters < 0 || tc_sk_split_of(tiles, iters, slots).split_iters != 0;
 }
 
 static const char *build_name(RtBuild build) {
@@ -607,6 +611,10 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
   for (int i = 0; i < np; i++)
     scalars[i] = args[i].kind == TILERT_ARG_INT ? args[i].i : args[i].kind == TILERT_ARG_FLOAT ? (int64_t)args[i].f : 0;
   bool grid_ok = tilec_result_grid_of(mod->result, k->index, dv, scalars, grid);
+  /* A GEMM's k-iterations per tile, for the stream-K choice (-1: unknown) */
+  int64_t sk_iters = -1;
+  if (!info->stream_k_able || !tilec_result_stream_k_iters_of(mod->result, k->index, dv, scalars, &sk_iters))
+    sk_iters = -1;
   if (scalars != scalar_stack) free(scalars);
   if (!grid_ok) {
     st = rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: its grid could not be evaluated from the launch's arguments",
@@ -716,14 +724,13 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
      * stream-K split at small sizes; a GPU of fewer SMs). */
     if (ctx->persistent_cap && info->cluster <= 1 && ctx->persistent_cap < slots) slots = ctx->persistent_cap;
     if (ctx->stream_k_auto && mod->rebuild && !mod->rebuild->stream_k_none && info->cluster <= 1 &&
-        info->stream_k_able && !info->stream_k && thin_last_wave(tiles, slots)) {
+        info->stream_k_able && !info->stream_k && stream_k_serves(tiles, sk_iters, slots)) {
       /* By default ($TILEC_STREAM_K unset or auto) a GEMM whose last wave
        * fills fewer than half the slots (a whole wave for a few tiles) runs
-       * the stream-K build, which splits the last R + P tiles where the
-       * saving outweighs the split's cost (tc_sk_split_of: that needs the
-       * k-iterations, known only on the device). Where the last wave is
-       * fuller stream-K loses, so those stay here. Measured on an H100,
-       * docs/gpu-codegen.md "Stream-K". */
+       * the stream-K build where it splits the last R + P tiles: where the
+       * saving outweighs the split's cost (tc_sk_split_of; the k-iterations
+       * from the kernel's stream_k_iters). Elsewhere whole tiles are
+       * faster. Measured on an H100, docs/gpu-codegen.md "Stream-K". */
       TilertKernel *alt = NULL;
       st = other_build_kernel(k, RT_BUILD_STREAM_K, &alt);
       if (st != TILERT_OK || !alt->info->stream_k) {

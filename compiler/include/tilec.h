@@ -196,6 +196,13 @@ void tilec_result_grid(const TilecResult *r, int kernel, const int64_t *dyn, int
  * False when some dimension names a value it was not given. */
 bool tilec_result_grid_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
                           int64_t grid[3]);
+/* A stream_k_able kernel's k-iterations per tile for these values (as
+ * tilec_result_grid_of): what the device's split rule needs
+ * (runtime/device/tilec_stream_k.cuh), so the runtime can tell before a
+ * launch whether its stream-K build would split. False for another kernel
+ * or a count it cannot evaluate. */
+bool tilec_result_stream_k_iters_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
+                                    int64_t *iters);
 /* Shape choices (docs/language.md): the conditions on launch-time shapes
  * that kernel `kernel`'s const defaults test. *owned gets the bits of the
  * module's shape class its conditions own, *holds those whose condition

@@ -388,6 +388,7 @@ bool pass_stream_k(IrModule *m, const PassOptions *opts, Diag *diag) {
     IrKernel *k = m->kernels[i];
     Split sp;
     k->stream_k_able = plan_split(m, k, &sp);
+    k->stream_k_iters = k->stream_k_able ? ir_expr_clone(m, sp.n) : NULL;
     if (k->stream_k_able && opts->stream_k) split_kernel(m, k, &sp);
   }
   return true;

@@ -1426,11 +1426,17 @@ static void test_stream_k_option(void) {
   CHECK(sk && strstr(sk, "tc_setmaxnreg_dec<40>()") && strstr(sk, "tc_setmaxnreg_inc<232>()"));
   CHECK(outputs[0][1] && outputs[1][1] && strcmp(outputs[0][1], outputs[1][1]) == 0);
   /* Either way the GEMM is marked as one stream-K serves (the runtime's
-   * stream-K build for thin last waves), the flagship is not. */
+   * stream-K build for thin last waves), with its k-iterations per tile
+   * for the runtime's choice; the flagship is not. */
   for (int on = 0; on < 2; on++) {
     const TilecKernelInfo *g = tilec_result_kernel(results[on][0], 0), *f = tilec_result_kernel(results[on][1], 0);
     CHECK(g && g->stream_k_able == 1 && g->stream_k == on);
     CHECK(f && f->stream_k_able == 0 && f->stream_k == 0);
+    int64_t dyn[8] = {0}, iters = -1;
+    for (int i = 0; g && i < g->ndynamic && i < 8; i++)
+      dyn[i] = strcmp(g->dynamic_symbols[i], "K") == 0 ? 4000 : 1000;
+    CHECK(tilec_result_stream_k_iters_of(results[on][0], 0, dyn, NULL, &iters) && iters == 63); /* ceil(4000 / 64) */
+    CHECK(!tilec_result_stream_k_iters_of(results[on][1], 0, dyn, NULL, &iters));
   }
   for (int on = 0; on < 2; on++)
     for (int which = 0; which < 2; which++) tilec_result_destroy(results[on][which]);

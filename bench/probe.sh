@@ -33,6 +33,11 @@
 #              requests and lookups, to test session 23's reading that the
 #              lockstepped whole-tile waves have their k-slice requests
 #              served together (stream-K: 65 % more L2 read sectors);
+#   skdefault  stream-K by default (session 24): the stream-K gpu tests
+#              (stream_k_auto7 reworked for the host's choice, not yet run),
+#              FP8 8192^3 with TILEC_STREAM_K=0 and unset (a last wave of 4:
+#              now the stream-K build, unmeasured), and 4352 x 4096 x 1024 /
+#              4096 in alternation (the first stays on the default build now);
 #   cluster    ncu of gemm.tile at 4096^3 with and without 2-block
 #              clusters ($TILEC_CLUSTER_MULTICAST), and of cuBLAS: L2 and
 #              DRAM traffic (multicast raised L2 read sectors 25 %; cuBLAS
@@ -127,6 +132,21 @@ for step in "$@"; do
         echo "== TILEC_STREAM_K=$sk"
         grep -E 'duration|lts__|dram__' "$OUT/skl2-$sk.txt"
       done ;;
-    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves, skauto, skl2)" >&2; exit 2 ;;
+    skdefault)
+      ctest --test-dir build -j6 -L gpu -R 'stream_k|streams' --timeout 200 --output-on-failure >"$OUT/skdefault-tests.log" 2>&1
+      echo "== stream-K gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/skdefault-tests.log" | tail -1)"
+      grep -E '\*\*\*Failed|Timeout' "$OUT/skdefault-tests.log"
+      for mode in 0 default; do
+        if [ $mode = 0 ]; then export TILEC_STREAM_K=0; else unset TILEC_STREAM_K; fi
+        python3 bench/bench_gemm.py --dtypes "" --fp8 --fp8-shapes 8192x8192x8192 --rounds 3 \
+          --out-dir "$OUT/fp8-sk$mode" >"$OUT/fp8-sk$mode.log" 2>&1
+        echo "== FP8 8192^3, TILEC_STREAM_K=$mode"
+        grep -h '^| fp8' "$OUT"/fp8-sk$mode/*-gemm.md
+      done
+      unset TILEC_STREAM_K
+      python3 bench/bench_alternating.py --gemm --rep-ms 400 --out-dir "$OUT/skdefault" \
+        --shapes 4352x4096x1024,4352x4096x4096 >"$OUT/skdefault.log" 2>&1
+      grep -E '^\||Worst' "$OUT"/skdefault/*-alternating.md ;;
+    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves, skauto, skl2, skdefault)" >&2; exit 2 ;;
   esac
 done

@@ -564,10 +564,10 @@ typedef struct IrKernel {
                            resident slot (TilecKernelInfo.persistent) */
   int cluster;          /* pass persistent: blocks per cluster (2: pairs of tiles
                            along grid y sharing their multicast rings); 0 = none */
-  bool stream_k_able;   /* pass stream-k: a persistent GEMM it splits (or, without
-                           TilecOptions.stream_k, would split) */
-  IrExpr *stream_k_iters; /* stream_k_able: its tiles' k-iterations (the k-loop's
-                             trip count, over shape symbols) */
+  IrExpr *stream_k_iters; /* pass stream-k: set on a persistent GEMM it splits (or,
+                             without TilecOptions.stream_k, would split): its
+                             tiles' k-iterations (the k-loop's trip count, over
+                             shape symbols); NULL otherwise */
   int ntma_maps;
   /* Shape choices (sema): conditions on dynamic shape symbols that const
    * defaults test, e.g. seq_len >= 8192 in block_M's default. This build

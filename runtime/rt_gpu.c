@@ -58,7 +58,7 @@
 #include "rt_tma.h"
 
 /* The stream-K schedule's host-side half (C-compatible): which launches
- * $TILEC_STREAM_K=auto gives the stream-K build. */
+ * the stream-K build serves (stream_k_serves). */
 #define TC_DEVICE static inline
 #include "device/tilec_stream_k.cuh"
 
@@ -611,10 +611,11 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
   for (int i = 0; i < np; i++)
     scalars[i] = args[i].kind == TILERT_ARG_INT ? args[i].i : args[i].kind == TILERT_ARG_FLOAT ? (int64_t)args[i].f : 0;
   bool grid_ok = tilec_result_grid_of(mod->result, k->index, dv, scalars, grid);
-  /* A GEMM's k-iterations per tile, for the stream-K choice (-1: unknown) */
+  /* A GEMM's k-iterations per tile, for the stream-K choice below (-1:
+   * unknown, or no choice to make) */
+  const bool sk_choice = ctx->stream_k_auto && info->persistent && info->stream_k_able && !info->stream_k;
   int64_t sk_iters = -1;
-  if (!info->stream_k_able || !tilec_result_stream_k_iters_of(mod->result, k->index, dv, scalars, &sk_iters))
-    sk_iters = -1;
+  if (!sk_choice || !tilec_result_stream_k_iters_of(mod->result, k->index, dv, scalars, &sk_iters)) sk_iters = -1;
   if (scalars != scalar_stack) free(scalars);
   if (!grid_ok) {
     st = rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: its grid could not be evaluated from the launch's arguments",
@@ -723,8 +724,8 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
     /* $TILEC_PERSISTENT_BLOCKS=N caps the grid at N blocks (tests: a
      * stream-K split at small sizes; a GPU of fewer SMs). */
     if (ctx->persistent_cap && info->cluster <= 1 && ctx->persistent_cap < slots) slots = ctx->persistent_cap;
-    if (ctx->stream_k_auto && mod->rebuild && !mod->rebuild->stream_k_none && info->cluster <= 1 &&
-        info->stream_k_able && !info->stream_k && stream_k_serves(tiles, sk_iters, slots)) {
+    if (sk_choice && mod->rebuild && !mod->rebuild->stream_k_none && info->cluster <= 1 &&
+        stream_k_serves(tiles, sk_iters, slots)) {
       /* By default ($TILEC_STREAM_K unset or auto) a GEMM whose last wave
        * fills fewer than half the slots (a whole wave for a few tiles) runs
        * the stream-K build where it splits the last R + P tiles: where the

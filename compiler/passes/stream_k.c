@@ -32,7 +32,7 @@
  * nothing, so the kernel runs as before.
  * Rewrites only with TilecOptions.stream_k (off in the compiler: whole
  * tiles are faster where the last wave is full); without it, marks the
- * kernels it would rewrite (IrKernel.stream_k_able), for which the runtime
+ * kernels it would rewrite (IrKernel.stream_k_iters), for which the runtime
  * makes a stream-K build to run launches with a thin last wave
  * (docs/gpu-codegen.md "Stream-K"). */
 #include "passes.h"
@@ -239,12 +239,20 @@ static bool plan_tail_releases(IrModule *m, const Unit *cons, const IrExpr *n, P
   return true;
 }
 
-/* The role's trailing ring-counter stores advance by n: `x + n`. */
+/* Where the tile body's trailing ring-counter stores (local stores) begin. */
+static int ring_stores_begin(const IrStmt *body) {
+  int i = body->u.seq.n;
+  while (i > 0 && body->u.seq.items[i - 1]->kind == IR_STMT_STORE &&
+         body->u.seq.items[i - 1]->u.store.buf->scope == IR_SCOPE_LOCAL)
+    i--;
+  return i;
+}
+
+/* The role's ring-counter stores advance by n: `x + n`. */
 static bool ring_advances_by(const Unit *u, const IrExpr *n) {
   const IrStmt *body = u->loop->u.for_.body;
-  for (int i = body->u.seq.n - 1; i >= 0 && body->u.seq.items[i]->kind == IR_STMT_STORE; i--) {
+  for (int i = ring_stores_begin(body); i < body->u.seq.n; i++) {
     const IrExpr *v = body->u.seq.items[i]->u.store.value;
-    if (body->u.seq.items[i]->u.store.buf->scope != IR_SCOPE_LOCAL) break;
     if (v->kind != IR_EXPR_BINARY || v->u.op.op != IR_OP_ADD || !ir_expr_equal(v->u.op.b, n) ||
         ir_expr_contains(v->u.op.a, n))
       return false;
@@ -273,9 +281,8 @@ static void make_units(IrModule *m, Unit *u, const IrExpr *n) {
   IrExpr *k_len = ir_var_ref(m, loop->u.for_.k_len, loc);
   u->k_loop->u.for_.extent = ir_expr_clone(m, k_len);
   IrStmt *body = loop->u.for_.body;
-  for (int i = body->u.seq.n - 1; i >= 0 && body->u.seq.items[i]->kind == IR_STMT_STORE; i--) {
+  for (int i = ring_stores_begin(body); i < body->u.seq.n; i++) {
     IrStmt *s = body->u.seq.items[i];
-    if (s->u.store.buf->scope != IR_SCOPE_LOCAL) break;
     s->u.store.value = ir_binary(m, IR_OP_ADD, ir_expr_clone(m, s->u.store.value->u.op.a), ir_expr_clone(m, k_len), loc);
   }
   if (!ir_expr_is_int_const(n, NULL)) {
@@ -317,10 +324,9 @@ static void offset_copies(IrModule *m, Unit *u) {
 static void guard_epilogue(IrModule *m, Unit *u, IrBuffer *acc) {
   IrStmt *body = u->loop->u.for_.body;
   const SrcLoc loc = body->u.seq.items[u->k_guard]->loc;
-  int end = body->u.seq.n; /* the trailing ring-counter stores stay unconditional */
-  while (end > u->k_guard + 1 && body->u.seq.items[end - 1]->kind == IR_STMT_STORE &&
-         body->u.seq.items[end - 1]->u.store.buf->scope == IR_SCOPE_LOCAL)
-    end--;
+  /* the trailing ring-counter stores stay unconditional */
+  int end = ring_stores_begin(body);
+  if (end < u->k_guard + 1) end = u->k_guard + 1;
   IrStmt *post = ir_seq_new(m, loc);
   for (int i = u->k_guard + 1; i < end; i++) ir_seq_push(m, post, body->u.seq.items[i]);
   for (int i = end - 1; i > u->k_guard; i--) ir_seq_remove(body, i);
@@ -379,17 +385,17 @@ static void split_kernel(IrModule *m, const IrKernel *k, Split *sp) {
 }
 
 /* Without the option the kernels stay whole; those the pass would split
- * are marked (IrKernel.stream_k_able), so the runtime knows which
- * launches a stream-K build could serve ($TILEC_STREAM_K=auto). */
+ * are marked with their k-iterations (IrKernel.stream_k_iters), so the
+ * runtime knows which launches its stream-K build serves. */
 bool pass_stream_k(IrModule *m, const PassOptions *opts, Diag *diag) {
   (void)diag;
   if (opts->target != TILEC_TARGET_SM90A) return true;
   for (int i = 0; i < m->nkernels; i++) {
     IrKernel *k = m->kernels[i];
     Split sp;
-    k->stream_k_able = plan_split(m, k, &sp);
-    k->stream_k_iters = k->stream_k_able ? ir_expr_clone(m, sp.n) : NULL;
-    if (k->stream_k_able && opts->stream_k) split_kernel(m, k, &sp);
+    const bool able = plan_split(m, k, &sp);
+    k->stream_k_iters = able ? ir_expr_clone(m, sp.n) : NULL;
+    if (able && opts->stream_k) split_kernel(m, k, &sp);
   }
   return true;
 }

@@ -20,7 +20,7 @@
  * order). What phase order cannot give back is the lockstep of the
  * whole-tile waves, whose blocks ask for each k-slice together: L2 read
  * sectors stay 65 % up and the split phase slow (docs/gpu-codegen.md,
- * "Stream-K"; off by default for that).
+ * "Stream-K"; hence the n / 2 term of the split rule below).
  *
  * A finisher (at the end of its block's share) needs the next blocks'
  * first units, which end within their own shares: with every block at the

@@ -38,6 +38,10 @@
 #              FP8 8192^3 with TILEC_STREAM_K=0 and unset (a last wave of 4:
 #              now the stream-K build, unmeasured), and 4352 x 4096 x 1024 /
 #              4096 in alternation (the first stays on the default build now);
+#   kblock     gemm.tile's squares with 32-wide k-blocks (the same 192 KB ring
+#              in 8 stages: 50 % more bytes in flight while the consumers hold
+#              two stages; 6 and 7 stages, whose smaller ring leaves C's
+#              staging more slots) against the default, alternating;
 #   cluster    ncu of gemm.tile at 4096^3 with and without 2-block
 #              clusters ($TILEC_CLUSTER_MULTICAST), and of cuBLAS: L2 and
 #              DRAM traffic (multicast raised L2 read sectors 25 %; cuBLAS
@@ -147,6 +151,12 @@ for step in "$@"; do
       python3 bench/bench_alternating.py --gemm --rep-ms 400 --out-dir "$OUT/skdefault" \
         --shapes 4352x4096x1024,4352x4096x4096 >"$OUT/skdefault.log" 2>&1
       grep -E '^\||Worst' "$OUT"/skdefault/*-alternating.md ;;
-    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves, skauto, skl2, skdefault)" >&2; exit 2 ;;
+    kblock)
+      python3 bench/bench_alternating.py --gemm --rep-ms 600 --out-dir "$OUT/kblock" \
+        --shapes 4096x4096x4096,8192x8192x8192 \
+        --gemm-variant k32s8=block_K:32,num_stages:8 --gemm-variant k32s7=block_K:32,num_stages:7 \
+        --gemm-variant k32s6=block_K:32,num_stages:6 >"$OUT/kblock.log" 2>&1
+      grep -E '^\||Worst' "$OUT"/kblock/*-alternating.md ;;
+    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves, skauto, skl2, skdefault, kblock)" >&2; exit 2 ;;
   esac
 done

@@ -422,6 +422,12 @@ struct IrStmt {
                             fenced, a barrier, then stored by one thread; the
                             statement orders its own reuse of via (docs/
                             gpu-codegen.md, "Epilogue in rounds") */
+      IrBuffer *hold[2]; /* with via: TMA rings whose stage hold_stage the first
+                            rounds use as more slots (pass persistent: the k-loop's
+                            last stage, kept from its producer until the store has
+                            read it); nhold of them, NULL hold_stage: none */
+      int nhold;
+      IrExpr *hold_stage;
     } copy;
     struct {             /* MBAR_WAIT: the threads wait until the phase of mbarrier
                             bar[stage] with this parity has completed: for a full

@@ -435,9 +435,13 @@ struct IrStmt {
                             (parity = how many times the stage was filled before,
                             mod 2); for an empty one, its readers released it.
                             MBAR_ARRIVE: one arrival on bar[stage] per warp (lane 0)
-                            (parity unused) */
+                            (parity unused); after_stores: thread 0 alone, once its
+                            TMA stores have read their shared memory, arrives for
+                            all of bar's mbar_count warps (pass persistent: the
+                            release of a stage an epilogue held) */
       IrBuffer *bar;
       IrExpr *stage, *parity;
+      bool after_stores;
     } mbar_wait;
     struct {             /* STREAM_K_FIXUP (pass stream-k), in the consumers'
                             unit loop `loop` (a STREAM_K FOR), after acc's

@@ -489,7 +489,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
   case IR_STMT_MBAR_ARRIVE:
     sb_printf(sb, "mbar_arrive %s[", buf_name(p, s->u.mbar_wait.bar));
     print_expr(p, sb, s->u.mbar_wait.stage);
-    sb_puts(sb, "]");
+    sb_puts(sb, s->u.mbar_wait.after_stores ? "] after_stores" : "]");
     break;
   case IR_STMT_MBAR_WAIT:
     sb_printf(sb, "mbar_wait %s[", buf_name(p, s->u.mbar_wait.bar));

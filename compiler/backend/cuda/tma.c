@@ -252,12 +252,6 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
     cuda_indent(C, depth + 1);
     sb_puts(o, "}\n");
   }
-  if (nheld) { /* the stage goes back to the producer after this: its slots read */
-    cuda_indent(C, depth + 1);
-    sb_printf(o, "if (tc_tid == 0) tc_tma_store_wait_read<%lld>();  // the held stage's rounds have been read\n",
-              (long long)(nrounds - nheld));
-    writers_barrier(C, depth + 1);
-  }
   cuda_indent(C, depth);
   sb_puts(o, "}\n");
 }
@@ -344,6 +338,13 @@ void cuda_emit_mbar_arrive(Cuda *C, const IrStmt *s, int depth) {
   /* A ring shared by a cluster pair is refilled by both blocks' producers:
    * release it in both blocks. */
   const char *fn = s->u.mbar_wait.bar->mbar_cluster ? "tc_mbar_arrive_pair" : "tc_mbar_arrive";
+  if (s->u.mbar_wait.after_stores) { /* one thread for every warp, once its stores have read */
+    sb_printf(o, "if (tc_tid == 0) { tc_tma_store_wait_read(); tc_mbar_arrive_count(tc_smem_addr(%s + (",
+              s->u.mbar_wait.bar->name);
+    cuda_emit_expr(C, o, s->u.mbar_wait.stage);
+    sb_printf(o, ")), %d); }\n", s->u.mbar_wait.bar->mbar_count);
+    return;
+  }
   sb_printf(o, "__syncwarp(); if (tc_lane == 0) %s(tc_smem_addr(%s + (", fn, s->u.mbar_wait.bar->name);
   cuda_emit_expr(C, o, s->u.mbar_wait.stage);
   sb_puts(o, ")));\n");

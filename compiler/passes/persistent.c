@@ -867,6 +867,23 @@ static void release_last_stage(IrModule *m, const Plan *P) {
  * for the stream-K build (pass stream-k rewrites the releases after the
  * loop) or cluster pairs (the other block's producer waits on the release
  * too). */
+/* `if (tc_held[0] > 0) { mbar_arrive E[tc_held[0] - 1] after_stores (one per
+ * ring of `arrives`); tc_held[0] = 0 }`: the release of the stage an
+ * epilogue held (hold_last_stage), a fresh tree each time. */
+static IrStmt *release_held(IrModule *m, IrBuffer *mark, IrStmt *const *arrives, int n, SrcLoc loc) {
+  IrStmt *rel = ir_seq_new(m, loc);
+  for (int i = 0; i < n; i++) {
+    IrExpr *at[1] = {ir_int(m, 0, loc)};
+    IrExpr *stage = BIN(SUB, ir_load(m, mark, at, loc), ir_int(m, 1, loc));
+    IrStmt *a = pass_mbar_stmt(m, IR_STMT_MBAR_ARRIVE, arrives[i]->u.mbar_wait.bar, stage, NULL, loc);
+    a->u.mbar_wait.after_stores = true;
+    ir_seq_push(m, rel, a);
+  }
+  IrExpr *at[1] = {ir_int(m, 0, loc)}, *at2[1] = {ir_int(m, 0, loc)};
+  ir_seq_push(m, rel, ir_store_new(m, mark, at, ir_int(m, 0, loc), loc));
+  return ir_if_new(m, BIN(GT, ir_load(m, mark, at2, loc), ir_int(m, 0, loc)), rel, NULL, loc);
+}
+
 static void hold_last_stage(IrModule *m, IrKernel *k, const Plan *P) {
   IrStmt *cons = P->roles->u.roles.consumer, *tiles = NULL;
   int ti = 0;
@@ -933,28 +950,11 @@ static void hold_last_stage(IrModule *m, IrKernel *k, const Plan *P) {
   ir_seq_insert(m, k->body, 0, alloc);
   IrExpr *at0[1] = {ir_int(m, 0, loc)};
   ir_seq_insert(m, cons, ti - 1, ir_store_new(m, mark, at0, ir_int(m, 0, loc), loc));
-  /* the release of a held stage: `if (tc_held[0] > 0) { mbar_arrive E[tc_held[0] - 1] after_stores...;
-   * tc_held[0] = 0 }`, each time a fresh copy */
   IrStmt *const *arrives = then_->u.seq.items + 2;
   const int narrives = then_->u.seq.n - 2;
-#define RELEASE_HELD(out)                                                                                  \
-  do {                                                                                                     \
-    IrStmt *rel = ir_seq_new(m, loc);                                                                      \
-    for (int i = 0; i < narrives; i++) {                                                                   \
-      IrExpr *held_stage = BIN(SUB, ir_load(m, mark, (IrExpr *[1]){ir_int(m, 0, loc)}, loc), ir_int(m, 1, loc)); \
-      IrStmt *a = pass_mbar_stmt(m, IR_STMT_MBAR_ARRIVE, arrives[i]->u.mbar_wait.bar, held_stage, NULL, loc); \
-      a->u.mbar_wait.after_stores = true;                                                                  \
-      ir_seq_push(m, rel, a);                                                                              \
-    }                                                                                                      \
-    ir_seq_push(m, rel, ir_store_new(m, mark, (IrExpr *[1]){ir_int(m, 0, loc)}, ir_int(m, 0, loc), loc));  \
-    (out) = ir_if_new(m, BIN(GT, ir_load(m, mark, (IrExpr *[1]){ir_int(m, 0, loc)}, loc), ir_int(m, 0, loc)), \
-                      rel, NULL, loc);                                                                     \
-  } while (0)
-  IrStmt *in_loop, *after_loop, *on_empty;
-  RELEASE_HELD(in_loop);
-  RELEASE_HELD(after_loop);
-  RELEASE_HELD(on_empty);
-#undef RELEASE_HELD
+  IrStmt *in_loop = release_held(m, mark, arrives, narrives, loc);
+  IrStmt *after_loop = release_held(m, mark, arrives, narrives, loc);
+  IrStmt *on_empty = release_held(m, mark, arrives, narrives, loc);
   /* in the k-loop at k = 1 (the previous tile's stores issued a main-loop
    * iteration ago), and after the loop when it ran once */
   IrStmt *at_k1 = ir_seq_new(m, loc);
@@ -969,8 +969,8 @@ static void hold_last_stage(IrModule *m, IrKernel *k, const Plan *P) {
   then_->u.seq.n = 2;
   ir_seq_push(m, then_, after_loop);
   ir_seq_push(m, keep, with_hold);
-  ir_seq_push(m, keep, ir_store_new(m, mark, (IrExpr *[1]){ir_int(m, 0, loc)},
-                                    ir_simplify(m, BIN(ADD, ir_expr_clone(m, stage), ir_int(m, 1, loc))), loc));
+  IrExpr *at[1] = {ir_int(m, 0, loc)};
+  ir_seq_push(m, keep, ir_store_new(m, mark, at, ir_simplify(m, BIN(ADD, ir_expr_clone(m, stage), ir_int(m, 1, loc))), loc));
   ir_seq_push(m, otherwise, on_empty);
   ir_seq_push(m, otherwise, store);
   IrStmt *test = ir_if_new(m, ir_expr_clone(m, guard->u.if_.cond), keep, otherwise, loc);

@@ -42,6 +42,12 @@
 #              in 8 stages: 50 % more bytes in flight while the consumers hold
 #              two stages; 6 and 7 stages, whose smaller ring leaves C's
 #              staging more slots) against the default, alternating;
+#   timeline   a globaltimer timeline of the default 4096^3 and 8192^3 bf16
+#              kernels (bench/timeline/README.md; session 25: epilogue
+#              1.4-1.9 us a tile, 2.5 us before the first stage);
+#   energy     gemm.tile against cuBLAS back to back at 4096^3: time and
+#              energy per GEMM, SM clock and power (bench/gemm_energy.py;
+#              session 25: level in cycles, cuBLAS 2 % faster clocks);
 #   cluster    ncu of gemm.tile at 4096^3 with and without 2-block
 #              clusters ($TILEC_CLUSTER_MULTICAST), and of cuBLAS: L2 and
 #              DRAM traffic (multicast raised L2 read sectors 25 %; cuBLAS
@@ -157,6 +163,19 @@ for step in "$@"; do
         --gemm-variant k32s8=block_K:32,num_stages:8 --gemm-variant k32s7=block_K:32,num_stages:7 \
         --gemm-variant k32s6=block_K:32,num_stages:6 >"$OUT/kblock.log" 2>&1
       grep -E '^\||Worst' "$OUT"/kblock/*-alternating.md ;;
-    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves, skauto, skl2, skdefault, kblock)" >&2; exit 2 ;;
+    timeline)
+      w=$(mktemp -d)
+      build/bin/tilec "$here/examples/gemm.tile" --target=sm_90a --emit=cuda -D dtype=bf16 -o "$w/def.cu"
+      python3 bench/timeline/instrument.py "$w/def.cu" "$w/def_i.cu"
+      for shape in 4096x4096x4096 8192x8192x8192; do
+        TILEC_CACHE_DIR=$(mktemp -d -p "$w") TILEC_CUDA_OVERRIDE="$w/def.cu:$w/def_i.cu" \
+          python3 bench/timeline/run_gemm.py --shape $shape --iters 6 >"$OUT/timeline-$shape.log" 2>&1
+        echo "== timeline $shape"
+        python3 bench/timeline/timeline.py "$OUT/timeline-$shape.log" $(( ${shape##*x} / 64 )) | tail -8
+      done ;;
+    energy)
+      python3 bench/gemm_energy.py --shape 4096x4096x4096 --secs 1.0 --rounds 4 >"$OUT/energy.log" 2>&1
+      grep -E '^\||error' "$OUT/energy.log" ;;
+    *) echo "probe.sh: unknown step $step (tests, grid, squares, waves, attention, cluster, streamk, skwaves, skauto, skl2, skdefault, kblock, timeline, energy)" >&2; exit 2 ;;
   esac
 done

@@ -7,7 +7,10 @@ same tile at another path (unedited). Also the SM clock and power sampled mid-ru
 import argparse, ctypes, os, statistics, sys, time
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(root, "python"))
+sys.path.insert(0, os.path.join(root, "bench"))
 import tilec, torch
+import _common  # noqa: E402
+from bench_attention import GEMM_BOUND  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("--shape", default="4096x4096x4096")
 ap.add_argument("--copy", default=None)
@@ -50,9 +53,9 @@ cb = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
 impls["cublas"] = lambda: torch.matmul(x, y, out=cb); outs["cublas"] = cb
 for nm, f in impls.items():
     f(); torch.cuda.synchronize()
-    err = ((outs[nm].float() - ref).norm() / ref.norm()).item()
+    err = _common.rel_error(torch, outs[nm], ref)  # the other scripts' check and bound
     print("%s rel error %.2e" % (nm, err))
-    if not err < 2e-2:
+    if not err <= GEMM_BOUND["bf16"]:
         sys.exit("gemm_energy.py: %s is wrong (relative error %.3g against float32)" % (nm, err))
 res = {nm: [] for nm in impls}
 names = list(impls)

@@ -383,6 +383,7 @@ IrStmt *ir_stmt_clone_tile_op(IrModule *m, const IrStmt *s) {
   case IR_STMT_ATOMIC_ADD:
     region_clone_exprs(m, &c->u.copy.src);
     region_clone_exprs(m, &c->u.copy.dst);
+    if (s->u.copy.hold_stage) c->u.copy.hold_stage = ir_expr_clone(m, s->u.copy.hold_stage);
     break;
   case IR_STMT_FILL:
     region_clone_exprs(m, &c->u.fill.dst);
@@ -555,6 +556,7 @@ void ir_stmt_rewrite_exprs(IrModule *m, IrStmt *s, IrExprRewriter fn, void *ctx)
   case IR_STMT_ATOMIC_ADD:
     rewrite_region(m, &s->u.copy.src, fn, ctx);
     rewrite_region(m, &s->u.copy.dst, fn, ctx);
+    rewrite_slot(m, &s->u.copy.hold_stage, fn, ctx);
     break;
   case IR_STMT_FILL:
     rewrite_region(m, &s->u.fill.dst, fn, ctx);

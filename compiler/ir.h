@@ -422,6 +422,12 @@ struct IrStmt {
                             fenced, a barrier, then stored by one thread; the
                             statement orders its own reuse of via (docs/
                             gpu-codegen.md, "Epilogue in rounds") */
+      IrBuffer *hold[2]; /* with via: TMA rings whose stage hold_stage the first
+                            rounds use as more slots (pass persistent: the k-loop's
+                            last stage, kept from its producer until the store has
+                            read it); nhold of them, NULL hold_stage: none */
+      int nhold;
+      IrExpr *hold_stage;
     } copy;
     struct {             /* MBAR_WAIT: the threads wait until the phase of mbarrier
                             bar[stage] with this parity has completed: for a full
@@ -429,9 +435,13 @@ struct IrStmt {
                             (parity = how many times the stage was filled before,
                             mod 2); for an empty one, its readers released it.
                             MBAR_ARRIVE: one arrival on bar[stage] per warp (lane 0)
-                            (parity unused) */
+                            (parity unused); after_stores: thread 0 alone, once its
+                            TMA stores have read their shared memory, arrives for
+                            all of bar's mbar_count warps (pass persistent: the
+                            release of a stage an epilogue held) */
       IrBuffer *bar;
       IrExpr *stage, *parity;
+      bool after_stores;
     } mbar_wait;
     struct {             /* STREAM_K_FIXUP (pass stream-k), in the consumers'
                             unit loop `loop` (a STREAM_K FOR), after acc's

@@ -409,6 +409,13 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
     if (s->u.copy.tma && s->u.copy.dst.buf->scope == IR_SCOPE_GLOBAL) {
       sb_printf(sb, " map(%d)", s->u.copy.tma_map);
       if (s->u.copy.via) sb_printf(sb, " via(%s)", buf_name(p, s->u.copy.via));
+      if (s->u.copy.nhold) {
+        sb_puts(sb, " hold(");
+        for (int i = 0; i < s->u.copy.nhold; i++) sb_printf(sb, "%s%s", i ? ", " : "", buf_name(p, s->u.copy.hold[i]));
+        sb_puts(sb, ")[");
+        print_expr(p, sb, s->u.copy.hold_stage);
+        sb_puts(sb, "]");
+      }
     }
     else if (s->u.copy.tma && s->u.copy.prefetch_l2)
       sb_printf(sb, " map(%d) prefetch(L2)", s->u.copy.tma_map);
@@ -482,7 +489,7 @@ static void print_stmt(Printer *p, const IrStmt *s, int depth) {
   case IR_STMT_MBAR_ARRIVE:
     sb_printf(sb, "mbar_arrive %s[", buf_name(p, s->u.mbar_wait.bar));
     print_expr(p, sb, s->u.mbar_wait.stage);
-    sb_puts(sb, "]");
+    sb_puts(sb, s->u.mbar_wait.after_stores ? "] after_stores" : "]");
     break;
   case IR_STMT_MBAR_WAIT:
     sb_printf(sb, "mbar_wait %s[", buf_name(p, s->u.mbar_wait.bar));

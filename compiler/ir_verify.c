@@ -436,6 +436,19 @@ static void check_stmt(Verifier *v, const IrStmt *s) {
       if ((s->u.copy.src.buf->scope != IR_SCOPE_SHARED && !staged) || s->u.copy.tma_map < 0)
         fail(v, s->loc, "TMA store into '%s' needs a shared source (or a fragment and a [slots, rows, cols] "
              "staging buffer of its dtype) and a tensor map", s->u.copy.dst.buf->name);
+      if (s->u.copy.nhold < 0 || s->u.copy.nhold > 2 || (s->u.copy.nhold > 0) != (s->u.copy.hold_stage != NULL) ||
+          (s->u.copy.nhold && !staged)) {
+        fail(v, s->loc, "TMA store into '%s': a held ring stage needs a staged store and a stage",
+             s->u.copy.dst.buf->name);
+        return;
+      }
+      for (int i = 0; i < s->u.copy.nhold; i++) {
+        const IrBuffer *h = s->u.copy.hold[i];
+        if (!h || h->scope != IR_SCOPE_SHARED || !h->tma_bar || !h->empty_bar || h->dtype != via->dtype)
+          fail(v, s->loc, "TMA store into '%s': held buffer %d is not a TMA ring of the staging dtype",
+               s->u.copy.dst.buf->name, i);
+      }
+      if (s->u.copy.hold_stage) check_int_expr(v, s->u.copy.hold_stage, "held stage");
     } else if (!s->u.copy.dst.buf->tma_bar || s->u.copy.tma_map < 0) {
       fail(v, s->loc, "TMA copy into '%s' without an mbarrier or a tensor map", s->u.copy.dst.buf->name);
     }

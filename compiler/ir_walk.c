@@ -84,6 +84,7 @@ int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b) {
   case IR_STMT_COPY:
   case IR_STMT_ATOMIC_ADD:
     rc.count += (s->u.copy.src.buf == b) + (s->u.copy.dst.buf == b) + (s->u.copy.via && s->u.copy.via == b);
+    for (int i = 0; i < s->u.copy.nhold; i++) rc.count += s->u.copy.hold[i] == b;
     break;
   case IR_STMT_FILL: rc.count += s->u.fill.dst.buf == b; break;
   case IR_STMT_GEMM:

@@ -87,6 +87,24 @@ static bool plan_producer(Unit *u) {
   return true;
 }
 
+/* `if (tc_held[0] > 0) { mbar_arrive ... after_stores...; tc_held[0] = 0 }`,
+ * or an `if` around it: pass persistent's release of a stage the last
+ * epilogue held (hold_last_stage). Only in builds without TilecOptions.
+ * stream_k, where this pass only marks the kernel; the stream-K build has
+ * the plain releases it rewrites. */
+static bool held_release(const IrStmt *s) {
+  if (s->kind != IR_STMT_IF || s->u.if_.else_) return false;
+  const IrStmt *t = s->u.if_.then_;
+  if (t->u.seq.n == 1 && t->u.seq.items[0]->kind == IR_STMT_IF) return held_release(t->u.seq.items[0]);
+  for (int i = 0; i < t->u.seq.n; i++) {
+    const IrStmt *a = t->u.seq.items[i];
+    if (!(a->kind == IR_STMT_MBAR_ARRIVE && a->u.mbar_wait.after_stores) &&
+        !(i == t->u.seq.n - 1 && a->kind == IR_STMT_STORE && a->u.store.buf->scope == IR_SCOPE_LOCAL))
+      return false;
+  }
+  return t->u.seq.n >= 2;
+}
+
 /* The consumers' loop body: full-barrier waits, wgmma gemms into acc whose
  * operands are ring tiles, and releases (conditional on k or not). */
 static bool k_body_accumulates(const IrStmt *body, IrBuffer **acc) {
@@ -96,6 +114,7 @@ static bool k_body_accumulates(const IrStmt *body, IrBuffer **acc) {
     case IR_STMT_MBAR_WAIT:
     case IR_STMT_MBAR_ARRIVE: break;
     case IR_STMT_IF:
+      if (held_release(s)) break;
       if (s->u.if_.else_ || !all_of_kinds(s->u.if_.then_, IR_STMT_MBAR_ARRIVE, IR_STMT_MBAR_ARRIVE)) return false;
       break;
     case IR_STMT_GEMM: {
@@ -130,7 +149,8 @@ static bool plan_consumer(Unit *u, IrBuffer **acc) {
   const IrStmt *guard = body->u.seq.items[u->k_guard];
   for (int i = 1; i < guard->u.if_.then_->u.seq.n; i++) {
     const IrStmt *s = guard->u.if_.then_->u.seq.items[i];
-    if (!(s->kind == IR_STMT_MBAR_ARRIVE || (s->kind == IR_STMT_WGMMA_WAIT && s->u.wgmma_wait.acc == *acc)))
+    if (!(s->kind == IR_STMT_MBAR_ARRIVE || (s->kind == IR_STMT_WGMMA_WAIT && s->u.wgmma_wait.acc == *acc) ||
+          held_release(s)))
       return false;
   }
   /* Before the loop: lets and the accumulator's clearing only (a per-tile

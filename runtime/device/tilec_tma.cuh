@@ -96,6 +96,14 @@ TC_DEVICE void tc_mbar_arrive(unsigned mbar) {
       : "memory");
 }
 
+/* count arrivals at once (one thread releasing a stage for every warp). */
+TC_DEVICE void tc_mbar_arrive_count(unsigned mbar, unsigned count) {
+  asm volatile(
+      "{ .reg .b64 tc_state;\n\t"
+      "  mbarrier.arrive.shared::cta.b64 tc_state, [%0], %1; }" ::"r"(mbar), "r"(count)
+      : "memory");
+}
+
 /* True once the phase with parity `phase` (0 or 1) has completed; may
  * return false after a bounded hardware wait. Acquire semantics. */
 TC_DEVICE bool tc_mbar_try_wait(unsigned mbar, unsigned phase) {

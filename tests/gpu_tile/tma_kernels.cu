@@ -19,6 +19,8 @@
 //   shared position. "full" barriers carry the TMA bytes (phase (i / S) & 1),
 //   "empty" barriers collect every thread's arrival before thread 0 reloads a
 //   stage, so a wrong phase reads a stale or half-written stage and shows.
+//   The lower half of the threads arrives one by one, the upper half's warps
+//   once each for their 32 lanes (tc_mbar_arrive_count).
 // TMA_PAIR_RING(name, ROWS, BOX_C, STAGES, ITERS): the ring in a cluster of
 //   two blocks (grid 2) sharing it: a stage is two ROWS x BOX_C panels, block
 //   r loads panel r into both blocks (multicast), and a stage is refilled
@@ -136,8 +138,12 @@ __device__ void tma_ring_body(const tc_tensor_map *map, unsigned *out) {
     for (int k = 0; k < PER_THREAD; ++k) acc[k] += (unsigned)(i + 1) * st[tid + k * TMA_THREADS];
     if constexpr (PAIR)
       tc_mbar_arrive_pair(empty + 8u * s); // done reading stage s, here and for the other block
-    else
+    else if (tid < TMA_THREADS / 2)
       tc_mbar_arrive(empty + 8u * s); // this thread is done reading stage s
+    else {
+      __syncwarp(); // the warps of the upper half arrive once for all 32 lanes
+      if (tid % 32 == 0) tc_mbar_arrive_count(empty + 8u * s, 32);
+    }
     if (tid == 0 && i + STAGES < ITERS) {
       tc_mbar_wait(empty + 8u * s, phase); // ... and so is everyone else
       load(s, i + STAGES);

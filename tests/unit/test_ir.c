@@ -1419,6 +1419,24 @@ static void test_stream_k_option(void) {
   const char *plain = outputs[0][0], *sk = outputs[1][0];
   CHECK(plain && strstr(plain, "tile += gridDim.x") && !strstr(plain, "tc_sk_"));
   CHECK(plain && strstr(plain, "tc_setmaxnreg_dec<24>()"));
+  /* The default build's epilogue takes the k-loop's last stage as three of
+   * its four rounds' slots (pass persistent, hold_last_stage); thread 0
+   * gives it back at the next tile's k = 1, for all 8 consumer warps, once
+   * its stores have read. No round waits for another. The stream-K build
+   * keeps the plain rounds. */
+  CHECK(plain && strstr(plain, "round 0: columns 0..63 -> the held stage of A_shared") &&
+        strstr(plain, "round 2: columns 128..191 -> the held stage of B_shared") &&
+        strstr(plain, "round 3: columns 192..255 -> slot 0") &&
+        strstr(plain, "if ((k == 1LL)) {\n          if ((tc_held[((long long)(0LL))] > 0LL)) {\n            if (tc_tid == 0) "
+                      "{ tc_tma_store_wait_read(); tc_mbar_arrive_count(tc_smem_addr(A_shared_empty + "
+                      "((tc_held[((long long)(0LL))] - 1LL))), 8); }"));
+  const char *held_rounds = plain ? strstr(plain, "-> the held stage of A_shared") : NULL;
+  const char *plain_rounds = plain ? strstr(plain, "} else {") : NULL;
+  CHECK(held_rounds && plain_rounds && held_rounds < plain_rounds);
+  /* between the held store's first round and its else (the plain store for n = 0): no wait for a round */
+  for (const char *w = held_rounds; w && plain_rounds && (w = strstr(w, "slot has been read")) && w < plain_rounds; w++)
+    CHECK(!"a held-stage round waits for an earlier store");
+  CHECK(sk && !strstr(sk, "held stage") && !strstr(sk, "tc_held"));
   CHECK(sk && strstr(sk, "while (tc_sk_next(&tc_sk, ") && !strstr(sk, "tile += gridDim.x"));
   CHECK(sk && strstr(sk, "static __device__ float4 tc_sk_partials_gemm[TC_SK_SLOTS * 8192];"));
   CHECK(sk && strstr(sk, "tc_sk_fixup<128, 256>(C_local, "));

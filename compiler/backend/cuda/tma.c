@@ -17,6 +17,7 @@
  * half by each block into both, and its empty barriers are released in
  * both blocks (tc_mbar_arrive_pair). */
 #include "cuda_emit.h"
+#include "../../simplify.h"
 
 void cuda_emit_mbarrier_init(Cuda *C, const IrBuffer *bar, int depth) {
   /* One thread creates the stage mbarriers (one arrival each: the issuing
@@ -169,6 +170,26 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
               via->name);
     return;
   }
+  /* Held ring stages (IrStmt copy.hold, pass persistent): their slots take
+   * the first rounds, each ring's stage viewed as whole [rows, w] slots. */
+  const int64_t slot_elems = rows * w;
+  IrBuffer held_view[2];
+  int64_t per_stage[2] = {0, 0}, nheld = 0;
+  for (int i = 0; i < s->u.copy.nhold; i++) {
+    const IrBuffer *ring = s->u.copy.hold[i];
+    int64_t stage_elems = 1;
+    for (int d = 1; d < ring->rank; d++) stage_elems *= cuda_const(ring->shape[d]);
+    held_view[i] = *via;
+    held_view[i].name = ring->name;
+    per_stage[i] = stage_elems / slot_elems;
+    nheld += per_stage[i];
+  }
+  if (nheld > nrounds) nheld = nrounds;
+  if (nheld && nrounds - nheld > slots) {
+    cuda_fail(C, s->loc, "TMA store of fragment '%s': the held stage and '%s' leave rounds without a slot",
+              frag->buf->name, via->name);
+    return;
+  }
   IrModule *m = (IrModule *)C->m;
   IrVar rv = {.name = "tc_r", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
   IrVar cv = {.name = "tc_c", .kind = IR_VAR_LOOP, .dtype = DTYPE_I64};
@@ -183,15 +204,31 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(o, "if (tc_tid == 0) tc_tma_store_wait_read();  // the last tile's stores have read the slots\n");
   writers_barrier(C, depth + 1);
   for (int64_t p = 0; p < nrounds; p++) {
-    IrExpr *idx[3] = {ir_int(m, p % slots, s->loc), ir_var_ref(m, &rv, s->loc), ir_var_ref(m, &cv, s->loc)};
-    char round[128];
-    snprintf(round, sizeof round, "round %lld: columns %lld..%lld -> slot %lld", (long long)p, (long long)(p * w),
-             (long long)(p * w + w - 1), (long long)(p % slots));
-    cuda_emit_pair_nest(C, frag->buf, via, idx, (int)(p * per_round), (int)((p + 1) * per_round),
+    /* round p's slot: held slot p (ring i's stage, slot j of it), else via's */
+    const IrBuffer *dst = via;
+    IrExpr *slot = ir_int(m, (p - nheld) % slots, s->loc);
+    char where[64];
+    snprintf(where, sizeof where, "slot %lld", (long long)((p - nheld) % slots));
+    if (p < nheld) {
+      int i = 0;
+      int64_t j = p;
+      while (j >= per_stage[i]) j -= per_stage[i++];
+      dst = &held_view[i];
+      slot = ir_simplify(m, ir_binary(m, IR_OP_ADD,
+                                      ir_binary(m, IR_OP_MUL, ir_expr_clone(m, s->u.copy.hold_stage),
+                                                ir_int(m, per_stage[i], s->loc), s->loc),
+                                      ir_int(m, j, s->loc), s->loc));
+      snprintf(where, sizeof where, "the held stage of %s", dst->name);
+    }
+    IrExpr *idx[3] = {slot, ir_var_ref(m, &rv, s->loc), ir_var_ref(m, &cv, s->loc)};
+    char round[160];
+    snprintf(round, sizeof round, "round %lld: columns %lld..%lld -> %s", (long long)p, (long long)(p * w),
+             (long long)(p * w + w - 1), where);
+    cuda_emit_pair_nest(C, frag->buf, dst, idx, (int)(p * per_round), (int)((p + 1) * per_round),
                         (long long)(p * w), round, s->loc, depth + 1);
     cuda_indent(C, depth + 1);
     sb_printf(o, "tc_fence_proxy_async();\n");
-    if (p + 1 < nrounds && p + 1 >= slots) {
+    if (!nheld && p + 1 < nrounds && p + 1 >= slots) {
       cuda_indent(C, depth + 1);
       sb_printf(o, "if (tc_tid == 0) tc_tma_store_wait_read<%lld>();  // round %lld's slot has been read\n",
                 (long long)(slots - 2), (long long)(p + 1 - slots));
@@ -200,8 +237,14 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
     cuda_indent(C, depth + 1);
     sb_printf(o, "if (tc_tid == 0) {\n");
     cuda_indent(C, depth + 2);
-    sb_printf(o, "tc_tma_store(tc_smem_addr(%s + %lld), &tc_tmap_%d, ", via->name,
-              (long long)(p % slots * rows * w), s->u.copy.tma_map);
+    if (dst == via) {
+      sb_printf(o, "tc_tma_store(tc_smem_addr(%s + %lld), &tc_tmap_%d, ", via->name,
+                (long long)((p - nheld) % slots * slot_elems), s->u.copy.tma_map);
+    } else {
+      sb_printf(o, "tc_tma_store(tc_smem_addr(%s + (", dst->name);
+      cuda_emit_expr(C, o, slot);
+      sb_printf(o, ") * %lld), &tc_tmap_%d, ", (long long)slot_elems, s->u.copy.tma_map);
+    }
     box_coords(C, o, g, w, p);
     sb_puts(o, ");\n");
     cuda_indent(C, depth + 2);
@@ -295,6 +338,13 @@ void cuda_emit_mbar_arrive(Cuda *C, const IrStmt *s, int depth) {
   /* A ring shared by a cluster pair is refilled by both blocks' producers:
    * release it in both blocks. */
   const char *fn = s->u.mbar_wait.bar->mbar_cluster ? "tc_mbar_arrive_pair" : "tc_mbar_arrive";
+  if (s->u.mbar_wait.after_stores) { /* one thread for every warp, once its stores have read */
+    sb_printf(o, "if (tc_tid == 0) { tc_tma_store_wait_read(); tc_mbar_arrive_count(tc_smem_addr(%s + (",
+              s->u.mbar_wait.bar->name);
+    cuda_emit_expr(C, o, s->u.mbar_wait.stage);
+    sb_printf(o, ")), %d); }\n", s->u.mbar_wait.bar->mbar_count);
+    return;
+  }
   sb_printf(o, "__syncwarp(); if (tc_lane == 0) %s(tc_smem_addr(%s + (", fn, s->u.mbar_wait.bar->name);
   cuda_emit_expr(C, o, s->u.mbar_wait.stage);
   sb_puts(o, ")));\n");

@@ -22,7 +22,10 @@ sdpa-flash), shapes as bench_attention.py (batch x seq = 16384 tokens,
 heads x dim = 2048), dims 64 and 128, seq 2048-16384, f16 and bf16, causal
 and not: issue 10's grid. --gemm: what tilec.gemm runs for the shape
 (gemm.tile's defaults, or its split-K plan) against torch.matmul (cuBLAS),
-default shapes 4096^3 and 8192^3 bf16: issue 14's squares. Every
+default shapes 4096^3 and 8192^3 bf16: issue 14's squares. --fp8:
+examples/gemm_fp8_nt.tile (f16 out) against torch._scaled_mm, 4096^3 and
+8192^3 (--fp8-variant sk0=env.TILEC_STREAM_K:0 adds the build without
+stream-K). Every
 implementation's output is checked against a float32 reference first
 (outputs NaN-poisoned), as in the other scripts. One process; tilec's
 kernels load before any timing starts, so no compile lands between runs.
@@ -98,11 +101,11 @@ def attention_rows(args):
     return rows
 
 
-def gemm_rows(args):
+def gemm_rows(shapes, kind="gemm", dtype="bf16"):
     rows = []
-    for s in args.shapes:
+    for s in shapes:
         m, n, k = (int(x) for x in s.lower().split("x"))
-        rows.append({"kind": "gemm", "dtype": "bf16", "m": m, "n": n, "k": k})
+        rows.append({"kind": kind, "dtype": dtype, "m": m, "n": n, "k": k})
     return rows
 
 
@@ -155,6 +158,53 @@ def attention_fns(torch, ctx, row, peers, stream, variants):
     return fns, errs, bad, ba.attn_flops(bsz, heads, seq, dim, causal)
 
 
+def load_variant(ctx, path, kernel, defines, extra):
+    """The kernel of PATH with defines plus the variant's; a key env.NAME:V
+    sets $NAME while the variant compiles (env.TILEC_STREAM_K:1)."""
+    defines = dict(defines)
+    defines.update({kk: v for kk, v in extra.items() if not kk.startswith("env.")})
+    env = {kk[4:]: v for kk, v in extra.items() if kk.startswith("env.")}
+    saved = {e: os.environ.get(e) for e in env}
+    os.environ.update(env)
+    try:
+        return ctx.load(path, defines=defines).kernel(kernel)
+    finally:
+        for e, v in saved.items():
+            if v is None:
+                os.environ.pop(e, None)
+            else:
+                os.environ[e] = v
+
+
+def fp8_fns(torch, ctx, row, stream, variants):
+    """examples/gemm_fp8_nt.tile (FP8 tiles, B as [N, K], f16 out: the kernel
+    bench_gemm.py --fp8 rates) and its variants against torch._scaled_mm
+    with the same per-tensor scales."""
+    m, n, k = row["m"], row["n"], row["k"]
+    a, b, sa, sb, ref = bench_gemm.fp8_inputs(torch, m, n, k)
+    au, btu = a.view(torch.uint8), b.t().contiguous().view(torch.uint8)  # the FP8 codes; B as [N, K]
+    path = os.path.join(ROOT, "examples", "gemm_fp8_nt.tile")
+    fns, errs = {}, {}
+    for name, (extra, vpath) in [("tilec", ({}, None))] + list(variants.items()):
+        kern = load_variant(ctx, vpath or path, "gemm_fp8_nt", {"out_dtype": "f16"}, extra)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        kern(au, btu, c, sa, sb, stream=stream)
+        torch.cuda.synchronize()
+        errs[name] = ba.rel_error(torch, c, ref)
+        fns[name] = kern.bind(au, btu, c, sa, sb, stream=stream)
+    bcol = b.t().contiguous().t()  # _scaled_mm wants B column-major
+    scale_a, scale_b = torch.tensor(sa, device="cuda"), torch.tensor(sb, device="cuda")
+
+    def peer():   # as bench_gemm.py times it (a fresh output each call)
+        r = torch._scaled_mm(a, bcol, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.float16)
+        return r[0] if isinstance(r, tuple) else r
+    errs["torch"] = ba.rel_error(torch, peer(), ref)
+    torch.cuda.synchronize()
+    bad = {nm: e for nm, e in errs.items() if not e <= GEMM_BOUND["f16"]}
+    fns["torch"] = peer
+    return fns, errs, bad, 2.0 * m * n * k
+
+
 def gemm_fns(torch, tilec, ctx, row, stream, sms, smem, variants):
     m, n, k, dt = row["m"], row["n"], row["k"], row["dtype"]
     tdt = ba.torch_dtype(torch, dt)
@@ -182,20 +232,7 @@ def gemm_fns(torch, tilec, ctx, row, stream, sms, smem, variants):
     for name, (extra, path) in variants.items():   # gemm.tile (or PATH) with other defines, when the plan is gemm.tile
         if kind != "gemm":
             break
-        defines = {"dtype": dt}
-        defines.update({kk: v for kk, v in extra.items() if not kk.startswith("env.")})
-        # env.NAME:V sets $NAME while the variant compiles (env.TILEC_STREAM_K:1)
-        env = {kk[4:]: v for kk, v in extra.items() if kk.startswith("env.")}
-        saved = {e: os.environ.get(e) for e in env}
-        os.environ.update(env)
-        try:
-            kv = ctx.load(path or os.path.join(ROOT, "examples", "gemm.tile"), defines=defines).kernel("gemm")
-        finally:
-            for e, v in saved.items():
-                if v is None:
-                    os.environ.pop(e, None)
-                else:
-                    os.environ[e] = v
+        kv = load_variant(ctx, path or os.path.join(ROOT, "examples", "gemm.tile"), "gemm", {"dtype": dt}, extra)
         cv = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
         kv(a, b, cv, stream=stream)
         torch.cuda.synchronize()
@@ -216,6 +253,8 @@ def gemm_fns(torch, tilec, ctx, row, stream, sms, smem, variants):
 def row_label(row):
     if row["kind"] == "attn":
         return "%s d%d %s %d" % (row["dtype"], row["dim"], "causal" if row["causal"] else "full", row["seq"])
+    if row["kind"] == "fp8":
+        return "fp8 %dx%dx%d (gemm_fp8_nt)" % (row["m"], row["n"], row["k"])
     return "%s %dx%dx%d (%s)" % (row["dtype"], row["m"], row["n"], row["k"], row.get("plan", "?"))
 
 
@@ -255,6 +294,11 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attention", action="store_true", help="issue 10's flagship grid (default when neither is given)")
     ap.add_argument("--gemm", action="store_true", help="issue 14's bf16 squares")
+    ap.add_argument("--fp8", action="store_true", help="issue 14's FP8 squares (gemm_fp8_nt.tile vs torch._scaled_mm)")
+    ap.add_argument("--fp8-shapes", default="4096x4096x4096,8192x8192x8192")
+    ap.add_argument("--fp8-variant", action="append", metavar="NAME=K:V,...[@PATH]",
+                    help="also time gemm_fp8_nt.tile (or the .tile at PATH) with these defines, e.g. "
+                         "sk0=env.TILEC_STREAM_K:0 (repeatable)")
     ap.add_argument("--dims", default="64,128")
     ap.add_argument("--seqlens", default="2048,4096,8192,16384")
     ap.add_argument("--dtypes", default="f16,bf16")
@@ -270,7 +314,7 @@ def main():
     ap.add_argument("--rep-ms", type=float, default=400.0, help="time per row, all implementations together")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     args = ap.parse_args()
-    if not args.attention and not args.gemm:
+    if not args.attention and not args.gemm and not args.fp8:
         args.attention = True
     args.dims = [int(x) for x in args.dims.split(",") if x]
     args.seqlens = [int(x) for x in args.seqlens.split(",") if x]
@@ -278,6 +322,7 @@ def main():
     args.shapes = [x for x in args.shapes.split(",") if x]
     peers = [x for x in args.peers.split(",") if x]
     variants, gemm_variants = parse_variants(args.variant), parse_variants(args.gemm_variant)
+    fp8_variants = parse_variants(args.fp8_variant)
 
     import torch
     import tilec
@@ -327,11 +372,18 @@ def main():
         text += ["", "Worst tilec / %s: %s" % (peers[0], "%.3f" % worst if worst else "-"), ""]
         results["attention"] = res
     if args.gemm:
-        res = run(gemm_rows(args), lambda row: gemm_fns(torch, tilec, ctx, row, stream, sms, smem, gemm_variants))
+        res = run(gemm_rows(args.shapes), lambda row: gemm_fns(torch, tilec, ctx, row, stream, sms, smem, gemm_variants))
         lines, worst = table(res, ["torch"], list(gemm_variants))
         text += ["## GEMM (what tilec.gemm runs: gemm.tile defaults or its split-K plan)", ""] + lines
         text += ["", "Worst torch / tilec: %s" % ("%.3f" % worst if worst else "-"), ""]
         results["gemm"] = res
+    if args.fp8:
+        res = run(gemm_rows([x for x in args.fp8_shapes.split(",") if x], "fp8", "fp8"),
+                  lambda row: fp8_fns(torch, ctx, row, stream, fp8_variants))
+        lines, worst = table(res, ["torch"], list(fp8_variants))
+        text += ["## FP8 GEMM (gemm_fp8_nt.tile defaults, f16 out, against torch._scaled_mm)", ""] + lines
+        text += ["", "Worst torch / tilec: %s" % ("%.3f" % worst if worst else "-"), ""]
+        results["fp8"] = res
     text.append("Elapsed %.0f s." % (time.time() - t0))
     os.makedirs(args.out_dir, exist_ok=True)
     stem = _common.result_stem(gpu, "alternating")

@@ -186,25 +186,42 @@ static void building_done(RtBuilding *me) {
  * TILEC_CUDA_OVERRIDE="GENERATED.cu:EDITED.cu" compiles EDITED.cu wherever
  * the generated text is byte for byte GENERATED.cu (the host side -- launch,
  * tensor maps, arguments -- stays the generated kernel's, so the edit must
- * keep its signature). Returns the edited text (malloc'ed), after a note
- * on stderr, or NULL. */
+ * keep its signature). Several pairs, comma-separated, let one process
+ * compare several edits (each of a copy of the .tile at its own path, whose
+ * generated text differs by the path in its first line); the first pair
+ * whose GENERATED.cu matches applies. Returns the edited text (malloc'ed),
+ * after a note on stderr, or NULL. */
 static char *cuda_override(const char *name, const char *src, size_t len, size_t *out_len) {
   const char *spec = getenv("TILEC_CUDA_OVERRIDE");
-  const char *colon = spec ? strchr(spec, ':') : NULL;
-  if (!colon) return NULL;
-  char orig_path[1024];
-  snprintf(orig_path, sizeof orig_path, "%.*s", (int)(colon - spec), spec);
-  void *orig = NULL, *edit = NULL;
-  size_t orig_len = 0, edit_len = 0;
-  bool same = rt_read_file(orig_path, &orig, &orig_len) == 0 && orig_len == len && memcmp(orig, src, len) == 0;
-  free(orig);
-  if (!same || rt_read_file(colon + 1, &edit, &edit_len) != 0) return NULL;
-  char *text = realloc(edit, edit_len + 1);
-  if (!text) return free(edit), NULL;
-  text[edit_len] = '\0';
-  *out_len = edit_len;
-  fprintf(stderr, "tilec: %s: compiling $TILEC_CUDA_OVERRIDE's edited CUDA\n", name);
-  return text;
+  for (const char *pair = spec; pair && *pair;) {
+    const char *comma = strchr(pair, ',');
+    const size_t pair_len = comma ? (size_t)(comma - pair) : strlen(pair);
+    const char *colon = memchr(pair, ':', pair_len);
+    const char *next = comma ? comma + 1 : NULL;
+    if (!colon) {
+      pair = next;
+      continue;
+    }
+    char orig_path[1024], edit_path[1024];
+    snprintf(orig_path, sizeof orig_path, "%.*s", (int)(colon - pair), pair);
+    snprintf(edit_path, sizeof edit_path, "%.*s", (int)(pair + pair_len - colon - 1), colon + 1);
+    void *orig = NULL, *edit = NULL;
+    size_t orig_len = 0, edit_len = 0;
+    bool same = rt_read_file(orig_path, &orig, &orig_len) == 0 && orig_len == len && memcmp(orig, src, len) == 0;
+    free(orig);
+    if (!same) {
+      pair = next;
+      continue;
+    }
+    if (rt_read_file(edit_path, &edit, &edit_len) != 0) return NULL;
+    char *text = realloc(edit, edit_len + 1);
+    if (!text) return free(edit), NULL;
+    text[edit_len] = '\0';
+    *out_len = edit_len;
+    fprintf(stderr, "tilec: %s: compiling $TILEC_CUDA_OVERRIDE's edited CUDA (%s)\n", name, edit_path);
+    return text;
+  }
+  return NULL;
 }
 
 char *rt_gpu_log_copy(const RtCuda *cu) {

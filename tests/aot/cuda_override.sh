@@ -29,3 +29,12 @@ err=$(TILEC_CUDA_OVERRIDE="$out/generated.cu:$out/edited.cu" "$tilec" "$tile" --
 case "$err" in *"TILEC_CUDA_OVERRIDE"*) fail "the override applied to text it does not match: $err" ;; esac
 grep -q tilec_override_marker "$out/other.cubin" && fail "the block_M=4 build has the edited kernel"
 echo "ok: text that does not match is compiled as generated"
+
+# Several pairs: the one whose generated text matches applies (here the second;
+# the first names a file of other text).
+printf '// not the generated text\n' > "$out/other.cu"
+err=$(TILEC_CUDA_OVERRIDE="$out/other.cu:$out/missing.cu,$out/generated.cu:$out/edited.cu" "$tilec" "$tile" \
+        --emit=cubin --target=sm_90a -o "$out/pairs.cubin" 2>&1) || fail "the build with two pairs failed: $err"
+case "$err" in *"edited.cu"*) ;; *) fail "no note naming the second pair's edit: $err" ;; esac
+grep -q tilec_override_marker "$out/pairs.cubin" || fail "two pairs: the edited kernel is not in the cubin"
+echo "ok: of several pairs, the matching one applies"

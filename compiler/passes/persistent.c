@@ -845,28 +845,6 @@ static void release_last_stage(IrModule *m, const Plan *P) {
   }
 }
 
-/* The k-loop's last ring stage as more slots of the epilogue's rounds
- * (`copy.tma F -> G via(S) hold(R...)[stage]`): where the tile has more
- * rounds than S has slots, round p + slots would wait for round p's store to
- * have read its slot (on an H100 the 4096^3 GEMM's epilogue took 1.4-1.9 us
- * a tile, two such waits). The stage is free by then but for the producer,
- * which would refill it with the next tile's fourth stage. So its release
- * after the k-loop becomes `tc_held[0] = stage + 1` after the store, which
- * fills that stage's slots first; the next tile releases it at k = 1 (or
- * after a shorter loop): thread 0 waits until its stores have read and
- * arrives for every warp (`mbar_arrive ... after_stores`), by when the
- * reads are long done and the next tile's first three stages, released
- * during the loop, are loading or loaded. A release at the end of the
- * store instead, after waiting for the reads, was slower than no hold at
- * all (H100: 4096^3 0.983, 4096^2 x 1024 0.967, against 0.989 / 0.979; the
- * release at k = 1, as a hand edit: 0.996 / 0.988). Needs the store right
- * after the loop's guard `if opaque(n > 0) { for k ...; wgmma_wait;
- * mbar_arrive E[last]... }`, rings of the staging dtype whose stages hold
- * whole slots, and every round then in a slot of its own; with n = 0 (no
- * stage taken) the store keeps its plain form, in the guard's else. Not
- * for the stream-K build (pass stream-k rewrites the releases after the
- * loop) or cluster pairs (the other block's producer waits on the release
- * too). */
 /* `if (tc_held[0] > 0) { mbar_arrive E[tc_held[0] - 1] after_stores (one per
  * ring of `arrives`); tc_held[0] = 0 }`: the release of the stage an
  * epilogue held (hold_last_stage), a fresh tree each time. */
@@ -884,6 +862,29 @@ static IrStmt *release_held(IrModule *m, IrBuffer *mark, IrStmt *const *arrives,
   return ir_if_new(m, BIN(GT, ir_load(m, mark, at2, loc), ir_int(m, 0, loc)), rel, NULL, loc);
 }
 
+/* The k-loop's last ring stage as more slots of the epilogue's rounds
+ * (`copy.tma F -> G via(S) hold(R...)[stage]`): where the tile has more
+ * rounds than S has slots, round p + slots would wait for round p's store to
+ * have read its slot (on an H100 the 4096^3 GEMM's epilogue took 1.4-1.9 us
+ * a tile, two such waits). The stage is free by then but for the producer,
+ * which would refill it with the next tile's fourth stage. So its release
+ * after the k-loop becomes `tc_held[0] = stage + 1` after the store, which
+ * fills that stage's slots first; the next tile releases it at k = 1 (or
+ * after a shorter loop): thread 0 waits until its stores have read and
+ * arrives for every warp (`mbar_arrive ... after_stores`), by when the
+ * reads are long done and the next tile's first three stages, released
+ * during the loop, are loading or loaded. A release at the end of the
+ * store instead, after waiting for the reads, was slower than no hold at
+ * all (H100: 4096^3 0.983, 4096^2 x 1024 0.967, against 0.989 / 0.979; the
+ * release at k = 1, as a hand edit: 0.996 / 0.988; built: 0.995 / 0.985,
+ * session 26). Needs the store right
+ * after the loop's guard `if opaque(n > 0) { for k ...; wgmma_wait;
+ * mbar_arrive E[last]... }`, rings of the staging dtype whose stages hold
+ * whole slots, and every round then in a slot of its own; with n = 0 (no
+ * stage taken) the store keeps its plain form, in the guard's else. Not
+ * for the stream-K build (pass stream-k rewrites the releases after the
+ * loop) or cluster pairs (the other block's producer waits on the release
+ * too). */
 static void hold_last_stage(IrModule *m, IrKernel *k, const Plan *P) {
   IrStmt *cons = P->roles->u.roles.consumer, *tiles = NULL;
   int ti = 0;

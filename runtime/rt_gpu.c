@@ -193,15 +193,13 @@ static void building_done(RtBuilding *me) {
  * after a note on stderr, or NULL. */
 static char *cuda_override(const char *name, const char *src, size_t len, size_t *out_len) {
   const char *spec = getenv("TILEC_CUDA_OVERRIDE");
-  for (const char *pair = spec; pair && *pair;) {
+  const char *next = NULL;
+  for (const char *pair = spec; pair && *pair; pair = next) {
     const char *comma = strchr(pair, ',');
     const size_t pair_len = comma ? (size_t)(comma - pair) : strlen(pair);
     const char *colon = memchr(pair, ':', pair_len);
-    const char *next = comma ? comma + 1 : NULL;
-    if (!colon) {
-      pair = next;
-      continue;
-    }
+    next = comma ? comma + 1 : NULL;
+    if (!colon) continue;
     char orig_path[1024], edit_path[1024];
     snprintf(orig_path, sizeof orig_path, "%.*s", (int)(colon - pair), pair);
     snprintf(edit_path, sizeof edit_path, "%.*s", (int)(pair + pair_len - colon - 1), colon + 1);
@@ -209,10 +207,7 @@ static char *cuda_override(const char *name, const char *src, size_t len, size_t
     size_t orig_len = 0, edit_len = 0;
     bool same = rt_read_file(orig_path, &orig, &orig_len) == 0 && orig_len == len && memcmp(orig, src, len) == 0;
     free(orig);
-    if (!same) {
-      pair = next;
-      continue;
-    }
+    if (!same) continue;
     if (rt_read_file(edit_path, &edit, &edit_len) != 0) return NULL;
     char *text = realloc(edit, edit_len + 1);
     if (!text) return free(edit), NULL;

@@ -4,7 +4,7 @@
 back for S seconds (no flush), in rotating order over R rounds: cuBLAS (torch.matmul),
 gemm.tile (the repository's path: $TILEC_CUDA_OVERRIDE applies) and, with --copy, the
 same tile at another path (unedited). Also the SM clock and power sampled mid-run."""
-import argparse, ctypes, os, statistics, sys, time
+import argparse, ctypes, os, statistics, sys
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(root, "python"))
 sys.path.insert(0, os.path.join(root, "bench"))
@@ -66,8 +66,7 @@ for r in range(a.rounds):
         for _ in range(20): f()
         torch.cuda.synchronize()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        # estimate count
-        t = time.perf_counter(); s.record()
+        s.record()  # a first 50 launches size the measured run to about --secs
         for _ in range(50): f()
         e.record(); torch.cuda.synchronize()
         per = s.elapsed_time(e) / 50

@@ -150,8 +150,13 @@ static void writers_barrier(Cuda *C, int depth) {
  *   instead of holding the tensor cores (when all blocks end their tiles
  *   together they write at once: on an H100 each exposed wait cost about a
  *   microsecond per tile, bench/results/2026-11-24-nvidia-h100-session9-notes.md).
+ * When no slot is written twice in the tile (it fits the slots, or the
+ * held stage's and S's), the rounds share one fence and one barrier, and
+ * thread 0 then issues every round's store as one commit group.
  * The consumers' role ends with one more wait (the block must not exit
  * while TMA still reads its shared memory). */
+enum { STAGED_ROUNDS_MAX = 64 }; /* 512 columns in rounds of 8 */
+
 static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   const IrRegion *frag = &s->u.copy.src, *g = &s->u.copy.dst;
   const IrBuffer *via = s->u.copy.via;
@@ -164,7 +169,7 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   /* Two slots at least unless the tile is one round; no more than rounds. */
   if (frag->buf->dtype != DTYPE_F32 || !cuda_is_16bit(via->dtype) || l->kind != IR_LAYOUT_FRAGMENT ||
       l->frag != IR_FRAG_MMA_C || l->warps_n != 1 || w <= 0 || w % 8 != 0 || cols % w != 0 || slots > nrounds ||
-      slots < (nrounds > 1 ? 2 : 1) || (int64_t)l->cols_local * 4 != cols || l->rows != rows ||
+      slots < (nrounds > 1 ? 2 : 1) || nrounds > STAGED_ROUNDS_MAX || (int64_t)l->cols_local * 4 != cols || l->rows != rows ||
       map->box[g->buf->rank - 1] != w) {
     cuda_fail(C, s->loc, "TMA store of fragment '%s' in rounds through '%s': unsupported layout", frag->buf->name,
               via->name);
@@ -203,29 +208,34 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   cuda_indent(C, depth + 1);
   sb_puts(o, "if (tc_tid == 0) tc_tma_store_wait_read();  // the last tile's stores have read the slots\n");
   writers_barrier(C, depth + 1);
+  /* Every round in a slot of its own: one fence and barrier for all. */
+  const bool one_barrier = nrounds - nheld <= slots;
+  const IrBuffer *dst[STAGED_ROUNDS_MAX];
+  IrExpr *slot[STAGED_ROUNDS_MAX];
   for (int64_t p = 0; p < nrounds; p++) {
     /* round p's slot: held slot p (ring i's stage, slot j of it), else via's */
-    const IrBuffer *dst = via;
-    IrExpr *slot = ir_int(m, (p - nheld) % slots, s->loc);
+    dst[p] = via;
+    slot[p] = ir_int(m, (p - nheld) % slots, s->loc);
     char where[64];
     snprintf(where, sizeof where, "slot %lld", (long long)((p - nheld) % slots));
     if (p < nheld) {
       int i = 0;
       int64_t j = p;
       while (j >= per_stage[i]) j -= per_stage[i++];
-      dst = &held_view[i];
-      slot = ir_simplify(m, ir_binary(m, IR_OP_ADD,
-                                      ir_binary(m, IR_OP_MUL, ir_expr_clone(m, s->u.copy.hold_stage),
-                                                ir_int(m, per_stage[i], s->loc), s->loc),
-                                      ir_int(m, j, s->loc), s->loc));
-      snprintf(where, sizeof where, "the held stage of %s", dst->name);
+      dst[p] = &held_view[i];
+      slot[p] = ir_simplify(m, ir_binary(m, IR_OP_ADD,
+                                         ir_binary(m, IR_OP_MUL, ir_expr_clone(m, s->u.copy.hold_stage),
+                                                   ir_int(m, per_stage[i], s->loc), s->loc),
+                                         ir_int(m, j, s->loc), s->loc));
+      snprintf(where, sizeof where, "the held stage of %s", dst[p]->name);
     }
-    IrExpr *idx[3] = {slot, ir_var_ref(m, &rv, s->loc), ir_var_ref(m, &cv, s->loc)};
+    IrExpr *idx[3] = {slot[p], ir_var_ref(m, &rv, s->loc), ir_var_ref(m, &cv, s->loc)};
     char round[160];
     snprintf(round, sizeof round, "round %lld: columns %lld..%lld -> %s", (long long)p, (long long)(p * w),
              (long long)(p * w + w - 1), where);
-    cuda_emit_pair_nest(C, frag->buf, dst, idx, (int)(p * per_round), (int)((p + 1) * per_round),
+    cuda_emit_pair_nest(C, frag->buf, dst[p], idx, (int)(p * per_round), (int)((p + 1) * per_round),
                         (long long)(p * w), round, s->loc, depth + 1);
+    if (one_barrier && p + 1 < nrounds) continue;
     cuda_indent(C, depth + 1);
     sb_printf(o, "tc_fence_proxy_async();\n");
     if (!nheld && p + 1 < nrounds && p + 1 >= slots) {
@@ -236,17 +246,19 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
     writers_barrier(C, depth + 1);
     cuda_indent(C, depth + 1);
     sb_printf(o, "if (tc_tid == 0) {\n");
-    cuda_indent(C, depth + 2);
-    if (dst == via) {
-      sb_printf(o, "tc_tma_store(tc_smem_addr(%s + %lld), &tc_tmap_%d, ", via->name,
-                (long long)((p - nheld) % slots * slot_elems), s->u.copy.tma_map);
-    } else {
-      sb_printf(o, "tc_tma_store(tc_smem_addr(%s + (", dst->name);
-      cuda_emit_expr(C, o, slot);
-      sb_printf(o, ") * %lld), &tc_tmap_%d, ", (long long)slot_elems, s->u.copy.tma_map);
+    for (int64_t q = one_barrier ? 0 : p; q <= p; q++) {
+      cuda_indent(C, depth + 2);
+      if (dst[q] == via) {
+        sb_printf(o, "tc_tma_store(tc_smem_addr(%s + %lld), &tc_tmap_%d, ", via->name,
+                  (long long)((q - nheld) % slots * slot_elems), s->u.copy.tma_map);
+      } else {
+        sb_printf(o, "tc_tma_store(tc_smem_addr(%s + (", dst[q]->name);
+        cuda_emit_expr(C, o, slot[q]);
+        sb_printf(o, ") * %lld), &tc_tmap_%d, ", (long long)slot_elems, s->u.copy.tma_map);
+      }
+      box_coords(C, o, g, w, q);
+      sb_puts(o, ");\n");
     }
-    box_coords(C, o, g, w, p);
-    sb_puts(o, ");\n");
     cuda_indent(C, depth + 2);
     sb_puts(o, "tc_tma_store_commit();\n");
     cuda_indent(C, depth + 1);

@@ -221,6 +221,23 @@ TC_DEVICE void tc_f32x2_to_bf16x2(float lo, float hi, tc_bf16 &out_lo, tc_bf16 &
 /* The same into out[0] (lo) and out[1] (hi) as one 32-bit store
  * (tc_store_pair): the CUDA backend's f32 -> 16-bit fragment copy when a
  * wgmma reads the result as pairs (tc_gemm_wgmma_rs's PAIRS). */
+/* Four 8 x 8 tiles of 16-bit pairs into shared memory with one warp
+ * instruction (stmatrix.x4, sm_90): tile i takes register ri of every lane
+ * (lane l: row l / 4, columns 2 (l % 4), +1 -- an MMA_C fragment's 8 x 8
+ * block), its 8 rows at the addresses lanes 8 i .. 8 i + 7 pass as `row`
+ * (16 bytes each). The staged epilogue's stores (tma.c): a quarter of the
+ * instructions of 4-byte pair stores. */
+TC_DEVICE void tc_stmatrix_x4(void *row, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(tc_smem_addr(row)), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+#else
+  (void)row, (void)r0, (void)r1, (void)r2, (void)r3;
+  __trap(); /* the compiler emits it for sm_90 targets only */
+#endif
+}
+
 TC_DEVICE void tc_f32x2_to_f16x2_at(float lo, float hi, tc_half *out) { tc_store_pair(out, tc_pack_f16x2(lo, hi)); }
 TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_store_pair(out, tc_pack_bf16x2(lo, hi)); }
 

@@ -203,3 +203,18 @@ extern "C" __global__ void tc_test_atomic_pairs(float *dst, const int *start, co
   if (i >= n) return;
   tc_atomic_add_f32x2(dst + start[i], (float)(i + 1), 1000.0f * (float)(i + 1), has[i] != 0);
 }
+
+// stmatrix.x4 (sm_90; the staged epilogue's stores): one warp stores four
+// 8 x 8 tiles of 16-bit codes; lane l's register i holds codes 8 l + 2 i and
+// 8 l + 2 i + 1. Tile i's row j goes where lane 8 i + j points, rows in
+// reverse order (row 7 - j of the tile's block), so a lane whose address
+// was ignored or a swapped half shows in the raw dump out[256].
+extern "C" __global__ void tc_test_stmatrix(unsigned short *out) {
+  __shared__ alignas(128) unsigned short tiles[4 * 8 * 8];
+  const unsigned lane = (unsigned)tc_opaque_tid((int)tc_lane_id());
+  unsigned r[4];
+  for (int i = 0; i < 4; i++) r[i] = (8u * lane + 2u * i) | ((8u * lane + 2u * i + 1u) << 16);
+  tc_stmatrix_x4(&tiles[((lane / 8) * 8 + (7 - lane % 8)) * 8], r[0], r[1], r[2], r[3]);
+  __syncwarp();
+  for (unsigned k = lane; k < 4 * 8 * 8; k += 32) out[k] = tiles[k];
+}

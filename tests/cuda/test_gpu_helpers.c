@@ -11,6 +11,8 @@
  * tc_test_convert: rounding edge cases of the scalar conversions, exp2.
  * tc_test_atomic_pairs: tc_atomic_add_f32x2 at aligned and odd pairs.
  * tc_test_store_pairs: tc_store_f32x2 / f16x2 / bf16x2 the same way.
+ * tc_test_stmatrix: tc_stmatrix_x4's four tiles, rows at per-lane addresses
+ * (sm_90 GPUs).
  * Exit 77 (skip) with the reason when there is no usable GPU.
  */
 #include <math.h>
@@ -305,6 +307,30 @@ static void run_atomic_pairs(RtCuda *cu, RtCuModule mod) {
   printf("tc_test_atomic_pairs: %s\n", test_failures ? "FAILED" : "ok");
 }
 
+/* tc_stmatrix_x4 (sm_90 only): tile i, row j, column c of the dump must be
+ * the code of lane 4 j + c / 2, register i, half c % 2 (helpers_kernel.cu). */
+static void run_stmatrix(RtCuda *cu, RtCuModule mod) {
+  enum { LEN = 4 * 8 * 8 };
+  uint16_t init[LEN], got[LEN];
+  for (int i = 0; i < LEN; i++) init[i] = 0xffff;
+  RtCuDevPtr dout = 0;
+  RtCuFunction fn = NULL;
+  bool ok = upload(cu, &dout, init, sizeof init) && rt_cuda_get_function(cu, mod, "tc_test_stmatrix", &fn);
+  void *params[] = {&dout};
+  unsigned grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
+  ok = ok && rt_cuda_launch_kernel(cu, fn, grid, block, 0, NULL, params) && rt_cuda_synchronize(cu) &&
+       rt_cuda_memcpy_dtoh(cu, got, dout, sizeof got);
+  CHECK_MSG(ok, "tc_test_stmatrix: %s", rt_cuda_last_error(cu));
+  for (int i = 0; ok && i < 4; i++)
+    for (int j = 0; j < 8; j++)
+      for (int c = 0; c < 8; c++) {
+        const int at = (i * 8 + 7 - j) * 8 + c, want = 8 * (4 * j + c / 2) + 2 * i + c % 2;
+        CHECK_MSG(got[at] == want, "stmatrix: tile %d row %d column %d = %d, want %d", i, j, c, got[at], want);
+      }
+  rt_cuda_free(cu, dout);
+  printf("tc_test_stmatrix: %s\n", test_failures ? "FAILED" : "ok");
+}
+
 int main(void) {
   char why[512];
   RtCuda *cu = rt_cuda_open(RT_CUDA_DEVICE, 0, why, sizeof why);
@@ -336,6 +362,8 @@ int main(void) {
   run_convert(cu, mod);
   run_atomic_pairs(cu, mod);
   run_store_pairs(cu, mod);
+  if (rt_cuda_arch(cu) >= 90) run_stmatrix(cu, mod);
+  else printf("tc_test_stmatrix: not run (stmatrix needs sm_90, this is sm_%d)\n", rt_cuda_arch(cu));
 
   /* Driver errors come back as text naming the call, not as a crash. */
   RtCuFunction fn = NULL;

@@ -263,19 +263,12 @@ static bool pair_store_ok(const IrRegion *frag, const IrRegion *other, const int
 static void open_pair_nest(Cuda *C, const IrLayout *l, int cs_begin, int cs_end, long long col_offset,
                            const char *comment, int depth) {
   StrBuf *o = C->out;
-  cuda_indent(C, depth);
-  sb_puts(o, "#pragma unroll\n");
-  cuda_indent(C, depth);
-  sb_printf(o, "for (int tc_rs = 0; tc_rs < %d; ++tc_rs) {%s%s\n", l->rows_local, comment ? "  // " : "",
-            comment ? comment : "");
+  cuda_open_unrolled_for(C, depth, "tc_rs", 0, l->rows_local, 1, comment);
   cuda_indent(C, depth + 1);
   sb_puts(o, "[[maybe_unused]] const long long tc_r = ");
   cuda_row_of(C, o, l, "tc_rs");
   sb_puts(o, ";\n");
-  cuda_indent(C, depth + 1);
-  sb_puts(o, "#pragma unroll\n");
-  cuda_indent(C, depth + 1);
-  sb_printf(o, "for (int tc_cs = %d; tc_cs < %d; tc_cs += 2) {\n", cs_begin, cs_end);
+  cuda_open_unrolled_for(C, depth + 1, "tc_cs", cs_begin, cs_end, 2, NULL);
   cuda_indent(C, depth + 2);
   sb_puts(o, "[[maybe_unused]] const long long tc_c = ");
   cuda_col_of(C, o, l, "tc_cs");

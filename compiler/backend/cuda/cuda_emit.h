@@ -81,6 +81,8 @@ const char *cuda_fastdiv_call(Cuda *C, const IrExpr *e);
 /* ---- frame.c: diagnostics, types, statements ---- */
 void cuda_fail(Cuda *C, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void cuda_indent(Cuda *C, int depth); /* kernel bodies start one level in */
+/* `#pragma unroll` and `for (int VAR = BEGIN; VAR < END; VAR += STEP) {  // COMMENT` */
+void cuda_open_unrolled_for(Cuda *C, int depth, const char *var, int begin, int end, int step, const char *comment);
 const char *cuda_storage_type(DType t); /* the C++ type an element is stored as */
 const char *cuda_value_type(DType t);   /* the type arithmetic on it happens in */
 bool cuda_is_16bit(DType t);            /* f16 or bf16 */

@@ -33,6 +33,15 @@ void cuda_fail(Cuda *C, SrcLoc loc, const char *fmt, ...) {
 
 void cuda_indent(Cuda *C, int depth) { sb_indent(C->out, depth + 1); }
 
+void cuda_open_unrolled_for(Cuda *C, int depth, const char *var, int begin, int end, int step, const char *comment) {
+  cuda_indent(C, depth);
+  sb_puts(C->out, "#pragma unroll\n");
+  cuda_indent(C, depth);
+  if (step == 1) sb_printf(C->out, "for (int %s = %d; %s < %d; ++%s) {", var, begin, var, end, var);
+  else sb_printf(C->out, "for (int %s = %d; %s < %d; %s += %d) {", var, begin, var, end, var, step);
+  sb_printf(C->out, "%s%s\n", comment ? "  // " : "", comment ? comment : "");
+}
+
 const char *cuda_storage_type(DType t) {
   switch (t) {
   case DTYPE_BOOL: return "bool";

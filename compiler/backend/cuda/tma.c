@@ -157,6 +157,56 @@ static void writers_barrier(Cuda *C, int depth) {
  * while TMA still reads its shared memory). */
 enum { STAGED_ROUNDS_MAX = 64 }; /* 512 columns in rounds of 8 */
 
+/* Whether a round of column slots [cs_begin, cs_end) of MMA_C fragment
+ * `frag` can go out by stmatrix.x4: whole pairs of 8-row halves and pairs
+ * of 8-column groups, into a 16-bit slot (tc_smem_index keeps each 8
+ * columns' 16-byte chunk whole). */
+static bool stmatrix_fits(const IrBuffer *frag, const IrBuffer *dst, int cs_begin, int cs_end) {
+  const IrLayout *l = &frag->layout;
+  return l->frag == IR_FRAG_MMA_C && l->rows_local % 2 == 0 && cs_begin % 4 == 0 && (cs_end - cs_begin) % 4 == 0 &&
+         cuda_is_16bit(dst->dtype);
+}
+
+/* The round as stmatrix.x4 (tc_stmatrix_x4): one instruction stores 8 rows x
+ * 16 columns of the warp's 16-row slice, which as pair stores took four a
+ * thread. Tile i of the x4 is (8-row half i % 2, column group g + i / 2);
+ * lane L gives row L % 8 of tile L / 8. Registers: the pairs (slots 2 g,
+ * 2 g + 1) of each half, as the fragment holds them. */
+static void emit_stmatrix_round(Cuda *C, const IrBuffer *frag, const IrBuffer *dst, IrExpr *const *idx, int cs_begin,
+                                int cs_end, long long col_offset, const char *comment, SrcLoc loc, int depth) {
+  const IrLayout *l = &frag->layout;
+  StrBuf *o = C->out;
+  const char *pack = dst->dtype == DTYPE_F16 ? "tc_pack_f16x2" : "tc_pack_bf16x2";
+  const int cl = l->cols_local;
+  char what[200];
+  snprintf(what, sizeof what, "%s (stmatrix.x4: 8 rows x 16 columns each)", comment);
+  cuda_open_unrolled_for(C, depth, "tc_q", 0, l->rows_local / 2, 1, what);
+  cuda_indent(C, depth + 1);
+  sb_puts(o, "[[maybe_unused]] const long long tc_r = (");
+  cuda_warp_m(o, l);
+  sb_printf(o, " * %d + tc_q * 16 + ((tc_lane / 8) %% 2) * 8 + tc_lane %% 8);\n", l->rows / l->warps_m);
+  cuda_open_unrolled_for(C, depth + 1, "tc_cs", cs_begin, cs_end, 4, NULL);
+  cuda_indent(C, depth + 2);
+  sb_puts(o, "[[maybe_unused]] const long long tc_c = (");
+  cuda_warp_n(o, l);
+  sb_printf(o, " * %d + (tc_cs / 2 + tc_lane / 16) * 8)", l->cols / l->warps_n);
+  if (col_offset) sb_printf(o, " - %lld", col_offset);
+  sb_puts(o, ";\n");
+  cuda_indent(C, depth + 2);
+  sb_puts(o, "tc_stmatrix_x4(&");
+  cuda_emit_element(C, o, dst, idx, dst->rank, loc);
+  for (int i = 0; i < 4; i++) {
+    const int half = i % 2, pair = 2 * (i / 2);
+    sb_printf(o, ", %s(%s[(2 * tc_q + %d) * %d + tc_cs + %d], %s[(2 * tc_q + %d) * %d + tc_cs + %d])", pack,
+              frag->name, half, cl, pair, frag->name, half, cl, pair + 1);
+  }
+  sb_puts(o, ");\n");
+  for (int d = depth + 1; d >= depth; d--) {
+    cuda_indent(C, d);
+    sb_puts(o, "}\n");
+  }
+}
+
 static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   const IrRegion *frag = &s->u.copy.src, *g = &s->u.copy.dst;
   const IrBuffer *via = s->u.copy.via;
@@ -233,8 +283,11 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
     char round[160];
     snprintf(round, sizeof round, "round %lld: columns %lld..%lld -> %s", (long long)p, (long long)(p * w),
              (long long)(p * w + w - 1), where);
-    cuda_emit_pair_nest(C, frag->buf, dst[p], idx, (int)(p * per_round), (int)((p + 1) * per_round),
-                        (long long)(p * w), round, s->loc, depth + 1);
+    const int cs_begin = (int)(p * per_round), cs_end = (int)((p + 1) * per_round);
+    if (stmatrix_fits(frag->buf, dst[p], cs_begin, cs_end))
+      emit_stmatrix_round(C, frag->buf, dst[p], idx, cs_begin, cs_end, (long long)(p * w), round, s->loc, depth + 1);
+    else
+      cuda_emit_pair_nest(C, frag->buf, dst[p], idx, cs_begin, cs_end, (long long)(p * w), round, s->loc, depth + 1);
     if (one_barrier && p + 1 < nrounds) continue;
     cuda_indent(C, depth + 1);
     sb_printf(o, "tc_fence_proxy_async();\n");

@@ -221,6 +221,9 @@ TC_DEVICE void tc_f32x2_to_bf16x2(float lo, float hi, tc_bf16 &out_lo, tc_bf16 &
 /* The same into out[0] (lo) and out[1] (hi) as one 32-bit store
  * (tc_store_pair): the CUDA backend's f32 -> 16-bit fragment copy when a
  * wgmma reads the result as pairs (tc_gemm_wgmma_rs's PAIRS). */
+TC_DEVICE void tc_f32x2_to_f16x2_at(float lo, float hi, tc_half *out) { tc_store_pair(out, tc_pack_f16x2(lo, hi)); }
+TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_store_pair(out, tc_pack_bf16x2(lo, hi)); }
+
 /* Four 8 x 8 tiles of 16-bit pairs into shared memory with one warp
  * instruction (stmatrix.x4, sm_90): tile i takes register ri of every lane
  * (lane l: row l / 4, columns 2 (l % 4), +1 -- an MMA_C fragment's 8 x 8
@@ -237,9 +240,6 @@ TC_DEVICE void tc_stmatrix_x4(void *row, unsigned r0, unsigned r1, unsigned r2, 
   __trap(); /* the compiler emits it for sm_90 targets only */
 #endif
 }
-
-TC_DEVICE void tc_f32x2_to_f16x2_at(float lo, float hi, tc_half *out) { tc_store_pair(out, tc_pack_f16x2(lo, hi)); }
-TC_DEVICE void tc_f32x2_to_bf16x2_at(float lo, float hi, tc_bf16 *out) { tc_store_pair(out, tc_pack_bf16x2(lo, hi)); }
 
 /* dst[0] = a and, when has_b, dst[1] = b (a fragment's two adjacent
  * columns stored into a global f32 tile): one 8-byte store where

@@ -264,11 +264,12 @@ static void emit_staged_store(Cuda *C, const IrStmt *s, int depth) {
   IrExpr *slot[STAGED_ROUNDS_MAX];
   for (int64_t p = 0; p < nrounds; p++) {
     /* round p's slot: held slot p (ring i's stage, slot j of it), else via's */
-    dst[p] = via;
-    slot[p] = ir_int(m, (p - nheld) % slots, s->loc);
     char where[64];
-    snprintf(where, sizeof where, "slot %lld", (long long)((p - nheld) % slots));
-    if (p < nheld) {
+    if (p >= nheld) {
+      dst[p] = via;
+      slot[p] = ir_int(m, (p - nheld) % slots, s->loc);
+      snprintf(where, sizeof where, "slot %lld", (long long)((p - nheld) % slots));
+    } else {
       int i = 0;
       int64_t j = p;
       while (j >= per_stage[i]) j -= per_stage[i++];

@@ -113,7 +113,8 @@ def parse_variants(specs):
     """--variant NAME=k:v,k:v[@PATH] -> {NAME: ({k: v}, PATH or None)}
     (values as given: the runtime takes -D text; PATH: another .tile, e.g.
     the committed version of an edited example; a key env.NAME sets that
-    environment variable while the variant compiles, gemm variants only)."""
+    environment variable for the variant's own context and first launch,
+    gemm variants only: load_variant)."""
     out = {}
     for spec in specs or []:
         name, _, rest = spec.partition("=")
@@ -158,16 +159,29 @@ def attention_fns(torch, ctx, row, peers, stream, variants):
     return fns, errs, bad, ba.attn_flops(bsz, heads, seq, dim, causal)
 
 
-def load_variant(ctx, path, kernel, defines, extra):
-    """The kernel of PATH with defines plus the variant's; a key env.NAME:V
-    sets $NAME while the variant compiles (env.TILEC_STREAM_K:1)."""
+_VARIANT_CONTEXTS = []   # contexts made for env variants, kept alive with their kernels
+
+
+def load_variant(ctx, path, kernel, defines, extra, first_launch):
+    """The kernel of PATH with defines plus the variant's, after
+    first_launch(kern) has run it once. A key env.NAME:V sets $NAME for a
+    context of the variant's own (the runtime reads some variables when a
+    context is made, $TILEC_STREAM_K among them, and others when a build
+    is compiled, which is at a launch: $TILEC_CLUSTER_MULTICAST) and keeps
+    it set through that first launch."""
     defines = dict(defines)
     defines.update({kk: v for kk, v in extra.items() if not kk.startswith("env.")})
     env = {kk[4:]: v for kk, v in extra.items() if kk.startswith("env.")}
     saved = {e: os.environ.get(e) for e in env}
     os.environ.update(env)
     try:
-        return ctx.load(path, defines=defines).kernel(kernel)
+        if env:
+            import tilec
+            ctx = tilec.Context(device="cuda")
+            _VARIANT_CONTEXTS.append(ctx)
+        kern = ctx.load(path, defines=defines).kernel(kernel)
+        first_launch(kern)
+        return kern
     finally:
         for e, v in saved.items():
             if v is None:
@@ -186,9 +200,9 @@ def fp8_fns(torch, ctx, row, stream, variants):
     path = os.path.join(ROOT, "examples", "gemm_fp8_nt.tile")
     fns, errs = {}, {}
     for name, (extra, vpath) in [("tilec", ({}, None))] + list(variants.items()):
-        kern = load_variant(ctx, vpath or path, "gemm_fp8_nt", {"out_dtype": "f16"}, extra)
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-        kern(au, btu, c, sa, sb, stream=stream)
+        kern = load_variant(ctx, vpath or path, "gemm_fp8_nt", {"out_dtype": "f16"}, extra,
+                            lambda kv: kv(au, btu, c, sa, sb, stream=stream))
         torch.cuda.synchronize()
         errs[name] = ba.rel_error(torch, c, ref)
         fns[name] = kern.bind(au, btu, c, sa, sb, stream=stream)
@@ -232,9 +246,9 @@ def gemm_fns(torch, tilec, ctx, row, stream, sms, smem, variants):
     for name, (extra, path) in variants.items():   # gemm.tile (or PATH) with other defines, when the plan is gemm.tile
         if kind != "gemm":
             break
-        kv = load_variant(ctx, path or os.path.join(ROOT, "examples", "gemm.tile"), "gemm", {"dtype": dt}, extra)
         cv = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
-        kv(a, b, cv, stream=stream)
+        kv = load_variant(ctx, path or os.path.join(ROOT, "examples", "gemm.tile"), "gemm", {"dtype": dt}, extra,
+                          lambda k_: k_(a, b, cv, stream=stream))
         torch.cuda.synchronize()
         if not name.endswith("!"):      # NAME! : timed only (a hand edit that drops work on purpose)
             errs[name] = ba.rel_error(torch, cv, ref)

@@ -561,16 +561,31 @@ TC_DEVICE constexpr int tc_fp8_chunks() {
 }
 
 /* Issues chunk c (k32 steps [c * CHUNK, ...)) of the tile into part and
- * commits it as one wgmma group. */
-template <typename TA, typename TB, int M, int N, int K, int A_SWZ, int B_SWZ>
+ * commits it as one wgmma group: m64nNIk32 steps over NI of the tile's N
+ * rows of B, db0 the descriptor of the first of them (NI < N: a column
+ * slice, tc_fp8_part_cols). */
+template <typename TA, typename TB, int M, int N, int K, int A_SWZ, int B_SWZ, int NI = N>
 TC_DEVICE void tc_fp8_issue_chunk(float *part, unsigned long long da0, unsigned long long db0, int c) {
   constexpr int KH = K / 2, STEPS = K / 32, CHUNK = tc_fp8_chunk_steps<K>();
   tc_wgmma_fence();
 #pragma unroll
   for (int kk = c * CHUNK; kk < (c + 1) * CHUNK && kk < STEPS; ++kk)
-    tc_wgmma_fp8_m64k32<TA, TB, N>(part, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, KH, A_SWZ, false>(kk)),
-                                   tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, B_SWZ, true>(kk)), kk != c * CHUNK);
+    tc_wgmma_fp8_m64k32<TA, TB, NI>(part, tc_wgmma_desc_add(da0, tc_wgmma_a_step<M, KH, A_SWZ, false>(kk)),
+                                    tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, B_SWZ, true>(kk)), kk != c * CHUNK);
   tc_wgmma_commit();
+}
+
+/* The columns one promotion part covers in the waiting form. Up to 128
+ * the whole tile; wider (a 128 x 256 tile: 128 accumulator floats per
+ * thread) a part as wide as acc would not fit beside it in the 240
+ * registers a consumer has, so the form runs each chunk as two column
+ * halves through one part of N / 4 floats: issue half 0, wait, add it into
+ * acc's floats of those columns (tc_fp8_promote_cols), then half 1.
+ * The warpgroup's tensor work stops while it adds; a second consumer
+ * warpgroup's wgmmas run then. */
+template <int N>
+TC_DEVICE constexpr int tc_fp8_part_cols() {
+  return N > 128 ? N / 2 : N;
 }
 
 /* acc += part, once part's wgmmas are complete (the caller waited). */
@@ -582,6 +597,30 @@ TC_DEVICE void tc_fp8_promote(float *acc, float *part) {
   for (int i = 0; i < N / 2; ++i) acc[i] += part[i];
 }
 
+/* Column slice h (NP of the tile's N columns, tc_fp8_part_cols): the
+ * descriptor of B's rows [h NP, (h + 1) NP) at k = 0, and the float of an
+ * N-column accumulator that float i of the slice's NP-column accumulator
+ * holds. A thread's floats are numbered row half first (i / (N / 4)),
+ * then column position (tc_wgmma_block_acc), so a column slice is one run
+ * of NP / 4 floats in each row half. */
+template <int N, int KH, int B_SWZ>
+TC_DEVICE unsigned long long tc_fp8_slice_b_desc(unsigned b_addr, int h, int np) {
+  return tc_wgmma_b_desc<N, KH, B_SWZ, true>(b_addr + tc_wgmma_b_slice<N, KH, B_SWZ, true>(h * np), 0);
+}
+template <int N, int NP>
+TC_DEVICE constexpr int tc_fp8_slice_float(int h, int i) {
+  return (i / (NP / 4)) * (N / 4) + h * (NP / 4) + i % (NP / 4);
+}
+
+/* acc's columns of slice h += part, once part's wgmmas are complete. */
+template <int N, int NP>
+TC_DEVICE void tc_fp8_promote_cols(float *acc, float *part, int h) {
+  tc_wgmma_fence_acc<NP>(part);
+  tc_wgmma_fence_acc<N>(acc);
+#pragma unroll
+  for (int i = 0; i < NP / 2; ++i) acc[tc_fp8_slice_float<N, NP>(h, i)] += part[i];
+}
+
 template <typename TA, typename TB, int M, int N, int K, int WARPS, int A_SWZ, int B_SWZ, int INFLIGHT = 0>
 TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char *Bs, float *acc, int warp) {
   tc_fp8_check<TA, TB, M, N, K, WARPS, A_SWZ, B_SWZ, INFLIGHT>();
@@ -591,12 +630,17 @@ TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char
   /* Any of this warpgroup's wgmmas still writing acc (an earlier gemm's)
    * complete before acc is added to; none is in flight after this form. */
   tc_wgmma_fence_acc<N>(acc);
-  float part[N / 2];
+  constexpr int NP = tc_fp8_part_cols<N>();
+  float part[NP / 2];
 #pragma unroll
   for (int c = 0; c < tc_fp8_chunks<K>(); ++c) {
-    tc_fp8_issue_chunk<TA, TB, M, N, K, A_SWZ, B_SWZ>(part, da0, db0, c);
-    tc_wgmma_wait<0>();
-    tc_fp8_promote<N>(acc, part);
+#pragma unroll
+    for (int h = 0; h < N / NP; ++h) {
+      const unsigned long long db = h == 0 ? db0 : tc_fp8_slice_b_desc<N, KH, B_SWZ>(tc_smem_addr(Bs), h, NP);
+      tc_fp8_issue_chunk<TA, TB, M, N, K, A_SWZ, B_SWZ, NP>(part, da0, db, c);
+      tc_wgmma_wait<0>();
+      tc_fp8_promote_cols<N, NP>(acc, part, h);
+    }
   }
 }
 

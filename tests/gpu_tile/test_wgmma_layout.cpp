@@ -336,6 +336,38 @@ static void check_gemm_fp8() {
     }
   }
   CHECK(bad == 0, "%s: %d codes read where the tile does not hold them", what, bad);
+  /* Tiles wider than tc_fp8_part_cols: the waiting form runs each column
+   * slice with its own B descriptor (tc_fp8_slice_b_desc) and adds its
+   * accumulator into acc's floats of the same row and column
+   * (tc_fp8_slice_float), the column of float i of an n-column accumulator
+   * in lane l being ((i % (n / 4)) / 2) * 8 + 2 (l % 4) + i % 2 and its row
+   * half i / (n / 4). */
+  constexpr int NP = tc_fp8_part_cols<N>();
+  for (int h = 1; h < N / NP; h++) {
+    const unsigned long long db0 = tc_fp8_slice_b_desc<N, KH, SWZ>(0u, h, NP);
+    for (int kk = 0; kk < K / 32; kk++) {
+      const Desc db = decode(tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, SWZ, true>(kk)));
+      for (int n = 0; n < NP; n++)
+        for (int k = 0; k < 32; k++) {
+          const unsigned a = hw_swizzle(db.addr + (unsigned)(n / 8) * db.sbo + (unsigned)(n % 8) * db.span + k, db.span);
+          if (a >= ib.size() || ib[a] != (h * NP + n) * K + 32 * kk + k) bad++;
+        }
+    }
+  }
+  CHECK(bad == 0, "%s: column slices of %d read %d codes of other columns", what, NP, bad);
+  std::vector<int> hit((size_t)N / 2, 0);
+  for (int h = 0; h < N / NP; h++)
+    for (int i = 0; i < NP / 2; i++)
+      for (int lane = 0; lane < 4; lane++) {
+        const int t = tc_fp8_slice_float<N, NP>(h, i);
+        const int col = h * NP + ((i % (NP / 4)) / 2) * 8 + 2 * lane + i % 2;
+        const int tcol = ((t % (N / 4)) / 2) * 8 + 2 * lane + t % 2;
+        if (t < 0 || t >= N / 2 || tcol != col || t / (N / 4) != i / (NP / 4)) bad++;
+        else if (lane == 0) hit[(size_t)t]++;
+      }
+  for (int t = 0; t < N / 2; t++)
+    if (hit[(size_t)t] != 1) bad++;
+  CHECK(bad == 0, "%s: column slices of %d promote into the wrong floats (%d)", what, NP, bad);
 }
 
 /* A panel (box) written by TMA with the hardware swizzle lands where
@@ -435,6 +467,8 @@ int main() {
   /* FP8 (test_wgmma_gpu's wg_fp8_* cases and more). */
   check_gemm_fp8<128, 128, 128>();
   check_gemm_fp8<64, 256, 128>();
+  check_gemm_fp8<128, 256, 128>();
+  check_gemm_fp8<128, 192, 128>();
   check_gemm_fp8<64, 64, 64>();
   check_gemm_fp8<64, 16, 32>();
   check_gemm_fp8<128, 64, 256>();

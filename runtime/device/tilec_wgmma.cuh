@@ -53,7 +53,8 @@
  *   wgmmas accumulate each chunk of TC_FP8_PROMOTE_K (128) codes into a
  *   temporary, which is added into acc in f32 once they complete (FP8
  *   wgmma keeps only ~14 bits in its own sums; see "Promotion" below). This
- *   form always returns with its wgmmas complete, whatever INFLIGHT says.
+ *   form always returns with its wgmmas complete, whatever INFLIGHT says;
+ *   wider than 128 columns it promotes in column slices (tc_fp8_part_cols).
  * tc_gemm_wgmma_fp8_ss<..., 1, PART>(As, Bs, acc, warp, pend)
  *   The in-flight FP8 form: the last chunk stays running in pend (a
  *   tc_fp8_pending) and is added by the next call or tc_wgmma_fp8_drain, so

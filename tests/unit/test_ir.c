@@ -1458,6 +1458,17 @@ static void test_stream_k_option(void) {
   }
   for (int on = 0; on < 2; on++)
     for (int which = 0; which < 2; which++) tilec_result_destroy(results[on][which]);
+  /* The FP8 GEMM splits with the option (the forced build the stream-K
+   * tests run) but is not marked for the runtime's choice: whole tiles
+   * were faster there (pass stream-k). */
+  static char fp8[16384];
+  if (!read_example("gemm_fp8_nt.tile", fp8, sizeof fp8)) return;
+  for (int on = 0; on < 2; on++) {
+    TilecResult *r = compile_sm90a("gemm_fp8_nt.tile", fp8, NULL, 0, 0, on);
+    const TilecKernelInfo *g = r ? tilec_result_kernel(r, 0) : NULL;
+    CHECK(g && g->persistent && g->stream_k_able == 0 && g->stream_k == on);
+    tilec_result_destroy(r);
+  }
   /* K bound: the trip count n is a literal that fold-constants merged into
    * the release after the loop ((pipe_base + n - 1) % 4 became
    * (pipe_base + 3) % 4 for n = 16) and that may equal other literals (n = 4

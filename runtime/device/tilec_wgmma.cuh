@@ -580,13 +580,13 @@ TC_DEVICE void tc_fp8_issue_chunk(float *part, unsigned long long da0, unsigned 
  * the whole tile; wider (a 128 x 256 tile: 128 accumulator floats per
  * thread) a part as wide as acc would not fit beside it in the 240
  * registers a consumer has, so the form runs each chunk as two column
- * halves through one part of N / 4 floats: issue half 0, wait, add it into
+ * halves (where they are wgmma widths, multiples of 16) through one part of N / 4 floats: issue half 0, wait, add it into
  * acc's floats of those columns (tc_fp8_promote_cols), then half 1.
  * The warpgroup's tensor work stops while it adds; a second consumer
  * warpgroup's wgmmas run then. */
 template <int N>
 TC_DEVICE constexpr int tc_fp8_part_cols() {
-  return N > 128 ? N / 2 : N;
+  return N > 128 && (N / 2) % 16 == 0 ? N / 2 : N;
 }
 
 /* acc += part, once part's wgmmas are complete (the caller waited). */
@@ -604,9 +604,9 @@ TC_DEVICE void tc_fp8_promote(float *acc, float *part) {
  * holds. A thread's floats are numbered row half first (i / (N / 4)),
  * then column position (tc_wgmma_block_acc), so a column slice is one run
  * of NP / 4 floats in each row half. */
-template <int N, int KH, int B_SWZ>
-TC_DEVICE unsigned long long tc_fp8_slice_b_desc(unsigned b_addr, int h, int np) {
-  return tc_wgmma_b_desc<N, KH, B_SWZ, true>(b_addr + tc_wgmma_b_slice<N, KH, B_SWZ, true>(h * np), 0);
+template <int N, int NP, int KH, int B_SWZ>
+TC_DEVICE unsigned long long tc_fp8_slice_b_desc(unsigned b_addr, int h) {
+  return tc_wgmma_b_desc<N, KH, B_SWZ, true>(b_addr + tc_wgmma_b_slice<N, KH, B_SWZ, true>(h * NP), 0);
 }
 template <int N, int NP>
 TC_DEVICE constexpr int tc_fp8_slice_float(int h, int i) {
@@ -637,7 +637,7 @@ TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char
   for (int c = 0; c < tc_fp8_chunks<K>(); ++c) {
 #pragma unroll
     for (int h = 0; h < N / NP; ++h) {
-      const unsigned long long db = h == 0 ? db0 : tc_fp8_slice_b_desc<N, KH, B_SWZ>(tc_smem_addr(Bs), h, NP);
+      const unsigned long long db = h == 0 ? db0 : tc_fp8_slice_b_desc<N, NP, KH, B_SWZ>(tc_smem_addr(Bs), h);
       tc_fp8_issue_chunk<TA, TB, M, N, K, A_SWZ, B_SWZ, NP>(part, da0, db, c);
       tc_wgmma_wait<0>();
       tc_fp8_promote_cols<N, NP>(acc, part, h);

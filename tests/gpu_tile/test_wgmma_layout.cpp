@@ -344,7 +344,7 @@ static void check_gemm_fp8() {
    * half i / (n / 4). */
   constexpr int NP = tc_fp8_part_cols<N>();
   for (int h = 1; h < N / NP; h++) {
-    const unsigned long long db0 = tc_fp8_slice_b_desc<N, KH, SWZ>(0u, h, NP);
+    const unsigned long long db0 = tc_fp8_slice_b_desc<N, NP, KH, SWZ>(0u, h);
     for (int kk = 0; kk < K / 32; kk++) {
       const Desc db = decode(tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, SWZ, true>(kk)));
       for (int n = 0; n < NP; n++)

@@ -125,9 +125,10 @@ static void emit_gemm_fp8(Cuda *C, const IrStmt *s, int depth) {
   int64_t K = cuda_const(a->extent[ad[1]]);
   StrBuf *o = C->out;
   cuda_note_wgmma_n(C, lc->cols);
-  /* Wider than 128 columns the waiting form promotes column halves
-   * (tilec_wgmma.cuh, tc_fp8_part_cols): its wgmmas are N / 2 wide. */
-  if (lc->cols > 128) cuda_note_wgmma_n(C, lc->cols / 2);
+  /* Wider than 128 columns the waiting form promotes column halves where
+   * N / 2 is a wgmma width (tilec_wgmma.cuh, tc_fp8_part_cols): its
+   * wgmmas are then N / 2 wide. */
+  if (lc->cols > 128 && (lc->cols / 2) % 16 == 0) cuda_note_wgmma_n(C, lc->cols / 2);
   cuda_indent(C, depth);
   sb_printf(o, "tc_gemm_wgmma_fp8_ss<%s, %s, %d, %d, %lld, %d, %s, %s, ", fp8_tag(a->buf->dtype),
             fp8_tag(b->buf->dtype), lc->rows, lc->cols, (long long)K, lc->warps_m, cuda_swizzle_arg(a->buf),

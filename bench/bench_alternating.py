@@ -24,8 +24,8 @@ and not: issue 10's grid. --gemm: what tilec.gemm runs for the shape
 (gemm.tile's defaults, or its split-K plan) against torch.matmul (cuBLAS),
 default shapes 4096^3 and 8192^3 bf16: issue 14's squares. --fp8:
 examples/gemm_fp8_nt.tile (f16 out) against torch._scaled_mm, 4096^3 and
-8192^3 (--fp8-variant sk0=env.TILEC_STREAM_K:0 adds the build without
-stream-K). Every
+8192^3 (--fp8-variant sk1=env.TILEC_STREAM_K:1 adds the stream-K build,
+which FP8 GEMMs do not get by default). Every
 implementation's output is checked against a float32 reference first
 (outputs NaN-poisoned), as in the other scripts. One process; tilec's
 kernels load before any timing starts, so no compile lands between runs.

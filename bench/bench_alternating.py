@@ -312,7 +312,7 @@ def main():
     ap.add_argument("--fp8-shapes", default="4096x4096x4096,8192x8192x8192")
     ap.add_argument("--fp8-variant", action="append", metavar="NAME=K:V,...[@PATH]",
                     help="also time gemm_fp8_nt.tile (or the .tile at PATH) with these defines, e.g. "
-                         "sk0=env.TILEC_STREAM_K:0 (repeatable)")
+                         "sk1=env.TILEC_STREAM_K:1 (repeatable)")
     ap.add_argument("--dims", default="64,128")
     ap.add_argument("--seqlens", default="2048,4096,8192,16384")
     ap.add_argument("--dtypes", default="f16,bf16")

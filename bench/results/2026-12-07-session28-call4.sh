@@ -10,7 +10,7 @@ sed "s/panel_size = 10/panel_size = 8/" examples/gemm.tile > $V/p8/gemm.tile
 sed "s/panel_size = 10/panel_size = 8/" examples/gemm_fp8_nt.tile > $V/fp8p8/gemm_fp8_nt.tile
 grep -c "panel_size = 8" $V/p8/gemm.tile $V/fp8p8/gemm_fp8_nt.tile
 python3 bench/bench_alternating.py --gemm --shapes 4096x4096x4096,8192x8192x8192,4096x4096x1024,3000x5000x2000 \
-  --rep-ms 1500 --min-steps 40 --gemm-variant p8=@$V/p8/gemm.tile \
+  --rep-ms 1000 --min-steps 30 --gemm-variant p8=@$V/p8/gemm.tile \
   --fp8 --fp8-variant n256=block_N:256 --fp8-variant p8=@$V/fp8p8/gemm_fp8_nt.tile --fp8-variant sk1=env.TILEC_STREAM_K:1 \
   --out-dir $OUT/alt 2> $OUT/alt.err | tee $OUT/alt.out | grep -A10 "^## "
 grep -v "edited CUDA" $OUT/alt.err | tail -5

@@ -159,16 +159,14 @@ def attention_fns(torch, ctx, row, peers, stream, variants):
     return fns, errs, bad, ba.attn_flops(bsz, heads, seq, dim, causal)
 
 
-_VARIANT_CONTEXTS = []   # contexts made for env variants, kept alive with their kernels
-
-
 def load_variant(ctx, path, kernel, defines, extra, first_launch):
     """The kernel of PATH with defines plus the variant's, after
     first_launch(kern) has run it once. A key env.NAME:V sets $NAME for a
     context of the variant's own (the runtime reads some variables when a
     context is made, $TILEC_STREAM_K among them, and others when a build
     is compiled, which is at a launch: $TILEC_CLUSTER_MULTICAST) and keeps
-    it set through that first launch."""
+    it set through that first launch (the kernel keeps its context
+    alive)."""
     defines = dict(defines)
     defines.update({kk: v for kk, v in extra.items() if not kk.startswith("env.")})
     env = {kk[4:]: v for kk, v in extra.items() if kk.startswith("env.")}
@@ -178,7 +176,6 @@ def load_variant(ctx, path, kernel, defines, extra, first_launch):
         if env:
             import tilec
             ctx = tilec.Context(device="cuda")
-            _VARIANT_CONTEXTS.append(ctx)
         kern = ctx.load(path, defines=defines).kernel(kernel)
         first_launch(kern)
         return kern

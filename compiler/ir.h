@@ -722,6 +722,8 @@ void ir_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx);
 int ir_stmt_buffer_refs(IrStmt *s, const IrBuffer *b);
 /* How many of those are element loads in its expressions. */
 int ir_stmt_buffer_loads(IrStmt *s, const IrBuffer *b);
+/* Whether a GEMM statement multiplies FP8 codes (either operand). */
+bool ir_gemm_reads_fp8(const IrStmt *gemm);
 /* How many element loads of b the expression e holds. */
 int ir_expr_buffer_loads(const IrExpr *e, const IrBuffer *b);
 

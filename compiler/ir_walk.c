@@ -136,3 +136,7 @@ void ir_visit_stmts(IrStmt *s, IrStmtVisitor fn, void *ctx) {
     break;
   }
 }
+
+bool ir_gemm_reads_fp8(const IrStmt *gemm) {
+  return dtype_is_fp8(gemm->u.gemm.a.buf->dtype) || dtype_is_fp8(gemm->u.gemm.b.buf->dtype);
+}

@@ -55,7 +55,7 @@ typedef struct Seq {
  * in place (not one software-pipeline or overlap-wgmma keeps in flight). */
 static bool deferrable(const IrStmt *s) {
   return s->kind == IR_STMT_GEMM && s->u.gemm.wgmma && !s->u.gemm.wgmma_async && !s->u.gemm.wgmma_issue_only &&
-         !dtype_is_fp8(s->u.gemm.a.buf->dtype) && !dtype_is_fp8(s->u.gemm.b.buf->dtype);
+         !ir_gemm_reads_fp8(s);
 }
 
 static bool released_by_barrier(const IrBuffer *b) { return b->scope == IR_SCOPE_SHARED && !b->empty_bar; }

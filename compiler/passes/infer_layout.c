@@ -210,9 +210,8 @@ static bool wgmma_operands_fit(const Infer *in, const IrStmt *s, int M, int N) {
  * rows), so nothing else in the kernel changes. FP8 tiles: when
  * fp8_wgmma_unfit finds nothing against it. */
 static bool wgmma_fits(const Infer *in, const IrStmt *s, int M, int N) {
-  const IrBuffer *a = s->u.gemm.a.buf, *b = s->u.gemm.b.buf;
   if (!in->sm90a || s->u.gemm.policy == IR_GEMM_POLICY_FULL_COL) return false;
-  if (dtype_is_fp8(a->dtype) || dtype_is_fp8(b->dtype)) return fp8_wgmma_unfit(in, s, M, N) == NULL;
+  if (ir_gemm_reads_fp8(s)) return fp8_wgmma_unfit(in, s, M, N) == NULL;
   return in->warps % 4 == 0 && M == 16 * in->warps && wgmma_operands_fit(in, s, M, N);
 }
 
@@ -430,7 +429,7 @@ static void gemm_constraints(Infer *in, IrStmt *s) {
     s->u.gemm.wgmma = true;
     wm = 4 * (M / 64), wn = gn;
   }
-  if (in->sm90a && !s->u.gemm.wgmma && (dtype_is_fp8(a->dtype) || dtype_is_fp8(s->u.gemm.b.buf->dtype))) {
+  if (in->sm90a && !s->u.gemm.wgmma && ir_gemm_reads_fp8(s)) {
     /* sm_90a's only FP8 tensor-core path is wgmma: say what keeps this one off it. */
     const char *why = fp8_wgmma_unfit(in, s, M, N);
     diag_error(in->diag, s->loc, "gemm: FP8 gemm on sm_90a runs only as wgmma (m64nNk32 .e4m3/.e5m2), and this one "

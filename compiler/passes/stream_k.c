@@ -409,8 +409,7 @@ static bool k_loop_reads_fp8(const Unit *cons) {
   const IrStmt *body = cons->k_loop->u.for_.body;
   for (int i = 0; i < body->u.seq.n; i++) {
     const IrStmt *s = body->u.seq.items[i];
-    if (s->kind == IR_STMT_GEMM && (dtype_is_fp8(s->u.gemm.a.buf->dtype) || dtype_is_fp8(s->u.gemm.b.buf->dtype)))
-      return true;
+    if (s->kind == IR_STMT_GEMM && ir_gemm_reads_fp8(s)) return true;
   }
   return false;
 }

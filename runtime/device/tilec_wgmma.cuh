@@ -589,15 +589,6 @@ TC_DEVICE constexpr int tc_fp8_part_cols() {
   return N > 128 && (N / 2) % 16 == 0 ? N / 2 : N;
 }
 
-/* acc += part, once part's wgmmas are complete (the caller waited). */
-template <int N>
-TC_DEVICE void tc_fp8_promote(float *acc, float *part) {
-  tc_wgmma_fence_acc<N>(part);
-  tc_wgmma_fence_acc<N>(acc);
-#pragma unroll
-  for (int i = 0; i < N / 2; ++i) acc[i] += part[i];
-}
-
 /* Column slice h (NP of the tile's N columns, tc_fp8_part_cols): the
  * descriptor of B's rows [h NP, (h + 1) NP) at k = 0, and the float of an
  * N-column accumulator that float i of the slice's NP-column accumulator
@@ -613,8 +604,9 @@ TC_DEVICE constexpr int tc_fp8_slice_float(int h, int i) {
   return (i / (NP / 4)) * (N / 4) + h * (NP / 4) + i % (NP / 4);
 }
 
-/* acc's columns of slice h += part, once part's wgmmas are complete. */
-template <int N, int NP>
+/* acc's columns of slice h += part, once part's wgmmas are complete (the
+ * caller waited); NP = N: the whole accumulator, acc += part. */
+template <int N, int NP = N>
 TC_DEVICE void tc_fp8_promote_cols(float *acc, float *part, int h) {
   tc_wgmma_fence_acc<NP>(part);
   tc_wgmma_fence_acc<N>(acc);
@@ -627,7 +619,6 @@ TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char
   tc_fp8_check<TA, TB, M, N, K, WARPS, A_SWZ, B_SWZ, INFLIGHT>();
   constexpr int KH = K / 2; /* the rows as 16-bit elements */
   const unsigned long long da0 = tc_wgmma_a_desc<M, KH, A_SWZ>(tc_smem_addr(As), tc_warp_uniform(warp / 4), 0);
-  const unsigned long long db0 = tc_wgmma_b_desc<N, KH, B_SWZ, true>(tc_smem_addr(Bs), 0);
   /* Any of this warpgroup's wgmmas still writing acc (an earlier gemm's)
    * complete before acc is added to; none is in flight after this form. */
   tc_wgmma_fence_acc<N>(acc);
@@ -637,7 +628,7 @@ TC_DEVICE void tc_gemm_wgmma_fp8_ss(const unsigned char *As, const unsigned char
   for (int c = 0; c < tc_fp8_chunks<K>(); ++c) {
 #pragma unroll
     for (int h = 0; h < N / NP; ++h) {
-      const unsigned long long db = h == 0 ? db0 : tc_fp8_slice_b_desc<N, NP, KH, B_SWZ>(tc_smem_addr(Bs), h);
+      const unsigned long long db = tc_fp8_slice_b_desc<N, NP, KH, B_SWZ>(tc_smem_addr(Bs), h);
       tc_fp8_issue_chunk<TA, TB, M, N, K, A_SWZ, B_SWZ, NP>(part, da0, db, c);
       tc_wgmma_wait<0>();
       tc_fp8_promote_cols<N, NP>(acc, part, h);
@@ -656,7 +647,7 @@ TC_DEVICE void tc_fp8_overlapped(float *acc, tc_fp8_pending<N> &pend, unsigned l
   for (int c = 0; c < tc_fp8_chunks<K>(); ++c) {
     tc_fp8_issue_chunk<TA, TB, M, N, K, A_SWZ, B_SWZ>(pend.part[(FIRST + c) & 1], da0, db0, c);
     tc_wgmma_wait<1>();
-    tc_fp8_promote<N>(acc, pend.part[(FIRST + c + 1) & 1]);
+    tc_fp8_promote_cols<N>(acc, pend.part[(FIRST + c + 1) & 1], 0);
   }
 }
 
@@ -710,9 +701,9 @@ template <int N>
 TC_DEVICE void tc_wgmma_fp8_drain(float *acc, tc_fp8_pending<N> &pend) {
   tc_wgmma_wait<0>();
   if (pend.next)
-    tc_fp8_promote<N>(acc, pend.part[0]);
+    tc_fp8_promote_cols<N>(acc, pend.part[0], 0);
   else
-    tc_fp8_promote<N>(acc, pend.part[1]);
+    tc_fp8_promote_cols<N>(acc, pend.part[1], 0);
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) pend.part[1][i] = 0.0f;
   pend.next = 0;

@@ -336,14 +336,14 @@ static void check_gemm_fp8() {
     }
   }
   CHECK(bad == 0, "%s: %d codes read where the tile does not hold them", what, bad);
-  /* Tiles wider than tc_fp8_part_cols: the waiting form runs each column
-   * slice with its own B descriptor (tc_fp8_slice_b_desc) and adds its
+  /* The waiting form runs each column slice (the whole tile up to
+   * tc_fp8_part_cols) with its own B descriptor (tc_fp8_slice_b_desc) and adds its
    * accumulator into acc's floats of the same row and column
    * (tc_fp8_slice_float), the column of float i of an n-column accumulator
    * in lane l being ((i % (n / 4)) / 2) * 8 + 2 (l % 4) + i % 2 and its row
    * half i / (n / 4). */
   constexpr int NP = tc_fp8_part_cols<N>();
-  for (int h = 1; h < N / NP; h++) {
+  for (int h = 0; h < N / NP; h++) {
     const unsigned long long db0 = tc_fp8_slice_b_desc<N, NP, KH, SWZ>(0u, h);
     for (int kk = 0; kk < K / 32; kk++) {
       const Desc db = decode(tc_wgmma_desc_add(db0, tc_wgmma_b_step<N, KH, SWZ, true>(kk)));

@@ -80,7 +80,7 @@ static int64_t fp8_gemm_k(const IrStmt *g) {
  * (C7514, CUDA 13.0), so those keep the waiting form. */
 static bool fp8_in_flight(const IrStmt *s) {
   return s->kind == IR_STMT_GEMM && s->u.gemm.wgmma && s->u.gemm.wgmma_async && !s->u.gemm.wgmma_issue_only &&
-         (dtype_is_fp8(s->u.gemm.a.buf->dtype) || dtype_is_fp8(s->u.gemm.b.buf->dtype)) &&
+         ir_gemm_reads_fp8(s) &&
          fp8_gemm_k(s) <= 128 && s->u.gemm.c.buf->layout.cols <= 128;
 }
 
@@ -151,7 +151,7 @@ void cuda_emit_gemm(Cuda *C, const IrStmt *s, int depth) {
     cuda_fail(C, s->loc, "gemm: the accumulator '%s' must be an f32 fragment with the mma layout", c->buf->name);
     return;
   }
-  if (dtype_is_fp8(a->buf->dtype) || dtype_is_fp8(b->buf->dtype)) {
+  if (ir_gemm_reads_fp8(s)) {
     emit_gemm_fp8(C, s, depth);
     return;
   }

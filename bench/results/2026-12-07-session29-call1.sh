@@ -6,7 +6,7 @@
 set -u
 V=/tmp/v; mkdir -p $V/p8 $V/p16
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
-timeout 200 ctest --test-dir build -L gpu -R "fp8" -j4 --timeout 120 > $OUT/ctest.log 2>&1
+timeout 170 ctest --test-dir build -L gpu -R "fp8" -j4 --timeout 120 > $OUT/ctest.log 2>&1
 echo "ctest rc $?"; grep -E "tests passed|Failed|\*\*\*|Not Run" $OUT/ctest.log | tail -8
 timeout 280 python3 bench/bench_alternating.py --fp8 --rep-ms 700 --min-steps 25 \
   --fp8-variant s6=num_stages:6 --fp8-variant n144=block_N:144 --fp8-variant n144s6=block_N:144,num_stages:6 \

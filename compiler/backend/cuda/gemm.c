@@ -75,9 +75,10 @@ static int64_t fp8_gemm_k(const IrStmt *g) {
  * chunk (K <= 128, the header's default TC_FP8_PROMOTE_K), whose part then
  * alternates between iterations (frame.c doubles the loop), and N <= 144
  * (acc and two parts: 3 * N / 2 registers per thread, 216 of a consumer's
- * 240 at N = 144; ptxas spilled 56 bytes at N = 160, kilobytes at 256). With two chunks per k-tile (K = 192, 256) the
- * template's overlap within the call made ptxas serialize the wgmmas
- * (C7514, CUDA 13.0), so those keep the waiting form. */
+ * 240 at N = 144; ptxas spilled 56 bytes at N = 160, kilobytes at 256).
+ * With two chunks per k-tile (K = 192, 256) the template's overlap within
+ * the call made ptxas serialize the wgmmas (C7514, CUDA 13.0), so those
+ * keep the waiting form. */
 static bool fp8_in_flight(const IrStmt *s) {
   return s->kind == IR_STMT_GEMM && s->u.gemm.wgmma && s->u.gemm.wgmma_async && !s->u.gemm.wgmma_issue_only &&
          ir_gemm_reads_fp8(s) &&

@@ -19,8 +19,10 @@ timeout 120 python3 bench/bench_alternating.py --gemm --fp8 \
   --gemm-variant p10=@$V/p10/gemm.tile --out-dir $OUT/ab 2> $OUT/ab.err | grep -A7 "^## "
 grep -v "edited CUDA" $OUT/ab.err | tail -3
 for n in 128 144; do
-  TILEC_BUILD_DIR=$PWD/build timeout 60 ncu --clock-control none --launch-skip 4 --launch-count 2 \
-    --metrics gpu__time_duration.sum,lts__t_bytes.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_op_global_st.sum,lts__t_sectors_op_write.sum \
-    python3 bench/profile_fp8.py --shape 8192x8192x8192 -D block_N=$n > $OUT/ncu-n$n.txt 2>&1
-  echo "n$n"; grep -E "tilec_gemm_fp8_nt|duration|bytes|pct|global_st|op_write" $OUT/ncu-n$n.txt | head -12
+  echo "--- ncu FP8 8192^3, block_N $n"
+  timeout 80 ncu --clock-control none -k regex:"tilec_gemm_fp8" --launch-skip 1 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats \
+    --metrics sm__cycles_elapsed.avg.per_second,lts__t_bytes.sum,smsp__inst_executed_op_global_st.sum,lts__t_sectors_op_write.sum \
+    python3 bench/profile_fp8.py --shape 8192x8192x8192 --iters 2 -D block_N=$n > $OUT/ncu-n$n.txt 2>&1
+  echo "ncu rc $?"; grep -E "Duration|SM Frequency|lts__t|global_st|Compute \(SM\) Throughput|L2 Cache Throughput|No Eligible" $OUT/ncu-n$n.txt | cut -c1-120 | head -10
 done

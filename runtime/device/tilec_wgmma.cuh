@@ -580,10 +580,12 @@ TC_DEVICE void tc_fp8_issue_chunk(float *part, unsigned long long da0, unsigned 
  * the whole tile; wider (a 128 x 256 tile: 128 accumulator floats per
  * thread) a part as wide as acc would not fit beside it in the 240
  * registers a consumer has, so the form runs each chunk as two column
- * halves (where they are wgmma widths, multiples of 16) through one part of N / 4 floats: issue half 0, wait, add it into
- * acc's floats of those columns (tc_fp8_promote_cols), then half 1.
- * The warpgroup's tensor work stops while it adds; a second consumer
- * warpgroup's wgmmas run then. */
+ * halves (where they are wgmma widths, multiples of 16) through one part
+ * of N / 4 floats: issue half 0, wait, add it into acc's floats of those
+ * columns (tc_fp8_promote_cols), then half 1. The warpgroup's tensor work
+ * stops while it adds; a second consumer warpgroup's wgmmas run then.
+ * (The CUDA backend notes the N / 2 wgmma width by the same rule,
+ * emit_gemm_fp8.) */
 template <int N>
 TC_DEVICE constexpr int tc_fp8_part_cols() {
   return N > 128 && (N / 2) % 16 == 0 ? N / 2 : N;

@@ -37,7 +37,14 @@
  * (ATOMIC_FETCH_ADD, an acquire-release point whose release covers the
  * block's earlier global writes) keeps the cooperative store too: a TMA
  * store's bytes still drain after the block moved on, outside what the
- * atomic's fences order. */
+ * atomic's fences order.
+ * A row that is not a power of two of 16-byte chunks (144, 112, 80
+ * columns) cannot be one swizzled row. In a GEMM (a gemm in flight, so a
+ * TMA store follows) it is staged as panels of the widest of 64, 32, 16
+ * columns that divides it: TMA stores a box per panel, pass persistent a
+ * round per panel, and a tile TMA cannot take (a bound row length that is
+ * not a multiple of 16 bytes) goes out cooperatively through the same
+ * panels. Elsewhere such a row keeps the column-pair store (unmeasured). */
 #include "passes.h"
 
 static void find_use(IrStmt *s, void *ctx) {
@@ -68,7 +75,10 @@ static IrBuffer *dead_shared(IrStmt *body, int at, int64_t bytes) {
   return NULL;
 }
 
-static bool stageable(const IrStmt *s, int64_t *rows, int64_t *cols) {
+/* Whether `s` is a staged-store candidate (rows x cols, cols a multiple of
+ * 8); *panels: its rows need panels (the swizzle wants a power-of-two
+ * number of 16-byte chunks per row), which only a TMA target takes. */
+static bool stageable(const IrStmt *s, int64_t *rows, int64_t *cols, bool *panels) {
   if (s->kind != IR_STMT_COPY) return false;
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   if (src->buf->scope != IR_SCOPE_FRAGMENT || src->buf->layout.frag != IR_FRAG_MMA_C) return false;
@@ -79,13 +89,25 @@ static bool stageable(const IrStmt *s, int64_t *rows, int64_t *cols) {
   if (n != 2 || dims[1] != dst->rank - 1) return false;
   if (!ir_expr_is_int_const(dst->extent[dims[0]], rows) || !ir_expr_is_int_const(dst->extent[dims[1]], cols))
     return false;
-  int64_t chunks = *cols / 8;
-  /* The swizzle needs a power-of-two number of 16-byte chunks per row. */
-  return *cols % 8 == 0 && chunks > 0 && (chunks & (chunks - 1)) == 0;
+  const int64_t chunks = *cols / 8;
+  *panels = chunks > 0 && (chunks & (chunks - 1)) != 0;
+  return *cols % 8 == 0 && chunks > 0;
+}
+
+/* Panels for a row of `cols` 16-bit elements whose chunk count is not a
+ * power of two: the widest of 64, 32, 16 columns (128, 64, 32-byte
+ * swizzle) that divides it, so TMA takes the tile as boxes of one panel
+ * and a store in rounds (pass persistent) as slots of that width; 0 when
+ * none does (48 or 80 columns: 96 or 160 bytes). */
+static int64_t panel_cols_for(int64_t cols) {
+  for (int64_t p = 64; p >= 16; p /= 2)
+    if (cols % p == 0) return p;
+  return 0;
 }
 
 /* S's layout as TMA reads it; false when its rows fit none. */
 static bool tma_layout(IrBuffer *tile, int64_t cols) {
+  if (tile->layout.panel_cols) return true; /* set with the tile (panel_cols_for) */
   const int64_t row_bytes = cols * 2;
   if (row_bytes == 32 || row_bytes == 64 || row_bytes == 128) {
     tile->layout.swizzle_bytes = (int)row_bytes;
@@ -150,8 +172,10 @@ bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
     }
     for (int i = 0; i < body->u.seq.n; i++) {
       IrStmt *s = body->u.seq.items[i];
-      int64_t rows, cols;
-      if (!stageable(s, &rows, &cols)) continue;
+      int64_t rows, cols, panel = 0;
+      bool panels;
+      if (!stageable(s, &rows, &cols, &panels)) continue;
+      if (panels && (!in_flight || i <= last_fetch || !(panel = panel_cols_for(cols)))) continue;
       const IrBuffer *dstbuf = s->u.copy.dst.buf;
       IrBuffer *home = dead_shared(body, i, rows * cols * 2);
       if (!home) continue;
@@ -160,7 +184,8 @@ bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
                                      IR_SCOPE_SHARED, 2, shape, s->loc);
       tile->alias_of = home;
       tile->layout.kind = IR_LAYOUT_SWIZZLED;
-      tile->layout.swizzle_bytes = (int)cols * 2;
+      tile->layout.swizzle_bytes = (int)(panel ? panel : cols) * 2;
+      tile->layout.panel_cols = (int)panel;
       IrStmt *wait = ir_stmt_new(m, IR_STMT_ASYNC_WAIT, s->loc);
       wait->u.async_pending = 0;
       IrStmt *alloc = ir_stmt_new(m, IR_STMT_ALLOC, s->loc);

@@ -445,10 +445,11 @@ struct IrStmt {
     } mbar_wait;
     struct {             /* STREAM_K_FIXUP (pass stream-k), in the consumers'
                             unit loop `loop` (a STREAM_K FOR), after acc's
-                            k-loop: a unit with k_begin > 0 publishes acc as
-                            its block's partial sum; the unit with k_begin 0
-                            of a split tile adds the later units' partials
-                            to acc, in block order (deterministic) */
+                            k-loop: a unit that does not end its tile
+                            publishes acc as its block's partial sum; the
+                            unit that ends a split tile adds the earlier
+                            units' partials to acc, in descending block
+                            order (deterministic) */
       IrBuffer *acc;
       const IrStmt *loop;
     } stream_k;

@@ -19,8 +19,8 @@
  * consumers' loop, the ring advance; and, where n is symbolic, every use
  * of it), the producer's copies read k-block k_fetch + k_begin, and the
  * consumers run
- *     stream_k_fixup acc        // k_begin > 0: publish; else add the later parts
- *     if (k_begin == 0) { post }
+ *     stream_k_fixup acc        // a part that does not end its tile: publish; else add the earlier parts
+ *     if (k_begin + k_len == n) { post }
  * The ring positions stay correct unchanged: each role still advances
  * pipe_base by its loop's trip count, now k_len. A constant n (K bound
  * with -D) is replaced only in those places, found by their shape: by
@@ -340,7 +340,8 @@ static void offset_copies(IrModule *m, Unit *u) {
 }
 
 /* After the consumers' k-loop: the fix-up, then the epilogue only where the
- * unit finishes its tile (k_begin == 0). */
+ * unit finishes its tile (it ends it: k_begin + k_len == n; the device
+ * walks each block's range backwards, tilec_stream_k.cuh). */
 static void guard_epilogue(IrModule *m, Unit *u, IrBuffer *acc) {
   IrStmt *body = u->loop->u.for_.body;
   const SrcLoc loc = body->u.seq.items[u->k_guard]->loc;
@@ -355,8 +356,10 @@ static void guard_epilogue(IrModule *m, Unit *u, IrBuffer *acc) {
   fixup->u.stream_k.loop = u->loop;
   ir_seq_insert(m, body, u->k_guard + 1, fixup);
   if (post->u.seq.n) {
-    IrExpr *first = ir_binary(m, IR_OP_EQ, ir_var_ref(m, u->loop->u.for_.k_begin, loc), ir_int(m, 0, loc), loc);
-    ir_seq_insert(m, body, u->k_guard + 2, ir_if_new(m, first, post, NULL, loc));
+    IrExpr *end = ir_binary(m, IR_OP_ADD, ir_var_ref(m, u->loop->u.for_.k_begin, loc),
+                            ir_var_ref(m, u->loop->u.for_.k_len, loc), loc);
+    IrExpr *last = ir_binary(m, IR_OP_EQ, end, ir_expr_clone(m, u->loop->u.for_.k_iters), loc);
+    ir_seq_insert(m, body, u->k_guard + 2, ir_if_new(m, last, post, NULL, loc));
   }
 }
 

@@ -7,38 +7,50 @@
  * that cost 4). Here the R tiles' R n k-iterations (n per tile) are split
  * evenly over all P blocks first (where R < P / 2, the last R + P tiles
  * are: tc_sk_split_tiles): block b takes iterations
- * [R n b / P, R n (b + 1) / P) of them, in tile order, as units (tile,
- * k_begin, k_len); then it takes whole tiles R + b, R + b + P, ... as
+ * [R n b / P, R n (b + 1) / P) of them as units (tile, k_begin, k_len),
+ * walking its range BACKWARDS a tile at a time (its last tile's part
+ * first, from k = 0); then it takes whole tiles R + b, R + b + P, ... as
  * before. Every block does the same work, give or take one iteration.
  *
- * Those split tiles are handed out in phase order (tc_sk_tile_of_position):
- * a block's range starts inside a tile at its own offset, so tile t's
- * k-slices are loaded that many iterations early or late; in plain tile
- * order raster neighbours (sharing A's or B's panel) were offsets apart and
- * the L2 had to hold every panel of the split phase at once (H100, 4096^3,
- * ncu: DRAM reads 269 MB against 187 without the split; 207 in phase
- * order). What phase order cannot give back is the lockstep of the
- * whole-tile waves, whose blocks ask for each k-slice together: L2 read
- * sectors stay 65 % up and the split phase slow (docs/gpu-codegen.md,
- * "Stream-K"; hence the n / 2 term of the split rule below).
+ * Why backwards: blocks whose units start at different k ask the L2 for
+ * different k-slices of the operand panels they share, where the
+ * whole-tile waves ask for each k-slice together. Walked forwards, block
+ * b's first unit started at its own offset k_b inside a tile (k_b = b
+ * times the share, mod n: every offset at once), and the split phase ran
+ * slow (H100, 4096^3: 65 % more L2 read sectors; 2304 x 2048 x 8192,
+ * where every tile is split, 0.77-0.85x cuBLAS). Walked backwards, every
+ * first unit that starts a tile starts at k = 0 at time 0, and a block's
+ * last unit, the rest [k_b, n) of its first tile, starts at time
+ * share - (n - k_b), which is k_b + share - n: all blocks run at k = t or
+ * k = t - (share - n), two slices apart by a constant. Only a block whose
+ * whole range lies inside one tile (share < n) starts elsewhere.
  *
- * A finisher (at the end of its block's share) needs the next blocks'
- * first units, which end within their own shares: with every block at the
- * same rate it waits at most the one iteration by which shares differ
- * (unit.stream_k checks it on the host).
+ * The split tiles are also handed out in phase order
+ * (tc_sk_tile_of_position), which made raster neighbours (sharing A's or
+ * B's panel) start their parts at nearly the same k when the walk went
+ * forwards (ncu, H100 4096^3: DRAM reads 269 MB in plain order, 207 in
+ * phase order, 187 without the split). With the backward walk the offsets
+ * no longer depend on the tile; the order is kept (a bijection, no cost)
+ * and has not been measured against the plain one since.
  *
- * The reduction: a unit that does not start its tile (k_begin > 0) can
- * only be the first unit of its block's range (a range's later units start
- * at tile boundaries). It stores its accumulator as the block's partial sum
- * and raises the block's flag. The unit with k_begin 0 ends its block's
- * range and finishes the tile: it waits for the flags of the blocks after
- * it whose ranges start inside the tile, adds their partials in block
- * order (so the sum does not depend on timing: the same bits every run on
- * a GPU of the same SM count), and runs the epilogue. No block waits on a
- * unit that comes later in another block's range, so there is no cycle;
- * the blocks a finisher waits on must be resident or become so, which a
- * grid of at most one block per resident slot (the runtime's persistent
- * grid) gives on a GPU other kernels do not hold forever.
+ * A finisher (the unit that ends a tile: the last of its block's walk)
+ * needs the earlier blocks' parts of the tile, which are their first units
+ * (or a block's whole range): with every block at the same rate it waits
+ * at most the one iteration by which shares differ (unit.stream_k checks
+ * it on the host).
+ *
+ * The reduction: a unit that does not end its tile (k_begin + k_len < n)
+ * can only be the first unit of its block's walk (its later units end at
+ * tile boundaries). It stores its accumulator as the block's partial sum
+ * and raises the block's flag. The unit that ends the tile after starting
+ * inside it finishes the tile: it waits for the flags of the blocks before
+ * it whose ranges end inside the tile, adds their partials in block order
+ * (descending; so the sum does not depend on timing: the same bits every
+ * run on a GPU of the same SM count), and runs the epilogue. No block
+ * waits on a unit that comes later in another block's walk, so there is
+ * no cycle; the blocks a finisher waits on must be resident or become so,
+ * which a grid of at most one block per resident slot (the runtime's
+ * persistent grid) gives on a GPU other kernels do not hold forever.
  *
  * The workspace (TC_SK_SLOTS partial sums and flags) is a pair of
  * __device__ arrays of the generated module, zeroed when it loads. A
@@ -50,11 +62,12 @@
  * Split only where it pays (tc_sk_pays): each block saves n (P - R) / P
  * iterations (R the last wave's tiles; with the +1-wave rule the same),
  * and the split costs TC_SK_MIN_SAVED iterations (publishing and adding a
- * partial) plus n / TC_SK_SLOW_DIV (the split phase runs slower than whole
- * tiles: its blocks no longer ask for the same k-slice together). The
- * defaults, 12 and 2, fit what an H100 measured on 128 x 256 bf16 tiles
- * (session 24: gains at n = 64 and 128 with R / P up to 0.24, losses at
- * n = 16 and 32); tests that need small splits build with
+ * partial) plus n / TC_SK_SLOW_DIV (the split phase ran slower than whole
+ * tiles when walked forwards: its blocks no longer asked for the same
+ * k-slice together). The defaults, 12 and 2, fit what an H100 measured on
+ * 128 x 256 bf16 tiles with the forward walk (session 24: gains at n = 64
+ * and 128 with R / P up to 0.24, losses at n = 16 and 32); not refitted
+ * for the backward walk. Tests that need small splits build with
  * -DTC_SK_MIN_SAVED=4 -DTC_SK_SLOW_DIV=0 ($TILEC_NVRTC_FLAGS). And only
  * with P <= TC_SK_SLOTS blocks (one partial slot each).
  *
@@ -168,8 +181,9 @@ TC_DEVICE int tc_sk_position_of_tile(int tile, const tc_sk_split *sp) {
   return (int)(p0 + j * L);
 }
 
-/* One role's walk over its block's units: `left` split iterations from
- * iteration k of tile `tile` on, then whole tiles from whole_tile on. Ints,
+/* One role's walk over its block's units: `left` split iterations ending
+ * at iteration k (exclusive) of split position `tile`, walked backwards a
+ * tile at a time, then whole tiles from whole_tile on. Ints,
  * and no division per whole-tile unit (a split unit's phase order takes a
  * few): the producer runs this beside its k-loop in the 40 registers pass
  * stream-k gives it. */
@@ -179,12 +193,14 @@ typedef struct tc_stream_k {
 
 TC_DEVICE tc_stream_k tc_sk_plan(long long tiles, long long k_iters, long long blocks, long long block) {
   const tc_sk_split p = tc_sk_split_of(tiles, k_iters, blocks);
-  const unsigned g = tc_sk_range_begin(&p, (unsigned)block);
+  const unsigned g = tc_sk_range_begin(&p, (unsigned)block), e = tc_sk_range_begin(&p, (unsigned)block + 1);
   tc_stream_k s = {0, 0, 0, (int)block};
   if (p.split_iters) {
-    s.left = (int)(tc_sk_range_begin(&p, (unsigned)block + 1) - g);
-    s.tile = (int)(g / p.k_iters);
-    s.k = (int)(g - (unsigned)s.tile * p.k_iters);
+    s.left = (int)(e - g);
+    if (e > g) { /* the walk starts from the range's end: its last tile, up to e */
+      s.tile = (int)((e - 1) / p.k_iters);
+      s.k = (int)(e - (unsigned)s.tile * p.k_iters);
+    }
     s.whole_tile += (int)(p.split_iters / p.k_iters); /* R */
   }
   return s;
@@ -195,13 +211,13 @@ TC_DEVICE tc_stream_k tc_sk_plan(long long tiles, long long k_iters, long long b
 TC_DEVICE int tc_sk_next(tc_stream_k *s, long long tiles, long long k_iters, long long blocks, int *tile,
                          int *k_begin, int *k_len) {
   if (s->left > 0) {
-    const int rest = (int)k_iters - s->k;
+    const int begin = s->k > s->left ? s->k - s->left : 0;
     *tile = tc_sk_tile_of_position(s->tile, tiles, blocks);
-    *k_begin = s->k;
-    *k_len = rest < s->left ? rest : s->left;
+    *k_begin = begin;
+    *k_len = s->k - begin;
     s->left -= *k_len;
-    s->tile += 1;
-    s->k = 0;
+    s->tile -= 1;
+    s->k = (int)k_iters;
     return 1;
   }
   if (s->whole_tile < tiles) {
@@ -214,17 +230,17 @@ TC_DEVICE int tc_sk_next(tc_stream_k *s, long long tiles, long long k_iters, lon
   return 0;
 }
 
-/* The blocks whose partials the finisher of `tile` (the unit with k_begin 0
- * and k_len < k_iters, ending its block's range) adds: b = block + 1, ...
- * while their ranges start inside the tile; a block with an empty range
- * has none. Returns the next such block after `after`, or -1. */
-TC_DEVICE int tc_sk_next_part(const tc_sk_split *p, int tile, int after) {
+/* The blocks whose partials the finisher of `tile` (the unit that ends the
+ * tile, k_begin > 0, the last of its block's walk) adds: b = block - 1,
+ * block - 2, ... while their ranges end inside the tile; a block with an
+ * empty range has none. Returns the next such block below `before`, or -1. */
+TC_DEVICE int tc_sk_next_part(const tc_sk_split *p, int tile, int before) {
   tile = tc_sk_position_of_tile(tile, p);
-  const unsigned tile_end = ((unsigned)tile + 1) * p->k_iters;
-  for (unsigned b = (unsigned)after + 1; b < p->blocks; ++b) {
-    const unsigned begin = tc_sk_range_begin(p, b);
-    if (begin >= tile_end) return -1;
-    if (begin < tc_sk_range_begin(p, b + 1)) return (int)b;
+  const unsigned tile_begin = (unsigned)tile * p->k_iters;
+  for (int b = before - 1; b >= 0; --b) {
+    const unsigned end = tc_sk_range_begin(p, (unsigned)b + 1);
+    if (end <= tile_begin) return -1;
+    if (tc_sk_range_begin(p, (unsigned)b) < end) return b;
   }
   return -1;
 }
@@ -251,7 +267,8 @@ TC_DEVICE void tc_sk_fixup(float *acc, long long tiles, long long k_iters, int t
                            float4 *partials, unsigned *flags, int ctid) {
   static_assert(NACC % 4 == 0, "stream-K partials move in float4");
   constexpr long long SLOT = THREADS * NACC / 4;
-  if (k_begin > 0) { /* a later part of a tile another block finishes: publish it */
+  if (k_len == k_iters) return;        /* a whole tile */
+  if (k_begin + k_len < k_iters) { /* an earlier part of a tile another block finishes: publish it */
     float4 *slot = partials + blockIdx.x * SLOT;
 #pragma unroll
     for (int i = 0; i < NACC / 4; ++i)
@@ -260,7 +277,6 @@ TC_DEVICE void tc_sk_fixup(float *acc, long long tiles, long long k_iters, int t
     if (ctid == 0) tc_sk_flag_raise(flags + blockIdx.x);
     return;
   }
-  if (k_len == k_iters) return; /* a whole tile */
   const tc_sk_split p = tc_sk_split_of(tiles, k_iters, gridDim.x);
   for (int b = tc_sk_next_part(&p, tile, (int)blockIdx.x); b >= 0; b = tc_sk_next_part(&p, tile, b)) {
     if (ctid == 0) tc_sk_flag_wait_and_clear(flags + b);

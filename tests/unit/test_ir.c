@@ -1440,7 +1440,7 @@ static void test_stream_k_option(void) {
   CHECK(sk && strstr(sk, "while (tc_sk_next(&tc_sk, ") && !strstr(sk, "tile += gridDim.x"));
   CHECK(sk && strstr(sk, "static __device__ float4 tc_sk_partials_gemm[TC_SK_SLOTS * 8192];"));
   CHECK(sk && strstr(sk, "tc_sk_fixup<128, 256>(C_local, "));
-  CHECK(sk && strstr(sk, "if ((k_begin == 0LL)) {"));
+  CHECK(sk && strstr(sk, "if (((k_begin + k_len) == tc_ceildiv(K, 64LL))) {"));
   CHECK(sk && strstr(sk, "tc_setmaxnreg_dec<40>()") && strstr(sk, "tc_setmaxnreg_inc<232>()"));
   CHECK(outputs[0][1] && outputs[1][1] && strcmp(outputs[0][1], outputs[1][1]) == 0);
   /* Either way the GEMM is marked as one stream-K serves (the runtime's

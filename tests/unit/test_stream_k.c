@@ -1,17 +1,19 @@
 /* test_stream_k.c - the scheduling half of runtime/device/tilec_stream_k.cuh
  * on the host. For launches of T tiles of n k-iterations on P blocks (small
  * and large, with and without a split), every block's units (tc_sk_plan,
- * tc_sk_next) together cover each (tile, k) exactly once; a unit with
- * k_begin > 0 is its block's first; each split tile has one k_begin 0 unit,
- * the last of its block's split units, and tc_sk_next_part from it names
- * exactly the other blocks holding parts of that tile, in order; the split
- * happens only where the header's rule says, and then every block runs
- * floor or ceil(R n / P) split iterations plus whole tiles T - R dealt
- * round robin; (all blocks at one rate) no finisher waits more than one
- * iteration for a part; and in the phase order raster neighbours among the
- * split tiles start their parts at nearly the same k (the plain order,
- * -DTC_SK_PHASE_ORDER=0, fails that check). Mutating the header (an
- * off-by-one in a range or a part walk) fails it.
+ * tc_sk_next) together cover each (tile, k) exactly once; a unit that does
+ * not end its tile is its block's first; each split tile has one unit that
+ * ends it, the last of its block's split units, and tc_sk_next_part from it
+ * names exactly the other blocks holding parts of that tile, in descending
+ * order; the split happens only where the header's rule says, and then
+ * every block runs floor or ceil(R n / P) split iterations plus whole tiles
+ * T - R dealt round robin; (all blocks at one rate) no finisher waits more
+ * than one iteration for a part; and the blocks run in lockstep: every
+ * split unit but a middle part (a block's whole range inside one tile)
+ * starts at a time t with t - k_begin between 0 and share - n (give or take
+ * the iteration by which shares differ), so all blocks ask for one of two
+ * k-slices at a time (the forward walk fails that check). Mutating the
+ * header (an off-by-one in a range or a part walk) fails it.
  *
  * The header is included as it is, its functions made host functions, with
  * the split rule the GPU tests use (small splits pay: TC_SK_MIN_SAVED 4, no
@@ -54,6 +56,8 @@ static void check_launch(int T, int n, int P) {
   /* done_at[u]: when unit u ends, in iterations since its block started
    * (every block starts at once and runs its units back to back) */
   long *done_at = malloc(sizeof(long) * ((size_t)T * 2 + (size_t)P * 4 + 16));
+  const long share = sp.split_iters ? (long)(sp.split_iters / (unsigned)P) : 0;
+  const long lag_lo = (share < n ? share - n : 0) - 1, lag_hi = (share > n ? share - n : 0) + 1;
   int nunits = 0;
   for (int b = 0; b < P; b++) {
     tc_stream_k s = tc_sk_plan(T, n, P, b);
@@ -67,7 +71,13 @@ static void check_launch(int T, int n, int P) {
       if (tile < R) split_iters += kl;
       else EXPECT((tile - R) % P == b, "T %d P %d: whole tile %d on block %d", T, P, tile, b);
       for (int k = kb; k < kb + kl; k++) cover[(size_t)tile * n + k]++;
-      if (kb > 0) EXPECT(index == 0, "T %d n %d P %d block %d: k_begin %d in unit %d", T, n, P, b, kb, index);
+      if (kb + kl < n) EXPECT(index == 0, "T %d n %d P %d block %d: a part [%d, %d) in unit %d", T, n, P, b, kb, kb + kl,
+                              index);
+      /* lockstep: k = clock - lag with lag in [0, share - n], but for a middle part */
+      if (tile < R && !(kb > 0 && kb + kl < n))
+        EXPECT(clock - kb >= lag_lo && clock - kb <= lag_hi,
+               "T %d n %d P %d block %d: unit (%d, %d, %d) starts at %ld: lag %ld outside [%ld, %ld]", T, n, P, b, tile,
+               kb, kl, clock, clock - kb, lag_lo, lag_hi);
       clock += kl;
       done_at[nunits] = clock;
       units[nunits++] = (Unit){b, tile, kb, kl, index++};
@@ -84,8 +94,8 @@ static void check_launch(int T, int n, int P) {
   for (int t = 0; t < R; t++) {
     int finishers = 0, fin = -1;
     for (int u = 0; u < nunits; u++)
-      if (units[u].tile == t && units[u].k_begin == 0) finishers++, fin = u;
-    EXPECT(finishers == 1, "T %d n %d P %d: split tile %d has %d k_begin 0 units", T, n, P, t, finishers);
+      if (units[u].tile == t && units[u].k_begin + units[u].k_len == n) finishers++, fin = u;
+    EXPECT(finishers == 1, "T %d n %d P %d: split tile %d has %d units that end it", T, n, P, t, finishers);
     if (fin < 0) continue;
     const Unit *f = &units[fin];
     if (f->k_len == n) { /* whole: no other block holds a part */
@@ -98,7 +108,7 @@ static void check_launch(int T, int n, int P) {
       EXPECT(!(units[u].block == f->block && units[u].tile < R && units[u].index > f->index),
              "T %d n %d P %d: block %d has a split unit after finishing tile %d", T, n, P, f->block, t);
     int expect_parts[TC_SK_SLOTS + 1], nexpect = 0;
-    for (int u = 0; u < nunits; u++)
+    for (int u = nunits - 1; u >= 0; u--) /* descending blocks, as the finisher adds them */
       if (units[u].tile == t && u != fin) {
         expect_parts[nexpect++] = units[u].block;
         /* every part ends within its block's share, so at equal rates a
@@ -114,24 +124,6 @@ static void check_launch(int T, int n, int P) {
       if (got > nexpect) break;
     }
     EXPECT(got == nexpect, "T %d n %d P %d: tile %d: %d parts named, %d held", T, n, P, t, got, nexpect);
-  }
-  /* Phase order: a split tile whose part on a later block starts at k = h
-   * has its k-slices loaded at h iterations' offset; tiles next to each
-   * other in the raster (which share operand panels) must have nearly the
-   * same offset, or the L2 holds each panel for the whole split phase.
-   * Between neighbours h moves by at most n gcd(P, R) / P + 1 iterations,
-   * except where it wraps (at most n / share + 2 times). */
-  if (R > 1) {
-    int *h = calloc((size_t)R, sizeof *h);
-    for (int u = 0; u < nunits; u++)
-      if (units[u].k_begin > 0) h[units[u].tile] = units[u].k_begin;
-    const long step = (long)n * tc_sk_gcd((unsigned)P, (unsigned)R) / P + 1, share = (long)R * n / P;
-    int jumps = 0;
-    for (int t = 0; t + 1 < R; t++)
-      if (h[t] && h[t + 1] && labs((long)h[t + 1] - h[t]) > step) jumps++;
-    EXPECT(jumps <= n / (share ? share : 1) + 2, "T %d n %d P %d: %d phase jumps between raster neighbours", T, n, P,
-           jumps);
-    free(h);
   }
   free(cover);
   free(units);

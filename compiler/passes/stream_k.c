@@ -421,10 +421,12 @@ static bool k_loop_reads_fp8(const Unit *cons) {
  * are marked with their k-iterations (IrKernel.stream_k_iters), so the
  * runtime knows which launches its stream-K build serves. FP8 GEMMs are
  * not marked (the option still splits them): their 128 x 128 tiles read
- * L2 at its limit, and the split phase, which loses the blocks' lockstep
+ * L2 at its limit, and the split phase, which lost the blocks' lockstep
  * on each k-slice, cost more than the last wave it fills (8192^3 on an
  * H100, alternation: 0.850x torch._scaled_mm split, 0.902x whole tiles;
- * docs/gpu-codegen.md "Stream-K"). */
+ * docs/gpu-codegen.md "Stream-K"). That was the forward walk; the
+ * backward walk (session 30) keeps the lockstep and has not been measured
+ * on FP8. */
 bool pass_stream_k(IrModule *m, const PassOptions *opts, Diag *diag) {
   (void)diag;
   if (opts->target != TILEC_TARGET_SM90A) return true;

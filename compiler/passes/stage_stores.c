@@ -44,7 +44,8 @@
  * columns that divides it: TMA stores a box per panel, pass persistent a
  * round per panel, and a tile TMA cannot take (a bound row length that is
  * not a multiple of 16 bytes) goes out cooperatively through the same
- * panels. Elsewhere such a row keeps the column-pair store (unmeasured). */
+ * panels. Elsewhere such a row keeps the column-pair store (whether
+ * staging would pay there is not measured). */
 #include "passes.h"
 
 static void find_use(IrStmt *s, void *ctx) {
@@ -77,7 +78,7 @@ static IrBuffer *dead_shared(IrStmt *body, int at, int64_t bytes) {
 
 /* Whether `s` is a staged-store candidate (rows x cols, cols a multiple of
  * 8); *panels: its rows need panels (the swizzle wants a power-of-two
- * number of 16-byte chunks per row), which only a TMA target takes. */
+ * number of 16-byte chunks per row), which only a GEMM's TMA store takes. */
 static bool stageable(const IrStmt *s, int64_t *rows, int64_t *cols, bool *panels) {
   if (s->kind != IR_STMT_COPY) return false;
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
@@ -98,7 +99,7 @@ static bool stageable(const IrStmt *s, int64_t *rows, int64_t *cols, bool *panel
  * power of two: the widest of 64, 32, 16 columns (128, 64, 32-byte
  * swizzle) that divides it, so TMA takes the tile as boxes of one panel
  * and a store in rounds (pass persistent) as slots of that width; 0 when
- * none does (48 or 80 columns: 96 or 160 bytes). */
+ * none does (24, 40, 56 columns: an odd number of 16-byte chunks). */
 static int64_t panel_cols_for(int64_t cols) {
   for (int64_t p = 64; p >= 16; p /= 2)
     if (cols % p == 0) return p;

@@ -19,3 +19,8 @@ timeout 100 python3 bench/bench_alternating.py --gemm \
   --rep-ms 1000 --min-steps 20 --gemm-variant sk0=env.TILEC_STREAM_K:0 \
   --gemm-variant "sknd=env.TILEC_STREAM_K:1,env.TILEC_NVRTC_FLAGS:-DTC_SK_SLOW_DIV=0" \
   --out-dir $OUT/ab 2> $OUT/ab.err | grep -A10 "^## "; grep -v "edited CUDA" $OUT/ab.err | tail -3
+
+# Call 2 (about 60 s, same machine while warm): the whole issue-14 grid
+# with session 30's code (stream-K backward walk, FP8 128 x 144 for wide
+# launches); the last full grid is session 20's (H100).
+#   python3 bench/bench_gemm.py --dtypes bf16,f16 --fp8 --out-dir $OUT/g

@@ -76,10 +76,9 @@ static IrBuffer *dead_shared(IrStmt *body, int at, int64_t bytes) {
   return NULL;
 }
 
-/* Whether `s` is a staged-store candidate (rows x cols, cols a multiple of
- * 8); *panels: its rows need panels (the swizzle wants a power-of-two
- * number of 16-byte chunks per row), which only a GEMM's TMA store takes. */
-static bool stageable(const IrStmt *s, int64_t *rows, int64_t *cols, bool *panels) {
+/* Whether `s` is a staged-store candidate: rows x cols of a 16-bit tile,
+ * cols a multiple of 8 (whole 16-byte chunks). */
+static bool stageable(const IrStmt *s, int64_t *rows, int64_t *cols) {
   if (s->kind != IR_STMT_COPY) return false;
   const IrRegion *src = &s->u.copy.src, *dst = &s->u.copy.dst;
   if (src->buf->scope != IR_SCOPE_FRAGMENT || src->buf->layout.frag != IR_FRAG_MMA_C) return false;
@@ -90,25 +89,18 @@ static bool stageable(const IrStmt *s, int64_t *rows, int64_t *cols, bool *panel
   if (n != 2 || dims[1] != dst->rank - 1) return false;
   if (!ir_expr_is_int_const(dst->extent[dims[0]], rows) || !ir_expr_is_int_const(dst->extent[dims[1]], cols))
     return false;
-  const int64_t chunks = *cols / 8;
-  *panels = chunks > 0 && (chunks & (chunks - 1)) != 0;
-  return *cols % 8 == 0 && chunks > 0;
+  return *cols % 8 == 0 && *cols > 0;
 }
 
-/* Panels for a row of `cols` 16-bit elements whose chunk count is not a
- * power of two: the widest of 64, 32, 16 columns (128, 64, 32-byte
- * swizzle) that divides it, so TMA takes the tile as boxes of one panel
- * and a store in rounds (pass persistent) as slots of that width; 0 when
- * none does (24, 40, 56 columns: an odd number of 16-byte chunks). */
-static int64_t panel_cols_for(int64_t cols) {
-  for (int64_t p = 64; p >= 16; p /= 2)
-    if (cols % p == 0) return p;
-  return 0;
+/* One swizzled row holds a power-of-two number of 16-byte chunks. */
+static bool one_swizzled_row(int64_t cols) {
+  const int64_t chunks = cols / 8;
+  return (chunks & (chunks - 1)) == 0;
 }
 
 /* S's layout as TMA reads it; false when its rows fit none. */
 static bool tma_layout(IrBuffer *tile, int64_t cols) {
-  if (tile->layout.panel_cols) return true; /* set with the tile (panel_cols_for) */
+  if (tile->layout.panel_cols) return true; /* set with the tile */
   const int64_t row_bytes = cols * 2;
   if (row_bytes == 32 || row_bytes == 64 || row_bytes == 128) {
     tile->layout.swizzle_bytes = (int)row_bytes;
@@ -173,10 +165,15 @@ bool pass_stage_stores(IrModule *m, const PassOptions *opts, Diag *diag) {
     }
     for (int i = 0; i < body->u.seq.n; i++) {
       IrStmt *s = body->u.seq.items[i];
-      int64_t rows, cols, panel = 0;
-      bool panels;
-      if (!stageable(s, &rows, &cols, &panels)) continue;
-      if (panels && (!in_flight || i <= last_fetch || !(panel = panel_cols_for(cols)))) continue;
+      int64_t rows, cols;
+      if (!stageable(s, &rows, &cols)) continue;
+      /* Other rows as panels of the widest of 64, 32, 16 columns that
+       * divides them (swizzle-layout's rule for a whole row), for a GEMM's
+       * TMA store only; 0 where none does (24, 40 columns: odd chunks). */
+      int64_t panel = 0;
+      if (!one_swizzled_row(cols) &&
+          (!in_flight || i <= last_fetch || !(panel = pass_nsplit_panel_cols((int)cols, (int)cols, 2))))
+        continue;
       const IrBuffer *dstbuf = s->u.copy.dst.buf;
       IrBuffer *home = dead_shared(body, i, rows * cols * 2);
       if (!home) continue;

@@ -9,6 +9,7 @@ import re, sys
 src = open(sys.argv[1]).read()
 lines = src.split('\n')
 out = []
+stream_k = 'tc_sk_fixup<' in src  # the stream-K build: units (tile, k_begin, k_len) and a fix-up stamp
 GT = ('static __device__ __forceinline__ unsigned long long tc_dbg_gt() { unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }\n'
       'static __device__ unsigned long long tc_dbg_rec[200 * 16 * 12];\n'
       'static __device__ unsigned int tc_dbg_done;\n')
@@ -20,8 +21,9 @@ for i, l in enumerate(lines):
     if i == last_pipe_line:
         out.append('      if (tc_tid == 0 && tc_dbg_u < 16) { unsigned smid; asm volatile("mov.u32 %0, %%smid;" : "=r"(smid)); '
                    'unsigned long long *r = tc_dbg_rec + (blockIdx.x * 16 + tc_dbg_u) * 12; '
-                   'r[0] = (unsigned long long)tile; r[1] = 0; r[2] = (unsigned long long)(long long)-1; r[3] = tc_dbg_a; r[4] = tc_dbg_b; '
-                   'r[5] = tc_dbg_b; r[6] = tc_dbg_gt(); r[7] = tc_dbg_f; r[8] = tc_dbg_entry; r[9] = tc_dbg_t0; r[10] = smid; r[11] = tc_dbg_u + 1; ++tc_dbg_u; }')
+                   'r[0] = (unsigned long long)tile; r[3] = tc_dbg_a; r[4] = tc_dbg_b; r[6] = tc_dbg_gt(); r[7] = tc_dbg_f; r[8] = tc_dbg_entry; r[9] = tc_dbg_t0; r[10] = smid; r[11] = tc_dbg_u + 1; ++tc_dbg_u; ' +
+                   ('r[1] = k_begin; r[2] = k_len; r[5] = tc_dbg_c; }' if stream_k else
+                    'r[1] = 0; r[2] = (unsigned long long)(long long)-1; r[5] = tc_dbg_b; }'))
     if 'if (tc_tid == 0) tc_tma_store_wait_read();  // the epilogue' in l:
         out.append(l)
         out.append('  if (tc_tid == 0) {\n'
@@ -45,11 +47,13 @@ for i, l in enumerate(lines):
     if 'const unsigned long long pipe_base' in l:
         pipe_base_seen += 1
         if pipe_base_seen == 2:
-            out.append('    unsigned long long tc_dbg_a = tc_dbg_gt(), tc_dbg_b = 0, tc_dbg_f = 0;')
+            out.append('    unsigned long long tc_dbg_a = tc_dbg_gt(), tc_dbg_b = 0, tc_dbg_c = 0, tc_dbg_f = 0; (void)tc_dbg_c;')
     if 'tc_mbar_wait(tc_smem_addr(A_shared_full' in l and pipe_base_seen == 2:
         out.append('        if (tc_dbg_f == 0) tc_dbg_f = tc_dbg_gt();')
     if 'tc_wgmma_drain<256>(C_local);' in l:
         out.append('        tc_dbg_b = tc_dbg_gt();')
+    if stream_k and 'tc_sk_fixup<' in l:
+        out.append('      tc_dbg_c = tc_dbg_gt();')
 res = '\n'.join(out)
-assert res.count('tc_dbg_gt()') >= 6 and 'tc_dbg_done, 1u' in res, 'anchors missing'
+assert res.count('tc_dbg_gt()') >= 6 + stream_k and 'tc_dbg_done, 1u' in res, 'anchors missing'
 open(sys.argv[2], 'w').write(res)

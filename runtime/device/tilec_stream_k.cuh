@@ -110,9 +110,12 @@ typedef struct tc_sk_split {
  * or with fewer than P / 2 of those (each tile would be cut into three or
  * more parts, and a finisher adds its parts one after another) one whole
  * wave more, R + P, so every block's share is at least a tile. */
+#ifndef TC_SK_EXTRA_WAVE_PCT /* below this % of P last-wave tiles, split one wave more (101: always) */
+#define TC_SK_EXTRA_WAVE_PCT 50
+#endif
 TC_DEVICE unsigned tc_sk_split_tiles(unsigned tiles, unsigned blocks) {
   const unsigned r = tiles % blocks;
-  return 2 * r < blocks ? r + blocks : r;
+  return 100 * r < TC_SK_EXTRA_WAVE_PCT * blocks ? r + blocks : r;
 }
 
 /* Whether splitting pays for a last wave of r tiles of n iterations on p

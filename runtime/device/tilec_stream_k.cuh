@@ -261,10 +261,78 @@ TC_DEVICE void tc_sk_flag_wait_and_clear(unsigned *flag) {
   *(volatile unsigned *)flag = 0; /* re-armed for the next launch */
 }
 
+/* Where a finisher adds the earlier blocks' parts of its tile: after its
+ * k-loop (default), or with TC_SK_PRELOAD=1 before it, into the cleared
+ * accumulator (tc_sk_preload), so the finishers' reads do not all fall at
+ * the split phase's end. A preloading finisher waits for parts that end
+ * after its own unit starts where a block's share is below a tile (some
+ * tiles cut in three): an experiment for TC_SK_EXTRA_WAVE_PCT=101, where
+ * every share is at least a tile. */
+#ifndef TC_SK_PRELOAD
+#define TC_SK_PRELOAD 0
+#endif
+
+/* The finisher's adds: every earlier block's part of `tile` (with
+ * TC_SK_PRELOAD all but the nearest, which tc_sk_preload added), in
+ * descending block order (the sum does not depend on timing). Partials: TC_SK_SLOTS
+ * slots of THREADS * NACC / 4 float4, stored thread-interleaved
+ * (coalesced, and each thread reads back exactly what the same thread of
+ * another block wrote: the same layout). */
+template <int NACC, int THREADS>
+TC_DEVICE void tc_sk_add_parts(float *acc, long long tiles, long long k_iters, int tile, const float4 *partials,
+                               unsigned *flags, int ctid) {
+  constexpr long long SLOT = THREADS * NACC / 4;
+  const tc_sk_split p = tc_sk_split_of(tiles, k_iters, gridDim.x);
+  int b = tc_sk_next_part(&p, tile, (int)blockIdx.x);
+  if (TC_SK_PRELOAD && b >= 0) b = tc_sk_next_part(&p, tile, b); /* the nearest part was preloaded */
+  for (; b >= 0; b = tc_sk_next_part(&p, tile, b)) {
+    if (ctid == 0) tc_sk_flag_wait_and_clear(flags + b);
+    tc_consumer_sync<THREADS>(); /* thread 0's acquire covers the others' reads */
+    const float4 *slot = partials + b * SLOT;
+#pragma unroll
+    for (int i = 0; i < NACC / 4; ++i) {
+      const float4 v = __ldcg(slot + i * THREADS + ctid);
+      acc[4 * i] += v.x;
+      acc[4 * i + 1] += v.y;
+      acc[4 * i + 2] += v.z;
+      acc[4 * i + 3] += v.w;
+    }
+  }
+}
+
+/* Before a unit's k-loop, with the accumulator cleared: a finisher
+ * (k_begin > 0, ending its tile) with TC_SK_PRELOAD starts from the
+ * nearest earlier part (the only one where every share is at least a
+ * tile; tc_sk_fixup adds any others after the loop). */
+template <int NACC, int THREADS>
+TC_DEVICE void tc_sk_preload(float *acc, long long tiles, long long k_iters, int tile, int k_begin, int k_len,
+                             const float4 *partials, unsigned *flags, int ctid) {
+  if (!TC_SK_PRELOAD) return;
+  /* Straight-line, predicated: a branch around the loads gives acc two
+   * definitions to merge at the k-loop, and ptxas then serializes every
+   * wgmma of the kernel (C7515). */
+  constexpr long long SLOT = THREADS * NACC / 4;
+  const tc_sk_split p = tc_sk_split_of(tiles, k_iters, gridDim.x);
+  const int first = k_begin > 0 && k_begin + k_len == k_iters ? tc_sk_next_part(&p, tile, (int)blockIdx.x) : -1;
+  const bool finisher = first >= 0;
+  const int b = finisher ? first : 0;
+  if (finisher && ctid == 0) tc_sk_flag_wait_and_clear(flags + b);
+  if (finisher) tc_consumer_sync<THREADS>(); /* thread 0's acquire covers the others' reads */
+  const float4 *slot = partials + b * SLOT;
+#pragma unroll
+  for (int i = 0; i < NACC / 4; ++i) {
+    const float4 v = finisher ? __ldcg(slot + i * THREADS + ctid) : make_float4(0.f, 0.f, 0.f, 0.f);
+    acc[4 * i] += v.x;
+    acc[4 * i + 1] += v.y;
+    acc[4 * i + 2] += v.z;
+    acc[4 * i + 3] += v.w;
+  }
+  tc_pin_regs<NACC>(acc);
+}
+
 /* After a unit's k-loop, on every consumer thread (ctid < THREADS) with its
- * NACC accumulator floats; partials: TC_SK_SLOTS slots of THREADS * NACC / 4
- * float4, stored thread-interleaved (coalesced, and each thread reads back
- * exactly what the same thread of another block wrote: the same layout). */
+ * NACC accumulator floats: a part that does not end its tile publishes
+ * itself; a finisher adds the earlier parts (unless it preloaded them). */
 template <int NACC, int THREADS>
 TC_DEVICE void tc_sk_fixup(float *acc, long long tiles, long long k_iters, int tile, int k_begin, int k_len,
                            float4 *partials, unsigned *flags, int ctid) {
@@ -280,20 +348,7 @@ TC_DEVICE void tc_sk_fixup(float *acc, long long tiles, long long k_iters, int t
     if (ctid == 0) tc_sk_flag_raise(flags + blockIdx.x);
     return;
   }
-  const tc_sk_split p = tc_sk_split_of(tiles, k_iters, gridDim.x);
-  for (int b = tc_sk_next_part(&p, tile, (int)blockIdx.x); b >= 0; b = tc_sk_next_part(&p, tile, b)) {
-    if (ctid == 0) tc_sk_flag_wait_and_clear(flags + b);
-    tc_consumer_sync<THREADS>(); /* thread 0's acquire covers the others' reads */
-    const float4 *slot = partials + b * SLOT;
-#pragma unroll
-    for (int i = 0; i < NACC / 4; ++i) {
-      const float4 v = __ldcg(slot + i * THREADS + ctid);
-      acc[4 * i] += v.x;
-      acc[4 * i + 1] += v.y;
-      acc[4 * i + 2] += v.z;
-      acc[4 * i + 3] += v.w;
-    }
-  }
+  tc_sk_add_parts<NACC, THREADS>(acc, tiles, k_iters, tile, partials, flags, ctid);
 }
 #endif
 

@@ -110,12 +110,12 @@ typedef struct tc_sk_split {
  * or with fewer than P / 2 of those (each tile would be cut into three or
  * more parts, and a finisher adds its parts one after another) one whole
  * wave more, R + P, so every block's share is at least a tile. */
-#ifndef TC_SK_EXTRA_WAVE_PCT /* below this % of P last-wave tiles, split one wave more (101: always) */
-#define TC_SK_EXTRA_WAVE_PCT 50
+#ifndef TC_SK_ALWAYS_EXTRA_WAVE /* 1: split one wave more whatever R (every share at least a tile) */
+#define TC_SK_ALWAYS_EXTRA_WAVE 0
 #endif
 TC_DEVICE unsigned tc_sk_split_tiles(unsigned tiles, unsigned blocks) {
   const unsigned r = tiles % blocks;
-  return 100 * r < TC_SK_EXTRA_WAVE_PCT * blocks ? r + blocks : r;
+  return TC_SK_ALWAYS_EXTRA_WAVE || 2 * r < blocks ? r + blocks : r;
 }
 
 /* Whether splitting pays for a last wave of r tiles of n iterations on p
@@ -266,7 +266,7 @@ TC_DEVICE void tc_sk_flag_wait_and_clear(unsigned *flag) {
  * accumulator (tc_sk_preload), so the finishers' reads do not all fall at
  * the split phase's end. A preloading finisher waits for parts that end
  * after its own unit starts where a block's share is below a tile (some
- * tiles cut in three): an experiment for TC_SK_EXTRA_WAVE_PCT=101, where
+ * tiles cut in three): an experiment for TC_SK_ALWAYS_EXTRA_WAVE=1, where
  * every share is at least a tile. */
 #ifndef TC_SK_PRELOAD
 #define TC_SK_PRELOAD 0

@@ -44,6 +44,15 @@ typedef struct Unit {
 
 static void check_launch(int T, int n, int P) {
   const tc_sk_split sp = tc_sk_split_of(T, n, P);
+  if (sp.split_iters) /* a finisher's tile -> position inverts position -> tile */
+    for (int pos = 0; pos < (int)(sp.split_iters / sp.k_iters); pos++) {
+      const int tile = tc_sk_tile_of_position(pos, T, P);
+      if (tc_sk_position_of_tile(tile, &sp) != pos) {
+        fprintf(stderr, "T=%d n=%d P=%d: position %d -> tile %d -> position %d\n", T, n, P, pos, tile,
+                tc_sk_position_of_tile(tile, &sp));
+        failures++;
+      }
+    }
   const int r = T % P;
   const int expect_split = T > P && P <= TC_SK_SLOTS && n > 0 && r > 0 && (long long)(P - r) * n >= 4LL * P;
   EXPECT((sp.split_iters != 0) == expect_split, "T %d n %d P %d: split %u, expected %d", T, n, P, sp.split_iters,

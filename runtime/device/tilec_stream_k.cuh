@@ -110,12 +110,9 @@ typedef struct tc_sk_split {
  * or with fewer than P / 2 of those (each tile would be cut into three or
  * more parts, and a finisher adds its parts one after another) one whole
  * wave more, R + P, so every block's share is at least a tile. */
-#ifndef TC_SK_ALWAYS_EXTRA_WAVE /* 1: split one wave more whatever R (every share at least a tile) */
-#define TC_SK_ALWAYS_EXTRA_WAVE 0
-#endif
 TC_DEVICE unsigned tc_sk_split_tiles(unsigned tiles, unsigned blocks) {
   const unsigned r = tiles % blocks;
-  return TC_SK_ALWAYS_EXTRA_WAVE || 2 * r < blocks ? r + blocks : r;
+  return 2 * r < blocks ? r + blocks : r;
 }
 
 /* Whether splitting pays for a last wave of r tiles of n iterations on p
@@ -173,6 +170,7 @@ TC_DEVICE int tc_sk_tile_of_position(int p, long long tiles, long long blocks) {
   const unsigned v = ((unsigned)p * P % R) / g;
   return (int)(v * g + (unsigned)p / L);
 }
+
 /* a^-1 mod m for gcd(a, m) = 1 (m >= 1; 0 when m = 1), by extended
  * Euclid: a few divisions. */
 TC_DEVICE unsigned tc_sk_inverse_mod(unsigned a, unsigned m) {
@@ -187,8 +185,10 @@ TC_DEVICE unsigned tc_sk_inverse_mod(unsigned a, unsigned m) {
 }
 
 /* The inverse (a finisher's tile -> its position): p0 solves
- * p0 (P / g) = v mod L, p0 = v (P / g)^-1 mod L. (A search over p0 cost a
- * finisher 1.7 us a call at L = 62, 4096^3 with one wave more, H100.) */
+ * p0 (P / g) = v mod L, so p0 = v (P / g)^-1 mod L. It replaced a search
+ * over p0 (up to L modulo steps on every consumer thread, twice per
+ * finisher), which made the finishers' fix-up grow with L: session 31,
+ * H100, 4096^3 split over one wave more (L = 62): 8.9-10.6 us, then 6.2. */
 TC_DEVICE int tc_sk_position_of_tile(int tile, const tc_sk_split *sp) {
   if (!TC_SK_PHASE_ORDER) return tile;
   const unsigned P = sp->blocks, R = sp->split_iters / sp->k_iters, g = tc_sk_gcd(P, R), L = R / g;
@@ -278,77 +278,29 @@ TC_DEVICE void tc_sk_flag_wait_and_clear(unsigned *flag) {
   *(volatile unsigned *)flag = 0; /* re-armed for the next launch */
 }
 
-/* TC_SK_L2_KEEP=1 (an experiment, off by default): partials are stored
- * with an L2 evict_last policy, and a finisher discards each part's lines
- * (no write-back) once every consumer has read them. Without it a part
- * written early in the split phase can be evicted by the operand streams
- * before its finisher reads it at the phase's end (the finisher's 128 KB
- * took 5-7 us at 2304 x 2048 x 8192 on an H100, session 31). */
-#ifndef TC_SK_L2_KEEP
-#define TC_SK_L2_KEEP 0
-#endif
-
-TC_DEVICE void tc_sk_part_store(float4 *p, float4 v, unsigned long long policy) {
-#if TC_SK_L2_KEEP
-  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z),
-               "f"(v.w), "l"(policy)
-               : "memory");
-#else
-  (void)policy;
-  __stcg(p, v);
-#endif
-}
-
-TC_DEVICE unsigned long long tc_sk_keep_policy() {
-  unsigned long long policy = 0;
-#if TC_SK_L2_KEEP
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-#endif
-  return policy;
-}
-
-/* After every consumer has read slot `slot` (SLOT_BYTES, 128-byte lines):
- * drops its lines from L2 without writing them back. */
-template <long long SLOT_BYTES, int THREADS>
-TC_DEVICE void tc_sk_part_discard(const float4 *slot, int ctid) {
-#if TC_SK_L2_KEEP
-  static_assert(SLOT_BYTES % (128 * THREADS) == 0, "whole lines per thread");
-  tc_consumer_sync<THREADS>(); /* every consumer's loads of the slot are done */
-#pragma unroll
-  for (long long j = ctid; j < SLOT_BYTES / 128; j += THREADS)
-    asm volatile("discard.global.L2 [%0], 128;" ::"l"((const char *)slot + 128 * j) : "memory");
-#else
-  (void)slot;
-  (void)ctid;
-#endif
-}
-
-/* Where a finisher adds the earlier blocks' parts of its tile: after its
- * k-loop (default), or with TC_SK_PRELOAD=1 before it, into the cleared
- * accumulator (tc_sk_preload), so the finishers' reads do not all fall at
- * the split phase's end. A preloading finisher waits for parts that end
- * after its own unit starts where a block's share is below a tile (some
- * tiles cut in three): an experiment for TC_SK_ALWAYS_EXTRA_WAVE=1, where
- * every share is at least a tile. */
-#ifndef TC_SK_PRELOAD
-#define TC_SK_PRELOAD 0
-#endif
-
-/* The finisher's adds: every earlier block's part of `tile` (with
- * TC_SK_PRELOAD all but the nearest, which tc_sk_preload added), in
- * descending block order (the sum does not depend on timing). Partials: TC_SK_SLOTS
- * slots of THREADS * NACC / 4 float4, stored thread-interleaved
- * (coalesced, and each thread reads back exactly what the same thread of
- * another block wrote: the same layout). */
+/* After a unit's k-loop, on every consumer thread (ctid < THREADS) with its
+ * NACC accumulator floats; partials: TC_SK_SLOTS slots of THREADS * NACC / 4
+ * float4, stored thread-interleaved (coalesced, and each thread reads back
+ * exactly what the same thread of another block wrote: the same layout). */
 template <int NACC, int THREADS>
-TC_DEVICE void tc_sk_add_parts(float *acc, long long tiles, long long k_iters, int tile, const float4 *partials,
-                               unsigned *flags, int ctid) {
+TC_DEVICE void tc_sk_fixup(float *acc, long long tiles, long long k_iters, int tile, int k_begin, int k_len,
+                           float4 *partials, unsigned *flags, int ctid) {
+  static_assert(NACC % 4 == 0, "stream-K partials move in float4");
   constexpr long long SLOT = THREADS * NACC / 4;
+  if (k_len == k_iters) return;        /* a whole tile */
+  if (k_begin + k_len < k_iters) { /* an earlier part of a tile another block finishes: publish it */
+    float4 *slot = partials + blockIdx.x * SLOT;
+#pragma unroll
+    for (int i = 0; i < NACC / 4; ++i)
+      __stcg(slot + i * THREADS + ctid, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+    tc_consumer_sync<THREADS>(); /* every consumer's stores precede the flag */
+    if (ctid == 0) tc_sk_flag_raise(flags + blockIdx.x);
+    return;
+  }
   const tc_sk_split p = tc_sk_split_of(tiles, k_iters, gridDim.x);
-  const unsigned tile_begin = (unsigned)tc_sk_position_of_tile(tile, &p) * p.k_iters;
-  int b = tc_sk_next_part_from(&p, tile_begin, (int)blockIdx.x);
-  if (TC_SK_PRELOAD && b >= 0) b = tc_sk_next_part_from(&p, tile_begin, b); /* the nearest part was preloaded */
-  for (; b >= 0; b = tc_sk_next_part_from(&p, tile_begin, b)) {
+  const unsigned tile_begin = (unsigned)tc_sk_position_of_tile(tile, &p) * p.k_iters; /* once per finisher */
+  for (int b = tc_sk_next_part_from(&p, tile_begin, (int)blockIdx.x); b >= 0;
+       b = tc_sk_next_part_from(&p, tile_begin, b)) {
     if (ctid == 0) tc_sk_flag_wait_and_clear(flags + b);
     tc_consumer_sync<THREADS>(); /* thread 0's acquire covers the others' reads */
     const float4 *slot = partials + b * SLOT;
@@ -360,62 +312,7 @@ TC_DEVICE void tc_sk_add_parts(float *acc, long long tiles, long long k_iters, i
       acc[4 * i + 2] += v.z;
       acc[4 * i + 3] += v.w;
     }
-    tc_sk_part_discard<SLOT * 16, THREADS>(slot, ctid);
   }
-}
-
-/* Before a unit's k-loop, with the accumulator cleared: a finisher
- * (k_begin > 0, ending its tile) with TC_SK_PRELOAD starts from the
- * nearest earlier part (the only one where every share is at least a
- * tile; tc_sk_fixup adds any others after the loop). */
-template <int NACC, int THREADS>
-TC_DEVICE void tc_sk_preload(float *acc, long long tiles, long long k_iters, int tile, int k_begin, int k_len,
-                             const float4 *partials, unsigned *flags, int ctid) {
-  if (!TC_SK_PRELOAD) return;
-  /* Straight-line, predicated: a branch around the loads gives acc two
-   * definitions to merge at the k-loop, and ptxas then serializes every
-   * wgmma of the kernel (C7515). */
-  constexpr long long SLOT = THREADS * NACC / 4;
-  const tc_sk_split p = tc_sk_split_of(tiles, k_iters, gridDim.x);
-  const int first = k_begin > 0 && k_begin + k_len == k_iters ? tc_sk_next_part(&p, tile, (int)blockIdx.x) : -1;
-  const bool finisher = first >= 0;
-  const int b = finisher ? first : 0;
-  if (finisher && ctid == 0) tc_sk_flag_wait_and_clear(flags + b);
-  if (finisher) tc_consumer_sync<THREADS>(); /* thread 0's acquire covers the others' reads */
-  const float4 *slot = partials + b * SLOT;
-#pragma unroll
-  for (int i = 0; i < NACC / 4; ++i) {
-    const float4 v = finisher ? __ldcg(slot + i * THREADS + ctid) : make_float4(0.f, 0.f, 0.f, 0.f);
-    acc[4 * i] += v.x;
-    acc[4 * i + 1] += v.y;
-    acc[4 * i + 2] += v.z;
-    acc[4 * i + 3] += v.w;
-  }
-  if (finisher) tc_sk_part_discard<SLOT * 16, THREADS>(slot, ctid);
-  tc_pin_regs<NACC>(acc);
-}
-
-/* After a unit's k-loop, on every consumer thread (ctid < THREADS) with its
- * NACC accumulator floats: a part that does not end its tile publishes
- * itself; a finisher adds the earlier parts (unless it preloaded them). */
-template <int NACC, int THREADS>
-TC_DEVICE void tc_sk_fixup(float *acc, long long tiles, long long k_iters, int tile, int k_begin, int k_len,
-                           float4 *partials, unsigned *flags, int ctid) {
-  static_assert(NACC % 4 == 0, "stream-K partials move in float4");
-  constexpr long long SLOT = THREADS * NACC / 4;
-  if (k_len == k_iters) return;        /* a whole tile */
-  if (k_begin + k_len < k_iters) { /* an earlier part of a tile another block finishes: publish it */
-    float4 *slot = partials + blockIdx.x * SLOT;
-    const unsigned long long policy = tc_sk_keep_policy();
-#pragma unroll
-    for (int i = 0; i < NACC / 4; ++i)
-      tc_sk_part_store(slot + i * THREADS + ctid, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]),
-                       policy);
-    tc_consumer_sync<THREADS>(); /* every consumer's stores precede the flag */
-    if (ctid == 0) tc_sk_flag_raise(flags + blockIdx.x);
-    return;
-  }
-  tc_sk_add_parts<NACC, THREADS>(acc, tiles, k_iters, tile, partials, flags, ctid);
 }
 #endif
 

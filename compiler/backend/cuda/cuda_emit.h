@@ -169,7 +169,6 @@ void cuda_emit_mbar_arrive(Cuda *C, const IrStmt *s, int depth);
 void cuda_stream_k_declare(Cuda *C, const IrKernel *k);
 void cuda_emit_stream_k_loop(Cuda *C, const IrStmt *s, int depth);  /* a STREAM_K FOR */
 void cuda_emit_stream_k_fixup(Cuda *C, const IrStmt *s, int depth); /* a STREAM_K_FIXUP */
-void cuda_emit_stream_k_preload(Cuda *C, const IrStmt *fixup, int depth); /* before its k-loop */
 
 /* warp_roles.c */
 void cuda_emit_warp_roles(Cuda *C, const IrStmt *s, int depth);

@@ -128,8 +128,6 @@ void cuda_emit_seq(Cuda *C, const IrStmt *seq, int depth) {
       emit_fp8_pair_loop(C, s, drain, depth);
       i++;
     } else {
-      if (i + 1 < seq->u.seq.n && seq->u.seq.items[i + 1]->kind == IR_STMT_STREAM_K_FIXUP)
-        cuda_emit_stream_k_preload(C, seq->u.seq.items[i + 1], depth); /* before the k-loop the fix-up follows */
       cuda_emit_stmt(C, s, depth);
     }
   }

@@ -70,27 +70,15 @@ void cuda_emit_stream_k_loop(Cuda *C, const IrStmt *s, int depth) {
   sb_puts(o, "}\n");
 }
 
-/* `tc_sk_<fn><floats, threads>(acc, T, n, tile, k_begin, k_len, partials, flags, tc_tid);` */
-static void emit_fixup_call(Cuda *C, const IrStmt *s, const char *fn, int depth) {
-  const IrStmt *loop = s->u.stream_k.loop;
-  cuda_indent(C, depth);
-  sb_printf(C->out, "tc_sk_%s<%d, %d>(%s, ", fn, fixup_floats(s), C->threads, s->u.stream_k.acc->name);
-  emit_extents(C, loop);
-  sb_printf(C->out, ", %s, %s, %s, tc_sk_partials_%s, tc_sk_flags_%s, tc_tid);\n", loop->u.for_.var->name,
-            loop->u.for_.k_begin->name, loop->u.for_.k_len->name, C->k->name, C->k->name);
-}
-
 void cuda_emit_stream_k_fixup(Cuda *C, const IrStmt *s, int depth) {
+  const IrStmt *loop = s->u.stream_k.loop;
   if (!C->consumers_only) {
     cuda_fail(C, s->loc, "stream_k_fixup outside a warp-specialized kernel's consumers");
     return;
   }
-  emit_fixup_call(C, s, "fixup", depth);
-}
-
-/* Before the k-loop (the statement ahead of the fix-up, after acc's clear):
- * a finisher may start from the earlier parts (TC_SK_PRELOAD, an NVRTC
- * define; the call does nothing without it). */
-void cuda_emit_stream_k_preload(Cuda *C, const IrStmt *fixup, int depth) {
-  if (C->consumers_only) emit_fixup_call(C, fixup, "preload", depth);
+  cuda_indent(C, depth);
+  sb_printf(C->out, "tc_sk_fixup<%d, %d>(%s, ", fixup_floats(s), C->threads, s->u.stream_k.acc->name);
+  emit_extents(C, loop);
+  sb_printf(C->out, ", %s, %s, %s, tc_sk_partials_%s, tc_sk_flags_%s, tc_tid);\n", loop->u.for_.var->name,
+            loop->u.for_.k_begin->name, loop->u.for_.k_len->name, C->k->name, C->k->name);
 }

@@ -1,4 +1,6 @@
 #!/bin/bash
+# Not run in session 31 (the device time went to calls 2-6): default builds
+# are unchanged since, and the stream-K gpu tests ran in call 4.
 # Prepared in session 30 for the next session's first device call (build/
 # carried; about 450 s; either GPU, say which).
 #  1. every gpu test except those session 30 ran after its last code

@@ -1,4 +1,7 @@
 #!/bin/bash
+# Ran on an H100 at commit f98de3e. The experiment defines it passes (TC_SK_PRELOAD,
+# TC_SK_L2_KEEP, TC_SK_ALWAYS_EXTRA_WAVE / _PCT) were removed afterwards; at
+# HEAD they do nothing. Results: 2026-12-07-nvidia-h100-session31-notes.md.
 # Session 31, call 2 (build/ carried; about 200 s): where stream-K's split
 # phase loses at 4096^3 (0.912 against 0.993 whole tiles, H100, session
 # 30). globaltimer timelines (bench/timeline; instrument.py now also takes

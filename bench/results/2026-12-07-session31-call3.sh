@@ -1,4 +1,7 @@
 #!/bin/bash
+# Ran on an H100 at commit 3b29d54. The experiment defines it passes (TC_SK_PRELOAD,
+# TC_SK_L2_KEEP, TC_SK_ALWAYS_EXTRA_WAVE / _PCT) were removed afterwards; at
+# HEAD they do nothing. Results: 2026-12-07-nvidia-h100-session31-notes.md.
 # Session 31, call 3 (build/ carried; about 250 s). Call 2's timelines put
 # stream-K's loss in its fix-ups: a finisher's read of an earlier part
 # (128 KB) took 5-7 us, the part's store 3-4 us (H100). Hypothesis: the

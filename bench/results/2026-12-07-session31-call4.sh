@@ -1,4 +1,7 @@
 #!/bin/bash
+# Ran on an H100 at commit 5f0bd03. The experiment defines it passes (TC_SK_PRELOAD,
+# TC_SK_L2_KEEP, TC_SK_ALWAYS_EXTRA_WAVE / _PCT) were removed afterwards; at
+# HEAD they do nothing. Results: 2026-12-07-nvidia-h100-session31-notes.md.
 # Session 31, call 4 (build/ carried; about 160 s). Call 3: keeping the
 # parts in L2 did not shorten the finishers' fix-ups (5-7 us at 2304 x
 # 2048 x 8192, 5-15 us at 4096^3 with one wave more), and no finisher

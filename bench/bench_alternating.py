@@ -305,6 +305,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attention", action="store_true", help="issue 10's flagship grid (default when neither is given)")
     ap.add_argument("--gemm", action="store_true", help="issue 14's bf16 squares")
+    ap.add_argument("--gemm-dtypes", default="bf16", help="--gemm's dtypes (bf16, f16; --dtypes is attention's)")
     ap.add_argument("--fp8", action="store_true", help="issue 14's FP8 squares (gemm_fp8_nt.tile vs torch._scaled_mm)")
     ap.add_argument("--fp8-shapes", default="4096x4096x4096,8192x8192x8192")
     ap.add_argument("--fp8-variant", action="append", metavar="NAME=K:V,...[@PATH]",
@@ -383,7 +384,8 @@ def main():
         text += ["", "Worst tilec / %s: %s" % (peers[0], "%.3f" % worst if worst else "-"), ""]
         results["attention"] = res
     if args.gemm:
-        res = run(gemm_rows(args.shapes), lambda row: gemm_fns(torch, tilec, ctx, row, stream, sms, smem, gemm_variants))
+        rows = [r for dt in args.gemm_dtypes.split(",") if dt for r in gemm_rows(args.shapes, dtype=dt)]
+        res = run(rows, lambda row: gemm_fns(torch, tilec, ctx, row, stream, sms, smem, gemm_variants))
         lines, worst = table(res, ["torch"], list(gemm_variants))
         text += ["## GEMM (what tilec.gemm runs: gemm.tile defaults or its split-K plan)", ""] + lines
         text += ["", "Worst torch / tilec: %s" % ("%.3f" % worst if worst else "-"), ""]

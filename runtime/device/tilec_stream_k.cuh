@@ -188,7 +188,8 @@ TC_DEVICE unsigned tc_sk_inverse_mod(unsigned a, unsigned m) {
  * p0 (P / g) = v mod L, so p0 = v (P / g)^-1 mod L. It replaced a search
  * over p0 (up to L modulo steps on every consumer thread, twice per
  * finisher), which made the finishers' fix-up grow with L: session 31,
- * H100, 4096^3 split over one wave more (L = 62): 8.9-10.6 us, then 6.2. */
+ * H100, 4096^3 split over one wave more (L = 62): 8.9-10.6 us, then
+ * 6.2-7.2. */
 TC_DEVICE int tc_sk_position_of_tile(int tile, const tc_sk_split *sp) {
   if (!TC_SK_PHASE_ORDER) return tile;
   const unsigned P = sp->blocks, R = sp->split_iters / sp->k_iters, g = tc_sk_gcd(P, R), L = R / g;

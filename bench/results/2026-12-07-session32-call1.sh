@@ -1,7 +1,7 @@
 #!/bin/bash
 # Prepared in session 31 for the next session's first device call (build/
 # carried; about 150 s; either GPU, say which). BEFORE the call:
-#   git merge --ff-only stream-k-register-order   (or cherry-pick its one commit)
+#   git cherry-pick stream-k-register-order   (its one commit)
 #   cmake --build build -j16; rm -rf build/tests/fuzz/stress build/tests/fuzz/many_names
 # The branch stores and adds stream-K parts in wgmma's register order
 # (tc_sk_part_quad): no gathering MOVs before the part's STG.128 (call 7's

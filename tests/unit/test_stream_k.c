@@ -160,8 +160,20 @@ static void check_default_rule(void) {
   }
 }
 
+/* tc_sk_inverse_mod against its definition, for every coprime pair up to
+ * m = 2 TC_SK_SLOTS (L, the phase order's cycle, is at most the blocks). */
+static void check_inverse_mod(void) {
+  for (unsigned m = 1; m <= 2 * TC_SK_SLOTS; m++)
+    for (unsigned a = 0; a < m; a++)
+      if (tc_sk_gcd(a, m) == 1) {
+        const unsigned inv = tc_sk_inverse_mod(a, m);
+        EXPECT(inv < m && a * inv % m == 1 % m, "inverse of %u mod %u: %u", a, m, inv);
+      }
+}
+
 int main(void) {
   check_default_rule();
+  check_inverse_mod();
   /* The shapes the benchmarks run (128 x 256 tiles, 64-wide k-blocks, 132 SMs). */
   check_launch(512, 64, 132);  /* 4096^3: 116 split tiles (with the tests' rule) */
   check_launch(544, 64, 132);  /* 4352 x 4096 x 4096: 16 split tiles over 132 blocks */

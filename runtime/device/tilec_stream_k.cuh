@@ -66,8 +66,9 @@
  * tiles when walked forwards: its blocks no longer asked for the same
  * k-slice together). The defaults, 12 and 2, fit what an H100 measured on
  * 128 x 256 bf16 tiles with the forward walk (session 24: gains at n = 64
- * and 128 with R / P up to 0.24, losses at n = 16 and 32); not refitted
- * for the backward walk. Tests that need small splits build with
+ * and 128 with R / P up to 0.24, losses at n = 16 and 32); rechecked after
+ * the backward walk (session 31: without the n / 2 term the two shapes it
+ * would add split and lose, 0.898 and 0.892 against 0.931 and 0.935). Tests that need small splits build with
  * -DTC_SK_MIN_SAVED=4 -DTC_SK_SLOW_DIV=0 ($TILEC_NVRTC_FLAGS). And only
  * with P <= TC_SK_SLOTS blocks (one partial slot each).
  *
@@ -194,7 +195,7 @@ TC_DEVICE int tc_sk_position_of_tile(int tile, const tc_sk_split *sp) {
   if (!TC_SK_PHASE_ORDER) return tile;
   const unsigned P = sp->blocks, R = sp->split_iters / sp->k_iters, g = tc_sk_gcd(P, R), L = R / g;
   const unsigned v = (unsigned)tile / g, j = (unsigned)tile % g, step = P / g % L;
-  const unsigned p0 = (unsigned)((unsigned long long)v * tc_sk_inverse_mod(step, L) % L);
+  const unsigned p0 = v * tc_sk_inverse_mod(step, L) % L; /* v, the inverse < L <= TC_SK_SLOTS: no overflow */
   return (int)(p0 + j * L);
 }
 
@@ -259,11 +260,6 @@ TC_DEVICE int tc_sk_next_part_from(const tc_sk_split *p, unsigned tile_begin, in
     if (tc_sk_range_begin(p, (unsigned)b) < end) return b;
   }
   return -1;
-}
-
-/* The same for the tile's index (its position found on each call). */
-TC_DEVICE int tc_sk_next_part(const tc_sk_split *p, int tile, int before) {
-  return tc_sk_next_part_from(p, (unsigned)tc_sk_position_of_tile(tile, p) * p->k_iters, before);
 }
 
 #if defined(__CUDACC__)

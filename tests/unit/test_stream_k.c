@@ -3,7 +3,7 @@
  * and large, with and without a split), every block's units (tc_sk_plan,
  * tc_sk_next) together cover each (tile, k) exactly once; a unit that does
  * not end its tile is its block's first; each split tile has one unit that
- * ends it, the last of its block's split units, and tc_sk_next_part from it
+ * ends it, the last of its block's split units, and tc_sk_next_part_from it
  * names exactly the other blocks holding parts of that tile, in descending
  * order; the split happens only where the header's rule says, and then
  * every block runs floor or ceil(R n / P) split iterations plus whole tiles
@@ -126,7 +126,9 @@ static void check_launch(int T, int n, int P) {
                "finisher (block %d) at %ld", T, n, P, t, units[u].block, done_at[u], f->block, done_at[fin]);
       }
     int got = 0;
-    for (int b = tc_sk_next_part(&sp, t, f->block); b >= 0; b = tc_sk_next_part(&sp, t, b)) {
+    /* as tc_sk_fixup walks them: the tile's position found once */
+    const unsigned tile_begin = (unsigned)tc_sk_position_of_tile(t, &sp) * sp.k_iters;
+    for (int b = tc_sk_next_part_from(&sp, tile_begin, f->block); b >= 0; b = tc_sk_next_part_from(&sp, tile_begin, b)) {
       EXPECT(got < nexpect && expect_parts[got] == b, "T %d n %d P %d: tile %d part %d from block %d", T, n, P, t, got,
              b);
       got++;

@@ -275,6 +275,21 @@ TC_DEVICE void tc_sk_flag_wait_and_clear(unsigned *flag) {
   *(volatile unsigned *)flag = 0; /* re-armed for the next launch */
 }
 
+/* The i-th float4 of a part, in wgmma's register order: an m64nN
+ * accumulator's operand list runs (row r, columns 2c, 2c + 1), (row r + 8,
+ * the same columns), c = 0, 1, ..., which is acc[2c], acc[2c + 1],
+ * acc[H + 2c], acc[H + 2c + 1] with H = NACC / 2 floats per row
+ * (tilec_wgmma_ops.cuh). Each STG.128 then reads four consecutive
+ * accumulator registers; the logical order (acc[4i .. 4i + 3]) needed a
+ * MOV per float to gather them, where ncu found the store's stalls
+ * (session 31). Any order is correct while the finisher adds in the same
+ * one: each thread reads back what the same thread of another block
+ * wrote. */
+template <int NACC>
+TC_DEVICE float4 tc_sk_part_quad(const float *acc, int i) {
+  return make_float4(acc[2 * i], acc[2 * i + 1], acc[NACC / 2 + 2 * i], acc[NACC / 2 + 2 * i + 1]);
+}
+
 /* After a unit's k-loop, on every consumer thread (ctid < THREADS) with its
  * NACC accumulator floats; partials: TC_SK_SLOTS slots of THREADS * NACC / 4
  * float4, stored thread-interleaved (coalesced, and each thread reads back
@@ -289,7 +304,7 @@ TC_DEVICE void tc_sk_fixup(float *acc, long long tiles, long long k_iters, int t
     float4 *slot = partials + blockIdx.x * SLOT;
 #pragma unroll
     for (int i = 0; i < NACC / 4; ++i)
-      __stcg(slot + i * THREADS + ctid, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+      __stcg(slot + i * THREADS + ctid, tc_sk_part_quad<NACC>(acc, i));
     tc_consumer_sync<THREADS>(); /* every consumer's stores precede the flag */
     if (ctid == 0) tc_sk_flag_raise(flags + blockIdx.x);
     return;
@@ -304,10 +319,10 @@ TC_DEVICE void tc_sk_fixup(float *acc, long long tiles, long long k_iters, int t
 #pragma unroll
     for (int i = 0; i < NACC / 4; ++i) {
       const float4 v = __ldcg(slot + i * THREADS + ctid);
-      acc[4 * i] += v.x;
-      acc[4 * i + 1] += v.y;
-      acc[4 * i + 2] += v.z;
-      acc[4 * i + 3] += v.w;
+      acc[2 * i] += v.x; /* tc_sk_part_quad's order */
+      acc[2 * i + 1] += v.y;
+      acc[NACC / 2 + 2 * i] += v.z;
+      acc[NACC / 2 + 2 * i + 1] += v.w;
     }
   }
 }

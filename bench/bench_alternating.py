@@ -136,12 +136,11 @@ def attention_fns(torch, ctx, row, peers, stream, variants):
     scale = math.log2(math.e) / math.sqrt(dim)
     errs, fns = {}, {}
     for name, (extra, path) in [("tilec", ({}, None))] + list(variants.items()):
-        defines = {"dtype": dt, "dim": dim, "is_causal": causal}
-        defines.update(extra)
-        kern = ctx.load(path or os.path.join(ROOT, "examples", "flash_attention.tile"),
-                        defines=defines).kernel("flash_attention")
-        out.fill_(float("nan"))
-        kern(q, k, v, out, scale, stream=stream)
+        def first(kern):
+            out.fill_(float("nan"))
+            kern(q, k, v, out, scale, stream=stream)
+        kern = load_variant(ctx, path or os.path.join(ROOT, "examples", "flash_attention.tile"), "flash_attention",
+                            {"dtype": dt, "dim": dim, "is_causal": causal}, extra, first)
         torch.cuda.synchronize()
         errs[name] = ba.rel_error(torch, out, ref)
         fns[name] = kern.bind(q, k, v, out, scale, stream=stream)
@@ -318,7 +317,7 @@ def main():
     ap.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192")
     ap.add_argument("--peers", default="sdpa-cudnn", help="attention peers (sdpa-cudnn, sdpa-flash), first one rated")
     ap.add_argument("--variant", action="append", metavar="NAME=K:V,...[@PATH]",
-                    help="also time flash_attention.tile (or the .tile at PATH) with these defines (repeatable)")
+                    help="also time flash_attention.tile (or the .tile at PATH) with these defines; a key env.NAME:V sets $NAME for the variant (repeatable)")
     ap.add_argument("--gemm-variant", action="append", metavar="NAME=K:V,...[@PATH]",
                     help="also time gemm.tile (or the .tile at PATH) with these defines where the plan is "
                          "gemm.tile (repeatable; a NAME ending in ! is timed without the check)")

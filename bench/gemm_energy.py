@@ -3,7 +3,9 @@
 (NVML's total-energy counter, mJ) and time per GEMM, each implementation run back to
 back for S seconds (no flush), in rotating order over R rounds: cuBLAS (torch.matmul),
 gemm.tile (the repository's path: $TILEC_CUDA_OVERRIDE applies) and, with --copy, the
-same tile at another path (unedited). Also the SM clock and power sampled mid-run."""
+same tile at another path (unedited); --env-variant NAME=VAR:VALUE: gemm.tile in a
+context made with $VAR set (the runtime reads some variables then, e.g.
+TILEC_BALANCED_WAVES). Also the SM clock and power sampled mid-run."""
 import argparse, ctypes, os, statistics, sys
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(root, "python"))
@@ -15,6 +17,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--shape", default="4096x4096x4096")
 ap.add_argument("--copy", default=None)
 ap.add_argument("--variant", action="append", default=[], help="NAME=PATH: another .tile")
+ap.add_argument("--env-variant", action="append", default=[], help="NAME=VAR:VALUE: gemm.tile, $VAR set")
 ap.add_argument("--secs", type=float, default=1.0)
 ap.add_argument("--rounds", type=int, default=4)
 ap.add_argument("-D", action="append", default=[])
@@ -49,6 +52,22 @@ for name, path in [("tilec", os.path.normpath(os.path.join(root, "examples", "ge
     kern = ctx.load(path, defines=defs).kernel("gemm")
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     impls[name] = kern.bind(x, y, c, stream=st); outs[name] = c
+for v in a.env_variant:
+    name, setting = v.split("=", 1)
+    var, val = setting.split(":", 1)
+    saved = os.environ.get(var)
+    os.environ[var] = val
+    vctx = tilec.Context(device="cuda")  # reads $VAR now
+    kern = vctx.load(os.path.join(root, "examples", "gemm.tile"), defines=defs).kernel("gemm")
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    impls[name] = kern.bind(x, y, c, stream=st); outs[name] = c
+    kern(x, y, c, stream=st)  # compiled and sized while $VAR is set
+    torch.cuda.synchronize()
+    c.fill_(float("nan"))
+    if saved is None:
+        os.environ.pop(var)
+    else:
+        os.environ[var] = saved
 cb = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
 impls["cublas"] = lambda: torch.matmul(x, y, out=cb); outs["cublas"] = cb
 for nm, f in impls.items():

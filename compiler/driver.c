@@ -197,7 +197,7 @@ static void build_infos(TilecResult *r, bool fast_division) {
     info->fast_division = fastdiv_table >= 0;
     if (info->fast_division) info->shared_bytes = fastdiv_table + CUDA_FASTDIV_TABLE_BYTES;
     info->stream_k = cuda_stream_k_fixup(k) != NULL;
-    info->stream_k_able = k->stream_k_iters != NULL;
+    info->stream_k_able = k->stream_k_able;
   }
 }
 

@@ -576,9 +576,12 @@ typedef struct IrKernel {
   int cluster;          /* pass persistent: blocks per cluster (2: pairs of tiles
                            along grid y sharing their multicast rings); 0 = none */
   IrExpr *stream_k_iters; /* pass stream-k: set on a persistent GEMM it splits (or,
-                             without TilecOptions.stream_k, would split): its
-                             tiles' k-iterations (the k-loop's trip count, over
-                             shape symbols); NULL otherwise */
+                             without TilecOptions.stream_k, would split), FP8
+                             included: its tiles' k-iterations (the k-loop's
+                             trip count, over shape symbols, the same for
+                             every tile); NULL otherwise */
+  bool stream_k_able;   /* pass stream-k: stream_k_iters set and not an FP8 GEMM
+                           (TilecKernelInfo.stream_k_able) */
   int ntma_maps;
   /* Shape choices (sema): conditions on dynamic shape symbols that const
    * defaults test, e.g. seq_len >= 8192 in block_M's default. This build

@@ -38,6 +38,7 @@ struct TilertContext {
   bool cache_warned;       /* the "cache unusable" warning went out once */
   bool pdl_off;            /* $TILEC_PDL=0: pdl_sync kernels get plain launches (A/B runs) */
   long long persistent_cap; /* $TILEC_PERSISTENT_BLOCKS: at most this many blocks per persistent launch (0: none) */
+  bool balance_off;        /* $TILEC_BALANCED_WAVES=0: uniform persistent launches get every slot (A/B runs) */
   bool stream_k_auto;       /* unless $TILEC_STREAM_K is 0 or 1: the stream-K build for launches with a thin last wave */
   char *cc;                /* C compiler command line (may hold arguments) */
   char *last_error;

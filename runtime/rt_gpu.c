@@ -525,6 +525,26 @@ static bool stream_k_serves(int64_t tiles, int64_t iters, int64_t slots) {
   return iters < 0 || tc_sk_split_of(tiles, iters, slots).split_iters != 0;
 }
 
+/* The blocks of a persistent launch of `tiles` tiles on `slots` resident
+ * slots, `iters` k-iterations each (-1: unknown, or tiles of unequal
+ * length): min(tiles, slots), but where the tiles are long, the fewest
+ * blocks that still finish in the same number of rounds, ceil(tiles /
+ * rounds): 4096^3 bf16 (512 tiles of 128 x 256, 132 slots) runs 128 blocks
+ * of 4 tiles rather than 116 of 4 and 16 of 3. Measured on an H100
+ * (thirty-second session; bench/results/2026-12-07-nvidia-h100-session32-
+ * notes.md), alternation against cuBLAS: 64 k-iterations 0.990-0.993 ->
+ * 0.999-1.001 (bf16, 4096^3), 0.991-0.994 -> 1.002-1.003 (f16), FP8 0.900-
+ * 0.906 -> 0.914-0.920; 32: 0.984-0.985 -> 1.000 (4096^2 x 2048); but 16:
+ * 0.986-0.992 -> 0.972-0.975 (4096^2 x 1024, 8192 x 4096 x 1024). Run back
+ * to back at 700 W, 4096^3 took 2 % less energy per GEMM at a 2.7 % higher
+ * SM clock; why is not profiled. */
+int64_t rt_persistent_blocks(int64_t tiles, int64_t slots, int64_t iters) {
+  if (tiles <= slots) return tiles;
+  if (iters < RT_BALANCE_MIN_ITERS) return slots;
+  const int64_t rounds = (tiles + slots - 1) / slots;
+  return (tiles + rounds - 1) / rounds;
+}
+
 static const char *build_name(RtBuild build) {
   return build == RT_BUILD_NO_TMA ? "cp.async" : build == RT_BUILD_CLUSTER ? "cluster" : "stream-K";
 }
@@ -623,11 +643,13 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
   for (int i = 0; i < np; i++)
     scalars[i] = args[i].kind == TILERT_ARG_INT ? args[i].i : args[i].kind == TILERT_ARG_FLOAT ? (int64_t)args[i].f : 0;
   bool grid_ok = tilec_result_grid_of(mod->result, k->index, dv, scalars, grid);
-  /* A GEMM's k-iterations per tile, for the stream-K choice below (-1:
-   * unknown, or no choice to make) */
   const bool sk_choice = ctx->stream_k_auto && info->persistent && info->stream_k_able && !info->stream_k;
-  int64_t sk_iters = -1;
-  if (!sk_choice || !tilec_result_stream_k_iters_of(mod->result, k->index, dv, scalars, &sk_iters)) sk_iters = -1;
+  /* A persistent GEMM's k-iterations per tile, the same for every tile (-1:
+   * unknown, or not a GEMM): the stream-K choice and the grid's size read
+   * them. */
+  int64_t tile_iters = -1;
+  if (!info->persistent || !tilec_result_stream_k_iters_of(mod->result, k->index, dv, scalars, &tile_iters))
+    tile_iters = -1;
   if (scalars != scalar_stack) free(scalars);
   if (!grid_ok) {
     st = rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: its grid could not be evaluated from the launch's arguments",
@@ -737,7 +759,7 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
      * stream-K split at small sizes; a GPU of fewer SMs). */
     if (ctx->persistent_cap && info->cluster <= 1 && ctx->persistent_cap < slots) slots = ctx->persistent_cap;
     if (sk_choice && mod->rebuild && !mod->rebuild->stream_k_none && info->cluster <= 1 &&
-        stream_k_serves(tiles, sk_iters, slots)) {
+        stream_k_serves(tiles, tile_iters, slots)) {
       /* By default ($TILEC_STREAM_K unset or auto) a GEMM whose last wave
        * fills fewer than half the slots (a whole wave for a few tiles) runs
        * the stream-K build where it splits the last R + P tiles: where the
@@ -766,7 +788,9 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
                     info->name, (long long)tiles, (int)TILEC_MAX_PERSISTENT_TILES);
       goto done;
     }
-    g3[0] = (unsigned)(tiles < slots ? tiles : slots);
+    /* A stream-K build spreads its split over every slot; a cluster grid
+     * must stay a whole number of clusters. */
+    g3[0] = (unsigned)rt_persistent_blocks(tiles, slots, info->stream_k || info->cluster > 1 || ctx->balance_off ? -1 : tile_iters);
     g3[1] = g3[2] = 1;
   }
   if (plan && !rt_repack_copy_in(ctx->cu, plan, stream)) {

@@ -86,6 +86,13 @@ void rt_gpu_cache_key(const char *arch, int nvrtc_version, const char *const *op
  * passed; the launch then does not check the arguments again. */
 TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, const int64_t *checked,
                            void *stream);
+/* The blocks of a persistent launch of `tiles` tiles on `slots` resident
+ * slots, `iters` k-iterations each (tilec_result_stream_k_iters_of; -1
+ * where unknown): min(tiles, slots), or for tiles of RT_BALANCE_MIN_ITERS
+ * or more the fewest that keep the rounds of tiles per block (rt_gpu.c
+ * says what was measured). */
+enum { RT_BALANCE_MIN_ITERS = 32 };
+int64_t rt_persistent_blocks(int64_t tiles, int64_t slots, int64_t iters);
 /* Unloads the module's cubin, if any. */
 void rt_gpu_module_unload(TilertModule *mod);
 /* "scale.tile" -> "scale.cu" (base name, .tile replaced): the name NVRTC's

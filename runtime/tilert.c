@@ -79,6 +79,8 @@ TilertStatus tilert_context_create(const TilertConfig *cfg, TilertContext **out)
   ctx->cache_disabled = (cfg && cfg->disable_cache) || env_true("TILEC_CACHE_DISABLE");
   const char *pdl = getenv("TILEC_PDL");
   ctx->pdl_off = pdl && strcmp(pdl, "0") == 0;
+  const char *balanced = getenv("TILEC_BALANCED_WAVES");
+  ctx->balance_off = balanced && strcmp(balanced, "0") == 0;
   const char *cap = getenv("TILEC_PERSISTENT_BLOCKS");
   ctx->persistent_cap = cap && atoll(cap) > 0 ? atoll(cap) : 0;
   const char *stream_k = getenv("TILEC_STREAM_K");

@@ -196,11 +196,13 @@ void tilec_result_grid(const TilecResult *r, int kernel, const int64_t *dyn, int
  * False when some dimension names a value it was not given. */
 bool tilec_result_grid_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
                           int64_t grid[3]);
-/* A stream_k_able kernel's k-iterations per tile for these values (as
- * tilec_result_grid_of): what the device's split rule needs
- * (runtime/device/tilec_stream_k.cuh), so the runtime can tell before a
- * launch whether its stream-K build would split. False for another kernel
- * or a count it cannot evaluate. */
+/* A persistent GEMM's k-iterations per tile for these values (as
+ * tilec_result_grid_of), the same for every tile; kernels pass stream-k
+ * could split have them (stream_k_able ones and FP8 GEMMs). What the
+ * device's split rule needs (runtime/device/tilec_stream_k.cuh), so the
+ * runtime can tell before a launch whether its stream-K build would split,
+ * and what sizes its persistent grid. False for another kernel or a count
+ * it cannot evaluate. */
 bool tilec_result_stream_k_iters_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
                                     int64_t *iters);
 /* Shape choices (docs/language.md): the conditions on launch-time shapes

@@ -31,9 +31,10 @@
  * there): without a split every unit is a whole tile and the fix-up does
  * nothing, so the kernel runs as before.
  * Rewrites only with TilecOptions.stream_k (off in the compiler: whole
- * tiles are faster where the last wave is full); without it, marks the
- * kernels it would rewrite (IrKernel.stream_k_iters), for which the runtime
- * makes a stream-K build to run launches with a thin last wave
+ * tiles are faster where the last wave is full); without it, records the
+ * k-iterations of the kernels it would rewrite (IrKernel.stream_k_iters)
+ * and marks those but FP8 GEMMs (IrKernel.stream_k_able), for which the
+ * runtime makes a stream-K build to run launches with a thin last wave
  * (docs/gpu-codegen.md "Stream-K"). */
 #include "passes.h"
 #include "../simplify.h"
@@ -418,9 +419,10 @@ static bool k_loop_reads_fp8(const Unit *cons) {
 }
 
 /* Without the option the kernels stay whole; those the pass would split
- * are marked with their k-iterations (IrKernel.stream_k_iters), so the
- * runtime knows which launches its stream-K build serves. FP8 GEMMs are
- * not marked (the option still splits them): their 128 x 128 tiles read
+ * carry their k-iterations (IrKernel.stream_k_iters: the runtime's grid
+ * size reads them too, rt_persistent_blocks) and are marked stream_k_able,
+ * so the runtime knows which launches its stream-K build serves. FP8 GEMMs
+ * are not marked (the option still splits them): their 128 x 128 tiles read
  * L2 at its limit, and the split phase, which lost the blocks' lockstep
  * on each k-slice, cost more than the last wave it fills (8192^3 on an
  * H100, alternation: 0.850x torch._scaled_mm split, 0.902x whole tiles;
@@ -434,7 +436,8 @@ bool pass_stream_k(IrModule *m, const PassOptions *opts, Diag *diag) {
     IrKernel *k = m->kernels[i];
     Split sp;
     const bool able = plan_split(m, k, &sp);
-    k->stream_k_iters = able && !k_loop_reads_fp8(&sp.cons) ? ir_expr_clone(m, sp.n) : NULL;
+    k->stream_k_iters = able ? ir_expr_clone(m, sp.n) : NULL;
+    k->stream_k_able = able && !k_loop_reads_fp8(&sp.cons);
     if (able && opts->stream_k) split_kernel(m, k, &sp);
   }
   return true;

@@ -8,7 +8,8 @@
  * copies, their pitches, views and 2-D copies; pure host work), its
  * scratch cache growing where no device memory can be had; the code
  * fields of a cache key (only the way each shape choice went is left out)
- * and rt_same_signature (what lets a launch check its arguments once). */
+ * and rt_same_signature (what lets a launch check its arguments once), and
+ * how many blocks a persistent launch gets (rt_persistent_blocks). */
 #include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -567,8 +568,39 @@ static void test_same_signature(void) {
   CHECK(rt_same_signature(&a, &b), "undeclared strides compared");
 }
 
+/* rt_persistent_blocks: for tiles of RT_BALANCE_MIN_ITERS k-iterations or
+ * more, the fewest blocks that finish in the same rounds of tiles as one
+ * per slot; for shorter or unknown ones, min(tiles, slots). */
+static void test_persistent_blocks(void) {
+  static const int64_t known[][4] = {
+      {512, 132, 64, 128},  /* 4096^3, 128 x 256 tiles, on 132 SMs */
+      {512, 132, 32, 128},  /* 4096^2 x 2048 */
+      {512, 132, 16, 132},  /* 4096^2 x 1024: slower balanced */
+      {512, 132, -1, 132},  /* not a GEMM */
+      {2048, 132, 128, 128}, /* 8192^3 */
+      {3648, 132, 64, 131}, /* 8192^3, FP8's 128 x 144 tiles */
+      {116, 132, 64, 116}, {264, 132, 64, 132}, {133, 132, 64, 67}, {1, 132, 64, 1},
+  };
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+    const int64_t got = rt_persistent_blocks(known[i][0], known[i][1], known[i][2]);
+    CHECK(got == known[i][3], "%lld tiles of %lld iterations on %lld slots: %lld blocks, expected %lld",
+          (long long)known[i][0], (long long)known[i][2], (long long)known[i][1], (long long)got, (long long)known[i][3]);
+  }
+  int bad = 0;
+  for (int64_t slots = 1; slots <= 300 && bad < 5; slots++)
+    for (int64_t tiles = 1; tiles <= 4000 && bad < 5; tiles++) {
+      const int64_t whole = tiles < slots ? tiles : slots, b = rt_persistent_blocks(tiles, slots, RT_BALANCE_MIN_ITERS);
+      const int64_t rounds = (tiles + slots - 1) / slots;
+      const bool ok = rt_persistent_blocks(tiles, slots, RT_BALANCE_MIN_ITERS - 1) == whole && b >= 1 && b <= whole &&
+                      (tiles + b - 1) / b == rounds && (b == 1 || (tiles + b - 2) / (b - 1) > rounds);
+      if (!ok) bad++;
+      CHECK(ok, "%lld tiles on %lld slots: %lld blocks", (long long)tiles, (long long)slots, (long long)b);
+    }
+}
+
 int main(void) {
   rt_test_init();
+  test_persistent_blocks();
   test_code_key();
   test_same_signature();
   test_repack_plan();

@@ -1460,13 +1460,18 @@ static void test_stream_k_option(void) {
     for (int which = 0; which < 2; which++) tilec_result_destroy(results[on][which]);
   /* The FP8 GEMM splits with the option (the forced build the stream-K
    * tests run) but is not marked for the runtime's choice: whole tiles
-   * were faster there (pass stream-k). */
+   * were faster there (pass stream-k). Its k-iterations are known all the
+   * same (the runtime's grid size reads them). */
   static char fp8[16384];
   if (!read_example("gemm_fp8_nt.tile", fp8, sizeof fp8)) return;
   for (int on = 0; on < 2; on++) {
     TilecResult *r = compile_sm90a("gemm_fp8_nt.tile", fp8, NULL, 0, 0, on);
     const TilecKernelInfo *g = r ? tilec_result_kernel(r, 0) : NULL;
     CHECK(g && g->persistent && g->stream_k_able == 0 && g->stream_k == on);
+    int64_t dyn[8] = {0}, iters = -1;
+    for (int i = 0; g && i < g->ndynamic && i < 8; i++)
+      dyn[i] = strcmp(g->dynamic_symbols[i], "K") == 0 ? 4000 : 1000;
+    CHECK(r && tilec_result_stream_k_iters_of(r, 0, dyn, NULL, &iters) && iters == 32); /* ceil(4000 / 128) */
     tilec_result_destroy(r);
   }
   /* K bound: the trip count n is a literal that fold-constants merged into

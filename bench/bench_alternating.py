@@ -114,7 +114,7 @@ def parse_variants(specs):
     (values as given: the runtime takes -D text; PATH: another .tile, e.g.
     the committed version of an edited example; a key env.NAME sets that
     environment variable for the variant's own context and first launch,
-    gemm variants only: load_variant)."""
+    every kind of variant: load_variant)."""
     out = {}
     for spec in specs or []:
         name, _, rest = spec.partition("=")

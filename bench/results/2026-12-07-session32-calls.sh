@@ -102,3 +102,23 @@ timeout 80 python3 bench/bench_alternating.py --fp8 \
 timeout 250 python3 bench/bench_alternating.py --attention --rep-ms 500 --min-steps 20 \
   --out-dir $R/fa 2> $R/fa.err | grep -A36 "^| row"; grep -v "edited CUDA" $R/fa.err | tail -3
 (cd $OUT && tar czf r.tgz r && rm -rf r); tar tzf $OUT/r.tgz | head -3
+
+# ---- call 9 (.devscripts/gemm_p16.tile, gemm_p4.tile: gemm.tile with use_swizzle(panel_size = 16 / 4))
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
+M=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,sm__cycles_elapsed.avg.per_second
+export TILEC_BUILD_DIR=$PWD/build
+timeout 120 ncu --clock-control none --metrics $M -k regex:tilec_gemm --launch-skip 3 --launch-count 1 \
+  python3 bench/profile_gemm.py --n 4096 --dtype bf16 --iters 5 > $OUT/ncu_bal.log 2>&1; echo "ncu rc $?"
+TILEC_BALANCED_WAVES=0 timeout 120 ncu --clock-control none --metrics $M -k regex:tilec_gemm --launch-skip 3 --launch-count 1 \
+  python3 bench/profile_gemm.py --n 4096 --dtype bf16 --iters 5 > $OUT/ncu_off.log 2>&1; echo "ncu rc $?"
+timeout 120 ncu --clock-control none --metrics $M -k regex:"nvjet|gemm|sm90" --launch-skip 3 --launch-count 1 \
+  python3 -c "
+import torch
+a=torch.randn(4096,4096,device='cuda',dtype=torch.bfloat16); b=torch.randn(4096,4096,device='cuda',dtype=torch.bfloat16)
+for _ in range(6): c=a@b
+torch.cuda.synchronize()" > $OUT/ncu_cublas.log 2>&1; echo "ncu rc $?"
+for f in bal off cublas; do echo "== $f"; grep -E "^\s+(gpu__|dram__|lts__|sm__|smsp__)|tilec_gemm|nvjet" $OUT/ncu_$f.log | sed 's/  */ /g' | head -12; done
+timeout 150 python3 bench/bench_alternating.py --gemm --gemm-dtypes bf16,f16 \
+  --shapes 4096x4096x4096,8192x8192x8192,4096x4096x2048 \
+  --rep-ms 1500 --min-steps 20 --gemm-variant p16=@$PWD/.devscripts/gemm_p16.tile --gemm-variant p4=@$PWD/.devscripts/gemm_p4.tile \
+  --out-dir $OUT/ab 2> $OUT/ab.err | grep -A8 "^| row"; grep -v "edited CUDA" $OUT/ab.err | tail -3

@@ -122,3 +122,13 @@ timeout 150 python3 bench/bench_alternating.py --gemm --gemm-dtypes bf16,f16 \
   --shapes 4096x4096x4096,8192x8192x8192,4096x4096x2048 \
   --rep-ms 1500 --min-steps 20 --gemm-variant p16=@$PWD/.devscripts/gemm_p16.tile --gemm-variant p4=@$PWD/.devscripts/gemm_p4.tile \
   --out-dir $OUT/ab 2> $OUT/ab.err | grep -A8 "^| row"; grep -v "edited CUDA" $OUT/ab.err | tail -3
+
+# ---- call 10 (the hand edit: bench/results/2026-12-07-session32-epilogue-overlap/, mk_overlap.py applies overlap_template.cu to the generated gemm.cu)
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
+D=$PWD/.devscripts
+build/bin/tilec $PWD/examples/gemm.tile --target=sm_90a --emit=cuda -D dtype=bf16 -o $D/g_orig.cu
+python3 bench/results/2026-12-07-session32-epilogue-overlap/mk_overlap.py $D/g_orig.cu bench/results/2026-12-07-session32-epilogue-overlap/overlap_template.cu $D/g_overlap.cu && echo made
+timeout 200 python3 bench/bench_alternating.py --gemm --gemm-dtypes bf16 \
+  --shapes 4096x4096x4096,8192x8192x8192,4096x4096x2048,4000x4096x4096,4096x4096x192,4096x4096x64,6144x6144x6144 \
+  --rep-ms 1500 --min-steps 20 --gemm-variant ov=env.TILEC_CUDA_OVERRIDE:$D/g_orig.cu:$D/g_overlap.cu \
+  --out-dir $OUT/ab 2> $OUT/ab.err | grep -A10 "^| row"; sort $OUT/ab.err | uniq -c | tail -5

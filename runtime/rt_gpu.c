@@ -535,9 +535,11 @@ static bool stream_k_serves(int64_t tiles, int64_t iters, int64_t slots) {
  * notes.md), alternation against cuBLAS: 64 k-iterations 0.990-0.993 ->
  * 0.999-1.001 (bf16, 4096^3), 0.991-0.994 -> 1.002-1.003 (f16), FP8 0.900-
  * 0.906 -> 0.914-0.920; 32: 0.984-0.985 -> 1.000 (4096^2 x 2048); but 16:
- * 0.986-0.992 -> 0.972-0.975 (4096^2 x 1024, 8192 x 4096 x 1024). Run back
- * to back at 700 W, 4096^3 took 2 % less energy per GEMM at a 2.7 % higher
- * SM clock; why is not profiled. */
+ * 0.986-0.992 -> 0.972-0.975 (4096^2 x 1024, 8192 x 4096 x 1024). Why, by
+ * ncu at 4096^3: each round of 128 tiles is one raster panel (8 x 16
+ * tiles), where 132 straddle two, and DRAM reads drop from 187 to 167 MB
+ * (L2 hits 64 -> 70 %); run back to back at 700 W that is 2 % less energy
+ * per GEMM and a 2.7 % higher SM clock. */
 int64_t rt_persistent_blocks(int64_t tiles, int64_t slots, int64_t iters) {
   if (tiles <= slots) return tiles;
   if (iters < RT_BALANCE_MIN_ITERS) return slots;

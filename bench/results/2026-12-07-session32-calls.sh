@@ -132,3 +132,8 @@ timeout 200 python3 bench/bench_alternating.py --gemm --gemm-dtypes bf16 \
   --shapes 4096x4096x4096,8192x8192x8192,4096x4096x2048,4000x4096x4096,4096x4096x192,4096x4096x64,6144x6144x6144 \
   --rep-ms 1500 --min-steps 20 --gemm-variant ov=env.TILEC_CUDA_OVERRIDE:$D/g_orig.cu:$D/g_overlap.cu \
   --out-dir $OUT/ab 2> $OUT/ab.err | grep -A10 "^| row"; sort $OUT/ab.err | uniq -c | tail -5
+
+# ---- call 11
+nvidia-smi --query-gpu=name --format=csv,noheader
+timeout 280 ctest --test-dir build -L gpu -R "balanced|stream_k_auto7|held_stage|gemm_fp8.gpu.nk.e4m3.fp8_tiles$|runtime_gpu|python" -j8 --timeout 250 > $OUT/ctest.log 2>&1
+echo "ctest rc $?"; grep -E "tests passed|\*\*\*|Failed|Passed" $OUT/ctest.log | tail -30

@@ -205,12 +205,17 @@ typedef struct DynEnv {
   const IrKernel *k;
   const int64_t *dyn;
   const int64_t *params; /* by parameter index, or NULL */
+  int64_t sm_count;      /* the builtin sm_count's value (shape choices only) */
 } DynEnv;
 
 static bool dyn_value(const IrVar *v, void *ctx, int64_t *out) {
   DynEnv *env = ctx;
   if (v->kind == IR_VAR_SCALAR_PARAM && env->params && v->param_index >= 0) {
     *out = env->params[v->param_index];
+    return true;
+  }
+  if (v == env->k->sm_count) {
+    *out = env->sm_count;
     return true;
   }
   if (v->kind != IR_VAR_SYMBOL || v->bound || v->dynamic_index < 0) return false;
@@ -236,9 +241,9 @@ bool tilec_result_stream_k_iters_of(const TilecResult *r, int kernel, const int6
 }
 
 bool tilec_result_shape_class_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
-                                 unsigned *holds, unsigned *owned) {
+                                 int64_t sm_count, unsigned *holds, unsigned *owned) {
   const IrKernel *k = r->module->kernels[kernel];
-  DynEnv env = {k, dyn, params};
+  DynEnv env = {k, dyn, params, sm_count};
   *holds = *owned = 0;
   for (int i = 0; i < k->nshape_choices; i++) {
     int64_t v = 0;
@@ -376,6 +381,11 @@ int tilec_compile(const char *file, const char *text, size_t len, const TilecOpt
       diag_error(r->diag, none,
                  "-D target_sm: target_sm follows the compilation target (--target: sm_80 gives 80, "
                  "sm_90a 90, cpu 0) and cannot be set with -D; set the consts that depend on it instead");
+      return 2;
+    } else if (strcmp(options->defines[i].name, "sm_count") == 0) {
+      diag_error(r->diag, none,
+                 "-D sm_count: sm_count is the SM count of the GPU a launch runs on, known only at launch; "
+                 "pick the build with --shape-class or set the consts that depend on it instead");
       return 2;
     } else if (!define_is_known(ast, options->defines[i].name)) {
       diag_error(r->diag, none, "-D %s: the program has no constant, shape or stride symbol named '%s'",

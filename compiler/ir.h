@@ -557,6 +557,10 @@ typedef struct IrKernel {
   IrStmt *body;         /* a SEQ */
   IrVar *target_sm;     /* the builtin const target_sm when the kernel names it
                            (also in symbols), else NULL */
+  IrVar *sm_count;      /* the builtin sm_count when a const default's condition
+                           names it (not in symbols: no kernel parameter), else
+                           NULL; its value is the launching GPU's SM count,
+                           given to tilec_result_shape_class_of */
   /* Programmatic dependent launch (sema, sm_90a only; the statements are
    * no-ops elsewhere): pdl_sync() -- the kernel waits at its start for the
    * kernel before it in the stream to finish and its writes to be visible,

@@ -42,6 +42,7 @@ typedef struct Sema {
   const TilecDefine *defines;
   int ndefines;
   int target_sm; /* the value of the builtin const target_sm (80, 90; 0 on the CPU) */
+  bool in_const_default; /* sema of a const's default: sm_count may appear (a shape choice) */
   Entity *scope;
   int nscope, capscope;
   /* Hash index over scope, entry i naming scope[i], so a name lookup does
@@ -94,7 +95,8 @@ static bool is_reserved(const char *name) {
 
 static bool is_builtin_name(const char *name) {
   DType t;
-  return dtype_from_name(name, &t) || strcmp(name, "inf") == 0 || strcmp(name, "target_sm") == 0;
+  return dtype_from_name(name, &t) || strcmp(name, "inf") == 0 || strcmp(name, "target_sm") == 0 ||
+         strcmp(name, "sm_count") == 0;
 }
 
 /* Declares a name in the innermost scope; a redefinition anywhere in the
@@ -143,6 +145,21 @@ static IrVar *target_sm_symbol(Sema *s, SrcLoc loc) {
     add_symbol(s, var);
   }
   return s->k->target_sm;
+}
+
+/* The builtin `sm_count`: the SM count of the GPU a launch runs on, known
+ * only then. A const default may test it in a condition, as it tests a
+ * launch-time shape (a shape choice: the runtime evaluates the condition at
+ * each launch, tilec_result_shape_class_of), so a tile can follow how many
+ * tiles fill the GPU's waves. It is no kernel parameter (not in symbols)
+ * and means nothing in the body. */
+static IrVar *sm_count_symbol(Sema *s, SrcLoc loc) {
+  if (!s->k->sm_count) {
+    IrVar *var = ir_var_new(s->m, "sm_count", IR_VAR_SYMBOL, DTYPE_I64, loc);
+    var->dynamic_index = -1;
+    s->k->sm_count = var;
+  }
+  return s->k->sm_count;
 }
 
 /* ---- expressions -------------------------------------------------------- */
@@ -368,6 +385,15 @@ static IrExpr *expr_checked(Sema *s, const AstExpr *e) {
     }
     if (strcmp(e->u.name, "inf") == 0) return ir_float(s->m, INFINITY, DTYPE_F32, e->loc);
     if (strcmp(e->u.name, "target_sm") == 0) return ir_var_ref(s->m, target_sm_symbol(s, e->loc), e->loc);
+    if (strcmp(e->u.name, "sm_count") == 0) {
+      if (!s->in_const_default) {
+        diag_error(s->diag, e->loc,
+                   "sm_count (the GPU's SM count) is known only at launch: a const default may test it "
+                   "in a condition (if_then_else(tiles %% sm_count == 0, ...)), the kernel body may not");
+        return poison(s, e->loc);
+      }
+      return ir_var_ref(s->m, sm_count_symbol(s, e->loc), e->loc);
+    }
     DType t;
     if ((ent && ent->kind == ENTITY_DTYPE) || dtype_from_name(e->u.name, &t)) {
       diag_error(s->diag, e->loc, "dtype '%s' used as a value", e->u.name);
@@ -1310,10 +1336,17 @@ static void const_decl(Sema *s, const AstConst *c) {
     declare(s, c->name, ENTITY_DTYPE, c->loc)->dtype = t;
     return;
   }
+  s->in_const_default = true;
   IrExpr *v = expr(s, c->value);
+  s->in_const_default = false;
   if (launch_shape_symbol(s, v)) v = take_shape_choices(s, ir_simplify(s->m, fold_known(s, v)));
   const IrVar *dyn = launch_shape_symbol(s, v);
-  if (dyn)
+  if (dyn && dyn == s->k->sm_count)
+    diag_error(s->diag, c->loc,
+               "const '%s' depends on sm_count, the GPU's SM count known only at launch: a default may test "
+               "it in a condition (if_then_else(tiles %% sm_count == 0, ...))",
+               c->name);
+  else if (dyn)
     diag_error(s->diag, c->loc,
                "const '%s' depends on the shape symbol '%s', known only at launch: a default may "
                "test it in a condition (if_then_else(%s >= 8192, ...)), or bind it with -D",

@@ -413,6 +413,10 @@ bool rt_gpu_arch_name(const TilertContext *ctx, char arch[16]) {
   return true;
 }
 
+int rt_gpu_sm_count(const TilertContext *ctx) {
+  return ctx->cu && rt_cuda_has_device(ctx->cu) ? rt_cuda_sm_count(ctx->cu) : 0;
+}
+
 static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
                              const TilecDefine *defines, int ndefines, RtBuild build, unsigned shape_class,
                              RtFrontEndHook front_end_done, void *hook_arg, TilertModule **out) {

@@ -26,6 +26,9 @@ bool rt_gpu_open(TilertContext *ctx, char *why, size_t why_cap);
 /* The arch NVRTC builds for on ctx's device ("sm_90a"), into arch[16];
  * false without a usable device. */
 bool rt_gpu_arch_name(const TilertContext *ctx, char arch[16]);
+/* The SM count of ctx's device (the builtin sm_count of shape choices), 0
+ * without a usable device. */
+int rt_gpu_sm_count(const TilertContext *ctx);
 /* Releases ctx->cu (the context's modules are gone by then). */
 void rt_gpu_close(TilertContext *ctx);
 /* tilec_compile (emit CUDA for the device's arch), cubin from the cache or

@@ -163,7 +163,7 @@ const char *tilert_context_device_note(const TilertContext *ctx) {
  * The loaded module is class 0 (every condition false), so a load reports
  * compile errors at once; other classes load at their first launch. A class
  * whose code comes out the same as a build the module already has (gemm.tile
- * on sm_90a: classes 1 and 3 both take 64 x 64 tiles in 12 stages) runs
+ * on sm_90a: classes 1, 3, 5 and 7 all take 64 x 64 tiles in 12 stages) runs
  * that build: its load stops after the front end (class_front_end_done),
  * before the cache and the compiler. On the
  * GPU with a disk cache, the load also starts a thread, as soon as the front
@@ -174,8 +174,10 @@ const char *tilert_context_device_note(const TilertContext *ctx) {
  * class waits for that class's thread only and finds the cubin in the
  * cache (one thread for all of them made a launch of the last class wait
  * for every compile before it). At most RT_PREBUILD_CLASSES other classes
- * are prebuilt (one or two choices); $TILEC_SHAPE_PREBUILD=0 turns it off. */
-enum { RT_MAX_SHAPE_BUILDS = 16, RT_PREBUILD_CLASSES = 3 };
+ * are prebuilt (one to three choices: gemm.tile's three give seven threads,
+ * of which classes with the same code share one NVRTC run, so three run);
+ * $TILEC_SHAPE_PREBUILD=0 turns it off. */
+enum { RT_MAX_SHAPE_BUILDS = 16, RT_PREBUILD_CLASSES = 7 };
 typedef struct RtClassBuild {
   unsigned shape_class;
   TilertModule *build; /* one of RtShapeBuilds.builds, or the module itself (class 0's code) */
@@ -509,7 +511,9 @@ TilertStatus tilert_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   } else {
     for (int i = 0; i < np; i++)
       scalars[i] = args[i].kind == TILERT_ARG_INT ? args[i].i : args[i].kind == TILERT_ARG_FLOAT ? (int64_t)args[i].f : 0;
-    if (!tilec_result_shape_class_of(mod->result, k->index, dyn, scalars, &holds, &owned))
+    /* sm_count: the builtin of shape choices (docs/language.md); 1 on the CPU */
+    if (!tilec_result_shape_class_of(mod->result, k->index, dyn, scalars, cuda ? rt_gpu_sm_count(ctx) : 1, &holds,
+                                     &owned))
       st = rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: its shape choices could not be evaluated from the launch's arguments",
                     info->name);
     else

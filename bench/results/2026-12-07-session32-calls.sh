@@ -137,3 +137,31 @@ timeout 200 python3 bench/bench_alternating.py --gemm --gemm-dtypes bf16 \
 nvidia-smi --query-gpu=name --format=csv,noheader
 timeout 280 ctest --test-dir build -L gpu -R "balanced|stream_k_auto7|held_stage|gemm_fp8.gpu.nk.e4m3.fp8_tiles$|runtime_gpu|python" -j8 --timeout 250 > $OUT/ctest.log 2>&1
 echo "ctest rc $?"; grep -E "tests passed|\*\*\*|Failed|Passed" $OUT/ctest.log | tail -30
+
+# ---- call 12
+nvidia-smi --query-gpu=name --format=csv,noheader
+timeout 90 ncu --clock-control none --metrics gpu__time_duration.sum,launch__grid_size,launch__cluster_dim_x,launch__block_size,dram__bytes_read.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
+  --launch-skip 3 --launch-count 2 python3 -c "
+import torch
+a=torch.randn(2304,8192,device='cuda',dtype=torch.bfloat16); b=torch.randn(8192,2048,device='cuda',dtype=torch.bfloat16)
+for _ in range(6): c=a@b
+torch.cuda.synchronize()" > $OUT/ncu_thin.log 2>&1; echo "ncu rc $?"
+grep -E "^\s+[a-z_]+__|^\s+launch__|nvjet|sm90|gemm|Kernel|\(" $OUT/ncu_thin.log | grep -v "==PROF==" | sed 's/  */ /g' | head -24
+timeout 400 python3 bench/bench_gemm.py --dtypes bf16,f16 --fp8 --rounds 3 --out-dir $OUT/grid > $OUT/grid.out 2> $OUT/grid.err; echo "grid rc $?"
+grep -E "^\| (bf16|f16|fp8)" $OUT/grid/*.md | awk -F'|' '{print $2,$3,$8,$10}' | head -40
+
+# ---- call 13
+nvidia-smi --query-gpu=name --format=csv,noheader
+timeout 200 python3 bench/bench_alternating.py --gemm --gemm-dtypes bf16,f16 \
+  --shapes 2304x2048x8192,2176x4096x4096,4352x4096x4096,4096x4096x4096 \
+  --rep-ms 1200 --min-steps 20 --gemm-variant b192=block_M:192,block_N:192 --gemm-variant b192s4=block_M:192,block_N:192,num_stages:4 \
+  --out-dir $OUT/ab 2> $OUT/ab.err | grep -A10 "^| row"; grep -v "edited CUDA" $OUT/ab.err | tail -3
+
+# ---- call 14
+nvidia-smi --query-gpu=name --format=csv,noheader
+timeout 200 ctest --test-dir build -L gpu -R "192|stream_k_auto7|stream_k_default13|gpu.gemm.bf16$|gpu.gemm.f16$|python.splitk|held_stage3" -j8 --timeout 180 > $OUT/ctest.log 2>&1
+echo "ctest rc $?"; grep -E "tests passed|\*\*\*|Failed" $OUT/ctest.log | tail -8
+timeout 150 python3 bench/bench_alternating.py --gemm --gemm-dtypes bf16,f16 \
+  --shapes 2304x2048x8192,2176x4096x4096,4352x4096x4096,4096x4096x4096 \
+  --rep-ms 1200 --min-steps 20 --gemm-variant t256=block_M:128,block_N:256 \
+  --out-dir $OUT/ab 2> $OUT/ab.err | grep -A10 "^| row"; grep -v "edited CUDA" $OUT/ab.err | tail -3

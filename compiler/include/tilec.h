@@ -208,11 +208,13 @@ bool tilec_result_stream_k_iters_of(const TilecResult *r, int kernel, const int6
 /* Shape choices (docs/language.md): the conditions on launch-time shapes
  * that kernel `kernel`'s const defaults test. *owned gets the bits of the
  * module's shape class its conditions own, *holds those whose condition
- * holds for these dynamic symbols (and scalar parameters, as for the grid).
- * A build whose tilec_result_shape_class agrees with *holds on *owned is the
- * one to launch. False when a condition names a value it was not given. */
+ * holds for these dynamic symbols (and scalar parameters, as for the grid)
+ * and the builtin sm_count = `sm_count` (the launching GPU's SMs; the
+ * runtime gives 1 on the CPU). A build whose tilec_result_shape_class agrees with *holds on *owned
+ * is the one to launch. False when a condition names a value it was not
+ * given, or divides by zero. */
 bool tilec_result_shape_class_of(const TilecResult *r, int kernel, const int64_t *dyn, const int64_t *params,
-                                 unsigned *holds, unsigned *owned);
+                                 int64_t sm_count, unsigned *holds, unsigned *owned);
 /* The shape-class bits the module's choices use, over all its kernels. */
 unsigned tilec_result_shape_class_bits(const TilecResult *r);
 /* How many shape choices kernel `kernel` has (0: one build serves every shape). */

@@ -92,14 +92,20 @@ SPLITK_TILES = {"splitk": {}, "splitk-m128": {"block_M": 128, "threads": 256, "n
 THIN_TILES = {"thin": {}, "thin-n128": {"block_N": 128, "threads": 256}}
 
 
-def gemm_tile_for(m, n, sm90=True):
-    """gemm.tile's default (block_M, block_N) for an m x n output: its const
-    defaults' shape choices, in step with the file."""
+def gemm_tile_for(m, n, sm90=True, num_sms=132):
+    """gemm.tile's default (block_M, block_N) for an m x n output on a GPU
+    of num_sms SMs: its const defaults' shape choices, in step with the file
+    (192 x 192 where those tiles fill whole waves and 128 x 256 ones do
+    not)."""
     if not sm90:
         return 128, 128
     if m <= 64 or n <= 64:
         return 64, 64
-    return (64, 128) if m <= 128 else (128, 256)
+    if m <= 128:
+        return 64, 128
+    if _cdiv(m, 192) * _cdiv(n, 192) % num_sms == 0 and _cdiv(m, 128) * _cdiv(n, 256) % num_sms != 0:
+        return 192, 192
+    return 128, 256
 
 
 def splitk_tile_for(m, n):
@@ -408,7 +414,7 @@ class Gemm:
         the defines' block_M / block_N, else gemm_tile_for() on sm_90's tile
         when smem_per_sm allows it, else 128 x 128: gemm.tile's defaults)."""
         if plain_tile is None:
-            plain_tile = gemm_tile_for(m, n, smem_per_sm >= 200 * 1024)
+            plain_tile = gemm_tile_for(m, n, smem_per_sm >= 200 * 1024, num_sms)
             plain_tile = (int(self.defines.get("block_M", plain_tile[0])),
                           int(self.defines.get("block_N", plain_tile[1])))
         if m <= THIN_ROWS and smem_per_sm >= 200 * 1024:

@@ -460,6 +460,7 @@ void rt_cuda_close(RtCuda *cu) {
 bool rt_cuda_has_device(const RtCuda *cu) { return cu && cu->has_device; }
 int rt_cuda_arch(const RtCuda *cu) { return cu && cu->has_device ? cu->arch : 0; }
 int rt_cuda_max_smem_optin(const RtCuda *cu) { return cu && cu->has_device ? cu->smem_optin : 0; }
+int rt_cuda_sm_count(const RtCuda *cu) { return cu && cu->has_device ? cu->sm_count : 0; }
 int rt_cuda_nvrtc_version(const RtCuda *cu) { return cu ? cu->nvrtc_version : 0; }
 const char *rt_cuda_device_name(const RtCuda *cu) {
   return cu && cu->has_device ? cu->device_name : "";

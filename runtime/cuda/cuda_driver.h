@@ -90,6 +90,8 @@ int rt_cuda_arch(const RtCuda *cu);
  * hold 16 bytes. */
 void rt_cuda_target(int arch, char out[16]);
 const char *rt_cuda_device_name(const RtCuda *cu);
+/* The device's SM count, 0 without a device. */
+int rt_cuda_sm_count(const RtCuda *cu);
 /* Largest dynamic shared memory a block may opt in to (bytes), 0 without a device. */
 int rt_cuda_max_smem_optin(const RtCuda *cu);
 /* NVRTC version as major*1000+minor*10 (13000 for 13.0); 0 while libnvrtc

@@ -144,6 +144,9 @@ def test_plan():
         assert g.plan(8192, 64, 8192) == ("gemm", 1)      # 128 tiles of 64 x 64
         assert splitk.gemm_tile_for(1, 8192) == (64, 64) and splitk.gemm_tile_for(100, 4096) == (64, 128)
         assert splitk.gemm_tile_for(129, 4096) == (128, 256) and splitk.gemm_tile_for(16, 8192, False) == (128, 128)
+        # 192 x 192 where they fill whole waves (132 tiles) and 128 x 256 do not (144)
+        assert splitk.gemm_tile_for(2304, 2048) == (192, 192) and splitk.gemm_tile_for(2304, 2048, True, 114) == (128, 256)
+        assert splitk.gemm_tile_for(4096, 4096) == (128, 256)
         # Thin products (M <= 16) on sm_90a run gemm_thin.tile: one launch
         # while its 64-column tiles cover a third of the SMs (44 of 132),
         # split below that, each split keeping >= 8 K tiles.

@@ -1293,20 +1293,22 @@ static void test_stagger_warpgroups(void) {
   }
 }
 
-/* examples/gemm.tile's shape choices: on sm_90a two conditions (M <= 64 ||
- * N <= 64; M <= 128) and four classes, each a valid tile whichever way the
- * other condition goes (tilec.splitk.gemm_tile_for mirrors the rule); none
- * on sm_80, where the const defaults fold them away. */
+/* examples/gemm.tile's shape choices: on sm_90a three conditions (M <= 64
+ * || N <= 64; M <= 128; 192 x 192 tiles fill whole waves of sm_count SMs
+ * where 128 x 256 ones do not) and eight classes, each a valid tile
+ * whichever way the other conditions go (tilec.splitk.gemm_tile_for
+ * mirrors the rule); none on sm_80, where the const defaults fold them
+ * away. The third condition reads the launch's sm_count. */
 static void test_gemm_shape_classes(void) {
   static char text[16384];
   const size_t len = read_example("gemm.tile", text, sizeof text);
   if (!len) return;
-  static const char *const want[4] = {
-      "block_M = 128, block_N = 256, block_K = 64, num_stages = 4, threads = 256",
-      "block_M = 64, block_N = 64, block_K = 64, num_stages = 12, threads = 128",
-      "block_M = 64, block_N = 128, block_K = 64, num_stages = 8, threads = 128",
-      "block_M = 64, block_N = 64, block_K = 64, num_stages = 12, threads = 128"};
-  for (int c = 0; c < 4; c++) {
+  static const char *const big = "block_M = 128, block_N = 256, block_K = 64, num_stages = 4, threads = 256";
+  static const char *const m64 = "block_M = 64, block_N = 64, block_K = 64, num_stages = 12, threads = 128";
+  static const char *const m128 = "block_M = 64, block_N = 128, block_K = 64, num_stages = 8, threads = 128";
+  static const char *const waves = "block_M = 192, block_N = 192, block_K = 64, num_stages = 4, threads = 384";
+  static const char *const want[8] = {big, m64, m128, m64, waves, m64, m128, m64};
+  for (int c = 0; c < 8; c++) {
     TilecOptions o;
     tilec_options_init(&o);
     o.emit = TILEC_EMIT_CUDA;
@@ -1316,11 +1318,32 @@ static void test_gemm_shape_classes(void) {
     const int rc = tilec_compile("gemm.tile", text, len, &o, &r);
     CHECK(rc == 0);
     if (rc == 0) {
-      CHECK(tilec_result_num_shape_choices(r, 0) == 2);
+      CHECK(tilec_result_num_shape_choices(r, 0) == 3);
       CHECK(tilec_result_shape_class(r) == (unsigned)c);
       const char *code = tilec_result_output(r);
       if (!strstr(code, want[c])) fprintf(stderr, "gemm.tile class %d: expected '%s'\n", c, want[c]);
       CHECK(strstr(code, want[c]) != NULL);
+      /* The launch's shapes and SM count pick the class: 2304 x 2048 is 132
+       * tiles of 192 x 192 (one wave on 132 SMs, 144 of 128 x 256), 2176 x
+       * 4096 264 (two waves); 4096^3 (484 / 512 tiles) and 132 tiles on a
+       * GPU of 114 SMs keep 128 x 256; M = 100 takes 64 x 128 first. */
+      static const struct {
+        int64_t m, n, sms;
+        unsigned holds;
+      } launch[] = {{2304, 2048, 132, 4}, {2176, 4096, 132, 4}, {4096, 4096, 132, 0},
+                    {2304, 2048, 114, 0}, {100, 2048, 132, 2}, {2304, 64, 132, 1}};
+      const TilecKernelInfo *info = tilec_result_kernel(r, 0);
+      for (size_t i = 0; info && i < sizeof launch / sizeof launch[0]; i++) {
+        int64_t dyn[8] = {0};
+        for (int d = 0; d < info->ndynamic && d < 8; d++)
+          dyn[d] = !strcmp(info->dynamic_symbols[d], "M") ? launch[i].m : !strcmp(info->dynamic_symbols[d], "N") ? launch[i].n : 4096;
+        unsigned holds = 0, owned = 0;
+        CHECK(tilec_result_shape_class_of(r, 0, dyn, NULL, launch[i].sms, &holds, &owned) && owned == 7);
+        if (holds != launch[i].holds)
+          fprintf(stderr, "gemm.tile %lld x %lld on %lld SMs: choices 0x%x, expected 0x%x\n", (long long)launch[i].m,
+                  (long long)launch[i].n, (long long)launch[i].sms, holds, launch[i].holds);
+        CHECK(holds == launch[i].holds);
+      }
     } else {
       fprintf(stderr, "gemm.tile class %d: %s", c, tilec_result_diagnostics(r));
     }

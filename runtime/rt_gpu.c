@@ -796,7 +796,8 @@ TilertStatus rt_gpu_launch(TilertKernel *k, const TilertArg *args, int nargs, co
     }
     /* A stream-K build spreads its split over every slot; a cluster grid
      * must stay a whole number of clusters. */
-    g3[0] = (unsigned)rt_persistent_blocks(tiles, slots, info->stream_k || info->cluster > 1 || ctx->balance_off ? -1 : tile_iters);
+    const bool balance = !info->stream_k && info->cluster <= 1 && !ctx->balance_off;
+    g3[0] = (unsigned)rt_persistent_blocks(tiles, slots, balance ? tile_iters : -1);
     g3[1] = g3[2] = 1;
   }
   if (plan && !rt_repack_copy_in(ctx->cu, plan, stream)) {

@@ -511,9 +511,11 @@ TilertStatus tilert_launch(TilertKernel *k, const TilertArg *args, int nargs, vo
   } else {
     for (int i = 0; i < np; i++)
       scalars[i] = args[i].kind == TILERT_ARG_INT ? args[i].i : args[i].kind == TILERT_ARG_FLOAT ? (int64_t)args[i].f : 0;
-    /* sm_count: the builtin of shape choices (docs/language.md); 1 on the CPU */
-    if (!tilec_result_shape_class_of(mod->result, k->index, dyn, scalars, cuda ? rt_gpu_sm_count(ctx) : 1, &holds,
-                                     &owned))
+    /* sm_count: the builtin of shape choices (docs/language.md); 1 on the
+     * CPU (and without a device), so a condition's `% sm_count` evaluates */
+    const int64_t gpu_sms = cuda ? rt_gpu_sm_count(ctx) : 0;
+    const int64_t sm_count = gpu_sms > 0 ? gpu_sms : 1;
+    if (!tilec_result_shape_class_of(mod->result, k->index, dyn, scalars, sm_count, &holds, &owned))
       st = rt_error(ctx, TILERT_INVALID_ARGUMENT, "%s: its shape choices could not be evaluated from the launch's arguments",
                     info->name);
     else

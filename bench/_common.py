@@ -10,6 +10,8 @@ script puts bench/ first on sys.path by being run as `python3 bench/X.py`).
   a child process per part (peers, then tilec) appending JSON lines to one
   file (run_parts, child_setup, json_emitter), then a report named after the
   date and the GPU (gpu_name, result_stem, write_report).
+- load_variant: a .tile's kernel with a variant's defines, and its env.NAME
+  keys set for a context of its own (bench_alternating.py, gemm_energy.py).
 """
 
 import datetime
@@ -262,3 +264,31 @@ def write_report(out_dir, stem, text, args, rows, results):
     with open(os.path.join(out_dir, stem + ".json"), "w") as f:
         json.dump({"args": vars(args), "rows": rows, "results": results}, f, indent=1)
     print(text)
+
+
+def load_variant(ctx, path, kernel, defines, extra, first_launch):
+    """The kernel of PATH with defines plus the variant's, after
+    first_launch(kern) has run it once. A key env.NAME:V sets $NAME for a
+    context of the variant's own (the runtime reads some variables when a
+    context is made, $TILEC_STREAM_K among them, and others when a build
+    is compiled, which is at a launch: $TILEC_CLUSTER_MULTICAST) and keeps
+    it set through that first launch (the kernel keeps its context
+    alive)."""
+    defines = dict(defines)
+    defines.update({kk: v for kk, v in extra.items() if not kk.startswith("env.")})
+    env = {kk[4:]: v for kk, v in extra.items() if kk.startswith("env.")}
+    saved = {e: os.environ.get(e) for e in env}
+    os.environ.update(env)
+    try:
+        if env:
+            import tilec
+            ctx = tilec.Context(device="cuda")
+        kern = ctx.load(path, defines=defines).kernel(kernel)
+        first_launch(kern)
+        return kern
+    finally:
+        for e, v in saved.items():
+            if v is None:
+                os.environ.pop(e, None)
+            else:
+                os.environ[e] = v

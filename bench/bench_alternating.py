@@ -139,8 +139,8 @@ def attention_fns(torch, ctx, row, peers, stream, variants):
         def first(kern):
             out.fill_(float("nan"))
             kern(q, k, v, out, scale, stream=stream)
-        kern = load_variant(ctx, path or os.path.join(ROOT, "examples", "flash_attention.tile"), "flash_attention",
-                            {"dtype": dt, "dim": dim, "is_causal": causal}, extra, first)
+        kern = _common.load_variant(ctx, path or os.path.join(ROOT, "examples", "flash_attention.tile"),
+                                    "flash_attention", {"dtype": dt, "dim": dim, "is_causal": causal}, extra, first)
         torch.cuda.synchronize()
         errs[name] = ba.rel_error(torch, out, ref)
         fns[name] = kern.bind(q, k, v, out, scale, stream=stream)
@@ -158,34 +158,6 @@ def attention_fns(torch, ctx, row, peers, stream, variants):
     return fns, errs, bad, ba.attn_flops(bsz, heads, seq, dim, causal)
 
 
-def load_variant(ctx, path, kernel, defines, extra, first_launch):
-    """The kernel of PATH with defines plus the variant's, after
-    first_launch(kern) has run it once. A key env.NAME:V sets $NAME for a
-    context of the variant's own (the runtime reads some variables when a
-    context is made, $TILEC_STREAM_K among them, and others when a build
-    is compiled, which is at a launch: $TILEC_CLUSTER_MULTICAST) and keeps
-    it set through that first launch (the kernel keeps its context
-    alive)."""
-    defines = dict(defines)
-    defines.update({kk: v for kk, v in extra.items() if not kk.startswith("env.")})
-    env = {kk[4:]: v for kk, v in extra.items() if kk.startswith("env.")}
-    saved = {e: os.environ.get(e) for e in env}
-    os.environ.update(env)
-    try:
-        if env:
-            import tilec
-            ctx = tilec.Context(device="cuda")
-        kern = ctx.load(path, defines=defines).kernel(kernel)
-        first_launch(kern)
-        return kern
-    finally:
-        for e, v in saved.items():
-            if v is None:
-                os.environ.pop(e, None)
-            else:
-                os.environ[e] = v
-
-
 def fp8_fns(torch, ctx, row, stream, variants):
     """examples/gemm_fp8_nt.tile (FP8 tiles, B as [N, K], f16 out: the kernel
     bench_gemm.py --fp8 rates) and its variants against torch._scaled_mm
@@ -197,8 +169,8 @@ def fp8_fns(torch, ctx, row, stream, variants):
     fns, errs = {}, {}
     for name, (extra, vpath) in [("tilec", ({}, None))] + list(variants.items()):
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-        kern = load_variant(ctx, vpath or path, "gemm_fp8_nt", {"out_dtype": "f16"}, extra,
-                            lambda kv: kv(au, btu, c, sa, sb, stream=stream))
+        kern = _common.load_variant(ctx, vpath or path, "gemm_fp8_nt", {"out_dtype": "f16"}, extra,
+                                    lambda kv: kv(au, btu, c, sa, sb, stream=stream))
         torch.cuda.synchronize()
         errs[name] = ba.rel_error(torch, c, ref)
         fns[name] = kern.bind(au, btu, c, sa, sb, stream=stream)
@@ -243,8 +215,8 @@ def gemm_fns(torch, tilec, ctx, row, stream, sms, smem, variants):
         if kind != "gemm":
             break
         cv = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
-        kv = load_variant(ctx, path or os.path.join(ROOT, "examples", "gemm.tile"), "gemm", {"dtype": dt}, extra,
-                          lambda k_: k_(a, b, cv, stream=stream))
+        kv = _common.load_variant(ctx, path or os.path.join(ROOT, "examples", "gemm.tile"), "gemm", {"dtype": dt},
+                                  extra, lambda k_: k_(a, b, cv, stream=stream))
         torch.cuda.synchronize()
         if not name.endswith("!"):      # NAME! : timed only (a hand edit that drops work on purpose)
             errs[name] = ba.rel_error(torch, cv, ref)
@@ -317,7 +289,8 @@ def main():
     ap.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192")
     ap.add_argument("--peers", default="sdpa-cudnn", help="attention peers (sdpa-cudnn, sdpa-flash), first one rated")
     ap.add_argument("--variant", action="append", metavar="NAME=K:V,...[@PATH]",
-                    help="also time flash_attention.tile (or the .tile at PATH) with these defines; a key env.NAME:V sets $NAME for the variant (repeatable)")
+                    help="also time flash_attention.tile (or the .tile at PATH) with these defines; "
+                         "a key env.NAME:V sets $NAME for the variant (repeatable)")
     ap.add_argument("--gemm-variant", action="append", metavar="NAME=K:V,...[@PATH]",
                     help="also time gemm.tile (or the .tile at PATH) with these defines where the plan is "
                          "gemm.tile (repeatable; a NAME ending in ! is timed without the check)")

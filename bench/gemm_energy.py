@@ -55,19 +55,12 @@ for name, path in [("tilec", os.path.normpath(os.path.join(root, "examples", "ge
 for v in a.env_variant:
     name, setting = v.split("=", 1)
     var, val = setting.split(":", 1)
-    saved = os.environ.get(var)
-    os.environ[var] = val
-    vctx = tilec.Context(device="cuda")  # reads $VAR now
-    kern = vctx.load(os.path.join(root, "examples", "gemm.tile"), defines=defs).kernel("gemm")
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    impls[name] = kern.bind(x, y, c, stream=st); outs[name] = c
-    kern(x, y, c, stream=st)  # compiled and sized while $VAR is set
+    kern = _common.load_variant(ctx, os.path.join(root, "examples", "gemm.tile"), "gemm", defs, {"env." + var: val},
+                                lambda kv: kv(x, y, c, stream=st))  # compiled and sized while $VAR is set
     torch.cuda.synchronize()
     c.fill_(float("nan"))
-    if saved is None:
-        os.environ.pop(var)
-    else:
-        os.environ[var] = saved
+    impls[name] = kern.bind(x, y, c, stream=st); outs[name] = c
 cb = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
 impls["cublas"] = lambda: torch.matmul(x, y, out=cb); outs["cublas"] = cb
 for nm, f in impls.items():

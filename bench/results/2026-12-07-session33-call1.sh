@@ -15,6 +15,7 @@ timeout 80 python3 bench/first_launch_probe.py --gemm 128x8192x8192 --reps 2 2>&
 timeout 80 python3 bench/first_launch_probe.py --gemm 2304x2048x8192 --reps 2 2>&1 | tail -6
 timeout 200 ctest --test-dir build -L gpu -R "192|balanced|stream_k|runtime_gpu|python.splitk|held_stage" -j8 --timeout 180 > $OUT/ctest.log 2>&1
 echo "ctest rc $?"; grep -E "tests passed|\*\*\*|Failed" $OUT/ctest.log | tail -6
+timeout 60 ctest --test-dir build -R runtime_compile_log --output-on-failure 2>&1 | tail -3
 timeout 200 python3 bench/bench_alternating.py --gemm --gemm-dtypes bf16,f16 \
   --shapes 4096x4096x4096,8192x8192x8192,2304x2048x8192,2176x4096x4096,4352x4096x4096 \
   --rep-ms 1500 --min-steps 20 --gemm-variant off=env.TILEC_BALANCED_WAVES:0 \

@@ -414,7 +414,7 @@ bool rt_gpu_arch_name(const TilertContext *ctx, char arch[16]) {
 }
 
 int rt_gpu_sm_count(const TilertContext *ctx) {
-  return ctx->cu && rt_cuda_has_device(ctx->cu) ? rt_cuda_sm_count(ctx->cu) : 0;
+  return rt_cuda_sm_count(ctx->cu); /* 0 for no context or no device */
 }
 
 static TilertStatus gpu_load(TilertContext *ctx, const char *name, const char *text, size_t len,
